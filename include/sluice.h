@@ -1,0 +1,224 @@
+/*
+ * sluice.h - the C API of Sluice, a PGAS communication runtime.
+ *
+ * Every function here has the same meaning as its C++ counterpart in
+ * <sluice/sluice.hpp>; the C++ API is a thin layer over this one.
+ *
+ * General rules
+ * -------------
+ * - Every call returns a sluice_status_t: SLUICE_OK (0) on success, a negative
+ *   code on failure.  A failing call prints one line on stderr naming the rank,
+ *   the operation and the fix (silence it with SLUICE_QUIET_ERRORS=1), and the
+ *   same text stays available from sluice_last_error() on the calling thread.
+ *   Outputs are written only on success.
+ * - Ranks are 0 .. sluice_size()-1.  Out-of-range ranks give SLUICE_ERR_RANK.
+ * - The library is thread-safe: any thread may call any function after
+ *   sluice_init() returns, except where a rule below says otherwise.
+ * - Progress: the library makes progress (runs handlers, completes
+ *   non-blocking operations) only inside Sluice calls.  Every blocking call
+ *   polls; a program that computes for long stretches should call
+ *   sluice_poll() now and then.
+ *
+ * Handler rules
+ * -------------
+ * - A handler runs inside a Sluice call on the receiving rank (never in
+ *   signal context, never with an internal lock held), on the thread that
+ *   called it.
+ * - A request handler may send at most one reply, to the requesting rank,
+ *   with sluice_am_reply_*() and the token it was given.  It may not send
+ *   requests, call sluice_poll(), a barrier, a blocking RMA or anything else
+ *   that waits.  If it sends no reply, Sluice sends a hidden one where the
+ *   conduit needs it for flow control.
+ * - A reply handler may send nothing at all.
+ * - Handlers must not block: debug builds (--enable-debug) check these rules.
+ * - sluice_exit() may be called from any handler; it does not return.
+ * - The Medium payload pointer is valid only until the handler returns.  A
+ *   Long payload is already in the segment when the handler runs.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SLUICE_VERSION_MAJOR 0
+#define SLUICE_VERSION_MINOR 1
+
+/* ---- status ------------------------------------------------------------ */
+typedef int sluice_status_t;
+enum {
+    SLUICE_OK = 0,
+    SLUICE_NOT_READY = 1,          /* sluice_event_test: not complete yet */
+    SLUICE_ERR_ARGUMENT = -1,      /* a bad argument (null, size, nargs) */
+    SLUICE_ERR_RANK = -2,          /* rank out of range */
+    SLUICE_ERR_HANDLER = -3,       /* handler unregistered or wrong category */
+    SLUICE_ERR_SEGMENT = -4,       /* address range outside the segment */
+    SLUICE_ERR_TOO_LARGE = -5,     /* payload above the category's maximum */
+    SLUICE_ERR_CONTEXT = -6,       /* call not allowed here (handler rules) */
+    SLUICE_ERR_STATE = -7,         /* not initialized, already attached, ... */
+    SLUICE_ERR_RESOURCE = -8,      /* out of memory, shm, descriptors */
+    SLUICE_ERR_BOOTSTRAP = -9,     /* the spawner failed */
+    SLUICE_ERR_TRANSPORT = -10     /* the conduit failed */
+};
+const char *sluice_status_string(sluice_status_t status);
+/* The message of the last failed call on this thread ("" if none). */
+const char *sluice_last_error(void);
+
+/* ---- init, ranks, hosts -------------------------------------------------- */
+typedef uint32_t sluice_rank_t;
+
+/* Collective.  Starts the runtime: finds the spawner, learns rank and size,
+ * sets up the conduits.  argc/argv may be NULL.  A program started without a
+ * launcher is a 1-rank job.  Calling it twice gives SLUICE_ERR_STATE. */
+sluice_status_t sluice_init(int *argc, char ***argv);
+/* Collective.  Drains outstanding operations, runs a barrier and releases
+ * every resource.  The process goes on (MPI may still be used); Sluice may
+ * not be initialized again.  Returning from main() without it is allowed:
+ * that is an exit with main's return code. */
+sluice_status_t sluice_finalize(void);
+int sluice_initialized(void);
+
+sluice_rank_t sluice_rank(void);
+sluice_rank_t sluice_size(void);
+/* Host index of a rank: ranks with the same index share a host.  Host
+ * indices are 0 .. sluice_host_count()-1, in order of each host's lowest rank. */
+sluice_status_t sluice_host_of(sluice_rank_t rank, uint32_t *host);
+uint32_t sluice_host_count(void);
+/* Host name of a rank (valid until finalize). */
+sluice_status_t sluice_host_name(sluice_rank_t rank, const char **name);
+/* Ranks on my host, ascending.  *count is set to the number of such ranks;
+ * up to `max` are written into `ranks` (may be NULL when max is 0). */
+sluice_status_t sluice_host_ranks(sluice_rank_t *ranks, size_t max,
+                                  size_t *count);
+
+/* ---- segments ------------------------------------------------------------ */
+/* Collective.  Every rank attaches one segment of `size` bytes (rounded up to
+ * the page size; ranks may ask different sizes, 0 is allowed).  RMA and AM
+ * Long target addresses must lie in the target rank's segment. */
+sluice_status_t sluice_segment_attach(size_t size);
+/* Base and size of `rank`'s segment, as addresses in that rank's space. */
+sluice_status_t sluice_segment_info(sluice_rank_t rank, void **base,
+                                    size_t *size);
+
+/* ---- active messages ----------------------------------------------------- */
+typedef struct sluice_token *sluice_token_t;
+typedef uint8_t sluice_handler_t; /* handler index, 0..255 */
+typedef enum {
+    SLUICE_AM_SHORT = 0,  /* arguments only */
+    SLUICE_AM_MEDIUM = 1, /* arguments + payload delivered in a buffer */
+    SLUICE_AM_LONG = 2    /* arguments + payload written into the segment */
+} sluice_am_category_t;
+#define SLUICE_AM_MAX_ARGS 16
+
+/* The one handler signature.  Short: payload NULL, length 0.  Medium: a
+ * buffer valid while the handler runs.  Long: the address in this rank's
+ * segment where the payload was written.  `args` holds `nargs` values. */
+typedef void (*sluice_handler_fn)(sluice_token_t token, void *payload,
+                                  size_t length, const uint32_t *args,
+                                  unsigned nargs);
+
+/* Register `fn` at `index` for messages of `category` with exactly `nargs`
+ * (0..16) arguments.  Call after sluice_init and before any message for that
+ * index can arrive (register on every rank, then barrier).  Re-registering an
+ * index replaces it. */
+sluice_status_t sluice_handler_register(sluice_handler_t index,
+                                        sluice_handler_fn fn,
+                                        sluice_am_category_t category,
+                                        unsigned nargs);
+
+/* Largest payloads, for requests and replies alike, over every peer. */
+size_t sluice_am_max_medium(void);
+size_t sluice_am_max_long(void);
+
+/* Requests.  Completion: each returns once `payload` may be reused; delivery
+ * is asynchronous.  Sending may poll (and so run handlers) while the
+ * destination queue is full; it never drops a message.  A Long's `dest` must
+ * lie in the target's segment, with the whole payload. */
+sluice_status_t sluice_am_request_short(sluice_rank_t dest,
+                                        sluice_handler_t handler,
+                                        const uint32_t *args, unsigned nargs);
+sluice_status_t sluice_am_request_medium(sluice_rank_t dest,
+                                         sluice_handler_t handler,
+                                         const void *payload, size_t length,
+                                         const uint32_t *args, unsigned nargs);
+sluice_status_t sluice_am_request_long(sluice_rank_t dest,
+                                       sluice_handler_t handler,
+                                       const void *payload, size_t length,
+                                       void *dest_addr, const uint32_t *args,
+                                       unsigned nargs);
+/* Replies: only from a request handler, at most once, with its token. */
+sluice_status_t sluice_am_reply_short(sluice_token_t token,
+                                      sluice_handler_t handler,
+                                      const uint32_t *args, unsigned nargs);
+sluice_status_t sluice_am_reply_medium(sluice_token_t token,
+                                       sluice_handler_t handler,
+                                       const void *payload, size_t length,
+                                       const uint32_t *args, unsigned nargs);
+sluice_status_t sluice_am_reply_long(sluice_token_t token,
+                                     sluice_handler_t handler,
+                                     const void *payload, size_t length,
+                                     void *dest_addr, const uint32_t *args,
+                                     unsigned nargs);
+/* The rank that sent the message a handler is running for. */
+sluice_status_t sluice_token_source(sluice_token_t token, sluice_rank_t *src);
+
+/* ---- RMA ----------------------------------------------------------------- */
+/* The remote address range must lie in `rank`'s segment; the local buffer may
+ * be anywhere.  Overlapping concurrent RMA to the same bytes is undefined.
+ *
+ * Blocking: returns when the data is in place (Put: visible at the target;
+ * Get: in `dest`).  Non-blocking (_nb): returns an event; the source of a
+ * Put and the destination of a Get may not be touched until the event
+ * completes.  SLUICE_EVENT_DONE means it already completed.  Implicit (_nbi):
+ * completes by sluice_nbi_sync() on the same thread. */
+typedef struct sluice_event *sluice_event_t;
+#define SLUICE_EVENT_DONE ((sluice_event_t)0)
+
+sluice_status_t sluice_put(sluice_rank_t rank, void *dest, const void *src,
+                           size_t length);
+sluice_status_t sluice_get(void *dest, sluice_rank_t rank, const void *src,
+                           size_t length);
+sluice_status_t sluice_put_nb(sluice_rank_t rank, void *dest, const void *src,
+                              size_t length, sluice_event_t *event);
+sluice_status_t sluice_get_nb(void *dest, sluice_rank_t rank, const void *src,
+                              size_t length, sluice_event_t *event);
+sluice_status_t sluice_put_nbi(sluice_rank_t rank, void *dest, const void *src,
+                               size_t length);
+sluice_status_t sluice_get_nbi(void *dest, sluice_rank_t rank, const void *src,
+                               size_t length);
+/* SLUICE_OK and the event is released, or SLUICE_NOT_READY (polls once). */
+sluice_status_t sluice_event_test(sluice_event_t event);
+/* Waits (polling) until complete and releases the event. */
+sluice_status_t sluice_event_wait(sluice_event_t event);
+sluice_status_t sluice_event_wait_all(sluice_event_t *events, size_t count);
+/* Waits for every _nbi operation this thread issued. */
+sluice_status_t sluice_nbi_sync(void);
+
+/* ---- collectives, progress, exit ----------------------------------------- */
+/* Collective.  Returns when every rank has entered it; polls while waiting.
+ * May be called before sluice_segment_attach. */
+sluice_status_t sluice_barrier(void);
+/* Collective.  Every rank contributes `length` bytes (the same length on all
+ * ranks, at most sluice_am_max_medium()); `out` receives size*length bytes in
+ * rank order.  Called from one thread per rank at a time. */
+sluice_status_t sluice_allgather(const void *in, void *out, size_t length);
+/* Runs pending handlers and advances non-blocking operations. */
+sluice_status_t sluice_poll(void);
+/* Ends the whole job with `code`, from any rank, thread or handler.  Other
+ * ranks are stopped wherever they are (in a barrier, a poll, or their own
+ * code).  Does not return. */
+#if defined(__cplusplus)
+[[noreturn]]
+#elif defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void sluice_exit(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_H */

@@ -1,0 +1,67 @@
+// spawners/bootstrap.hpp - the bootstrap table: how a rank learns who it is
+// and talks to the others before (and after) the conduits are up.
+//
+// Used only at start-up, for exit coordination and for abort; never on the
+// AM or RMA path.  Backends: singleton, local (forked by sluicerun); ssh, pmix,
+// pmi2 and mpi come with later work.  Selection order (documented in
+// docs/knobs.md): launcher environment, SLUICE_SPAWNER, what the environment
+// shows, configure default; see select_bootstrap().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::spawner {
+
+class Bootstrap {
+public:
+    virtual ~Bootstrap() = default;
+    virtual const char *name() const = 0;
+    virtual std::uint32_t rank() const = 0;
+    virtual std::uint32_t size() const = 0;
+    // Collective: every rank gives `in`; returns the contributions in rank
+    // order (lengths may differ).  Returns false if the bootstrap failed.
+    virtual bool allgather(const void *in, std::size_t len,
+                           std::vector<std::string> &out) = 0;
+    virtual bool barrier() {
+        std::vector<std::string> ignored;
+        return allgather(nullptr, 0, ignored);
+    }
+    // Collective: root's bytes reach every rank.
+    virtual bool broadcast(std::uint32_t root, std::string &data) {
+        std::vector<std::string> all;
+        if (!allgather(data.data(), rank() == root ? data.size() : 0, all))
+            return false;
+        data = all[root];
+        return true;
+    }
+    // The rank is leaving with `code` (graceful or not); the launcher uses the
+    // first code it hears as the job's.
+    virtual void exit_notify(int code) { (void)code; }
+    // Coordination failed: end the whole job now with `code`.  Does not return.
+    [[noreturn]] virtual void abort(int code) = 0;
+    // Normal end of bootstrap use (finalize or graceful exit).
+    virtual void fini() {}
+    // A shared-memory name the launcher must unlink at job end if the rank
+    // cannot (crash between create and unlink).
+    virtual void cleanup_register(const std::string &shm_name) { (void)shm_name; }
+};
+
+// Picks and starts the backend for this process; on failure returns null and
+// sets `error` to a message naming the fix.
+std::unique_ptr<Bootstrap> select_bootstrap(std::string &error);
+
+// Backend registry, so spawners living in other libraries (libsluice-mpi) can
+// add themselves.  `probe` says whether the environment shows this backend.
+struct BootstrapBackend {
+    const char *name;
+    bool (*probe)();
+    std::unique_ptr<Bootstrap> (*create)(std::string &error);
+};
+void bootstrap_backend_register(const BootstrapBackend &backend);
+const std::vector<BootstrapBackend> &bootstrap_backends();
+
+} // namespace sluice::spawner

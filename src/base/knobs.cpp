@@ -1,0 +1,199 @@
+// src/base/knobs.cpp - parsing and listing of the knob table.
+#include "base/knobs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+extern char **environ;
+
+namespace sluice::base {
+namespace {
+
+struct KnobValue {
+    std::string text;
+    bool from_env = false;
+    bool flag = false;
+    std::int64_t integer = 0;
+    std::size_t bytes = 0;
+    double real = 0;
+};
+
+KnobValue values[static_cast<int>(Knob::count_)];
+std::once_flag loaded_once;
+
+bool parse_bool(const std::string &t, bool &out) {
+    std::string s = t;
+    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    if (s == "1" || s == "yes" || s == "true" || s == "on" || s == "y") { out = true; return true; }
+    if (s == "0" || s == "no" || s == "false" || s == "off" || s == "n") { out = false; return true; }
+    return false;
+}
+
+bool parse_value(const KnobInfo &info, const std::string &text, KnobValue &v) {
+    v.text = text;
+    switch (info.type) {
+    case KnobType::Bool: return parse_bool(text, v.flag);
+    case KnobType::Int: {
+        errno = 0;
+        char *end = nullptr;
+        long long x = std::strtoll(text.c_str(), &end, 0);
+        if (errno || end == text.c_str() || *end) return false;
+        v.integer = x;
+        return true;
+    }
+    case KnobType::Size: return parse_size(text, v.bytes);
+    case KnobType::Double: {
+        errno = 0;
+        char *end = nullptr;
+        double x = std::strtod(text.c_str(), &end);
+        if (errno || end == text.c_str() || *end) return false;
+        v.real = x;
+        return true;
+    }
+    case KnobType::String: return true;
+    }
+    return false;
+}
+
+void ensure_loaded() {
+    std::call_once(loaded_once, [] { (void)knobs_load(); });
+}
+
+const KnobValue &value(Knob k) {
+    ensure_loaded();
+    return values[static_cast<int>(k)];
+}
+
+} // namespace
+
+const std::vector<KnobInfo> &knob_table() {
+    static const std::vector<KnobInfo> table = {
+#define SLUICE_KNOB(id, type, def, doc) {"SLUICE_" #id, KnobType::type, def, doc, false},
+#define SLUICE_INTERNAL(id, doc) {"SLUICE_" #id, KnobType::String, "", doc, true},
+#include "base/knobs.def"
+#undef SLUICE_KNOB
+#undef SLUICE_INTERNAL
+    };
+    return table;
+}
+
+const char *knob_type_name(KnobType type) {
+    switch (type) {
+    case KnobType::Bool: return "bool";
+    case KnobType::Int: return "int";
+    case KnobType::Size: return "size";
+    case KnobType::Double: return "double";
+    case KnobType::String: return "string";
+    }
+    return "?";
+}
+
+std::vector<std::string> knobs_load() {
+    std::vector<std::string> errors;
+    const auto &table = knob_table();
+    for (int i = 0; i < static_cast<int>(Knob::count_); ++i) {
+        const KnobInfo &info = table[i];
+        KnobValue v;
+        const char *env = std::getenv(info.name);
+        if (env && parse_value(info, env, v)) {
+            v.from_env = true;
+        } else {
+            if (env)
+                errors.push_back(std::string("malformed value '") + env + "' for " + info.name +
+                                 " (a " + knob_type_name(info.type) + "); using the default '" +
+                                 info.default_value + "'");
+            v = KnobValue{};
+            (void)parse_value(info, info.default_value, v);
+        }
+        values[i] = v;
+    }
+    return errors;
+}
+
+bool knob_bool(Knob k) { return value(k).flag; }
+std::int64_t knob_int(Knob k) { return value(k).integer; }
+std::size_t knob_size(Knob k) { return value(k).bytes; }
+double knob_double(Knob k) { return value(k).real; }
+const std::string &knob_string(Knob k) { return value(k).text; }
+bool knob_is_set(Knob k) { return value(k).from_env; }
+
+std::string knobs_listing() {
+    std::string out;
+    const auto &table = knob_table();
+    for (int i = 0; i < static_cast<int>(Knob::count_); ++i) {
+        const KnobValue &v = value(static_cast<Knob>(i));
+        out += table[i].name;
+        out += " = ";
+        out += v.text.empty() ? "\"\"" : v.text;
+        out += v.from_env ? "   (environment)\n" : "   (default)\n";
+    }
+    return out;
+}
+
+std::size_t edit_distance(const std::string &a, const std::string &b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::vector<std::string> knobs_unknown() {
+    std::vector<std::string> warnings;
+    const auto &table = knob_table();
+    for (char **e = environ; e && *e; ++e) {
+        if (std::strncmp(*e, "SLUICE_", 7) != 0) continue;
+        const char *eq = std::strchr(*e, '=');
+        std::string name(*e, eq ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+        const KnobInfo *best = nullptr;
+        std::size_t best_distance = SIZE_MAX;
+        for (const auto &info : table) {
+            std::size_t d = edit_distance(name, info.name);
+            if (d < best_distance) { best_distance = d; best = &info; }
+        }
+        if (best_distance == 0) continue;
+        std::string w = "unknown variable " + name + " is ignored";
+        if (best && best_distance <= std::max<std::size_t>(3, name.size() / 4))
+            w += "; did you mean " + std::string(best->name) + "?";
+        else
+            w += "; `sluice-info` lists every knob";
+        warnings.push_back(w);
+    }
+    return warnings;
+}
+
+double exit_timeout_seconds(unsigned ranks) {
+    double t = knob_double(Knob::EXIT_TIMEOUT);
+    return t > 0 ? t : 2.0 + 0.05 * ranks;
+}
+
+bool parse_size(const std::string &text, std::size_t &out) {
+    if (text.empty()) return false;
+    errno = 0;
+    char *end = nullptr;
+    unsigned long long x = std::strtoull(text.c_str(), &end, 0);
+    if (errno || end == text.c_str() || text[0] == '-') return false;
+    std::string suffix(end);
+    std::transform(suffix.begin(), suffix.end(), suffix.begin(), ::toupper);
+    unsigned shift = 0;
+    if (suffix.empty() || suffix == "B") shift = 0;
+    else if (suffix == "K" || suffix == "KB" || suffix == "KIB") shift = 10;
+    else if (suffix == "M" || suffix == "MB" || suffix == "MIB") shift = 20;
+    else if (suffix == "G" || suffix == "GB" || suffix == "GIB") shift = 30;
+    else return false;
+    if (shift && x > (~0ull >> shift)) return false;
+    out = static_cast<std::size_t>(x << shift);
+    return true;
+}
+
+} // namespace sluice::base

@@ -1,0 +1,60 @@
+// src/base/knobs.hpp - the knob table (declared in knobs.def) and its uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::base {
+
+enum class KnobType { Bool, Int, Size, Double, String };
+
+enum class Knob : int {
+#define SLUICE_KNOB(id, type, def, doc) id,
+#define SLUICE_INTERNAL(id, doc)
+#include "base/knobs.def"
+#undef SLUICE_KNOB
+#undef SLUICE_INTERNAL
+    count_
+};
+
+struct KnobInfo {
+    const char *name;   // full variable name, e.g. "SLUICE_VERBOSEENV"
+    KnobType type;
+    const char *default_value;
+    const char *doc;
+    bool internal;      // set by the launcher, not a user knob
+};
+
+// Every declared name, knobs first, then internal variables.
+const std::vector<KnobInfo> &knob_table();
+const char *knob_type_name(KnobType type);
+
+// Reads the environment (again).  Returns one message per malformed value;
+// a malformed value falls back to the default.
+std::vector<std::string> knobs_load();
+
+bool knob_bool(Knob k);
+std::int64_t knob_int(Knob k);
+std::size_t knob_size(Knob k);
+double knob_double(Knob k);
+const std::string &knob_string(Knob k);
+// True if the value came from the environment rather than the default.
+bool knob_is_set(Knob k);
+
+// "SLUICE_X = value (environment|default)" lines, one per knob.
+std::string knobs_listing();
+// One warning per SLUICE_* variable in the environment that is not declared,
+// with the closest declared name ("did you mean ...").
+std::vector<std::string> knobs_unknown();
+
+// "64K", "16M", "1G", "4096" -> bytes.  False if malformed.
+// Seconds the exit protocol may take for a job of `ranks` ranks:
+// SLUICE_EXIT_TIMEOUT if set above 0, else 2 + 0.05 x ranks.
+double exit_timeout_seconds(unsigned ranks);
+
+bool parse_size(const std::string &text, std::size_t &out);
+std::size_t edit_distance(const std::string &a, const std::string &b);
+
+} // namespace sluice::base

@@ -1,0 +1,155 @@
+// src/base/status.cpp - error reporting, fatal errors and backtraces.
+#include "base/status.hpp"
+
+#include "base/knobs.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <execinfo.h>
+#include <unistd.h>
+
+namespace sluice::base {
+namespace {
+
+std::atomic<int> current_rank{-1};
+std::atomic<void (*)(int)> fatal_hook{nullptr};
+thread_local char last_message[512];
+
+int prefix(char *buf, std::size_t n) {
+    int r = current_rank.load(std::memory_order_relaxed);
+    if (r < 0) return std::snprintf(buf, n, "sluice[rank ?]");
+    return std::snprintf(buf, n, "sluice[rank %d]", r);
+}
+
+void write_all(int fd, const char *s, std::size_t n) {
+    while (n) {
+        ssize_t w = ::write(fd, s, n);
+        if (w <= 0) return;
+        s += w;
+        n -= static_cast<std::size_t>(w);
+    }
+}
+
+void format_message(char *buf, std::size_t n, const char *operation, const char *fix,
+                    const char *format, va_list ap) {
+    int used = prefix(buf, n);
+    used += std::snprintf(buf + used, n - used, " %s: ", operation);
+    if (used < static_cast<int>(n)) used += std::vsnprintf(buf + used, n - used, format, ap);
+    if (fix && used < static_cast<int>(n)) std::snprintf(buf + used, n - used, "; fix: %s", fix);
+}
+
+void fatal_signal_handler(int sig) {
+    char buf[160];
+    int used = prefix(buf, sizeof buf);
+    const char *name = sigabbrev_np(sig);
+    used += std::snprintf(buf + used, sizeof buf - used, " fatal signal SIG%s (%s)%s\n",
+                          name ? name : "?", strsignal(sig),
+                          knob_bool(Knob::BACKTRACE) ? "" : "; set SLUICE_BACKTRACE=1 for a backtrace");
+    write_all(2, buf, static_cast<std::size_t>(used));
+    if (knob_bool(Knob::BACKTRACE)) backtrace_print();
+    std::signal(sig, SIG_DFL);
+    ::raise(sig);
+}
+
+} // namespace
+
+const char *status_string(Status s) {
+    switch (s) {
+    case Status::ok: return "success";
+    case Status::not_ready: return "not complete yet";
+    case Status::argument: return "bad argument";
+    case Status::rank: return "rank out of range";
+    case Status::handler: return "bad handler";
+    case Status::segment: return "address outside the segment";
+    case Status::too_large: return "payload too large";
+    case Status::context: return "not allowed in this context";
+    case Status::state: return "wrong runtime state";
+    case Status::resource: return "out of resources";
+    case Status::bootstrap: return "bootstrap failure";
+    case Status::transport: return "transport failure";
+    }
+    return "unknown status";
+}
+
+void log_rank_set(int rank) { current_rank.store(rank); }
+int log_rank() { return current_rank.load(); }
+
+Status report(Status s, const char *operation, const char *fix, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    format_message(last_message, sizeof last_message, operation, fix, format, ap);
+    va_end(ap);
+    if (knob_bool(Knob::ERRORS_FATAL)) fatal(operation, fix, "%s", last_message);
+    if (!knob_bool(Knob::QUIET_ERRORS)) {
+        std::size_t n = std::strlen(last_message);
+        char line[sizeof last_message + 1];
+        std::memcpy(line, last_message, n);
+        line[n] = '\n';
+        write_all(2, line, n + 1);
+    }
+    return s;
+}
+
+const char *last_error() { return last_message; }
+
+void fatal(const char *operation, const char *fix, const char *format, ...) {
+    char buf[640];
+    va_list ap;
+    va_start(ap, format);
+    format_message(buf, sizeof buf - 16, operation, fix, format, ap);
+    va_end(ap);
+    std::strcat(buf, " (fatal)\n");
+    write_all(2, buf, std::strlen(buf));
+    if (knob_bool(Knob::BACKTRACE)) backtrace_print();
+    if (auto hook = fatal_hook.exchange(nullptr)) hook(1);
+    ::_exit(1);
+}
+
+void fatal_hook_set(void (*hook)(int)) { fatal_hook.store(hook); }
+
+void say(const char *format, ...) {
+    if (!knob_bool(Knob::VERBOSE)) return;
+    char buf[512];
+    int used = prefix(buf, sizeof buf);
+    buf[used++] = ' ';
+    va_list ap;
+    va_start(ap, format);
+    used += std::vsnprintf(buf + used, sizeof buf - used - 1, format, ap);
+    va_end(ap);
+    if (used > static_cast<int>(sizeof buf) - 2) used = sizeof buf - 2;
+    buf[used++] = '\n';
+    write_all(2, buf, static_cast<std::size_t>(used));
+}
+
+void backtrace_print() {
+    void *frames[64];
+    int n = ::backtrace(frames, 64);
+    const char header[] = "backtrace:\n";
+    write_all(2, header, sizeof header - 1);
+    ::backtrace_symbols_fd(frames, n, 2);
+}
+
+void fatal_signals_install() {
+    // Load libgcc's unwinder now: backtrace() may not allocate in a handler.
+    void *warm[1];
+    (void)::backtrace(warm, 1);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+        struct sigaction sa {};
+        sa.sa_handler = fatal_signal_handler;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        ::sigaction(sig, &sa, nullptr);
+    }
+}
+
+std::uint64_t now_ns() {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+} // namespace sluice::base
