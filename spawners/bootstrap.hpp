@@ -26,18 +26,10 @@ public:
     // order (lengths may differ).  Returns false if the bootstrap failed.
     virtual bool allgather(const void *in, std::size_t len,
                            std::vector<std::string> &out) = 0;
-    virtual bool barrier() {
-        std::vector<std::string> ignored;
-        return allgather(nullptr, 0, ignored);
-    }
-    // Collective: root's bytes reach every rank.
-    virtual bool broadcast(std::uint32_t root, std::string &data) {
-        std::vector<std::string> all;
-        if (!allgather(data.data(), rank() == root ? data.size() : 0, all))
-            return false;
-        data = all[root];
-        return true;
-    }
+    // Collective; by default an allgather of nothing.
+    virtual bool barrier();
+    // Collective: root's bytes reach every rank; by default over allgather.
+    virtual bool broadcast(std::uint32_t root, std::string &data);
     // The rank is leaving with `code` (graceful or not); the launcher uses the
     // first code it hears as the job's.
     virtual void exit_notify(int code) { (void)code; }

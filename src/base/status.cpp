@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <execinfo.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace sluice::base {
@@ -145,6 +146,9 @@ void fatal_signals_install() {
         ::sigaction(sig, &sa, nullptr);
     }
 }
+
+bool idle_yields = false;
+void idle_yield() { ::sched_yield(); }
 
 std::uint64_t now_ns() {
     timespec ts;

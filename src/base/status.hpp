@@ -55,5 +55,15 @@ void backtrace_print();
 void fatal_signals_install();
 
 std::uint64_t now_ns();
+void idle_yield();
+
+// Called by wait loops when a poll found nothing.  With more busy ranks than
+// cores (SLUICE_POLL_YIELD), it gives the core away so the rank we wait for
+// can run; otherwise it only relaxes the pipeline.
+extern bool idle_yields;
+inline void idle() {
+    if (idle_yields) idle_yield();
+    else __builtin_ia32_pause();
+}
 
 } // namespace sluice::base

@@ -116,8 +116,9 @@ public:
                 return s;
             }
             stats_.send_full.fetch_add(1, std::memory_order_relaxed);
-            poll((m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all);
-            if (stop_sending_.load(std::memory_order_relaxed)) return Status::transport;
+            if (poll((m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all) == 0) base::idle();
+            std::uint64_t deadline = send_deadline_.load(std::memory_order_relaxed);
+            if (deadline && base::now_ns() > deadline) return Status::transport;
         }
     }
 
@@ -154,8 +155,13 @@ public:
         return barrier_impl(poll_fn, context);
     }
 
-    // Exit in progress: sends that would wait give up instead.
-    void stop_sending() { stop_sending_.store(true); }
+    // Exit in progress: a send still waiting for room at `deadline_ns`
+    // (base::now_ns() clock) gives up with Status::transport.
+    void send_deadline_set(std::uint64_t deadline_ns) { send_deadline_.store(deadline_ns); }
+
+    // The handler running on this thread will never return (it called exit):
+    // hand its message back so the queue it came from keeps moving.
+    void dispatch_abandon() { dispatch_abandon_impl(); }
 
     // Releases every resource, in reverse order of creation.
     void fini() { fini_impl(); }
@@ -181,6 +187,7 @@ protected:
     virtual Status put_impl(Rank, void *, const void *, std::size_t) { return Status::transport; }
     virtual Status get_impl(void *, Rank, const void *, std::size_t) { return Status::transport; }
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
+    virtual void dispatch_abandon_impl() {}
     virtual void fini_impl() {}
 
 private:
@@ -188,7 +195,7 @@ private:
     Capabilities caps_;
     TransportSetup setup_;
     TransportStats stats_;
-    std::atomic<bool> stop_sending_{false};
+    std::atomic<std::uint64_t> send_deadline_{0};
 };
 
 // Registry of the conduits compiled in (src/conduits/registry.cpp).

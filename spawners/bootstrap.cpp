@@ -1,0 +1,93 @@
+// spawners/bootstrap.cpp - backend registry, the singleton backend, and the
+// run-time choice of backend.
+#include "spawners/bootstrap.hpp"
+
+#include "base/knobs.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <unistd.h>
+
+namespace sluice::spawner {
+
+namespace local {
+bool local_probe();
+std::unique_ptr<Bootstrap> local_create(std::string &error);
+} // namespace local
+
+namespace {
+
+// A program started without a launcher: one rank, nothing to exchange.
+class SingletonBootstrap final : public Bootstrap {
+public:
+    const char *name() const override { return "singleton"; }
+    std::uint32_t rank() const override { return 0; }
+    std::uint32_t size() const override { return 1; }
+    bool allgather(const void *in, std::size_t len, std::vector<std::string> &out) override {
+        out.assign(1, std::string(static_cast<const char *>(in), len));
+        return true;
+    }
+    [[noreturn]] void abort(int code) override { ::_exit(code); }
+};
+
+bool singleton_probe() { return true; }
+std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
+    // A launcher said there are several ranks but gave us no way to reach
+    // them: running alone would silently compute the wrong thing.
+    const char *size = std::getenv("SLUICE_SIZE");
+    if (size && std::atoi(size) > 1) {
+        error = std::string("this process is a singleton but SLUICE_SIZE=") + size +
+                " says the job has more ranks; start it with sluicerun (or unset SLUICE_SIZE)";
+        return nullptr;
+    }
+    return std::make_unique<SingletonBootstrap>();
+}
+
+std::mutex registry_mutex;
+std::vector<BootstrapBackend> &registry() {
+    // Probe order: the most specific environment first, singleton last.
+    static std::vector<BootstrapBackend> backends = {
+        {"local", local::local_probe, local::local_create},
+        {"singleton", singleton_probe, singleton_create},
+    };
+    return backends;
+}
+
+} // namespace
+
+bool Bootstrap::barrier() {
+    std::vector<std::string> ignored;
+    return allgather(nullptr, 0, ignored);
+}
+
+bool Bootstrap::broadcast(std::uint32_t root, std::string &data) {
+    std::vector<std::string> all;
+    if (!allgather(data.data(), rank() == root ? data.size() : 0, all)) return false;
+    data.swap(all[root]);
+    return true;
+}
+
+void bootstrap_backend_register(const BootstrapBackend &backend) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    auto &r = registry();
+    r.insert(r.end() - 1, backend);  // before the singleton fallback
+}
+
+const std::vector<BootstrapBackend> &bootstrap_backends() { return registry(); }
+
+std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    const std::string &wanted = base::knob_string(base::Knob::SPAWNER);
+    if (!wanted.empty()) {
+        for (const auto &b : registry())
+            if (wanted == b.name) return b.create(error);
+        error = "SLUICE_SPAWNER=" + wanted + " names no compiled-in spawner; `sluice-info --spawners` lists them";
+        return nullptr;
+    }
+    for (const auto &b : registry())
+        if (b.probe()) return b.create(error);
+    error = "no spawner recognises this environment";
+    return nullptr;
+}
+
+} // namespace sluice::spawner

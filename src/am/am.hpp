@@ -1,0 +1,138 @@
+// src/am/am.hpp - the AM protocol: handler tables, tokens, Request/Reply
+// rules, credits with hidden replies, and the segment table the Long and RMA
+// bounds checks use.
+#pragma once
+
+#include "conduits/transport.hpp"
+
+#include <sluice.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+// The object behind sluice_token_t: one per running handler.
+struct sluice_token {
+    sluice::conduit::Rank source;
+    sluice::conduit::AmCategory category;
+    bool request;   // a request (may reply) or a reply (may not)
+    bool credit;    // the request holds one of the sender's credits
+    bool replied;
+};
+
+namespace sluice::am {
+
+using base::Status;
+using conduit::AmCategory;
+using conduit::PollMode;
+using conduit::Rank;
+using conduit::Transport;
+using Token = sluice_token;
+
+// The internal handler table, one list so the layers above never clash.
+enum SystemHandler : std::uint8_t {
+    sys_noop_reply = 0,   // hidden reply: returns a credit
+    sys_barrier,
+    sys_allgather,
+    sys_exit_arrive,
+    sys_exit_done,
+    sys_exit_elect,
+    sys_exit_elect_reply,
+    sys_exit_request,
+    sys_exit_ack,
+    sys_put,
+    sys_put_ack,
+    sys_get,
+    sys_get_reply,
+    sys_count
+};
+
+struct SegmentTable {
+    struct Entry {
+        std::uint64_t base = 0;
+        std::uint64_t size = 0;
+        char *view = nullptr;  // where it is mapped here, if it is
+    };
+    std::vector<Entry> entries;
+    bool attached = false;
+
+    bool contains(Rank r, std::uint64_t addr, std::size_t len) const {
+        const Entry &e = entries[r];
+        return addr >= e.base && len <= e.size && addr - e.base <= e.size - len;
+    }
+};
+
+// A message to send, as the public calls describe it.
+struct Send {
+    AmCategory category = AmCategory::short_;
+    std::uint8_t handler = 0;
+    const std::uint32_t *args = nullptr;
+    unsigned nargs = 0;
+    const void *payload = nullptr;
+    std::size_t length = 0;
+    void *dest_addr = nullptr;
+};
+
+class AmEngine {
+public:
+    // `route[r]` is the transport reaching rank r.  credits > 0 turns on
+    // per-peer request credits with hidden replies.
+    void configure(Rank rank, Rank size, std::vector<Transport *> route,
+                   const SegmentTable *segments, int credits);
+
+    Status handler_register(std::uint8_t index, sluice_handler_fn fn, AmCategory category,
+                            unsigned nargs);
+    void system_register(std::uint8_t index, sluice_handler_fn fn);
+
+    // Public requests and replies: every check of the handler rules, then
+    // the wire.  `operation` names the call in error messages.
+    Status request(Rank dest, const Send &m, const char *operation);
+    Status reply(Token *token, const Send &m, const char *operation);
+    // Runtime-internal messages: no user checks, no credits.
+    Status system_request(Rank dest, const Send &m);
+    Status system_reply(Token *token, const Send &m);
+
+    int poll(PollMode mode = PollMode::all);
+
+    std::size_t max_medium() const { return max_medium_; }
+    std::size_t max_long() const { return max_long_; }
+    Transport *route(Rank r) const { return route_[r]; }
+    const std::vector<Transport *> &transports() const { return transports_; }
+
+    // Exit: user handlers no longer run (their messages are dropped).
+    void user_handlers_disable() { user_enabled_.store(false); }
+
+    std::uint64_t hidden_replies() const { return hidden_replies_.load(); }
+
+    // True while this thread runs a handler.
+    static bool in_handler();
+
+    static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
+                        void *payload);
+
+private:
+    struct Entry {
+        sluice_handler_fn fn = nullptr;
+        AmCategory category = AmCategory::short_;
+        unsigned nargs = 0;
+    };
+
+    Status check_send(Rank dest, const Send &m, const char *operation) const;
+    Status transmit(Rank dest, const Send &m, std::uint8_t flags);
+    void credit_acquire(Rank dest);
+    void dispatch(const conduit::AmHeader &h, const std::uint32_t *args, void *payload);
+
+    Rank rank_ = 0, size_ = 0;
+    std::vector<Transport *> route_;
+    std::vector<Transport *> transports_;
+    const SegmentTable *segments_ = nullptr;
+    std::size_t max_medium_ = 0, max_long_ = 0;
+    Entry user_[256];
+    sluice_handler_fn system_[sys_count] = {};
+    std::atomic<bool> user_enabled_{true};
+    int credits_per_peer_ = 0;
+    std::unique_ptr<std::atomic<int>[]> credits_;
+    std::atomic<std::uint64_t> hidden_replies_{0};
+};
+
+} // namespace sluice::am

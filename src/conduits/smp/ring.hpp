@@ -1,0 +1,150 @@
+// src/conduits/smp/ring.hpp - a single-producer single-consumer queue of
+// variable-length AM records in shared memory.
+//
+// Why this shape: a same-host AM round trip should cost what one cache line
+// moving each way costs.  The consumer therefore spins on the first word of
+// the next record itself (no separate tail index to read first), and the
+// producer reads the consumer's head only when its cached copy says the ring
+// is full.
+//
+// Records start on 64-byte lines.  The first word of a record is its control
+// word: 0 = nothing here yet; otherwise the record's size in bytes, with
+// `skip_bit` set for the filler that pads the end of the ring when a record
+// would not fit contiguously.  The consumer zeroes the first word of every
+// line a record spanned before handing the space back, so a stale payload
+// byte can never look like a control word on the next lap.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace sluice::conduit::smp {
+
+inline constexpr std::size_t line_size = 64;
+inline constexpr std::uint32_t skip_bit = 0x80000000u;
+
+inline constexpr std::size_t line_align(std::size_t n) {
+    return (n + line_size - 1) & ~(line_size - 1);
+}
+
+// The shared part of one ring: the consumer's published head on its own line,
+// then the data area.
+struct alignas(line_size) RingShared {
+    std::atomic<std::uint64_t> head;
+    char pad[line_size - sizeof(std::atomic<std::uint64_t>)];
+    // data follows: `bytes` bytes
+    char *data() { return reinterpret_cast<char *>(this + 1); }
+};
+static_assert(sizeof(RingShared) == line_size);
+
+inline constexpr std::size_t ring_footprint(std::size_t bytes) {
+    return sizeof(RingShared) + bytes;
+}
+
+inline std::atomic<std::uint32_t> &control_word(char *at) {
+    return *reinterpret_cast<std::atomic<std::uint32_t> *>(at);
+}
+
+// Producer side; lives in the sender's private memory.  Not thread-safe:
+// the conduit serializes producers of one ring.
+class RingProducer {
+public:
+    void attach(RingShared *shared, std::size_t bytes) {
+        shared_ = shared;
+        data_ = shared->data();
+        bytes_ = bytes;
+        tail_ = 0;
+        cached_head_ = 0;
+    }
+
+    // Space for a record of `size` bytes (size < 2^31), or null if the ring
+    // is full now.  Fill it after the first 4 bytes, then commit().
+    char *reserve(std::size_t size) {
+        std::size_t need = line_align(size);
+        std::size_t offset = tail_ & (bytes_ - 1);
+        std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
+        if (!has_room(filler + need)) return nullptr;
+        if (filler) {
+            control_word(data_ + offset).store(skip_bit | static_cast<std::uint32_t>(filler),
+                                               std::memory_order_release);
+            tail_ += filler;
+            offset = 0;
+        }
+        pending_ = need;
+        pending_size_ = static_cast<std::uint32_t>(size);
+        return data_ + offset;
+    }
+
+    // Publishes the record reserved last: its control word goes last.
+    void commit(char *record) {
+        control_word(record).store(pending_size_, std::memory_order_release);
+        tail_ += pending_;
+    }
+
+    bool empty_for_producer() const { return tail_ == cached_head_; }
+
+private:
+    bool has_room(std::size_t n) {
+        if (tail_ + n - cached_head_ <= bytes_) return true;
+        cached_head_ = shared_->head.load(std::memory_order_acquire);
+        return tail_ + n - cached_head_ <= bytes_;
+    }
+
+    RingShared *shared_ = nullptr;
+    char *data_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::uint64_t tail_ = 0;
+    std::uint64_t cached_head_ = 0;
+    std::size_t pending_ = 0;
+    std::uint32_t pending_size_ = 0;
+};
+
+// Consumer side; lives in the receiver's private memory.
+class RingConsumer {
+public:
+    void attach(RingShared *shared, std::size_t bytes) {
+        shared_ = shared;
+        data_ = shared->data();
+        bytes_ = bytes;
+        head_ = 0;
+    }
+
+    // The next record, or null.  Fillers are consumed on the way.
+    char *peek(std::uint32_t &size) {
+        for (;;) {
+            char *at = data_ + (head_ & (bytes_ - 1));
+            std::uint32_t c = control_word(at).load(std::memory_order_acquire);
+            if (c == 0) return nullptr;
+            if (c & skip_bit) {
+                release(at, c & ~skip_bit);
+                continue;
+            }
+            size = c;
+            return at;
+        }
+    }
+
+    // Hands the record at `at` (of `size` bytes) back to the producer.
+    void release(char *at, std::uint32_t size) {
+        std::size_t span = line_align(size);
+        for (std::size_t off = 0; off < span; off += line_size)
+            control_word(at + off).store(0, std::memory_order_relaxed);
+        head_ += span;
+        shared_->head.store(head_, std::memory_order_release);
+    }
+
+    // Cheap emptiness test for pollers (no side effects).
+    bool ready() const {
+        return control_word(data_ + (head_ & (bytes_ - 1))).load(std::memory_order_acquire) != 0;
+    }
+
+private:
+    RingShared *shared_ = nullptr;
+    char *data_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::uint64_t head_ = 0;
+};
+
+} // namespace sluice::conduit::smp

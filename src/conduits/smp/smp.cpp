@@ -1,0 +1,450 @@
+// src/conduits/smp/smp.cpp - the shared-memory conduit.
+//
+// One host region per host, created by the host's lowest rank: a header, the
+// barrier flags and, for every ordered pair of local ranks (self included), a
+// request ring and a reply ring (ring.hpp).  Every rank's segment is its own
+// shared-memory object mapped by every local rank, so Put/Get and AM Long
+// payloads are plain memcpy.  Objects are created O_CREAT|O_EXCL, mode 0600,
+// under random names, and unlinked as soon as every local rank has mapped
+// them; the launcher also learns each name, to unlink it after a crash.
+#include "conduits/smp/smp.hpp"
+
+#include "base/knobs.hpp"
+#include "conduits/smp/ring.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace sluice::conduit::smp {
+namespace {
+
+constexpr std::uint64_t region_magic = 0x534c55494345534dull;  // "SLUICESM"
+constexpr std::size_t record_header = 16;
+constexpr std::size_t max_long_bytes = 1u << 20;
+constexpr unsigned max_barrier_rounds = 16;
+
+struct alignas(line_size) RegionHeader {
+    std::uint64_t magic;
+    std::uint32_t local_count;
+    std::uint32_t barrier_rounds;
+    std::uint64_t ring_bytes;
+};
+
+struct alignas(line_size) BarrierFlag {
+    std::atomic<std::uint64_t> epoch;
+};
+
+// A shared-memory mapping and, while set-up lasts, its name.
+class SharedObject {
+public:
+    SharedObject() = default;
+    SharedObject(const SharedObject &) = delete;
+    SharedObject &operator=(const SharedObject &) = delete;
+    ~SharedObject() { reset(); }
+
+    Status create(const std::string &job, const char *what, std::size_t bytes, std::string &error) {
+        for (int attempt = 0; attempt < 8; ++attempt) {
+            unsigned char r[8];
+            if (::getrandom(r, sizeof r, 0) != sizeof r) { error = "getrandom failed"; return Status::resource; }
+            char hex[17];
+            for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+            std::string name = "/sluice." + job + "." + what + "." + hex;
+            int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd < 0 && errno == EEXIST) continue;
+            if (fd < 0) { error = "shm_open(" + name + "): " + std::strerror(errno); return Status::resource; }
+            name_ = name;
+            owner_ = true;
+            Status s = map_fd(fd, bytes, true, error);
+            ::close(fd);
+            return s;
+        }
+        error = "could not find a free shared-memory name";
+        return Status::resource;
+    }
+
+    Status open(const std::string &name, std::size_t bytes, std::string &error) {
+        int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+        if (fd < 0) { error = "shm_open(" + name + "): " + std::strerror(errno); return Status::resource; }
+        Status s = map_fd(fd, bytes, false, error);
+        ::close(fd);
+        return s;
+    }
+
+    void unlink() {
+        if (owner_ && !name_.empty()) ::shm_unlink(name_.c_str());
+        owner_ = false;
+    }
+    void reset() {
+        unlink();
+        if (base_) ::munmap(base_, bytes_);
+        base_ = nullptr;
+        bytes_ = 0;
+    }
+    char *base() const { return static_cast<char *>(base_); }
+    std::size_t bytes() const { return bytes_; }
+    const std::string &name() const { return name_; }
+
+private:
+    Status map_fd(int fd, std::size_t bytes, bool size_it, std::string &error) {
+        if (size_it && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+            error = "ftruncate of " + std::to_string(bytes) + " bytes: " + std::strerror(errno) +
+                    " (is /dev/shm large enough?)";
+            return Status::resource;
+        }
+        void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) { error = std::string("mmap: ") + std::strerror(errno); return Status::resource; }
+        base_ = p;
+        bytes_ = bytes;
+        return Status::ok;
+    }
+
+    void *base_ = nullptr;
+    std::size_t bytes_ = 0;
+    std::string name_;
+    bool owner_ = false;
+};
+
+// Spinlock in private memory, serializing the producers of one ring.
+class SpinLock {
+public:
+    void lock() {
+        while (flag_.exchange(true, std::memory_order_acquire))
+            while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+    void unlock() { flag_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> flag_{false};
+};
+
+struct alignas(line_size) Outgoing {
+    SpinLock lock[2];
+    RingProducer ring[2];  // [0] requests, [1] replies
+};
+
+struct alignas(line_size) Incoming {
+    std::atomic<bool> busy[2] = {false, false};
+    RingConsumer ring[2];
+    Rank source = 0;
+};
+
+// The record a thread is dispatching, so exit from inside its handler can
+// hand it back (dispatch_abandon).
+struct Dispatch {
+    RingConsumer *ring = nullptr;
+    std::atomic<bool> *busy = nullptr;
+    char *record = nullptr;
+    std::uint32_t size = 0;
+};
+thread_local Dispatch current_dispatch;
+
+std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
+    std::size_t ring = base::knob_size(base::Knob::SMP_RING_SIZE);
+    if (ring < 4096) ring = 4096;
+    std::size_t pow2 = 4096;
+    while (pow2 < ring) pow2 <<= 1;
+    max_medium = base::knob_size(base::Knob::SMP_MAX_MEDIUM);
+    std::size_t cap = pow2 / 4 - line_align(record_header + 4 * 16 + 8);
+    if (max_medium > cap) max_medium = cap;
+    if (max_medium < 512) max_medium = 512;
+    while (line_align(record_header + 64 + max_medium) * 4 > pow2) pow2 <<= 1;
+    return pow2;
+}
+
+unsigned rounds_for(std::size_t n) {
+    unsigned r = 0;
+    while ((std::size_t{1} << r) < n) ++r;
+    return r;
+}
+
+std::size_t region_bytes(std::size_t local, std::size_t ring) {
+    return sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag) +
+           local * local * 2 * ring_footprint(ring);
+}
+
+class SmpTransport final : public Transport {
+public:
+    SmpTransport() : Transport("smp", Capabilities{}) {}
+    ~SmpTransport() override { fini_impl(); }
+
+protected:
+    Status init_impl() override {
+        const TransportSetup &s = setup();
+        std::size_t max_medium = 0;
+        ring_bytes_ = ring_bytes_from_knobs(max_medium);
+        Capabilities &caps = capabilities_mutable();
+        caps.max_medium = max_medium;
+        caps.max_long = max_long_bytes;
+        caps.native_rma = true;
+        caps.load_store = true;
+        caps.inline_limit = max_medium;
+        caps.native_barrier = true;
+
+        locals_ = s.peers;  // ascending, includes me
+        local_index_.assign(s.size, -1);
+        for (std::size_t i = 0; i < locals_.size(); ++i) local_index_[locals_[i]] = static_cast<int>(i);
+        me_ = static_cast<std::size_t>(local_index_[s.rank]);
+        const std::size_t local = locals_.size();
+        rounds_ = rounds_for(local);
+
+        // The host's lowest rank creates the region; everyone learns its
+        // name through one bootstrap allgather.
+        std::string error, name;
+        const std::size_t bytes = region_bytes(local, ring_bytes_);
+        if (me_ == 0) {
+            if (Status st = region_.create(s.job_id, "host", bytes, error); st != Status::ok)
+                return base::report(st, "init (smp)", "raise the /dev/shm size or lower SLUICE_SMP_RING_SIZE",
+                                    "cannot create the host region of %zu bytes: %s", bytes, error.c_str());
+            s.bootstrap->cleanup_register(region_.name());
+            auto *h = reinterpret_cast<RegionHeader *>(region_.base());
+            h->local_count = static_cast<std::uint32_t>(local);
+            h->barrier_rounds = rounds_;
+            h->ring_bytes = ring_bytes_;
+            h->magic = region_magic;
+            name = region_.name();
+        }
+        std::vector<std::string> names;
+        if (!s.bootstrap->allgather(name.data(), name.size(), names))
+            return base::report(Status::bootstrap, "init (smp)", "check that every rank started", "allgather of the host region name failed");
+        if (me_ != 0) {
+            if (Status st = region_.open(names[locals_[0]], bytes, error); st != Status::ok)
+                return base::report(st, "init (smp)", "check /dev/shm", "cannot map the host region: %s", error.c_str());
+            auto *h = reinterpret_cast<RegionHeader *>(region_.base());
+            if (h->magic != region_magic || h->local_count != local || h->ring_bytes != ring_bytes_)
+                return base::report(Status::state, "init (smp)",
+                                    "give every rank the same SLUICE_SMP_RING_SIZE and SLUICE_SMP_MAX_MEDIUM",
+                                    "the host region's layout differs from this rank's");
+        }
+        if (!s.bootstrap->barrier())
+            return base::report(Status::bootstrap, "init (smp)", nullptr, "bootstrap barrier failed");
+        region_.unlink();  // every local rank has it mapped now
+
+        char *base = region_.base();
+        flags_ = reinterpret_cast<BarrierFlag *>(base + sizeof(RegionHeader));
+        char *rings = base + sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag);
+        auto ring_at = [&](std::size_t dst, std::size_t src, int kind) {
+            return reinterpret_cast<RingShared *>(rings + ((dst * local + src) * 2 + kind) * ring_footprint(ring_bytes_));
+        };
+        out_ = std::vector<Outgoing>(local);
+        in_ = std::vector<Incoming>(local);
+        for (std::size_t p = 0; p < local; ++p) {
+            for (int kind = 0; kind < 2; ++kind) {
+                out_[p].ring[kind].attach(ring_at(p, me_, kind), ring_bytes_);
+                in_[p].ring[kind].attach(ring_at(me_, p, kind), ring_bytes_);
+            }
+            in_[p].source = locals_[p];
+        }
+        views_.assign(s.size, nullptr);
+        segment_bases_.assign(s.size, 0);
+        return Status::ok;
+    }
+
+    Status send_impl(Rank peer, const AmMessage &m) override {
+        const AmHeader &h = m.header;
+        const int kind = (h.flags & am_flag_reply) ? 1 : 0;
+        const std::size_t li = static_cast<std::size_t>(local_index_[peer]);
+        std::size_t at = record_header + 4u * h.nargs;
+        std::size_t size = at;
+        if (h.category == AmCategory::long_) {
+            at = (at + 7) & ~std::size_t{7};
+            size = at + 8;
+        } else if (h.category == AmCategory::medium) {
+            size = at + h.payload_length;
+        }
+        Outgoing &o = out_[li];
+        o.lock[kind].lock();
+        char *r = o.ring[kind].reserve(size);
+        if (!r) {
+            o.lock[kind].unlock();
+            return Status::not_ready;
+        }
+        r[4] = static_cast<char>(h.handler);
+        r[5] = static_cast<char>(h.category);
+        r[6] = static_cast<char>(h.nargs);
+        r[7] = static_cast<char>(h.flags);
+        const std::uint32_t length = static_cast<std::uint32_t>(h.payload_length);
+        std::memcpy(r + 8, &length, 4);
+        if (h.nargs) std::memcpy(r + record_header, m.args, 4u * h.nargs);
+        if (h.category == AmCategory::long_) {
+            std::memcpy(r + at, &h.dest_addr, 8);
+            // The payload lands in the target's segment before the header
+            // is published, so the handler sees it.
+            if (h.payload_length)
+                std::memcpy(translate(peer, h.dest_addr), m.payload, h.payload_length);
+        } else if (h.category == AmCategory::medium && h.payload_length) {
+            std::memcpy(r + at, m.payload, h.payload_length);
+        }
+        o.ring[kind].commit(r);
+        o.lock[kind].unlock();
+        return Status::ok;
+    }
+
+    int poll_impl(PollMode mode) override {
+        int n = 0;
+        for (Incoming &in : in_) {
+            if (mode == PollMode::all) n += drain(in, 0);
+            n += drain(in, 1);
+        }
+        return n;
+    }
+
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
+        if (size == 0) {
+            *base = nullptr;
+            key.clear();
+            return Status::ok;
+        }
+        std::string error;
+        if (Status st = segment_.create(setup().job_id, "seg", size, error); st != Status::ok)
+            return base::report(st, "segment_attach (smp)", "ask for a smaller segment or enlarge /dev/shm",
+                                "cannot create a %zu-byte segment: %s", size, error.c_str());
+        setup().bootstrap->cleanup_register(segment_.name());
+        *base = segment_.base();
+        key = segment_.name();
+        return Status::ok;
+    }
+
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override {
+        peer_segments_.resize(setup().size);
+        for (Rank r : locals_) {
+            const SegmentRecord &rec = all[r];
+            segment_bases_[r] = rec.base;
+            if (rec.size == 0) continue;
+            if (r == setup().rank) {
+                views_[r] = segment_.base();
+                continue;
+            }
+            peer_segments_[r] = std::make_unique<SharedObject>();
+            std::string error;
+            if (Status st = peer_segments_[r]->open(rec.key, rec.size, error); st != Status::ok)
+                return base::report(st, "segment_attach (smp)", "check /dev/shm and the process limits on mappings",
+                                    "cannot map the segment of rank %u: %s", r, error.c_str());
+            views_[r] = peer_segments_[r]->base();
+        }
+        return Status::ok;
+    }
+
+    void setup_done_impl() override { segment_.unlink(); }
+
+    void *peer_segment_view_impl(Rank peer) const override {
+        return peer < views_.size() ? views_[peer] : nullptr;
+    }
+
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n) override {
+        std::memcpy(translate(peer, reinterpret_cast<std::uint64_t>(remote)), local, n);
+        return Status::ok;
+    }
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n) override {
+        std::memcpy(local, translate(peer, reinterpret_cast<std::uint64_t>(remote)), n);
+        return Status::ok;
+    }
+
+    // Dissemination barrier on shared flags (each flag has one writer per
+    // round, and epochs only grow, so a fast rank can never erase a signal).
+    Status barrier_impl(bool (*poll_fn)(void *), void *context) override {
+        const std::size_t local = locals_.size();
+        const std::uint64_t epoch = ++barrier_epoch_;
+        for (unsigned k = 0; k < rounds_; ++k) {
+            std::size_t partner = (me_ + (std::size_t{1} << k)) % local;
+            flags_[partner * max_barrier_rounds + k].epoch.store(epoch, std::memory_order_release);
+            auto &mine = flags_[me_ * max_barrier_rounds + k].epoch;
+            while (mine.load(std::memory_order_acquire) < epoch)
+                if (!poll_fn(context)) return Status::transport;
+        }
+        return Status::ok;
+    }
+
+    void dispatch_abandon_impl() override {
+        Dispatch &d = current_dispatch;
+        if (!d.ring) return;
+        d.ring->release(d.record, d.size);
+        d.busy->store(false, std::memory_order_release);
+        d = Dispatch{};
+    }
+
+    void fini_impl() override {
+        peer_segments_.clear();
+        segment_.reset();
+        region_.reset();
+        in_.clear();
+        out_.clear();
+    }
+
+private:
+    char *translate(Rank peer, std::uint64_t addr) const {
+        return static_cast<char *>(views_[peer]) + (addr - segment_bases_[peer]);
+    }
+
+    int drain(Incoming &in, int kind) {
+        RingConsumer &ring = in.ring[kind];
+        if (!ring.ready()) return 0;
+        if (in.busy[kind].exchange(true, std::memory_order_acquire)) return 0;
+        int n = 0;
+        std::uint32_t size;
+        while (n < 64) {
+            char *r = ring.peek(size);
+            if (!r) break;
+            AmHeader h;
+            h.handler = static_cast<std::uint8_t>(r[4]);
+            h.category = static_cast<AmCategory>(r[5]);
+            h.nargs = static_cast<std::uint8_t>(r[6]);
+            h.flags = static_cast<std::uint8_t>(r[7]);
+            std::uint32_t length;
+            std::memcpy(&length, r + 8, 4);
+            h.payload_length = length;
+            h.source = in.source;
+            std::size_t at = record_header + 4u * h.nargs;
+            void *payload = nullptr;
+            if (h.category == AmCategory::long_) {
+                at = (at + 7) & ~std::size_t{7};
+                std::memcpy(&h.dest_addr, r + at, 8);
+                payload = reinterpret_cast<void *>(h.dest_addr);
+            } else if (h.category == AmCategory::medium) {
+                payload = r + at;
+            }
+            alignas(8) std::uint32_t args[16];
+            if (h.nargs) std::memcpy(args, r + record_header, 4u * h.nargs);
+            current_dispatch = Dispatch{&ring, &in.busy[kind], r, size};
+            deliver(h, args, payload);
+            current_dispatch = Dispatch{};
+            ring.release(r, size);
+            ++n;
+        }
+        in.busy[kind].store(false, std::memory_order_release);
+        return n;
+    }
+
+    std::size_t ring_bytes_ = 0;
+    std::vector<Rank> locals_;
+    std::vector<int> local_index_;
+    std::size_t me_ = 0;
+    unsigned rounds_ = 0;
+    std::uint64_t barrier_epoch_ = 0;
+    SharedObject region_;
+    SharedObject segment_;
+    std::vector<std::unique_ptr<SharedObject>> peer_segments_;
+    BarrierFlag *flags_ = nullptr;
+    std::vector<Outgoing> out_;
+    std::vector<Incoming> in_;
+    std::vector<void *> views_;
+    std::vector<std::uint64_t> segment_bases_;
+};
+
+} // namespace
+
+std::unique_ptr<Transport> make_smp_transport() { return std::make_unique<SmpTransport>(); }
+
+std::size_t shared_bytes_per_rank(std::size_t local_ranks) {
+    std::size_t max_medium = 0;
+    std::size_t ring = ring_bytes_from_knobs(max_medium);
+    return region_bytes(local_ranks, ring) / local_ranks;
+}
+
+} // namespace sluice::conduit::smp

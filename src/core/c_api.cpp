@@ -1,0 +1,222 @@
+// src/core/c_api.cpp - the C API: state checks, then the runtime.  No
+// exception crosses this boundary (nothing below throws on the data path;
+// allocation failures at start-up end in std::terminate, reported by the
+// fatal-signal handler).
+#include "core/runtime.hpp"
+
+#include <sluice.h>
+
+using sluice::base::Status;
+using sluice::core::runtime;
+namespace am = sluice::am;
+
+namespace {
+
+inline int code(Status s) { return static_cast<int>(s); }
+
+inline bool running() { return runtime().running(); }
+
+int not_running(const char *op) {
+    return code(sluice::base::report(Status::state, op, "call sluice_init first (and not after sluice_finalize)",
+                                     "Sluice is not running"));
+}
+
+#define SLUICE_REQUIRE_RUNNING(op) \
+    if (__builtin_expect(!running(), 0)) return not_running(op)
+
+am::Send make_send(am::AmCategory category, sluice_handler_t handler, const void *payload, size_t length,
+                   void *dest_addr, const uint32_t *args, unsigned nargs) {
+    am::Send m;
+    m.category = category;
+    m.handler = handler;
+    m.payload = payload;
+    m.length = length;
+    m.dest_addr = dest_addr;
+    m.args = args;
+    m.nargs = nargs;
+    return m;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *sluice_status_string(sluice_status_t status) {
+    return sluice::base::status_string(static_cast<Status>(status));
+}
+const char *sluice_last_error(void) { return sluice::base::last_error(); }
+
+sluice_status_t sluice_init(int *argc, char ***argv) { return code(runtime().init(argc, argv)); }
+sluice_status_t sluice_finalize(void) { return code(runtime().finalize()); }
+int sluice_initialized(void) { return running() ? 1 : 0; }
+
+sluice_rank_t sluice_rank(void) { return runtime().rank(); }
+sluice_rank_t sluice_size(void) { return runtime().size(); }
+uint32_t sluice_host_count(void) { return runtime().host_count(); }
+
+sluice_status_t sluice_host_of(sluice_rank_t rank, uint32_t *host) {
+    SLUICE_REQUIRE_RUNNING("host_of");
+    if (rank >= runtime().size())
+        return code(sluice::base::report(Status::rank, "host_of", "use a rank below sluice_size()", "rank %u of %u", rank,
+                                         runtime().size()));
+    if (!host) return code(sluice::base::report(Status::argument, "host_of", "pass an output pointer", "null output"));
+    *host = runtime().host_of(rank);
+    return SLUICE_OK;
+}
+
+sluice_status_t sluice_host_name(sluice_rank_t rank, const char **name) {
+    SLUICE_REQUIRE_RUNNING("host_name");
+    if (rank >= runtime().size())
+        return code(sluice::base::report(Status::rank, "host_name", "use a rank below sluice_size()", "rank %u of %u", rank,
+                                         runtime().size()));
+    if (!name) return code(sluice::base::report(Status::argument, "host_name", "pass an output pointer", "null output"));
+    *name = runtime().host_name(rank).c_str();
+    return SLUICE_OK;
+}
+
+sluice_status_t sluice_host_ranks(sluice_rank_t *ranks, size_t max, size_t *count) {
+    SLUICE_REQUIRE_RUNNING("host_ranks");
+    if (!count || (max && !ranks))
+        return code(sluice::base::report(Status::argument, "host_ranks", "pass count (and ranks when max > 0)",
+                                         "null output"));
+    const auto &local = runtime().host_ranks();
+    for (size_t i = 0; i < local.size() && i < max; ++i) ranks[i] = local[i];
+    *count = local.size();
+    return SLUICE_OK;
+}
+
+sluice_status_t sluice_segment_attach(size_t size) {
+    SLUICE_REQUIRE_RUNNING("segment_attach");
+    return code(runtime().segment_attach(size));
+}
+sluice_status_t sluice_segment_info(sluice_rank_t rank, void **base, size_t *size) {
+    SLUICE_REQUIRE_RUNNING("segment_info");
+    return code(runtime().segment_info(rank, base, size));
+}
+
+sluice_status_t sluice_handler_register(sluice_handler_t index, sluice_handler_fn fn,
+                                        sluice_am_category_t category, unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("handler_register");
+    return code(runtime().am.handler_register(index, fn, static_cast<am::AmCategory>(category), nargs));
+}
+
+size_t sluice_am_max_medium(void) { return running() ? runtime().am.max_medium() : 0; }
+size_t sluice_am_max_long(void) { return running() ? runtime().am.max_long() : 0; }
+
+sluice_status_t sluice_am_request_short(sluice_rank_t dest, sluice_handler_t handler, const uint32_t *args,
+                                        unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_request_short");
+    return code(runtime().am.request(dest, make_send(am::AmCategory::short_, handler, nullptr, 0, nullptr, args, nargs),
+                                     "am_request_short"));
+}
+sluice_status_t sluice_am_request_medium(sluice_rank_t dest, sluice_handler_t handler, const void *payload,
+                                         size_t length, const uint32_t *args, unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_request_medium");
+    return code(runtime().am.request(
+        dest, make_send(am::AmCategory::medium, handler, payload, length, nullptr, args, nargs), "am_request_medium"));
+}
+sluice_status_t sluice_am_request_long(sluice_rank_t dest, sluice_handler_t handler, const void *payload,
+                                       size_t length, void *dest_addr, const uint32_t *args, unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_request_long");
+    return code(runtime().am.request(
+        dest, make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs), "am_request_long"));
+}
+sluice_status_t sluice_am_reply_short(sluice_token_t token, sluice_handler_t handler, const uint32_t *args,
+                                      unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_reply_short");
+    return code(runtime().am.reply(token, make_send(am::AmCategory::short_, handler, nullptr, 0, nullptr, args, nargs),
+                                   "am_reply_short"));
+}
+sluice_status_t sluice_am_reply_medium(sluice_token_t token, sluice_handler_t handler, const void *payload,
+                                       size_t length, const uint32_t *args, unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_reply_medium");
+    return code(runtime().am.reply(
+        token, make_send(am::AmCategory::medium, handler, payload, length, nullptr, args, nargs), "am_reply_medium"));
+}
+sluice_status_t sluice_am_reply_long(sluice_token_t token, sluice_handler_t handler, const void *payload,
+                                     size_t length, void *dest_addr, const uint32_t *args, unsigned nargs) {
+    SLUICE_REQUIRE_RUNNING("am_reply_long");
+    return code(runtime().am.reply(
+        token, make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs), "am_reply_long"));
+}
+sluice_status_t sluice_token_source(sluice_token_t token, sluice_rank_t *src) {
+    if (!token || !src)
+        return code(sluice::base::report(Status::argument, "token_source", "pass the handler's token and an output",
+                                         "null argument"));
+    *src = token->source;
+    return SLUICE_OK;
+}
+
+sluice_status_t sluice_put(sluice_rank_t rank, void *dest, const void *src, size_t length) {
+    SLUICE_REQUIRE_RUNNING("put");
+    return code(runtime().rma.put(rank, dest, src, length, "put"));
+}
+sluice_status_t sluice_get(void *dest, sluice_rank_t rank, const void *src, size_t length) {
+    SLUICE_REQUIRE_RUNNING("get");
+    return code(runtime().rma.get(dest, rank, src, length, "get"));
+}
+sluice_status_t sluice_put_nb(sluice_rank_t rank, void *dest, const void *src, size_t length, sluice_event_t *event) {
+    SLUICE_REQUIRE_RUNNING("put_nb");
+    return code(runtime().rma.put_nb(rank, dest, src, length, event));
+}
+sluice_status_t sluice_get_nb(void *dest, sluice_rank_t rank, const void *src, size_t length, sluice_event_t *event) {
+    SLUICE_REQUIRE_RUNNING("get_nb");
+    return code(runtime().rma.get_nb(dest, rank, src, length, event));
+}
+sluice_status_t sluice_put_nbi(sluice_rank_t rank, void *dest, const void *src, size_t length) {
+    SLUICE_REQUIRE_RUNNING("put_nbi");
+    return code(runtime().rma.put_nbi(rank, dest, src, length));
+}
+sluice_status_t sluice_get_nbi(void *dest, sluice_rank_t rank, const void *src, size_t length) {
+    SLUICE_REQUIRE_RUNNING("get_nbi");
+    return code(runtime().rma.get_nbi(dest, rank, src, length));
+}
+sluice_status_t sluice_event_test(sluice_event_t event) {
+    SLUICE_REQUIRE_RUNNING("event_test");
+    return code(runtime().rma.event_test(event));
+}
+sluice_status_t sluice_event_wait(sluice_event_t event) {
+    SLUICE_REQUIRE_RUNNING("event_wait");
+    return code(runtime().rma.event_wait(event));
+}
+sluice_status_t sluice_event_wait_all(sluice_event_t *events, size_t count) {
+    SLUICE_REQUIRE_RUNNING("event_wait_all");
+    if (count && !events)
+        return code(sluice::base::report(Status::argument, "event_wait_all", "pass the event array", "null array"));
+    for (size_t i = 0; i < count; ++i) {
+        if (Status s = runtime().rma.event_wait(events[i]); s != Status::ok) return code(s);
+        events[i] = SLUICE_EVENT_DONE;
+    }
+    return SLUICE_OK;
+}
+sluice_status_t sluice_nbi_sync(void) {
+    SLUICE_REQUIRE_RUNNING("nbi_sync");
+    return code(runtime().rma.nbi_sync());
+}
+
+sluice_status_t sluice_barrier(void) {
+    SLUICE_REQUIRE_RUNNING("barrier");
+    return code(runtime().barrier());
+}
+sluice_status_t sluice_allgather(const void *in, void *out, size_t length) {
+    SLUICE_REQUIRE_RUNNING("allgather");
+    return code(runtime().allgather(in, out, length));
+}
+sluice_status_t sluice_poll(void) {
+    SLUICE_REQUIRE_RUNNING("poll");
+    if (am::AmEngine::in_handler())
+        return code(sluice::base::report(Status::context, "poll", "do not poll from a handler", "called from a handler"));
+    runtime().poll();
+    return SLUICE_OK;
+}
+
+void sluice_exit(int code) {
+    auto &rt = runtime();
+    if (!rt.running()) {
+        std::fflush(nullptr);
+        ::_exit(code);
+    }
+    rt.exit(code);
+}
+
+} // extern "C"

@@ -1,0 +1,238 @@
+// src/core/exit.cpp - the exit protocol.
+//
+// After the ibv seed's graceful exit: head records the first exit and its
+// code; body disables user handlers, tells the launcher the code, tries a
+// reduce-with-timeout over all ranks (a collective exit ends there), else
+// elects a leader through rank 0 (or itself, if rank 0 does not answer) that
+// sends one exit request to every rank, O(N) in all; if that fails too, the
+// bootstrap's abort ends the job.  An alarm bounds the whole body, so the
+// process always ends with its code.
+#include "core/runtime.hpp"
+
+#include "base/knobs.hpp"
+#include "sluice_config.h"
+
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace sluice::core {
+namespace {
+
+long thread_id() { return ::syscall(SYS_gettid); }
+
+std::atomic<int> alarm_code{1};
+void on_alarm(int) { ::_exit(alarm_code.load()); }
+
+void on_termination_signal(int sig) { runtime().exit_from_signal(sig); }
+
+#ifdef HAVE_ON_EXIT
+void on_process_end(int code, void *) { runtime().exit_from_process_end(code); }
+#else
+void on_process_end_atexit() { runtime().exit_from_process_end(0); }
+#endif
+
+am::Send short_message(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) {
+    am::Send m;
+    m.handler = handler;
+    m.args = args;
+    m.nargs = nargs;
+    return m;
+}
+
+} // namespace
+
+struct ExitHandlers {
+    // rank 0: one rank has entered its exit with `code`
+    static void arrive(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
+        Runtime &rt = runtime();
+        int code = static_cast<int>(args[0]);
+        int seen = rt.exit_max_code_.load();
+        while (code > seen && !rt.exit_max_code_.compare_exchange_weak(seen, code)) {
+        }
+        rt.exit_arrivals_.fetch_add(1);
+    }
+    // every rank has arrived: the exit is collective
+    static void done(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {
+        runtime().exit_done_.store(true);
+    }
+    // rank 0: the first candidate becomes the leader
+    static void elect(sluice_token_t token, void *, std::size_t, const std::uint32_t *, unsigned) {
+        Runtime &rt = runtime();
+        int candidate = static_cast<int>(token->source);
+        int expected = -1;
+        rt.exit_leader_.compare_exchange_strong(expected, candidate);
+        std::uint32_t is_leader = rt.exit_leader_.load() == candidate;
+        (void)rt.am.system_reply(token, short_message(am::sys_exit_elect_reply, &is_leader, 1));
+    }
+    static void elect_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
+        Runtime &rt = runtime();
+        int expected = 0;
+        rt.exit_role_.compare_exchange_strong(expected, args[0] ? 1 : 2);
+        rt.exit_elect_answered_.store(true);
+    }
+    // from the leader: the job is ending with args[0]
+    static void request(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+        Runtime &rt = runtime();
+        (void)rt.am.system_reply(token, short_message(am::sys_exit_ack, nullptr, 0));
+        int expected = 0;
+        rt.exit_role_.compare_exchange_strong(expected, 2);
+        if (rt.exit_role_.load() == 1) rt.exit_role_.store(2);  // two leaders: the other one wins here
+        if (!rt.exit_started_.load()) rt.exit(static_cast<int>(args[0]));
+    }
+    static void ack(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {
+        runtime().exit_acks_.fetch_add(1);
+    }
+};
+
+void exit_handlers_register(am::AmEngine &am) {
+    am.system_register(am::sys_exit_arrive, ExitHandlers::arrive);
+    am.system_register(am::sys_exit_done, ExitHandlers::done);
+    am.system_register(am::sys_exit_elect, ExitHandlers::elect);
+    am.system_register(am::sys_exit_elect_reply, ExitHandlers::elect_reply);
+    am.system_register(am::sys_exit_request, ExitHandlers::request);
+    am.system_register(am::sys_exit_ack, ExitHandlers::ack);
+
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+        struct sigaction sa {};
+        sa.sa_handler = on_termination_signal;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(sig, &sa, nullptr);
+    }
+    static bool hooked = false;
+    if (!hooked) {
+        hooked = true;
+#ifdef HAVE_ON_EXIT
+        ::on_exit(on_process_end, nullptr);
+#else
+        std::atexit(on_process_end_atexit);
+#endif
+    }
+}
+
+bool Runtime::exit_head(int code) {
+    bool expected = false;
+    if (!exit_started_.compare_exchange_strong(expected, true)) return false;
+    exit_code_.store(code);
+    alarm_code.store(code);
+    exit_thread_.store(thread_id());
+    return true;
+}
+
+void Runtime::exit_park() {
+    if (exit_thread_.load() == thread_id()) return;  // the exit itself polls
+    for (;;) ::pause();
+}
+
+void Runtime::exit(int code) {
+    if (!exit_head(code)) {
+        if (exit_thread_.load() != thread_id()) exit_park();
+        exit_tail();  // exit called again while exiting (e.g. from a handler)
+    }
+    if (running()) exit_body(exit_code_.load());
+    exit_tail();
+}
+
+void Runtime::exit_from_process_end(int code) {
+    if (!running() || !exit_head(code)) return;
+    exit_body(code);
+}
+
+void Runtime::exit_from_signal(int sig) {
+    if (exit_started_.load()) ::_exit(exit_code_.load());  // a second signal: hurry
+    exit(128 + sig);
+}
+
+void Runtime::exit_tail() {
+    std::fflush(nullptr);
+    ::_exit(exit_code_.load());
+}
+
+bool Runtime::exit_wait(std::uint64_t deadline, bool (Runtime::*done)() const) {
+    while (!(this->*done)()) {
+        if (base::now_ns() > deadline) return false;
+        am.poll();
+    }
+    return true;
+}
+
+bool Runtime::exit_reduced() const {
+    if (exit_role_.load() == 2) return true;  // a leader reached us: as good as done
+    return rank_ == 0 ? exit_arrivals_.load() >= static_cast<int>(size_) : exit_done_.load();
+}
+bool Runtime::exit_elected() const { return exit_elect_answered_.load() || exit_role_.load() != 0; }
+bool Runtime::exit_acked() const { return exit_acks_.load() >= static_cast<int>(size_) - 1; }
+
+void Runtime::exit_body(int code) {
+    const double timeout = base::exit_timeout_seconds(size_);
+    const std::uint64_t start = base::now_ns();
+    const auto at = [&](double fraction) { return start + static_cast<std::uint64_t>(timeout * fraction * 1e9); };
+
+    struct sigaction sa {};
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGALRM, &sa, nullptr);
+    ::alarm(static_cast<unsigned>(std::ceil(timeout)) + 2);
+
+    for (auto &t : transports_) {
+        t->dispatch_abandon();  // we may be inside a handler that never returns
+        t->send_deadline_set(at(1.0));
+    }
+    am.user_handlers_disable();
+    progress_stop_.store(true);
+    bootstrap_->exit_notify(code);
+    base::say("exit with code %d", code);
+
+    bool graceful = size_ == 1;
+    if (!graceful) {
+        // Reduce with timeout: everybody reports to rank 0, which answers
+        // when all have.
+        std::uint32_t c = static_cast<std::uint32_t>(code);
+        if (rank_ == 0) {
+            ExitHandlers::arrive(nullptr, nullptr, 0, &c, 1);
+        } else {
+            (void)am.system_request(0, short_message(am::sys_exit_arrive, &c, 1));
+        }
+        graceful = exit_wait(at(0.25), &Runtime::exit_reduced);
+        if (graceful && rank_ == 0 && exit_role_.load() != 2) {
+            for (Rank r = 1; r < size_; ++r) (void)am.system_request(r, short_message(am::sys_exit_done, nullptr, 0));
+        }
+    }
+    if (!graceful && exit_role_.load() == 2) graceful = true;  // a leader reached us
+    if (!graceful) {
+        if (rank_ == 0) {
+            int expected = -1;
+            exit_leader_.compare_exchange_strong(expected, 0);
+            int role = exit_leader_.load() == 0 ? 1 : 2;
+            expected = 0;
+            exit_role_.compare_exchange_strong(expected, role);
+        } else {
+            (void)am.system_request(0, short_message(am::sys_exit_elect, nullptr, 0));
+            if (!exit_wait(at(0.5), &Runtime::exit_elected)) {
+                int expected = 0;  // rank 0 is wedged: lead ourselves
+                exit_role_.compare_exchange_strong(expected, 1);
+            }
+        }
+        if (exit_role_.load() == 1) {
+            std::uint32_t c = static_cast<std::uint32_t>(code);
+            for (Rank r = 0; r < size_; ++r)
+                if (r != rank_) (void)am.system_request(r, short_message(am::sys_exit_request, &c, 1));
+            graceful = exit_wait(at(0.95), &Runtime::exit_acked);
+        } else {
+            graceful = true;  // a member: the leader reaches everyone or aborts
+        }
+    }
+    std::fflush(nullptr);
+    if (!graceful) {
+        base::say("exit coordination timed out; aborting the job");
+        bootstrap_->abort(code);
+    }
+    bootstrap_->fini();
+    ::alarm(0);
+}
+
+} // namespace sluice::core

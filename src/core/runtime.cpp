@@ -1,0 +1,258 @@
+// src/core/runtime.cpp - init, finalize, hosts, routing, segments, progress.
+#include "core/runtime.hpp"
+
+#include "base/knobs.hpp"
+#include "sluice_config.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sched.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+namespace sluice::core {
+
+Runtime &runtime() {
+    // Never destroyed: an exit may run while other threads still poll.
+    static Runtime *r = new Runtime;
+    return *r;
+}
+
+namespace {
+
+void fatal_hook(int code) {
+    Runtime &rt = runtime();
+    if (rt.running()) rt.exit(code);
+}
+
+std::string random_job_id() {
+    unsigned char r[6];
+    if (::getrandom(r, sizeof r, 0) != sizeof r) return std::to_string(::getpid());
+    char hex[13];
+    for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
+    return hex;
+}
+
+} // namespace
+
+Status Runtime::init(int *, char ***) {
+    const char *op = "init";
+    if (state_.load() != State::none)
+        return base::report(Status::state, op, "call sluice_init once per process",
+                            state_.load() == State::running ? "already initialized" : "Sluice cannot start again after finalize");
+    std::vector<std::string> knob_errors = base::knobs_load();
+
+    std::string error;
+    bootstrap_ = spawner::select_bootstrap(error);
+    if (!bootstrap_) return base::report(Status::bootstrap, op, nullptr, "%s", error.c_str());
+    rank_ = bootstrap_->rank();
+    size_ = bootstrap_->size();
+    base::log_rank_set(static_cast<int>(rank_));
+    base::fatal_signals_install();
+    base::fatal_hook_set(fatal_hook);
+    base::say("bootstrap %s: rank %u of %u", bootstrap_->name(), rank_, size_);
+
+    if (rank_ == 0) {
+        for (const auto &e : knob_errors) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", e.c_str());
+        for (const auto &w : base::knobs_unknown()) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", w.c_str());
+        if (base::knob_bool(base::Knob::VERBOSEENV)) std::fprintf(stderr, "%s", base::knobs_listing().c_str());
+    }
+
+    job_id_ = base::knob_string(base::Knob::JOB_ID);
+    if (job_id_.empty()) {
+        // Every rank must use the same id: take rank 0's.
+        std::string id;
+        if (rank_ == 0) id = random_job_id();
+        if (!bootstrap_->broadcast(0, id))
+            return base::report(Status::bootstrap, op, "check that every rank started", "broadcast of the job id failed");
+        job_id_ = id;
+    }
+    if (Status s = init_hosts(); s != Status::ok) return s;
+    if (Status s = init_transports(); s != Status::ok) return s;
+    idle_policy_set();
+
+    segments.entries.assign(size_, am::SegmentTable::Entry{});
+    int credits = static_cast<int>(base::knob_int(base::Knob::AM_CREDITS));
+    am.configure(rank_, size_, route_, &segments, credits);
+    rma.configure(&am, &segments, size_, base::knob_bool(base::Knob::NATIVE_RMA));
+    rma.system_handlers_register(am);
+    system_handlers_register();
+
+    state_.store(State::running, std::memory_order_release);
+    if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "start-up barrier failed");
+    if (base::knob_bool(base::Knob::PROGRESS_THREAD)) progress_thread_start();
+    base::say("running: %u hosts, %zu ranks on this host", host_count_, local_ranks_.size());
+    return Status::ok;
+}
+
+Status Runtime::init_hosts() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    if (!bootstrap_->allgather(name, std::strlen(name), host_names_))
+        return base::report(Status::bootstrap, "init", "check that every rank started", "allgather of host names failed");
+    host_of_.assign(size_, 0);
+    std::vector<std::string> hosts;
+    for (Rank r = 0; r < size_; ++r) {
+        auto it = std::find(hosts.begin(), hosts.end(), host_names_[r]);
+        host_of_[r] = static_cast<std::uint32_t>(it - hosts.begin());
+        if (it == hosts.end()) hosts.push_back(host_names_[r]);
+    }
+    host_count_ = static_cast<std::uint32_t>(hosts.size());
+    local_ranks_.clear();
+    for (Rank r = 0; r < size_; ++r)
+        if (host_of_[r] == host_of_[rank_]) local_ranks_.push_back(r);
+    return Status::ok;
+}
+
+// Routing per peer: same-host peers go over the same-host conduit; a network
+// conduit would take the rest.
+Status Runtime::init_transports() {
+    const conduit::TransportInfo *same_host = nullptr, *network = nullptr;
+    for (const auto &info : conduit::transport_registry()) {
+        if (std::strcmp(info.name, "template") == 0) continue;  // a skeleton, never selected
+        if (!info.network && !same_host) same_host = &info;
+        if (info.network && !network) network = &info;
+    }
+    if (host_count_ > 1 && !network)
+        return base::report(Status::transport, "init", "run on one host, or build a network conduit",
+                            "the job spans %u hosts but this build has no network conduit", host_count_);
+    if (!same_host && !network)
+        return base::report(Status::transport, "init", "configure with a conduit (--enable-smp)", "no conduit is compiled in");
+    route_.assign(size_, nullptr);
+    auto start = [&](const conduit::TransportInfo &info, std::vector<Rank> peers) -> Status {
+        auto t = info.create();
+        conduit::TransportSetup setup;
+        setup.rank = rank_;
+        setup.size = size_;
+        setup.host_of = host_of_;
+        setup.peers = peers;
+        setup.bootstrap = bootstrap_.get();
+        setup.deliver = am::AmEngine::deliver;
+        setup.deliver_context = &am;
+        setup.job_id = job_id_;
+        if (Status s = t->init(setup); s != Status::ok) return s;
+        for (Rank r : peers) route_[r] = t.get();
+        transports_.push_back(std::move(t));
+        return Status::ok;
+    };
+    if (same_host) {
+        if (Status s = start(*same_host, local_ranks_); s != Status::ok) return s;
+    }
+    if (host_count_ > 1) {
+        std::vector<Rank> remote;
+        for (Rank r = 0; r < size_; ++r)
+            if (host_of_[r] != host_of_[rank_]) remote.push_back(r);
+        if (Status s = start(*network, remote); s != Status::ok) return s;
+    }
+    native_barrier_ = host_count_ == 1 && transports_.size() == 1 &&
+                      transports_[0]->capabilities().native_barrier;
+    return Status::ok;
+}
+
+Status Runtime::finalize() {
+    const char *op = "finalize";
+    if (!running()) return base::report(Status::state, op, "call sluice_init first (and finalize once)", "not running");
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, op, "finalize after the handler returns", "called from a handler");
+    (void)rma.nbi_sync();
+    if (Status s = barrier(); s != Status::ok) return s;
+    progress_thread_stop();
+    // Nobody sends to us after the barrier; a bootstrap barrier makes sure
+    // nobody still reads our segment before it goes away.
+    (void)bootstrap_->barrier();
+    state_.store(State::finalized);
+    segments.attached = false;
+    for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();
+    bootstrap_->fini();
+    base::say("finalized");
+    return Status::ok;
+}
+
+Status Runtime::segment_attach(std::size_t size) {
+    const char *op = "segment_attach";
+    if (segments.attached)
+        return base::report(Status::state, op, "attach once per job", "the segment is already attached");
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, op, "attach outside handlers", "called from a handler");
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (size > (SIZE_MAX >> 2))
+        return base::report(Status::argument, op, "ask for a reasonable size", "segment of %zu bytes", size);
+    size = (size + page - 1) / page * page;
+    // My segment is created by the conduit that maps it for same-host peers.
+    conduit::Transport *owner = transports_.front().get();
+    void *base = nullptr;
+    std::string key;
+    if (Status s = owner->segment_create(size, &base, key); s != Status::ok) return s;
+    std::string record(16, '\0');
+    const std::uint64_t b = reinterpret_cast<std::uint64_t>(base), n = size;
+    std::memcpy(record.data(), &b, 8);
+    std::memcpy(record.data() + 8, &n, 8);
+    record += key;
+    std::vector<std::string> all;
+    if (!bootstrap_->allgather(record.data(), record.size(), all))
+        return base::report(Status::bootstrap, op, "check that every rank called it", "segment exchange failed");
+    std::vector<conduit::SegmentRecord> records(size_);
+    for (Rank r = 0; r < size_; ++r) {
+        std::memcpy(&records[r].base, all[r].data(), 8);
+        std::memcpy(&records[r].size, all[r].data() + 8, 8);
+        records[r].key = all[r].substr(16);
+    }
+    for (auto &t : transports_)
+        if (Status s = t->segment_connect(records); s != Status::ok) return s;
+    if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "barrier after mapping failed");
+    for (auto &t : transports_) t->setup_done();
+    for (Rank r = 0; r < size_; ++r) {
+        auto &e = segments.entries[r];
+        e.base = records[r].base;
+        e.size = records[r].size;
+        e.view = static_cast<char *>(route_[r]->peer_segment_view(r));
+    }
+    segments.attached = true;
+    base::say("segment of %zu bytes attached at %p", size, base);
+    return Status::ok;
+}
+
+Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
+    const char *op = "segment_info";
+    if (r >= size_) return base::report(Status::rank, op, "use a rank below sluice_size()", "rank %u of %u", r, size_);
+    if (!base || !size) return base::report(Status::argument, op, "pass both output pointers", "null output pointer");
+    if (!segments.attached)
+        return base::report(Status::state, op, "call sluice_segment_attach first", "no segment is attached");
+    *base = reinterpret_cast<void *>(segments.entries[r].base);
+    *size = segments.entries[r].size;
+    return Status::ok;
+}
+
+// More spinning ranks than cores: a waiting rank must give its core to the
+// rank it waits for, or every wait costs a scheduler time slice.
+void Runtime::idle_policy_set() {
+    const std::string &mode = base::knob_string(base::Knob::POLL_YIELD);
+    if (mode == "1" || mode == "yes") {
+        base::idle_yields = true;
+    } else if (mode == "0" || mode == "no") {
+        base::idle_yields = false;
+    } else {
+        const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+        base::idle_yields = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
+    }
+}
+
+void Runtime::progress_thread_start() {
+    progress_thread_ = std::thread([this] {
+        const timespec pause{0, 50 * 1000};  // 50 us: reach a busy rank soon, cost little
+        while (!progress_stop_.load(std::memory_order_relaxed)) {
+            poll();
+            ::nanosleep(&pause, nullptr);
+        }
+    });
+}
+
+void Runtime::progress_thread_stop() {
+    if (!progress_thread_.joinable()) return;
+    progress_stop_.store(true);
+    progress_thread_.join();
+}
+
+} // namespace sluice::core

@@ -1,0 +1,125 @@
+// src/core/runtime.hpp - the runtime object that composes the layers: ranks
+// and hosts, conduits per peer, segments, progress, collectives and exit.
+#pragma once
+
+#include "am/am.hpp"
+#include "rma/rma.hpp"
+#include "spawners/bootstrap.hpp"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::core {
+
+using am::Rank;
+using base::Status;
+
+class Runtime {
+public:
+    Status init(int *argc, char ***argv);
+    Status finalize();
+    bool running() const { return state_.load(std::memory_order_acquire) == State::running; }
+    bool finalized() const { return state_.load() == State::finalized; }
+
+    Rank rank() const { return rank_; }
+    Rank size() const { return size_; }
+    std::uint32_t host_count() const { return host_count_; }
+    std::uint32_t host_of(Rank r) const { return host_of_[r]; }
+    const std::string &host_name(Rank r) const { return host_names_[r]; }
+    const std::vector<Rank> &host_ranks() const { return local_ranks_; }
+
+    Status segment_attach(std::size_t size);
+    Status segment_info(Rank r, void **base, std::size_t *size) const;
+
+    // Progress: runs handlers on every conduit.  Threads other than the one
+    // running an exit park here until the process ends.
+    void poll() {
+        if (exit_started_.load(std::memory_order_relaxed)) exit_park();
+        am.poll();
+    }
+    Status barrier();
+    Status allgather(const void *in, void *out, std::size_t length);
+
+    [[noreturn]] void exit(int code);
+    // on_exit/atexit: the program is ending with `code` without sluice_exit.
+    void exit_from_process_end(int code);
+    // A termination signal arrived.
+    void exit_from_signal(int sig);
+
+    am::AmEngine am;
+    rma::RmaEngine rma;
+    am::SegmentTable segments;
+
+private:
+    enum class State { none, running, finalized };
+    friend struct SystemHandlers;
+    friend struct ExitHandlers;
+
+    Status init_hosts();
+    Status init_transports();
+    void system_handlers_register();
+    void idle_policy_set();
+    void progress_thread_start();
+    void progress_thread_stop();
+
+    // Exit protocol (exit.cpp), after the ibv seed's graceful exit: head
+    // decides the first exit and its code, body coordinates (reduce with
+    // timeout, then leader election and O(N) exit requests, bootstrap abort
+    // as the last resort), tail ends the process.
+    bool exit_head(int code);
+    void exit_body(int code);
+    [[noreturn]] void exit_tail();
+    void exit_park();  // returns only on the exiting thread
+    bool exit_wait(std::uint64_t deadline, bool (Runtime::*done)() const);
+    bool exit_reduced() const;
+    bool exit_elected() const;
+    bool exit_acked() const;
+
+    std::atomic<State> state_{State::none};
+    Rank rank_ = 0, size_ = 1;
+    std::unique_ptr<spawner::Bootstrap> bootstrap_;
+    std::vector<std::unique_ptr<conduit::Transport>> transports_;
+    std::vector<conduit::Transport *> route_;
+    std::vector<std::string> host_names_;
+    std::vector<std::uint32_t> host_of_;
+    std::uint32_t host_count_ = 1;
+    std::vector<Rank> local_ranks_;
+    std::string job_id_;
+    bool native_barrier_ = false;
+
+    // barrier over AM: highest epoch heard per dissemination round
+    std::uint64_t barrier_epoch_ = 0;
+    std::atomic<std::uint64_t> barrier_heard_[64] = {};
+    // allgather over AM: parts that arrived, by sequence number
+    std::mutex allgather_mutex_;
+    std::uint32_t allgather_seq_ = 0;
+    struct Gathering {
+        std::vector<std::string> parts;
+        std::size_t count = 0;
+    };
+    std::map<std::uint32_t, Gathering> gatherings_;
+
+    std::thread progress_thread_;
+    std::atomic<bool> progress_stop_{false};
+
+    // exit state
+    std::atomic<bool> exit_started_{false};
+    std::atomic<int> exit_code_{0};
+    std::atomic<long> exit_thread_{0};
+    std::atomic<int> exit_arrivals_{0};
+    std::atomic<int> exit_max_code_{0};
+    std::atomic<bool> exit_done_{false};
+    std::atomic<int> exit_leader_{-1};     // rank 0: the elected leader
+    std::atomic<int> exit_role_{0};        // 0 unknown, 1 leader, 2 member
+    std::atomic<bool> exit_elect_answered_{false};
+    std::atomic<int> exit_acks_{0};
+};
+
+Runtime &runtime();
+
+} // namespace sluice::core

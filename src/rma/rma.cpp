@@ -1,0 +1,240 @@
+// src/rma/rma.cpp - Put/Get: checks, the native memcpy path, and the
+// reference Put/Get over AM.
+#include "rma/rma.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sluice::rma {
+namespace {
+
+thread_local std::atomic<std::uint64_t> nbi_outstanding{0};
+// The AM engine the reference handlers reply through (one runtime per process).
+am::AmEngine *rma_am = nullptr;
+
+void split(const void *p, std::uint32_t &lo, std::uint32_t &hi) {
+    auto v = reinterpret_cast<std::uint64_t>(p);
+    lo = static_cast<std::uint32_t>(v);
+    hi = static_cast<std::uint32_t>(v >> 32);
+}
+template <class T>
+T *join(std::uint32_t lo, std::uint32_t hi) {
+    return reinterpret_cast<T *>((static_cast<std::uint64_t>(hi) << 32) | lo);
+}
+
+// Target of a reference Put chunk: the bytes are in place; acknowledge.
+void on_put(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    am::Send ack;
+    ack.handler = am::sys_put_ack;
+    ack.args = args;
+    ack.nargs = 2;
+    (void)rma_am->system_reply(token, ack);
+}
+void on_put_ack(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    join<std::atomic<std::uint64_t>>(args[0], args[1])->fetch_sub(1, std::memory_order_release);
+}
+// Target of a reference Get chunk: answer with the bytes.
+void on_get(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    am::Send data;
+    data.category = am::AmCategory::medium;
+    data.handler = am::sys_get_reply;
+    data.payload = join<const char>(args[0], args[1]);
+    data.length = args[2];
+    data.args = args + 3;
+    data.nargs = 4;
+    (void)rma_am->system_reply(token, data);
+}
+void on_get_reply(sluice_token_t, void *payload, std::size_t n, const std::uint32_t *args, unsigned) {
+    std::memcpy(join<char>(args[0], args[1]), payload, n);
+    join<std::atomic<std::uint64_t>>(args[2], args[3])->fetch_sub(1, std::memory_order_release);
+}
+
+} // namespace
+
+void RmaEngine::configure(am::AmEngine *am, const am::SegmentTable *segments, Rank size, bool native) {
+    am_ = am;
+    segments_ = segments;
+    size_ = size;
+    native_ = native;
+    rma_am = am;
+}
+
+void RmaEngine::system_handlers_register(am::AmEngine &am) {
+    am.system_register(am::sys_put, on_put);
+    am.system_register(am::sys_put_ack, on_put_ack);
+    am.system_register(am::sys_get, on_get);
+    am.system_register(am::sys_get_reply, on_get_reply);
+}
+
+Status RmaEngine::check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const {
+    if (r >= size_)
+        return base::report(Status::rank, op, "use a rank below sluice_size()", "rank %u, but the job has %u ranks", r, size_);
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, op, "do RMA after the handler returns",
+                            "RMA from inside a handler");
+    if (n && !local)
+        return base::report(Status::argument, op, "pass the local buffer", "%zu bytes with a null local buffer", n);
+    if (!segments_->attached || !segments_->contains(r, reinterpret_cast<std::uint64_t>(remote), n))
+        return base::report(Status::segment, op,
+                            "keep the remote range inside the target's segment (sluice_segment_info)",
+                            "%zu bytes at %p are outside the segment of rank %u", n, remote, r);
+    return Status::ok;
+}
+
+void RmaEngine::wait_counter(std::atomic<std::uint64_t> &counter) {
+    while (counter.load(std::memory_order_acquire) != 0) am_->poll();
+}
+
+Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t n,
+                                std::atomic<std::uint64_t> &counter) {
+    const std::size_t chunk = std::max<std::size_t>(1, am_->max_long());
+    std::uint32_t ctr[2];
+    split(&counter, ctr[0], ctr[1]);
+    for (std::size_t off = 0; off < n || (n == 0 && off == 0); off += chunk) {
+        am::Send m;
+        m.category = am::AmCategory::long_;
+        m.handler = am::sys_put;
+        m.payload = static_cast<const char *>(src) + off;
+        m.length = std::min(chunk, n - off);
+        m.dest_addr = static_cast<char *>(dest) + off;
+        m.args = ctr;
+        m.nargs = 2;
+        counter.fetch_add(1, std::memory_order_relaxed);
+        if (Status s = am_->system_request(r, m); s != Status::ok) {
+            counter.fetch_sub(1);
+            return base::report(s, "put", nullptr, "the transport failed sending to rank %u", r);
+        }
+        if (n == 0) break;
+    }
+    return Status::ok;
+}
+
+Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t n,
+                                std::atomic<std::uint64_t> &counter) {
+    const std::size_t chunk = std::max<std::size_t>(1, am_->max_medium());
+    for (std::size_t off = 0; off < n; off += chunk) {
+        std::uint32_t args[7];
+        split(static_cast<const char *>(src) + off, args[0], args[1]);
+        args[2] = static_cast<std::uint32_t>(std::min(chunk, n - off));
+        split(static_cast<char *>(dest) + off, args[3], args[4]);
+        split(&counter, args[5], args[6]);
+        am::Send m;
+        m.handler = am::sys_get;
+        m.args = args;
+        m.nargs = 7;
+        counter.fetch_add(1, std::memory_order_relaxed);
+        if (Status s = am_->system_request(r, m); s != Status::ok) {
+            counter.fetch_sub(1);
+            return base::report(s, "get", nullptr, "the transport failed sending to rank %u", r);
+        }
+    }
+    return Status::ok;
+}
+
+Status RmaEngine::put(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
+    if (Status s = check(r, dest, src, n, op); s != Status::ok) return s;
+    if (char *view = native_view(r, dest)) {
+        std::memcpy(view, src, n);
+        return Status::ok;
+    }
+    std::atomic<std::uint64_t> counter{0};
+    Status s = put_reference(r, dest, src, n, counter);
+    wait_counter(counter);
+    return s;
+}
+
+Status RmaEngine::get(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
+    if (Status s = check(r, src, dest, n, op); s != Status::ok) return s;
+    if (char *view = native_view(r, src)) {
+        std::memcpy(dest, view, n);
+        return Status::ok;
+    }
+    std::atomic<std::uint64_t> counter{0};
+    Status s = get_reference(dest, r, src, n, counter);
+    wait_counter(counter);
+    return s;
+}
+
+Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev) {
+    if (!ev) return base::report(Status::argument, "put_nb", "pass where to store the event", "null event pointer");
+    if (Status s = check(r, dest, src, n, "put_nb"); s != Status::ok) return s;
+    if (char *view = native_view(r, dest)) {
+        std::memcpy(view, src, n);
+        *ev = SLUICE_EVENT_DONE;
+        return Status::ok;
+    }
+    auto *e = new sluice_event;
+    if (Status s = put_reference(r, dest, src, n, e->pending); s != Status::ok) {
+        wait_counter(e->pending);
+        delete e;
+        return s;
+    }
+    *ev = e;
+    return Status::ok;
+}
+
+Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev) {
+    if (!ev) return base::report(Status::argument, "get_nb", "pass where to store the event", "null event pointer");
+    if (Status s = check(r, src, dest, n, "get_nb"); s != Status::ok) return s;
+    if (char *view = native_view(r, src)) {
+        std::memcpy(dest, view, n);
+        *ev = SLUICE_EVENT_DONE;
+        return Status::ok;
+    }
+    auto *e = new sluice_event;
+    if (Status s = get_reference(dest, r, src, n, e->pending); s != Status::ok) {
+        wait_counter(e->pending);
+        delete e;
+        return s;
+    }
+    *ev = e;
+    return Status::ok;
+}
+
+Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n) {
+    if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
+    if (char *view = native_view(r, dest)) {
+        std::memcpy(view, src, n);
+        return Status::ok;
+    }
+    return put_reference(r, dest, src, n, nbi_outstanding);
+}
+
+Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
+    if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
+    if (char *view = native_view(r, src)) {
+        std::memcpy(dest, view, n);
+        return Status::ok;
+    }
+    return get_reference(dest, r, src, n, nbi_outstanding);
+}
+
+Status RmaEngine::event_test(sluice_event *ev) {
+    if (ev == SLUICE_EVENT_DONE) return Status::ok;
+    if (ev->pending.load(std::memory_order_acquire) != 0) {
+        if (am::AmEngine::in_handler())
+            return base::report(Status::context, "event_test", "test events after the handler returns", "called from a handler");
+        am_->poll();
+        if (ev->pending.load(std::memory_order_acquire) != 0) return Status::not_ready;
+    }
+    delete ev;
+    return Status::ok;
+}
+
+Status RmaEngine::event_wait(sluice_event *ev) {
+    if (ev == SLUICE_EVENT_DONE) return Status::ok;
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, "event_wait", "wait for events after the handler returns", "called from a handler");
+    wait_counter(ev->pending);
+    delete ev;
+    return Status::ok;
+}
+
+Status RmaEngine::nbi_sync() {
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, "nbi_sync", "sync after the handler returns", "called from a handler");
+    wait_counter(nbi_outstanding);
+    return Status::ok;
+}
+
+} // namespace sluice::rma

@@ -1,0 +1,65 @@
+// src/rma/rma.hpp - Put/Get semantics and completion.
+//
+// Native path: when a peer's segment is mapped here (a load/store conduit)
+// and SLUICE_NATIVE_RMA is on, Put/Get are memcpy and complete at once.
+// Otherwise the reference Put/Get over AM: a Put is a chain of AM Long
+// requests into the target segment, each acknowledged by a reply; a Get is a
+// chain of requests each answered by a Medium reply that the reply handler
+// copies into the destination.
+#pragma once
+
+#include "am/am.hpp"
+
+#include <sluice.h>
+
+#include <atomic>
+
+// The object behind sluice_event_t.
+struct sluice_event {
+    std::atomic<std::uint64_t> pending{0};
+};
+
+namespace sluice::rma {
+
+using am::Rank;
+using base::Status;
+
+class RmaEngine {
+public:
+    void configure(am::AmEngine *am, const am::SegmentTable *segments, Rank size, bool native);
+    void system_handlers_register(am::AmEngine &am);
+
+    Status put(Rank r, void *dest, const void *src, std::size_t n, const char *op);
+    Status get(void *dest, Rank r, const void *src, std::size_t n, const char *op);
+    Status put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev);
+    Status get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev);
+    Status put_nbi(Rank r, void *dest, const void *src, std::size_t n);
+    Status get_nbi(void *dest, Rank r, const void *src, std::size_t n);
+    Status event_test(sluice_event *ev);
+    Status event_wait(sluice_event *ev);
+    Status nbi_sync();
+
+    // Polls until `*counter` is 0 (the reference path's completion).
+    void wait_counter(std::atomic<std::uint64_t> &counter);
+
+private:
+    // Where `remote` of rank r is mapped here, or null for the AM path.
+    char *native_view(Rank r, const void *remote) const {
+        const am::SegmentTable::Entry &e = segments_->entries[r];
+        if (!native_ || !e.view) return nullptr;
+        return e.view + (reinterpret_cast<std::uint64_t>(remote) - e.base);
+    }
+    Status check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const;
+    // Starts the reference transfer; `counter` counts outstanding chunks.
+    Status put_reference(Rank r, void *dest, const void *src, std::size_t n,
+                         std::atomic<std::uint64_t> &counter);
+    Status get_reference(void *dest, Rank r, const void *src, std::size_t n,
+                         std::atomic<std::uint64_t> &counter);
+
+    am::AmEngine *am_ = nullptr;
+    const am::SegmentTable *segments_ = nullptr;
+    Rank size_ = 0;
+    bool native_ = true;
+};
+
+} // namespace sluice::rma
