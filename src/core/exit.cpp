@@ -57,8 +57,10 @@ struct ExitHandlers {
         rt.exit_arrivals_.fetch_add(1);
     }
     // every rank has arrived: the exit is collective
-    static void done(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {
-        runtime().exit_done_.store(true);
+    static void done(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
+        Runtime &rt = runtime();
+        rt.exit_max_code_.store(static_cast<int>(args[0]));
+        rt.exit_done_.store(true);
     }
     // rank 0: the first candidate becomes the leader
     static void elect(sluice_token_t token, void *, std::size_t, const std::uint32_t *, unsigned) {
@@ -79,6 +81,7 @@ struct ExitHandlers {
     static void request(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
         Runtime &rt = runtime();
         (void)rt.am.system_reply(token, short_message(am::sys_exit_ack, nullptr, 0));
+        rt.exit_leader_code_.store(static_cast<int>(args[0]));
         int expected = 0;
         rt.exit_role_.compare_exchange_strong(expected, 2);
         if (rt.exit_role_.load() == 1) rt.exit_role_.store(2);  // two leaders: the other one wins here
@@ -184,7 +187,6 @@ void Runtime::exit_body(int code) {
     }
     am.user_handlers_disable();
     progress_stop_.store(true);
-    bootstrap_->exit_notify(code);
     base::say("exit with code %d", code);
 
     bool graceful = size_ == 1;
@@ -199,9 +201,15 @@ void Runtime::exit_body(int code) {
         }
         graceful = exit_wait(at(0.25), &Runtime::exit_reduced);
         if (graceful && rank_ == 0 && exit_role_.load() != 2) {
-            for (Rank r = 1; r < size_; ++r) (void)am.system_request(r, short_message(am::sys_exit_done, nullptr, 0));
+            std::uint32_t job = static_cast<std::uint32_t>(exit_max_code_.load());
+            for (Rank r = 1; r < size_; ++r) (void)am.system_request(r, short_message(am::sys_exit_done, &job, 1));
         }
     }
+    // The job's code: the leader's if one reached us, the largest of a
+    // collective exit, else ours.
+    int job_code = code;
+    if (exit_role_.load() == 2) job_code = exit_leader_code_.load();
+    else if (graceful && size_ > 1) job_code = exit_max_code_.load();
     if (!graceful && exit_role_.load() == 2) graceful = true;  // a leader reached us
     if (!graceful) {
         if (rank_ == 0) {
@@ -226,11 +234,15 @@ void Runtime::exit_body(int code) {
             graceful = true;  // a member: the leader reaches everyone or aborts
         }
     }
+    if (exit_role_.load() == 2) job_code = exit_leader_code_.load();
+    exit_code_.store(job_code);
+    alarm_code.store(job_code);
     std::fflush(nullptr);
     if (!graceful) {
         base::say("exit coordination timed out; aborting the job");
-        bootstrap_->abort(code);
+        bootstrap_->abort(job_code);
     }
+    bootstrap_->exit_notify(job_code);
     bootstrap_->fini();
     ::alarm(0);
 }

@@ -118,6 +118,7 @@ private:
     std::atomic<int> exit_role_{0};        // 0 unknown, 1 leader, 2 member
     std::atomic<bool> exit_elect_answered_{false};
     std::atomic<int> exit_acks_{0};
+    std::atomic<int> exit_leader_code_{0};
 };
 
 Runtime &runtime();
