@@ -117,6 +117,11 @@ void exit_handlers_register(am::AmEngine &am) {
     }
 }
 
+// After finalize the process is the application's again.
+void exit_handlers_release() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) std::signal(sig, SIG_DFL);
+}
+
 bool Runtime::exit_head(int code) {
     bool expected = false;
     if (!exit_started_.compare_exchange_strong(expected, true)) return false;

@@ -166,6 +166,8 @@ Status Runtime::finalize() {
     segments.attached = false;
     for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();
     bootstrap_->fini();
+    void exit_handlers_release();
+    exit_handlers_release();
     base::say("finalized");
     return Status::ok;
 }
