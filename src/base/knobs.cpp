@@ -2,6 +2,7 @@
 #include "base/knobs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -178,11 +179,12 @@ double exit_timeout_seconds(unsigned ranks) {
 }
 
 bool parse_size(const std::string &text, std::size_t &out) {
-    if (text.empty()) return false;
+    // strtoull accepts leading blanks and a sign; a size must start with a digit.
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
     errno = 0;
     char *end = nullptr;
     unsigned long long x = std::strtoull(text.c_str(), &end, 0);
-    if (errno || end == text.c_str() || text[0] == '-') return false;
+    if (errno || end == text.c_str()) return false;
     std::string suffix(end);
     std::transform(suffix.begin(), suffix.end(), suffix.begin(), ::toupper);
     unsigned shift = 0;

@@ -46,7 +46,9 @@ Status Runtime::init(int *, char ***) {
 
     std::string error;
     bootstrap_ = spawner::select_bootstrap(error);
-    if (!bootstrap_) return base::report(Status::bootstrap, op, nullptr, "%s", error.c_str());
+    if (!bootstrap_)
+        return base::report(Status::bootstrap, op, "launch with sluicerun, or pick a spawner with SLUICE_SPAWNER",
+                            "%s", error.c_str());
     rank_ = bootstrap_->rank();
     size_ = bootstrap_->size();
     base::log_rank_set(static_cast<int>(rank_));

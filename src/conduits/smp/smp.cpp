@@ -12,6 +12,7 @@
 #include "base/knobs.hpp"
 #include "conduits/smp/ring.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -28,6 +29,7 @@ namespace {
 constexpr std::uint64_t region_magic = 0x534c55494345534dull;  // "SLUICESM"
 constexpr std::size_t record_header = 16;
 constexpr std::size_t max_long_bytes = 1u << 20;
+constexpr std::size_t max_medium_limit = 1u << 20;
 constexpr unsigned max_barrier_rounds = 16;
 
 struct alignas(line_size) RegionHeader {
@@ -145,16 +147,14 @@ struct Dispatch {
 };
 thread_local Dispatch current_dispatch;
 
+// Rings hold at least four largest records, so a full-size Medium never
+// waits for more than three others to drain.
 std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
-    std::size_t ring = base::knob_size(base::Knob::SMP_RING_SIZE);
-    if (ring < 4096) ring = 4096;
+    max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
+    const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
+    std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 4 * largest_record);
     std::size_t pow2 = 4096;
     while (pow2 < ring) pow2 <<= 1;
-    max_medium = base::knob_size(base::Knob::SMP_MAX_MEDIUM);
-    std::size_t cap = pow2 / 4 - line_align(record_header + 4 * 16 + 8);
-    if (max_medium > cap) max_medium = cap;
-    if (max_medium < 512) max_medium = 512;
-    while (line_align(record_header + 64 + max_medium) * 4 > pow2) pow2 <<= 1;
     return pow2;
 }
 

@@ -1,0 +1,646 @@
+// spawners/local/launcher.cpp - the job behind sluicerun: fork the ranks, serve
+// their control sockets, forward signals, decide the job's code, leave no
+// process and no shared memory behind.
+//
+// One thread and one poll(2) loop over a signalfd and every rank's socket; the
+// launcher's sockets are non-blocking and buffered both ways, so a slow, dead
+// or hostile rank never stalls the others.
+#include "sluice_config.h"
+
+#include "spawners/local/launcher.hpp"
+
+#include "base/knobs.hpp"
+#include "spawners/local/protocol.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace sluice::spawner::local {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using base::Knob;
+
+class UniqueFd {
+public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    ~UniqueFd() { reset(); }
+    UniqueFd(UniqueFd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    UniqueFd &operator=(UniqueFd &&other) noexcept {
+        if (this != &other) {
+            reset();
+            fd_ = std::exchange(other.fd_, -1);
+        }
+        return *this;
+    }
+    int get() const { return fd_; }
+    explicit operator bool() const { return fd_ >= 0; }
+    void reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// One line on stderr in a single write, so lines from the launcher and the
+// ranks do not interleave mid-line.
+__attribute__((format(printf, 1, 2))) void say(const char *format, ...) {
+    char line[1024];
+    int used = std::snprintf(line, sizeof line, "sluicerun: ");
+    va_list ap;
+    va_start(ap, format);
+    used += std::vsnprintf(line + used, sizeof line - used - 1, format, ap);
+    va_end(ap);
+    used = std::min<int>(used, sizeof line - 2);
+    line[used++] = '\n';
+    ssize_t ignored = ::write(2, line, static_cast<std::size_t>(used));
+    (void)ignored;
+}
+
+std::string signal_name(int sig) {
+#ifdef HAVE_SIGABBREV_NP
+    if (const char *abbrev = sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+#endif
+    return "signal " + std::to_string(sig);
+}
+
+// An exit status as the shell will see it: 0..255, and never 0 for a code
+// that was not 0 (exit(256) must not look like success).
+int exit_code_of(int code) {
+    if (code >= 0 && code <= 255) return code;
+    int low = code & 0xff;
+    return low ? low : 1;
+}
+
+// Outgoing bytes are shared: every rank gets the same allgather result.
+struct Outgoing {
+    std::shared_ptr<const std::string> bytes;
+    std::size_t sent = 0;
+};
+
+struct Rank {
+    pid_t pid = -1;
+    UniqueFd socket;                     // launcher end, O_NONBLOCK; closed at EOF
+    std::string input;                   // received bytes not yet a whole message
+    std::deque<Outgoing> output;
+    std::deque<std::string> contributions;  // allgather payloads not yet used
+    bool reaped = false;
+    bool finalized = false;  // sent fini
+    bool notified = false;   // sent exit_notify
+    bool aborted = false;    // sent abort
+    std::uint64_t signals_sent = 0;  // bit per signal the launcher (or the tty) sent it
+
+    bool live() const { return !reaped; }
+    // Ranks that owe every allgather round a contribution.  A rank whose
+    // socket closed still counts until it is reaped: either it exits cleanly,
+    // or abnormally and the job stops; no round completes on a guess.
+    bool participates() const { return !finalized && !reaped; }
+    bool was_sent(int sig) const { return sig > 0 && sig < 64 && (signals_sent & (std::uint64_t{1} << sig)); }
+};
+
+class Job {
+public:
+    Job(const LaunchOptions &options, const Binder &binder)
+        : options_(options), binder_(binder), ranks_(options.ranks) {}
+    int run();
+
+private:
+    bool signals_open();
+    void start();
+    bool start_rank(unsigned r);
+    std::vector<std::string> environment(unsigned r, int fd) const;
+    [[noreturn]] void child_run(unsigned r, int fd, char *const argv[], char *const envp[]) const;
+    void loop_once();
+    void signals_read();
+    void on_signal(int sig, int code);
+    void socket_read(unsigned r, bool drain);
+    void socket_write(unsigned r);
+    void messages_parse(unsigned r);
+    void message_handle(unsigned r, MessageType type, std::string &&payload);
+    void protocol_error(unsigned r, const std::string &what);
+    void reap();
+    void rank_ended(unsigned r, int wstatus);
+    void allgather_try();
+    void signal_live(int sig, unsigned except);
+    void stop_now() { signal_live(SIGKILL, UINT_MAX); }
+    void deadline_set(double seconds, const std::string &reason);
+    void deadline_check();
+    int poll_timeout() const;
+    void shm_cleanup() const;
+    int job_code() const;
+    unsigned live_count() const;
+    std::string who(unsigned r) const {
+        return "rank " + std::to_string(r) + " (pid " + std::to_string(ranks_[r].pid) + ")";
+    }
+
+    const LaunchOptions &options_;
+    const Binder &binder_;
+    std::vector<Rank> ranks_;
+    std::unordered_map<pid_t, unsigned> by_pid_;
+    UniqueFd signal_fd_;
+    bool hup_ignored_ = false;  // started under nohup: keep SIGHUP ignored
+    pid_t self_ = ::getpid();
+    double kill_grace_ = std::max(0.0, base::knob_double(Knob::KILL_GRACE));
+
+    std::optional<int> notify_code_;   // first exit_notify (or abort) code
+    bool any_message_ = false;         // some rank spoke: this is a Sluice job
+    std::optional<int> failure_code_;  // first abnormal rank, or 128 + signal
+    std::optional<int> nonzero_code_;  // first non-zero exit status
+    bool sigint_seen_ = false;
+    bool stopping_ = false;  // every live rank was sent SIGKILL (or must be)
+    std::optional<Clock::time_point> deadline_;
+    std::string deadline_reason_;
+    Clock::time_point deadline_from_;
+    std::set<std::string> shm_names_;
+    unsigned reaped_count_ = 0;
+    unsigned round_ = 0;
+};
+
+// Signals reach the loop through a signalfd: no handler runs inside the
+// loop's bookkeeping, and a SIGCHLD that lands before poll() is not lost.
+bool Job::signals_open() {
+    struct sigaction old{};
+    ::sigaction(SIGHUP, nullptr, &old);
+    hup_ignored_ = old.sa_handler == SIG_IGN;
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap the ranks
+    // for us and waitpid() would never see their status.
+    ::signal(SIGCHLD, SIG_DFL);
+
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&set, sig);
+    if (!hup_ignored_) sigaddset(&set, SIGHUP);
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) return false;
+    signal_fd_ = UniqueFd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    if (!signal_fd_) say("cannot watch signals (signalfd): %s", std::strerror(errno));
+    return static_cast<bool>(signal_fd_);
+}
+
+std::vector<std::string> Job::environment(unsigned r, int fd) const {
+    auto set = rank_variables(options_, r, fd);
+    std::vector<std::string> env;
+    for (char **e = environ; e && *e; ++e) {
+        std::string entry(*e);
+        bool replaced = std::any_of(set.begin(), set.end(), [&](const auto &kv) {
+            return entry.size() > kv.first.size() && entry.compare(0, kv.first.size(), kv.first) == 0 &&
+                   entry[kv.first.size()] == '=';
+        });
+        if (!replaced) env.push_back(std::move(entry));
+    }
+    for (auto &[name, value] : set) env.push_back(name + "=" + value);
+    return env;
+}
+
+// Between fork and exec: the launcher is single-threaded, so this runs on a
+// consistent copy; everything it needs was built before the fork.
+void Job::child_run(unsigned r, int fd, char *const argv[], char *const envp[]) const {
+    // The rank must not outlive the launcher; if the launcher died before
+    // prctl took effect, the parent is already someone else.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != self_) ::_exit(1);
+
+    for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+    ::signal(SIGHUP, hup_ignored_ ? SIG_IGN : SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    fd_limit_restore();
+
+    // The rank's own end is the one launcher descriptor that survives exec.
+    ::fcntl(fd, F_SETFD, 0);
+    std::string error;
+    if (!binder_.apply(r, error)) {
+        ::dprintf(2, "sluicerun: rank %u: %s\n", r, error.c_str());
+        ::_exit(1);
+    }
+    ::execvpe(options_.program_path.c_str(), argv, envp);
+    ::dprintf(2, "sluicerun: rank %u: cannot run %s: %s\n", r, options_.program_path.c_str(),
+              std::strerror(errno));
+    ::_exit(127);
+}
+
+bool Job::start_rank(unsigned r) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+        say("cannot create the control socket of rank %u: %s; stopping the job (raise `ulimit -n` or lower -n)",
+            r, std::strerror(errno));
+        return false;
+    }
+    UniqueFd mine(pair[0]), theirs(pair[1]);
+    ::fcntl(mine.get(), F_SETFL, ::fcntl(mine.get(), F_GETFL) | O_NONBLOCK);
+
+    std::vector<std::string> env = environment(r, theirs.get());
+    std::vector<char *> envp, argv;
+    for (auto &e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string program = options_.program;
+    std::vector<std::string> args = options_.arguments;
+    argv.push_back(program.data());
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        say("cannot fork rank %u: %s; stopping the job (lower -n or raise `ulimit -u`)", r, std::strerror(errno));
+        return false;
+    }
+    if (pid == 0) child_run(r, theirs.get(), argv.data(), envp.data());
+    ranks_[r].pid = pid;
+    ranks_[r].socket = std::move(mine);
+    by_pid_[pid] = r;
+    if (options_.verbose) {
+        if (binder_.binding() == Binding::none)
+            say("forking rank %u (pid %d)", r, pid);
+        else
+            say("forking rank %u (pid %d) bound to %s", r, pid, binder_.describe(r).c_str());
+    }
+    return true;
+}
+
+void Job::start() {
+    for (unsigned r = 0; r < ranks_.size(); ++r) {
+        if (start_rank(r)) continue;
+        // Ranks already running would wait forever for the missing one.
+        ranks_.resize(r);
+        if (!failure_code_) failure_code_ = 1;
+        stop_now();
+        return;
+    }
+}
+
+unsigned Job::live_count() const {
+    return static_cast<unsigned>(std::count_if(ranks_.begin(), ranks_.end(), [](const Rank &k) { return k.live(); }));
+}
+
+void Job::signal_live(int sig, unsigned except) {
+    for (unsigned r = 0; r < ranks_.size(); ++r) {
+        Rank &k = ranks_[r];
+        if (!k.live() || r == except) continue;
+        k.signals_sent |= std::uint64_t{1} << sig;
+        ::kill(k.pid, sig);
+    }
+    if (sig == SIGKILL) stopping_ = true;
+}
+
+void Job::deadline_set(double seconds, const std::string &reason) {
+    seconds = std::clamp(seconds, 0.0, 1e9);  // an "inf" knob must not overflow the clock
+    auto now = Clock::now();
+    auto at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    if (deadline_ && *deadline_ <= at) return;
+    deadline_ = at;
+    deadline_from_ = now;
+    deadline_reason_ = reason;
+    if (options_.verbose) say("ranks still running in %.1f s (after %s) will be killed", seconds, reason.c_str());
+}
+
+void Job::deadline_check() {
+    if (!deadline_ || Clock::now() < *deadline_) return;
+    deadline_.reset();
+    if (unsigned live = live_count()) {
+        double waited = std::chrono::duration<double>(Clock::now() - deadline_from_).count();
+        say("%u rank(s) still running %.1f s after %s; killing them (SLUICE_KILL_GRACE, SLUICE_EXIT_TIMEOUT)",
+            live, waited, deadline_reason_.c_str());
+        stop_now();
+    }
+}
+
+int Job::poll_timeout() const {
+    if (!deadline_) return -1;
+    double ms = std::chrono::duration<double, std::milli>(*deadline_ - Clock::now()).count();
+    return static_cast<int>(std::clamp(std::ceil(ms), 0.0, static_cast<double>(INT_MAX)));
+}
+
+void Job::on_signal(int sig, int code) {
+    if (sig == SIGINT && sigint_seen_) {
+        say("second SIGINT: killing every rank now");
+        stop_now();
+        return;
+    }
+    sigint_seen_ |= sig == SIGINT;
+    if (!failure_code_) failure_code_ = 128 + sig;
+    if (stopping_) return;
+    // A Ctrl-C from the terminal (SI_KERNEL) already reached every rank: they
+    // share our foreground process group.  Sending it again would look like
+    // a second Ctrl-C to them.
+    if (sig == SIGINT && code == SI_KERNEL) {
+        for (Rank &k : ranks_) k.signals_sent |= std::uint64_t{1} << sig;
+        if (options_.verbose) say("SIGINT from the terminal reached every rank directly");
+    } else {
+        if (options_.verbose) say("forwarding %s to %u rank(s)", signal_name(sig).c_str(), live_count());
+        signal_live(sig, UINT_MAX);
+    }
+    deadline_set(kill_grace_, signal_name(sig));
+}
+
+void Job::signals_read() {
+    signalfd_siginfo info;
+    while (::read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        // SIGCHLD needs nothing here: every loop turn reaps.
+        if (info.ssi_signo != SIGCHLD) on_signal(static_cast<int>(info.ssi_signo), info.ssi_code);
+    }
+}
+
+void Job::protocol_error(unsigned r, const std::string &what) {
+    say("%s %s; stopping the job", who(r).c_str(), what.c_str());
+    if (!failure_code_) failure_code_ = 1;
+    ranks_[r].socket.reset();
+    ranks_[r].input.clear();
+    stop_now();
+}
+
+void Job::message_handle(unsigned r, MessageType type, std::string &&payload) {
+    Rank &k = ranks_[r];
+    any_message_ = true;
+    std::int32_t code = 0;
+    if (type == MessageType::exit_notify || type == MessageType::abort) {
+        if (payload.size() != sizeof code)
+            return protocol_error(r, "sent an exit code of " + std::to_string(payload.size()) + " bytes (4 expected)");
+        std::memcpy(&code, payload.data(), sizeof code);
+    }
+    switch (type) {
+    case MessageType::allgather:
+        k.contributions.push_back(std::move(payload));
+        return;
+    case MessageType::exit_notify:
+        k.notified = true;
+        if (!notify_code_) notify_code_ = code;
+        if (options_.verbose) say("%s is exiting with code %d", who(r).c_str(), code);
+        return;
+    case MessageType::abort:
+        k.aborted = true;
+        if (!notify_code_) notify_code_ = code;
+        say("%s aborted the job with code %d; killing the other ranks", who(r).c_str(), code);
+        // The aborting rank ends itself; it gets the grace period to do so.
+        signal_live(SIGKILL, r);
+        stopping_ = true;
+        deadline_set(kill_grace_, who(r) + "'s abort");
+        return;
+    case MessageType::fini:
+        k.finalized = true;
+        if (options_.verbose) say("%s finalized", who(r).c_str());
+        return;
+    case MessageType::cleanup:
+        // A POSIX shm name: one leading slash and no other.
+        if (payload.size() < 2 || payload[0] != '/' || payload.find('/', 1) != std::string::npos ||
+            payload.find('\0') != std::string::npos)
+            return protocol_error(r, "registered an invalid shared-memory name");
+        if (options_.verbose) say("%s registered shared memory %s", who(r).c_str(), payload.c_str());
+        shm_names_.insert(std::move(payload));
+        return;
+    default:
+        return protocol_error(r, "sent an unknown control message (type " +
+                                     std::to_string(static_cast<std::uint32_t>(type)) + ")");
+    }
+}
+
+void Job::messages_parse(unsigned r) {
+    Rank &k = ranks_[r];
+    std::size_t at = 0;
+    while (k.socket && k.input.size() - at >= sizeof(MessageHeader)) {
+        MessageHeader header;
+        std::memcpy(&header, k.input.data() + at, sizeof header);
+        if (header.length > max_message)
+            return protocol_error(r, "sent a control message of " + std::to_string(header.length) +
+                                         " bytes (the limit is " + std::to_string(max_message) + ")");
+        if (k.input.size() - at - sizeof header < header.length) break;
+        std::string payload = k.input.substr(at + sizeof header, header.length);
+        at += sizeof header + header.length;
+        message_handle(r, static_cast<MessageType>(header.type), std::move(payload));
+    }
+    if (k.socket) k.input.erase(0, at);
+}
+
+// `drain`: the rank is gone, so read what it left (bounded, in case a child
+// of it still writes); otherwise take at most a slice per turn so one chatty
+// rank cannot starve the rest.
+void Job::socket_read(unsigned r, bool drain) {
+    Rank &k = ranks_[r];
+    char chunk[65536];
+    std::size_t budget = drain ? 2 * std::size_t{max_message} : std::size_t{1} << 20;
+    while (k.socket && budget > 0) {
+        ssize_t n = ::recv(k.socket.get(), chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n > 0) {
+            k.input.append(chunk, static_cast<std::size_t>(n));
+            budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        messages_parse(r);  // what arrived before the end still counts
+        if (options_.verbose && k.socket && !k.finalized && !k.notified)
+            say("%s closed its control socket without finalizing", who(r).c_str());
+        k.socket.reset();
+        k.output.clear();
+        return;
+    }
+    messages_parse(r);
+}
+
+void Job::socket_write(unsigned r) {
+    Rank &k = ranks_[r];
+    while (k.socket && !k.output.empty()) {
+        Outgoing &out = k.output.front();
+        ssize_t n = ::send(k.socket.get(), out.bytes->data() + out.sent, out.bytes->size() - out.sent,
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        if (n < 0) {  // the rank is gone; its exit status will say how
+            k.socket.reset();
+            k.output.clear();
+            return;
+        }
+        out.sent += static_cast<std::size_t>(n);
+        if (out.sent == out.bytes->size()) k.output.pop_front();
+    }
+}
+
+// A round completes when every live, unfinalized rank has contributed; a rank
+// that already ended cleanly contributes nothing (length 0).  A rank that
+// ends abnormally stops the job when it is reaped, so nobody waits on it.
+void Job::allgather_try() {
+    if (stopping_) return;
+    bool any = false;
+    for (const Rank &k : ranks_) {
+        if (!k.participates()) continue;
+        if (k.contributions.empty()) return;
+        any = true;
+    }
+    if (!any) return;
+    std::size_t total = 0;
+    for (const Rank &k : ranks_)
+        total += sizeof(std::uint32_t) + (k.contributions.empty() ? 0 : k.contributions.front().size());
+    if (total > max_message) {
+        say("allgather %u needs %zu bytes, more than the control protocol's %u; stopping the job", round_, total,
+            max_message);
+        if (!failure_code_) failure_code_ = 1;
+        stop_now();
+        return;
+    }
+    auto bytes = std::make_shared<std::string>();
+    bytes->reserve(sizeof(MessageHeader) + total);
+    MessageHeader header{static_cast<std::uint32_t>(MessageType::allgather_result), static_cast<std::uint32_t>(total)};
+    bytes->append(reinterpret_cast<const char *>(&header), sizeof header);
+    for (Rank &k : ranks_) {
+        std::uint32_t len = k.contributions.empty() ? 0 : static_cast<std::uint32_t>(k.contributions.front().size());
+        bytes->append(reinterpret_cast<const char *>(&len), sizeof len);
+        if (k.contributions.empty()) continue;
+        bytes->append(k.contributions.front());
+        k.contributions.pop_front();
+    }
+    std::shared_ptr<const std::string> shared = std::move(bytes);
+    for (unsigned r = 0; r < ranks_.size(); ++r) {
+        if (!ranks_[r].participates() || !ranks_[r].socket) continue;
+        ranks_[r].output.push_back({shared, 0});
+        socket_write(r);
+    }
+    if (options_.verbose) say("allgather %u complete (%zu bytes)", round_, total);
+    ++round_;
+}
+
+void Job::rank_ended(unsigned r, int wstatus) {
+    Rank &k = ranks_[r];
+    k.reaped = true;
+    ++reaped_count_;
+    socket_read(r, true);  // an exit_notify or fini sent just before exit counts
+    k.socket.reset();
+    k.output.clear();
+
+    bool by_signal = WIFSIGNALED(wstatus);
+    int sig = by_signal ? WTERMSIG(wstatus) : 0;
+    int status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 0;
+    std::string how = by_signal ? "killed by signal " + signal_name(sig) + (WCOREDUMP(wstatus) ? " (core dumped)" : "")
+                                : "exited with status " + std::to_string(status);
+    // A program that never speaks the protocol (sluicerun -n 2 hostname) is
+    // judged by its status alone, as mpirun would.
+    bool clean = k.finalized || k.notified || (!any_message_ && !by_signal && status == 0);
+    if (!by_signal && !clean) how += " without finalizing (no fini or exit_notify on its control socket)";
+    // Deaths the launcher caused (or the terminal's Ctrl-C) are not news.
+    bool expected = k.aborted || (k.signals_sent && (!by_signal || k.was_sent(sig)));
+    if (!expected && (by_signal || !clean)) {
+        if (!failure_code_) failure_code_ = by_signal ? 128 + sig : (status ? status : 1);
+        say("%s %s%s", who(r).c_str(), how.c_str(), stopping_ ? "" : "; stopping the job");
+        stop_now();
+        return;
+    }
+    if (options_.verbose) say("%s %s", who(r).c_str(), how.c_str());
+    if (status && !nonzero_code_) nonzero_code_ = status;
+    if (k.notified && !stopping_ && live_count() > 0)
+        deadline_set(base::exit_timeout_seconds(static_cast<unsigned>(ranks_.size())) + kill_grace_,
+                     who(r) + " exited");
+}
+
+void Job::reap() {
+    for (;;) {
+        int wstatus = 0;
+        pid_t pid = ::waitpid(-1, &wstatus, WNOHANG);
+        if (pid < 0 && errno == EINTR) continue;
+        if (pid <= 0) return;
+        auto it = by_pid_.find(pid);
+        if (it != by_pid_.end()) rank_ended(it->second, wstatus);
+    }
+}
+
+void Job::loop_once() {
+    std::vector<pollfd> fds{{signal_fd_.get(), POLLIN, 0}};
+    std::vector<unsigned> owner{UINT_MAX};
+    for (unsigned r = 0; r < ranks_.size(); ++r) {
+        const Rank &k = ranks_[r];
+        if (!k.socket) continue;
+        fds.push_back({k.socket.get(), static_cast<short>(POLLIN | (k.output.empty() ? 0 : POLLOUT)), 0});
+        owner.push_back(r);
+    }
+    int n = ::poll(fds.data(), fds.size(), poll_timeout());
+    if (n < 0 && errno != EINTR) {
+        // Cannot watch the ranks any more: end them rather than hang.
+        say("poll failed: %s; killing every rank", std::strerror(errno));
+        if (!failure_code_) failure_code_ = 1;
+        stop_now();
+        while (reaped_count_ < ranks_.size()) {
+            int wstatus = 0;
+            pid_t pid = ::waitpid(-1, &wstatus, 0);
+            if (pid < 0 && errno != EINTR) break;
+            if (auto it = by_pid_.find(pid); pid > 0 && it != by_pid_.end()) rank_ended(it->second, wstatus);
+        }
+        reaped_count_ = static_cast<unsigned>(ranks_.size());
+        return;
+    }
+    for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        if (owner[i] == UINT_MAX) {
+            signals_read();
+            continue;
+        }
+        if (fds[i].revents & POLLOUT) socket_write(owner[i]);
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) socket_read(owner[i], false);
+    }
+    reap();
+    allgather_try();
+    deadline_check();
+}
+
+void Job::shm_cleanup() const {
+    for (const std::string &name : shm_names_) {
+        if (::shm_unlink(name.c_str()) == 0) {
+            if (options_.verbose) say("removed shared memory %s", name.c_str());
+        } else if (errno != ENOENT) {
+            say("cannot remove shared memory %s: %s; remove /dev/shm%s by hand", name.c_str(), std::strerror(errno),
+                name.c_str());
+        }
+    }
+}
+
+int Job::job_code() const {
+    if (notify_code_) return exit_code_of(*notify_code_);
+    if (failure_code_) return exit_code_of(*failure_code_);
+    if (nonzero_code_) return exit_code_of(*nonzero_code_);
+    return 0;
+}
+
+int Job::run() {
+    if (!signals_open()) return 1;
+    if (options_.verbose)
+        say("job %s: %u rank(s) of %s, binding %s, kill grace %.1f s, exit timeout %.1f s", options_.job_id.c_str(),
+            options_.ranks, options_.program_path.c_str(), binding_name(binder_.binding()), kill_grace_,
+            base::exit_timeout_seconds(options_.ranks));
+    start();
+    while (reaped_count_ < ranks_.size()) loop_once();
+    shm_cleanup();
+    int code = job_code();
+    if (options_.verbose) say("job %s ended with code %d", options_.job_id.c_str(), code);
+    return code;
+}
+
+} // namespace
+
+int launch(const LaunchOptions &options, const Binder &binder) {
+    Job job(options, binder);
+    return job.run();
+}
+
+} // namespace sluice::spawner::local
