@@ -133,24 +133,20 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
 
 Status RmaEngine::put(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
     if (Status s = check(r, dest, src, n, op); s != Status::ok) return s;
-    if (char *view = native_view(r, dest)) {
-        std::memcpy(view, src, n);
-        return Status::ok;
-    }
+    Status s;
+    if (native_put(r, dest, src, n, s)) return s;
     std::atomic<std::uint64_t> counter{0};
-    Status s = put_reference(r, dest, src, n, counter);
+    s = put_reference(r, dest, src, n, counter);
     wait_counter(counter);
     return s;
 }
 
 Status RmaEngine::get(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
     if (Status s = check(r, src, dest, n, op); s != Status::ok) return s;
-    if (char *view = native_view(r, src)) {
-        std::memcpy(dest, view, n);
-        return Status::ok;
-    }
+    Status s;
+    if (native_get(dest, r, src, n, s)) return s;
     std::atomic<std::uint64_t> counter{0};
-    Status s = get_reference(dest, r, src, n, counter);
+    s = get_reference(dest, r, src, n, counter);
     wait_counter(counter);
     return s;
 }
@@ -158,11 +154,8 @@ Status RmaEngine::get(void *dest, Rank r, const void *src, std::size_t n, const 
 Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev) {
     if (!ev) return base::report(Status::argument, "put_nb", "pass where to store the event", "null event pointer");
     if (Status s = check(r, dest, src, n, "put_nb"); s != Status::ok) return s;
-    if (char *view = native_view(r, dest)) {
-        std::memcpy(view, src, n);
-        *ev = SLUICE_EVENT_DONE;
-        return Status::ok;
-    }
+    *ev = SLUICE_EVENT_DONE;
+    if (Status s; native_put(r, dest, src, n, s)) return s;
     auto *e = new sluice_event;
     if (Status s = put_reference(r, dest, src, n, e->pending); s != Status::ok) {
         wait_counter(e->pending);
@@ -176,11 +169,8 @@ Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, slu
 Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev) {
     if (!ev) return base::report(Status::argument, "get_nb", "pass where to store the event", "null event pointer");
     if (Status s = check(r, src, dest, n, "get_nb"); s != Status::ok) return s;
-    if (char *view = native_view(r, src)) {
-        std::memcpy(dest, view, n);
-        *ev = SLUICE_EVENT_DONE;
-        return Status::ok;
-    }
+    *ev = SLUICE_EVENT_DONE;
+    if (Status s; native_get(dest, r, src, n, s)) return s;
     auto *e = new sluice_event;
     if (Status s = get_reference(dest, r, src, n, e->pending); s != Status::ok) {
         wait_counter(e->pending);
@@ -193,19 +183,13 @@ Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, slu
 
 Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n) {
     if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
-    if (char *view = native_view(r, dest)) {
-        std::memcpy(view, src, n);
-        return Status::ok;
-    }
+    if (Status s; native_put(r, dest, src, n, s)) return s;
     return put_reference(r, dest, src, n, nbi_outstanding);
 }
 
 Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
     if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
-    if (char *view = native_view(r, src)) {
-        std::memcpy(dest, view, n);
-        return Status::ok;
-    }
+    if (Status s; native_get(dest, r, src, n, s)) return s;
     return get_reference(dest, r, src, n, nbi_outstanding);
 }
 

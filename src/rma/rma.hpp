@@ -13,6 +13,7 @@
 #include <sluice.h>
 
 #include <atomic>
+#include <cstring>
 
 // The object behind sluice_event_t.
 struct sluice_event {
@@ -48,6 +49,37 @@ private:
         const am::SegmentTable::Entry &e = segments_->entries[r];
         if (!native_ || !e.view) return nullptr;
         return e.view + (reinterpret_cast<std::uint64_t>(remote) - e.base);
+    }
+    // RDMA conduits that do not map peer segments move bytes in put/get_impl.
+    conduit::Transport *rdma_transport(Rank r) const {
+        conduit::Transport *t = am_->route(r);
+        const auto &caps = t->capabilities();
+        return native_ && caps.native_rma && !caps.load_store ? t : nullptr;
+    }
+    // The native paths; true if they took the transfer (its status in `s`).
+    bool native_put(Rank r, void *dest, const void *src, std::size_t n, Status &s) {
+        if (char *view = native_view(r, dest)) {
+            std::memcpy(view, src, n);
+            s = Status::ok;
+            return true;
+        }
+        if (conduit::Transport *t = rdma_transport(r)) {
+            s = t->put(r, dest, src, n);
+            return true;
+        }
+        return false;
+    }
+    bool native_get(void *dest, Rank r, const void *src, std::size_t n, Status &s) {
+        if (char *view = native_view(r, src)) {
+            std::memcpy(dest, view, n);
+            s = Status::ok;
+            return true;
+        }
+        if (conduit::Transport *t = rdma_transport(r)) {
+            s = t->get(dest, r, src, n);
+            return true;
+        }
+        return false;
     }
     Status check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const;
     // Starts the reference transfer; `counter` counts outstanding chunks.

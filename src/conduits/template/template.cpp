@@ -1,0 +1,363 @@
+// src/conduits/template/template.cpp - the template conduit.
+//
+// Copy this folder to start a conduit.  Every *_impl hook below says what a
+// real conduit must do there; the bodies are a working loopback transport
+// (one rank talking to itself), so the skeleton compiles, links into
+// libsluice and can be driven by a unit test.  The shared policy (retry when
+// the wire is full, statistics, stop at exit) is in the non-virtual wrapper in
+// src/conduits/transport.hpp: a hook only moves bytes.
+//
+// Includes allowed here (DESIGN.md): src/conduits/transport.hpp, src/credit,
+// spawners/bootstrap.hpp and src/base.  Nothing from src/am, src/rma, src/core.
+#include "conduits/template/template.hpp"
+
+#include "base/status.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace sluice::conduit::template_ {
+namespace {
+
+// Messages each queue may hold before send_impl answers not_ready.  It
+// stands for the bounded space a real wire has (ring slots, preposted
+// receive buffers, send descriptors) and keeps the retry path exercised.
+constexpr std::size_t queue_depth = 256;
+
+// Largest Medium payload.  A real conduit derives it from its eager buffer
+// or MTU size minus its header.
+constexpr std::size_t medium_limit = 64 * 1024;
+
+// Messages one poll_impl call delivers at most, so a handler that sends to
+// its own rank cannot keep a poll from returning.
+constexpr int poll_budget = 64;
+
+constexpr unsigned max_args = 16;
+
+// What a conduit declares about itself.  src/am, src/rma and src/core read
+// these fields and nothing else to decide how to use the transport:
+//   max_medium          largest Medium payload (sluice_am_max_medium is the
+//                       minimum over the transports a job uses).
+//   max_long            largest Long payload in one message; src/am and the
+//                       reference RMA cut bigger transfers into pieces.
+//   native_rma          put_impl/get_impl move bytes without AM (RDMA): the
+//                       interface's hook for replacing the reference Put/Get
+//                       over AM one operation at a time (SLUICE_NATIVE_RMA=0
+//                       forces AM).  src/rma prefers the mapped view of
+//                       load_store below when both are set.
+//   load_store          peers' segments are mapped here: peer_segment_view_impl
+//                       returns their addresses and RMA becomes memcpy.
+//   needs_registration  local RMA buffers must be registered (firehose cache).
+//   needs_credits       the receiver has fixed buffers: src/am counts a credit
+//                       per request, and a request handler that sends no
+//                       reply gets a hidden one so the credit comes back.
+//   inline_limit        bytes sent without a copy or a DMA (inline sends).
+//   native_barrier      barrier_impl synchronizes every peer it reaches.
+// A conduit that learns a limit only in init_impl (from the device) sets it
+// there through capabilities_mutable().
+Capabilities declared_capabilities() {
+    Capabilities c;
+    c.max_medium = medium_limit;
+    // Loopback has no wire limit: a Long is one copy into my own segment,
+    // bounded only by the segment itself (src/am checks that).
+    c.max_long = std::numeric_limits<std::size_t>::max();
+    // Kept false on purpose: a conduit that implements only send and poll is
+    // complete, and a job on this conduit runs src/rma's Put/Get over AM.
+    // put_impl/get_impl below show the native shape; flip these two when they
+    // are real for every peer.
+    c.native_rma = false;
+    c.load_store = false;
+    c.needs_registration = false;
+    // The queues below are bounded, but a full queue is reported as
+    // not_ready and the sender polls; no per-peer credits are needed.
+    c.needs_credits = false;
+    c.inline_limit = 0;  // every payload is copied into the queue
+    c.native_barrier = false;
+    return c;
+}
+
+// One message in flight: the header, its arguments and a copy of the
+// payload (the sender's buffer is valid only during the send call).
+struct QueuedMessage {
+    AmHeader header;
+    std::array<std::uint32_t, max_args> args{};
+    std::vector<std::byte> payload;
+};
+
+// The segment: an anonymous private mapping, unmapped on destruction.  A
+// conduit whose peers map segments (like smp) uses shared memory instead; a
+// conduit with RDMA registers this memory and publishes the remote key.
+class AnonymousMapping {
+public:
+    AnonymousMapping() = default;
+    AnonymousMapping(const AnonymousMapping &) = delete;
+    AnonymousMapping &operator=(const AnonymousMapping &) = delete;
+    ~AnonymousMapping() { reset(); }
+
+    bool map(std::size_t bytes) {
+        void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                         0);
+        if (p == MAP_FAILED) return false;
+        base_ = p;
+        size_ = bytes;
+        return true;
+    }
+    void reset() {
+        if (base_) ::munmap(base_, size_);
+        base_ = nullptr;
+        size_ = 0;
+    }
+    void *base() const { return base_; }
+    std::size_t size() const { return size_; }
+    bool contains(std::uint64_t address, std::uint64_t length) const {
+        auto begin = reinterpret_cast<std::uint64_t>(base_);
+        return address >= begin && length <= size_ && address - begin <= size_ - length;
+    }
+
+private:
+    void *base_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+class TemplateTransport final : public Transport {
+public:
+    TemplateTransport() : Transport("template", declared_capabilities()) {}
+    ~TemplateTransport() override { release(); }
+
+protected:
+    // Called once, after core has chosen this transport for setup().peers.
+    // A real conduit opens its device or sockets here, allocates receive
+    // buffers, and exchanges addresses with setup().bootstrap->allgather()
+    // (the bootstrap is for start-up only, never for AM traffic).  Limits
+    // learned from the device go into capabilities_mutable().  Errors are
+    // reported here, once, with the knob or fix that helps.
+    Status init_impl() override {
+        for (Rank peer : setup().peers) {
+            if (peer != setup().rank)
+                return base::report(Status::transport, "template conduit init",
+                                    "the template conduit is loopback-only; use smp on one "
+                                    "host or a network conduit",
+                                    "asked to reach rank %u", peer);
+        }
+        base::say("template conduit: loopback transport for rank %u", setup().rank);
+        return Status::ok;
+    }
+
+    // Sends one AM to `peer` or answers not_ready: never blocks, never waits.
+    //
+    // not_ready means "no room on the wire now" (ring full, no send
+    // descriptor, no credit the conduit tracks itself).  The wrapper then
+    // polls (replies only, when this is a reply, so reply chains cannot
+    // deadlock) and calls send_impl again; it never drops the message.  Any
+    // other error is final: report it here, once.
+    //
+    // m.payload is readable only during this call: copy it, or send it
+    // before returning.  For a Long, the bytes must be in the target's
+    // segment at m.header.dest_addr before the target's poll hands the header
+    // to deliver(): with RDMA, write the payload first and send the header
+    // after it (or with it, as immediate data); without RDMA, carry the
+    // payload and copy it into the segment at the target before deliver().
+    Status send_impl(Rank peer, const AmMessage &m) override {
+        if (peer != setup().rank)
+            return base::report(Status::rank, "template conduit send",
+                                "route other ranks to another conduit",
+                                "rank %u is not reachable (loopback only)", peer);
+        const AmHeader &h = m.header;
+        if (h.nargs > max_args)
+            return base::report(Status::argument, "template conduit send", nullptr,
+                                "%u arguments, at most %u", h.nargs, max_args);
+        const std::size_t length =
+            h.category == AmCategory::short_ ? 0 : static_cast<std::size_t>(h.payload_length);
+        if (h.category == AmCategory::medium && length > capabilities().max_medium)
+            return base::report(Status::too_large, "template conduit send", nullptr,
+                                "Medium of %zu bytes, at most %zu", length,
+                                capabilities().max_medium);
+        if (h.category == AmCategory::long_ && length > 0 && !segment_.contains(h.dest_addr, length))
+            return base::report(Status::segment, "template conduit send", nullptr,
+                                "Long of %zu bytes at 0x%llx is outside the segment", length,
+                                static_cast<unsigned long long>(h.dest_addr));
+
+        // Copy before taking the lock: the lock only guards the queues.
+        QueuedMessage q;
+        q.header = h;
+        if (h.nargs) std::memcpy(q.args.data(), m.args, h.nargs * sizeof(std::uint32_t));
+        if (length) {
+            const auto *bytes = static_cast<const std::byte *>(m.payload);
+            q.payload.assign(bytes, bytes + length);
+        }
+
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::deque<QueuedMessage> &queue = (h.flags & am_flag_reply) ? replies_ : requests_;
+        if (queue.size() >= queue_depth) return Status::not_ready;
+        queue.push_back(std::move(q));
+        return Status::ok;
+    }
+
+    // Delivers arrived messages through deliver() and returns how many.
+    //
+    // PollMode::replies_only is used while a reply waits for room: deliver
+    // only replies then (reply handlers send nothing, so this always makes
+    // progress).  A real conduit keeps requests and replies apart for the
+    // same reason (separate rings, receive pools or tags).
+    //
+    // deliver() runs the handler: call it with no lock held, since a handler
+    // may send (and so re-enter send_impl and poll_impl).  Medium payloads
+    // need only stay valid during the call.  A Long's bytes must already be
+    // at header.dest_addr, and the payload argument is that address.
+    // Credits, hidden replies and tokens are src/am's business, not the
+    // conduit's: it only reports what arrived.
+    int poll_impl(PollMode mode) override {
+        int delivered = 0;
+        for (int budget = poll_budget; budget > 0; --budget) {
+            QueuedMessage q;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                std::deque<QueuedMessage> *queue = nullptr;
+                if (!replies_.empty()) queue = &replies_;
+                else if (mode == PollMode::all && !requests_.empty()) queue = &requests_;
+                else break;
+                q = std::move(queue->front());
+                queue->pop_front();
+            }
+            land_and_deliver(q);
+            ++delivered;
+        }
+        return delivered;
+    }
+
+    // Creates this rank's segment of `size` bytes (core has checked the
+    // size; 0 is allowed) and fills `key` with whatever peers need to reach
+    // it: an shm name, a remote key, a registration handle.  Core allgathers
+    // base, size and key, then calls segment_connect_impl.
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
+        if (segment_.base())
+            return base::report(Status::state, "template conduit segment create", nullptr,
+                                "the segment exists already");
+        const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+        const std::size_t rounded = (size + page - 1) / page * page;
+        if (rounded && !segment_.map(rounded))
+            return base::report(Status::resource, "template conduit segment create",
+                                "ask for a smaller segment or raise the memory limit (ulimit -v)",
+                                "mmap of %zu bytes failed: %s", rounded, std::strerror(errno));
+        *base = segment_.base();
+        key.clear();  // nothing to publish: no peer maps or registers it
+        return Status::ok;
+    }
+
+    // Every rank's segment record, in rank order.  A real conduit maps
+    // peers' shared memory here (load_store), or imports their remote keys
+    // (native_rma).  Only the peers in setup().peers concern this transport.
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override {
+        if (all.size() <= setup().rank ||
+            all[setup().rank].base != reinterpret_cast<std::uint64_t>(segment_.base()))
+            return base::report(Status::state, "template conduit segment connect", nullptr,
+                                "the segment table does not hold this rank's segment");
+        return Status::ok;
+    }
+
+    // After a barrier that follows segment_connect_impl: drop what served
+    // only the set-up (unlink shm names, free connect files).  Nothing here.
+    void setup_done_impl() override {}
+
+    // Where `peer`'s segment is mapped in this process, only for load_store
+    // conduits.  The template does not claim load_store (see
+    // declared_capabilities), so it answers null for every peer.
+    void *peer_segment_view_impl(Rank) const override { return nullptr; }
+
+    // Native Put and Get (RDMA), for conduits that set native_rma; meant to
+    // be called by src/rma one operation at a time instead of the reference
+    // Put/Get over AM, with the remote range already checked against the
+    // segment table (src/rma calls them when
+    // native_rma is set and load_store is not).  Return when the operation is complete (Put visible at
+    // the target, Get data in `local`).  A conduit whose RDMA completes
+    // asynchronously returns only after reaping the completion, polling AM
+    // meanwhile; needs_registration conduits register `local` through the
+    // firehose cache first.  Here: the loopback version, a memcpy.
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n) override {
+        if (peer != setup().rank) return Status::rank;
+        if (n) std::memmove(remote, local, n);
+        return Status::ok;
+    }
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n) override {
+        if (peer != setup().rank) return Status::rank;
+        if (n) std::memmove(local, remote, n);
+        return Status::ok;
+    }
+
+    // A hardware or conduit-level barrier over every peer this transport
+    // reaches, only when native_barrier is set; otherwise core runs its
+    // dissemination barrier over AM.  While waiting, call poll_fn(context) so
+    // AMs keep moving, and give up with Status::transport when it returns
+    // false (the job is exiting).  Loopback: the only participant is me.
+    Status barrier_impl(bool (*poll_fn)(void *), void *context) override {
+        if (poll_fn && !poll_fn(context)) return Status::transport;
+        return Status::ok;
+    }
+
+    // The handler running on this thread called exit and will never return.
+    // A conduit that delivers in place from its receive buffer (a ring slot,
+    // a preposted buffer) releases that slot here, or hands the message back,
+    // so the queue it came from keeps moving for the exit protocol.  The
+    // template pops each message before delivering it: nothing is held.
+    void dispatch_abandon_impl() override {}
+
+    // Releases everything in reverse order of creation: segment
+    // registrations, connections, buffers, the device.  Core calls it once,
+    // after the last AM; the destructor calls it again, so it is idempotent.
+    void fini_impl() override { release(); }
+
+private:
+    void land_and_deliver(QueuedMessage &q) {
+        const std::uint32_t *args = q.header.nargs ? q.args.data() : nullptr;
+        switch (q.header.category) {
+        case AmCategory::short_:
+            deliver(q.header, args, nullptr);
+            break;
+        case AmCategory::medium:
+            deliver(q.header, args, q.payload.data());
+            break;
+        case AmCategory::long_: {
+            // The payload lands in the segment before the handler runs.
+            auto *dest = reinterpret_cast<void *>(static_cast<std::uintptr_t>(q.header.dest_addr));
+            if (!q.payload.empty()) std::memcpy(dest, q.payload.data(), q.payload.size());
+            deliver(q.header, args, dest);
+            break;
+        }
+        }
+    }
+
+    void release() {
+        std::size_t dropped = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            dropped = requests_.size() + replies_.size();
+            requests_.clear();
+            replies_.clear();
+        }
+        if (dropped) base::say("template conduit: %zu undelivered messages dropped at fini", dropped);
+        segment_.reset();
+    }
+
+    std::mutex mutex_;
+    std::deque<QueuedMessage> requests_;
+    std::deque<QueuedMessage> replies_;
+    AnonymousMapping segment_;
+};
+
+} // namespace
+
+std::unique_ptr<Transport> make_template_transport() {
+    return std::make_unique<TemplateTransport>();
+}
+
+} // namespace sluice::conduit::template_
