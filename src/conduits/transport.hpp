@@ -83,9 +83,9 @@ struct SegmentRecord {
     std::string key;                      // conduit data (shm name, rkey, ...)
 };
 
+// Slow-path counters only: a locked increment per message would cost more
+// than a same-host AM itself.
 struct TransportStats {
-    std::atomic<std::uint64_t> sent{0};
-    std::atomic<std::uint64_t> received{0};
     std::atomic<std::uint64_t> send_full{0};  // sends that had to poll and retry
 };
 
@@ -111,10 +111,7 @@ public:
     Status send(Rank peer, const AmMessage &m) {
         for (;;) {
             Status s = send_impl(peer, m);
-            if (s != Status::not_ready) {
-                if (s == Status::ok) stats_.sent.fetch_add(1, std::memory_order_relaxed);
-                return s;
-            }
+            if (s != Status::not_ready) return s;
             stats_.send_full.fetch_add(1, std::memory_order_relaxed);
             if (poll((m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all) == 0) base::idle();
             std::uint64_t deadline = send_deadline_.load(std::memory_order_relaxed);
@@ -171,7 +168,6 @@ protected:
 
     const TransportSetup &setup() const { return setup_; }
     void deliver(const AmHeader &h, const std::uint32_t *args, void *payload) {
-        stats_.received.fetch_add(1, std::memory_order_relaxed);
         setup_.deliver(setup_.deliver_context, h, args, payload);
     }
     Capabilities &capabilities_mutable() { return caps_; }
