@@ -83,8 +83,6 @@ public:
         tail_ += pending_;
     }
 
-    bool empty_for_producer() const { return tail_ == cached_head_; }
-
 private:
     bool has_room(std::size_t n) {
         if (tail_ + n - cached_head_ <= bytes_) return true;
@@ -108,13 +106,14 @@ public:
         shared_ = shared;
         data_ = shared->data();
         bytes_ = bytes;
-        head_ = 0;
+        head_.store(0, std::memory_order_relaxed);
     }
 
-    // The next record, or null.  Fillers are consumed on the way.
+    // The next record, or null.  Fillers are consumed on the way.  Only the
+    // thread holding the conduit's per-ring flag calls peek and release.
     char *peek(std::uint32_t &size) {
         for (;;) {
-            char *at = data_ + (head_ & (bytes_ - 1));
+            char *at = data_ + (head_.load(std::memory_order_relaxed) & (bytes_ - 1));
             std::uint32_t c = control_word(at).load(std::memory_order_acquire);
             if (c == 0) return nullptr;
             if (c & skip_bit) {
@@ -131,20 +130,23 @@ public:
         std::size_t span = line_align(size);
         for (std::size_t off = 0; off < span; off += line_size)
             control_word(at + off).store(0, std::memory_order_relaxed);
-        head_ += span;
-        shared_->head.store(head_, std::memory_order_release);
+        const std::uint64_t head = head_.load(std::memory_order_relaxed) + span;
+        head_.store(head, std::memory_order_relaxed);
+        shared_->head.store(head, std::memory_order_release);
     }
 
-    // Cheap emptiness test for pollers (no side effects).
+    // Cheap emptiness test for any poller (no side effects; other threads
+    // may be consuming, so the head it reads can be stale: a hint only).
     bool ready() const {
-        return control_word(data_ + (head_ & (bytes_ - 1))).load(std::memory_order_acquire) != 0;
+        const std::uint64_t head = head_.load(std::memory_order_relaxed);
+        return control_word(data_ + (head & (bytes_ - 1))).load(std::memory_order_acquire) != 0;
     }
 
 private:
     RingShared *shared_ = nullptr;
     char *data_ = nullptr;
     std::size_t bytes_ = 0;
-    std::uint64_t head_ = 0;
+    std::atomic<std::uint64_t> head_{0};
 };
 
 } // namespace sluice::conduit::smp

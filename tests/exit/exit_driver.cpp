@@ -1,0 +1,254 @@
+// tests/exit/exit_driver.cpp - every way a job can end, at 1, 2, 3, 4 and 8
+// ranks (2 and 4 under SLUICE_TEST_SUBSET): the launcher must return the
+// right code well within the time limit, no rank process may survive, and no
+// /dev/shm/sluice.<jobid>* object may be left.  Also the launcher's own
+// options and failures.
+#include "tests/harness.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace sluice_test;
+
+namespace {
+
+// An exit must be quick: the exit timeout is 2 s + 0.05 s per rank and the
+// launcher kills stragglers within 5 s.  The hard limit only guards hangs.
+constexpr double must_end_within = 15;
+constexpr double hard_limit = 60;
+
+struct ExitCase {
+    std::string name;   // test name suffix
+    std::string what;   // case of sluice-exit-test
+    enum class Who { none, first, last } who = Who::none;
+    std::string value;  // code or signal name
+    int expected = 0;
+    std::vector<std::pair<std::string, std::string>> env = {};
+    int launcher_signal = 0;   // "ready" case: signal sent to the launcher
+    bool signal_group = false; // ... or to its whole process group
+    std::string expect_in_err = {};
+};
+
+using Who = ExitCase::Who;
+
+std::vector<ExitCase> exit_cases() {
+    // Let the sanitizers leave fatal signals to the program's own handlers.
+    std::vector<std::pair<std::string, std::string>> signal_env = {
+        {"ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:detect_leaks=0"},
+        {"TSAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0"}};
+    std::vector<ExitCase> v = {
+        {"Collective7", "collective", Who::none, "7", 7},
+        {"ReturnFromMain0", "return", Who::none, "0", 0},
+        {"ReturnFromMain5", "return", Who::none, "5", 5},
+        {"FinalizeThenReturn0", "finalize-return", Who::none, "0", 0},
+        {"FinalizeThenReturn5", "finalize-return", Who::none, "5", 5},
+        {"OneRankOthersInBarrier", "barrier", Who::last, "3", 3},
+        {"RankZeroOthersInBarrier", "barrier", Who::first, "4", 4},
+        {"OneRankOthersSpinning", "spin", Who::last, "5", 5},
+        {"RankZeroOthersSpinning", "spin", Who::first, "6", 6},
+        {"OneRankOthersPolling", "poll", Who::last, "8", 8},
+        {"LibcExitOthersInBarrier", "libc-exit", Who::last, "9", 9},
+        {"FromRequestHandler", "request-handler", Who::last, "11", 11},
+        {"FromReplyHandler", "reply-handler", Who::last, "12", 12},
+        {"BetweenInitAndAttach", "before-attach", Who::last, "13", 13},
+        {"SigintInOneRank", "signal", Who::last, "INT", 128 + SIGINT},
+        {"SigtermInOneRank", "signal", Who::last, "TERM", 128 + SIGTERM},
+        {"AbortInOneRank", "signal", Who::last, "ABRT", 128 + SIGABRT, signal_env},
+        {"SegvInOneRank", "signal", Who::last, "SEGV", 128 + SIGSEGV, signal_env},
+        {"SegvInRankZero", "signal", Who::first, "SEGV", 128 + SIGSEGV, signal_env},
+        {"SigbusInOneRank", "signal", Who::last, "BUS", 128 + SIGBUS, signal_env},
+        {"SigfpeInOneRank", "signal", Who::last, "FPE", 128 + SIGFPE, signal_env},
+        {"SigkillInOneRank", "signal", Who::last, "KILL", 128 + SIGKILL},
+        {"ErrorsFatal", "errors-fatal", Who::last, "", 1, {{"SLUICE_ERRORS_FATAL", "1"}}, 0, false, "(fatal)"},
+        {"SigintToLauncher", "ready", Who::none, "", 128 + SIGINT, {}, SIGINT},
+        {"SigtermToLauncher", "ready", Who::none, "", 128 + SIGTERM, {}, SIGTERM},
+        {"CtrlCToProcessGroup", "ready", Who::none, "", 128 + SIGINT, {}, SIGINT, true},
+    };
+    return v;
+}
+
+struct Param {
+    int ranks;
+    ExitCase c;
+};
+
+void PrintTo(const Param &p, std::ostream *os) { *os << p.c.what << " " << p.c.value << " at " << p.ranks << " ranks"; }
+
+std::vector<Param> params() {
+    std::vector<int> ranks = reduced() ? std::vector<int>{2, 4} : std::vector<int>{1, 2, 3, 4, 8};
+    std::vector<Param> v;
+    for (const auto &c : exit_cases())
+        for (int n : ranks) v.push_back({n, c});
+    return v;
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param> &info) {
+    return info.param.c.name + "_N" + std::to_string(info.param.ranks);
+}
+
+void require_programs() {
+    ASSERT_TRUE(executable(launcher_path())) << "launcher not built: " << launcher_path();
+    ASSERT_TRUE(executable(exit_program())) << "test program not built: " << exit_program();
+}
+
+// What every ended job must satisfy.
+void expect_clean_end(const JobResult &r) {
+    EXPECT_FALSE(r.timed_out) << "the job hung\n" << r.describe();
+    EXPECT_TRUE(r.survivors.empty()) << "rank processes survived the job\n" << r.describe();
+    EXPECT_TRUE(r.shm_left.empty()) << "shared memory left behind\n" << r.describe();
+    EXPECT_FALSE(r.launcher_signaled) << "the launcher itself died by a signal\n" << r.describe();
+}
+
+} // namespace
+
+class JobExit : public ::testing::TestWithParam<Param> {};
+
+TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
+    require_programs();
+    const Param &p = GetParam();
+    JobSpec spec;
+    spec.ranks = p.ranks;
+    spec.program = {exit_program(), p.c.what};
+    if (p.c.who != Who::none) spec.program.push_back(std::to_string(p.c.who == Who::first ? 0 : p.ranks - 1));
+    if (!p.c.value.empty()) spec.program.push_back(p.c.value);
+    spec.env = p.c.env;
+    spec.time_limit = hard_limit;
+    if (p.c.launcher_signal) {
+        spec.ready_line = "READY";
+        spec.ready_signal = p.c.launcher_signal;
+        spec.signal_group = p.c.signal_group;
+    }
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, p.c.expected) << r.describe();
+    EXPECT_EQ(static_cast<int>(r.rank_pids.size()), p.ranks) << "not every rank started\n" << r.describe();
+    EXPECT_LT(r.seconds, must_end_within * time_scale()) << "the exit took too long\n" << r.describe();
+    EXPECT_EQ(r.err.find("FAIL rank"), std::string::npos) << r.describe();
+    if (p.c.launcher_signal) {
+        EXPECT_TRUE(r.signal_sent) << "rank 0 never printed READY\n" << r.describe();
+    }
+    if (!p.c.expect_in_err.empty()) {
+        EXPECT_NE(r.err.find(p.c.expect_in_err), std::string::npos) << r.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Exit, JobExit, ::testing::ValuesIn(params()), param_name);
+
+// ---- the launcher itself ---------------------------------------------------
+
+TEST(Launcher, DryRunStartsNothing) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 4;
+    spec.launcher_options = {"-t"};
+    spec.program = {exit_program(), "return", "0"};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, 0) << r.describe();
+    EXPECT_TRUE(r.rank_pids.empty()) << "-t started ranks\n" << r.describe();
+    EXPECT_FALSE(r.out.empty() && r.err.empty()) << "-t printed nothing\n" << r.describe();
+}
+
+TEST(Launcher, VerboseRunStillReturnsTheJobCode) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 2;
+    spec.launcher_options = {"-v"};
+    spec.program = {exit_program(), "collective", "7"};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, 7) << r.describe();
+    EXPECT_FALSE(r.err.empty() && r.out.empty()) << "-v said nothing\n" << r.describe();
+}
+
+class LauncherBind : public ::testing::TestWithParam<std::string> {};
+TEST_P(LauncherBind, RunsWithEveryBinding) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 4;
+    spec.launcher_options = {"--bind=" + GetParam()};
+    spec.program = {exit_program(), "return", "0"};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, 0) << r.describe();
+    EXPECT_EQ(r.rank_pids.size(), 4u) << r.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Launcher, LauncherBind, ::testing::Values("core", "numa", "none"));
+
+TEST(Launcher, MissingProgramFailsQuickly) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 3;
+    spec.program = {"/nonexistent/sluice-no-such-program"};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_NE(r.code, 0) << r.describe();
+    EXPECT_NE(r.err.find("sluice-no-such-program"), std::string::npos) << "the error must name the program\n"
+                                                                        << r.describe();
+}
+
+TEST(Launcher, BadRankCountIsRejected) {
+    require_programs();
+    for (const char *n : {"0", "-3", "many"}) {
+        JobSpec spec;
+        spec.ranks = 0;  // build the command line by hand
+        spec.program = {launcher_path(), "-n", n, "--", exit_program(), "return", "0"};
+        spec.time_limit = 30;
+        JobResult r = run_job(spec);
+        expect_clean_end(r);
+        EXPECT_NE(r.code, 0) << "-n " << n << " was accepted\n" << r.describe();
+        EXPECT_TRUE(r.rank_pids.empty()) << r.describe();
+        EXPECT_FALSE(r.err.empty()) << "no message for -n " << n << "\n" << r.describe();
+    }
+}
+
+// A rank that finds itself alone while the launcher's variables say N ranks
+// must stop with an error that says so, not run as a singleton.
+TEST(Launcher, RankWithoutItsLauncherStopsWithAClearError) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 0;
+    spec.program = {exit_program(), "return", "0"};
+    spec.env = {{"SLUICE_SIZE", "4"}, {"SLUICE_RANK", "1"}};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_NE(r.code, 0) << "ran as a singleton although SLUICE_SIZE=4\n" << r.describe();
+    EXPECT_NE(r.err.find("fix"), std::string::npos) << r.describe();
+}
+
+// ---- the harness itself: it must see what it is meant to catch ------------
+
+TEST(Harness, SeesSurvivorsAndLeftoverSharedMemoryAndCleansUp) {
+    // A "job" that leaves a detached process and a shm object of its job id.
+    JobSpec spec;
+    spec.ranks = 0;
+    spec.program = {"/bin/sh", "-c",
+                    "sleep 300 & echo > \"$SLUICETEST_PIDDIR/$!\"; "
+                    "echo x > \"/dev/shm/sluice.$SLUICE_JOB_ID.left\"; exit 3"};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    EXPECT_EQ(r.code, 3) << r.describe();
+    EXPECT_FALSE(r.timed_out) << r.describe();
+    ASSERT_EQ(r.survivors.size(), 1u) << r.describe();
+    EXPECT_EQ(r.shm_left.size(), 1u) << r.describe();
+    // ... and it cleaned both up.
+    EXPECT_NE(::kill(r.survivors[0], 0), 0);
+    EXPECT_NE(::access(("/dev/shm/sluice." + r.job_id + ".left").c_str(), F_OK), 0);
+}
+
+TEST(Harness, KillsAHungJobAtTheDeadline) {
+    JobSpec spec;
+    spec.ranks = 0;
+    spec.program = {"/bin/sh", "-c", "echo > \"$SLUICETEST_PIDDIR/$$\"; exec sleep 300"};
+    spec.time_limit = 1.0 / time_scale();
+    JobResult r = run_job(spec);
+    EXPECT_TRUE(r.timed_out) << r.describe();
+    EXPECT_LT(r.seconds, 10) << r.describe();
+    EXPECT_TRUE(r.survivors.empty()) << r.describe();
+    ASSERT_EQ(r.rank_pids.size(), 1u) << r.describe();
+    EXPECT_NE(::kill(r.rank_pids[0], 0), 0) << "the hung process is still there";
+}

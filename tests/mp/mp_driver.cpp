@@ -1,0 +1,241 @@
+// tests/mp/mp_driver.cpp - runs the cases of sluice-mp-test under sluicerun
+// at 1, 2, 3, 4 and 8 ranks (2 and 4 under SLUICE_TEST_SUBSET), with native
+// and reference RMA and with forced AM credits, each job under a hard time
+// limit.  A job passes when it exits 0, rank 0 printed PASS, no rank printed
+// FAIL, no rank process survives and no shared memory is left.
+#include "tests/harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace sluice_test;
+
+namespace {
+
+struct Config {
+    int ranks = 2;
+    bool native_rma = true;
+    int credits = 0;  // SLUICE_AM_CREDITS, 0: not set
+};
+
+void PrintTo(const Config &c, std::ostream *os) {
+    *os << c.ranks << " ranks, " << (c.native_rma ? "native" : "reference") << " RMA";
+    if (c.credits) *os << ", SLUICE_AM_CREDITS=" << c.credits;
+}
+
+std::string config_name(const ::testing::TestParamInfo<Config> &info) {
+    std::string n = "N" + std::to_string(info.param.ranks);
+    n += info.param.native_rma ? "_native" : "_reference";
+    if (info.param.credits) n += "_credits" + std::to_string(info.param.credits);
+    return n;
+}
+
+std::vector<int> rank_counts() {
+    if (reduced()) return {2, 4};
+    return {1, 2, 3, 4, 8};
+}
+
+std::vector<Config> by_ranks() {
+    std::vector<Config> v;
+    for (int n : rank_counts()) v.push_back({n, true, 0});
+    return v;
+}
+std::vector<Config> by_ranks_and_credits() {
+    std::vector<Config> v;
+    for (int n : rank_counts()) {
+        v.push_back({n, true, 0});
+        v.push_back({n, true, 4});
+    }
+    return v;
+}
+std::vector<Config> by_ranks_and_rma() {
+    std::vector<Config> v;
+    for (int n : rank_counts()) {
+        v.push_back({n, true, 0});
+        v.push_back({n, false, 0});
+    }
+    return v;
+}
+
+// Preconditions every job needs; a missing piece is a build problem, not a skip.
+void require_programs() {
+    ASSERT_TRUE(executable(launcher_path())) << "launcher not built: " << launcher_path();
+    ASSERT_TRUE(executable(mp_program())) << "test program not built: " << mp_program();
+}
+
+class MpTest : public ::testing::TestWithParam<Config> {
+protected:
+    void SetUp() override { require_programs(); }
+
+    JobResult run(std::vector<std::string> args, double limit = 120,
+                  std::vector<std::pair<std::string, std::string>> env = {}) {
+        const Config &c = GetParam();
+        JobSpec spec;
+        spec.ranks = c.ranks;
+        spec.program = {mp_program()};
+        for (auto &a : args) spec.program.push_back(a);
+        spec.env = std::move(env);
+        if (!c.native_rma) spec.env.emplace_back("SLUICE_NATIVE_RMA", "0");
+        if (c.credits) spec.env.emplace_back("SLUICE_AM_CREDITS", std::to_string(c.credits));
+        spec.time_limit = limit;
+        return run_job(spec);
+    }
+    // Iteration counts: full at up to 4 ranks, smaller oversubscribed at 8,
+    // smaller again in the sanitizer subset.
+    unsigned scaled(unsigned full, unsigned at8, unsigned subset) const {
+        if (reduced()) return subset;
+        return GetParam().ranks >= 8 ? at8 : full;
+    }
+};
+
+void expect_success(const JobResult &r) {
+    EXPECT_FALSE(r.timed_out) << "the job hung\n" << r.describe();
+    EXPECT_EQ(r.code, 0) << r.describe();
+    EXPECT_NE(r.out.find("PASS "), std::string::npos) << "rank 0 did not report PASS\n" << r.describe();
+    EXPECT_EQ(r.err.find("FAIL rank"), std::string::npos) << r.describe();
+    EXPECT_TRUE(r.survivors.empty()) << "rank processes survived the job\n" << r.describe();
+    EXPECT_TRUE(r.shm_left.empty()) << "shared memory left behind\n" << r.describe();
+}
+
+// Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed.
+int expected_error_lines(const JobResult &r) {
+    int total = 0;
+    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
+        total += std::stoi((*it)[1]);
+    return total;
+}
+
+// Each failed call prints one "sluice[rank R] operation: ...; fix: ..." line.
+void expect_error_lines(const JobResult &r, int ranks, bool quiet) {
+    int expected = expected_error_lines(r);
+    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
+    std::vector<std::string> lines = lines_with(r.err, "sluice[rank");
+    int with_fix = 0;
+    for (const auto &l : lines)
+        if (l.find("; fix: ") != std::string::npos) ++with_fix;
+    if (quiet) {
+        EXPECT_EQ(with_fix, 0) << "SLUICE_QUIET_ERRORS=1 but errors were printed\n" << r.describe();
+    } else {
+        EXPECT_GE(with_fix, expected) << "each failed call must print a line naming the rank and the fix\n"
+                                      << r.describe();
+    }
+}
+
+bool env_sets(const char *name) { return std::getenv(name) != nullptr; }
+
+} // namespace
+
+// ---- AM ------------------------------------------------------------------
+class AmCategories : public MpTest {};
+TEST_P(AmCategories, PayloadsZeroOneMaxAndMaxPlusOne) {
+    std::vector<std::string> args = {"am"};
+    if (!env_sets("SLUICE_SMP_MAX_MEDIUM")) args.push_back("--max-medium=16384");
+    JobResult r = run(args);
+    expect_success(r);
+    expect_error_lines(r, GetParam().ranks, false);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmCategories, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+class AmMaxMediumKnob : public MpTest {};
+TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
+    JobResult r = run({"am", "--max-medium=65536"}, 120,
+                      {{"SLUICE_SMP_MAX_MEDIUM", "64K"}, {"SLUICE_SMP_RING_SIZE", "256K"}});
+    expect_success(r);
+    JobResult small = run({"am", "--max-medium=1024"}, 120, {{"SLUICE_SMP_MAX_MEDIUM", "1K"}});
+    expect_success(small);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, 0}), config_name);
+
+class AmArguments : public MpTest {};
+TEST_P(AmArguments, ZeroToSixteenInEveryCategoryThroughCAndCpp) { expect_success(run({"args"})); }
+INSTANTIATE_TEST_SUITE_P(Mp, AmArguments, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+class AmChains : public MpTest {};
+TEST_P(AmChains, RequestReplyRoundTripsAndMultiHopTokens) {
+    expect_success(run({"chain", std::to_string(scaled(300, 100, 60)), std::to_string(scaled(20, 8, 5))}));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmChains, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+class AmHiddenReplies : public MpTest {};
+TEST_P(AmHiddenReplies, HandlersThatNeverReplyDoNotStallTheSender) {
+    expect_success(run({"hidden", std::to_string(scaled(2000, 500, 300))}));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmHiddenReplies, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+class AmFlood : public MpTest {};
+TEST_P(AmFlood, ThousandsOutstandingInBothDirections) {
+    expect_success(run({"flood", std::to_string(scaled(5000, 2000, 1000))}));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmFlood, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+// ---- RMA -------------------------------------------------------------------
+class Rma : public MpTest {};
+TEST_P(Rma, PutGetOneByteTo16MiBEveryCompletionMode) { expect_success(run({"rma"}, 240)); }
+INSTANTIATE_TEST_SUITE_P(Mp, Rma, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
+
+// ---- collectives, queries ---------------------------------------------------
+class BarrierStorm : public MpTest {};
+TEST_P(BarrierStorm, ThousandsOfBarriersWithAMsInterleaved) {
+    expect_success(run({"barrier", std::to_string(scaled(5000, 5000, 500)), std::to_string(scaled(2000, 2000, 200))},
+                       180));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, BarrierStorm, ::testing::ValuesIn(by_ranks()), config_name);
+
+class Allgather : public MpTest {};
+TEST_P(Allgather, EveryLengthUpToMaxMedium) {
+    expect_success(run({"allgather", std::to_string(scaled(20, 8, 5))}));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, Allgather, ::testing::ValuesIn(by_ranks()), config_name);
+
+class HostQueries : public MpTest {};
+TEST_P(HostQueries, RanksHostsAndSegments) {
+    JobResult r = run({"host"});
+    expect_success(r);
+    expect_error_lines(r, GetParam().ranks, false);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, HostQueries, ::testing::ValuesIn(by_ranks()), config_name);
+
+class Basic : public MpTest {};
+TEST_P(Basic, InitPutGetBarrierFinalize) {
+    expect_success(run({"basic", std::to_string(GetParam().ranks)}));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, Basic, ::testing::ValuesIn(by_ranks()), config_name);
+
+// Without a launcher a Sluice program is a 1-rank job.
+TEST(Singleton, WithoutLauncherIsOneRank) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 0;
+    spec.program = {mp_program(), "basic", "1"};
+    spec.time_limit = 60;
+    expect_success(run_job(spec));
+}
+
+// ---- threads ---------------------------------------------------------------
+class Threads : public MpTest {};
+TEST_P(Threads, FourThreadsPerRankIssueAMsAndRMA) {
+    expect_success(run({"threads", std::to_string(scaled(400, 400, 100)), std::to_string(scaled(150, 150, 30))}, 180));
+}
+INSTANTIATE_TEST_SUITE_P(Mp, Threads,
+                         ::testing::Values(Config{2, true, 0}, Config{2, false, 0}, Config{4, true, 0},
+                                           Config{4, false, 0}, Config{2, true, 4}),
+                         config_name);
+
+// ---- bad input -------------------------------------------------------------
+class BadInput : public MpTest {};
+TEST_P(BadInput, ClearErrorsAndNoCorruption) {
+    JobResult r = run({"bad"});
+    expect_success(r);
+    expect_error_lines(r, GetParam().ranks, false);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, BadInput, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
+
+class BadInputQuiet : public MpTest {};
+TEST_P(BadInputQuiet, QuietErrorsStillReturnTheStatus) {
+    JobResult r = run({"bad"}, 120, {{"SLUICE_QUIET_ERRORS", "1"}});
+    expect_success(r);
+    expect_error_lines(r, GetParam().ranks, true);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, BadInputQuiet, ::testing::Values(Config{2, true, 0}), config_name);

@@ -1,0 +1,121 @@
+// tests/perf/driver.hpp - the benchmark driver: sluice-bench run directly.
+// It runs the Sluice and MPI jobs, measures the bare references (cache-line
+// ping-pong, memcpy, launch times, shared memory per rank), prints the table,
+// writes the CSV and checks the targets.
+//   driver.cpp      options and the order of the run
+//   jobs.cpp        finding the programs, running a job under a time limit
+//   references.cpp  ping-pong, memcpy, result files, the memory census
+//   report.cpp      table, CSV, targets
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::perf {
+
+int driver_main(int argc, char **argv);
+
+inline constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
+
+struct Options {
+    int reps = 5;
+    bool reps_given = false;
+    bool quick = false;
+    bool all_sizes = false;
+    std::string only; // --only NAME: figures whose name contains NAME
+    std::string only_size; // --size N: sized figures at N bytes only
+    std::string csv = "sluice-bench.csv";
+    std::string sluicerun;
+    std::string mpirun;
+    std::string mpi_reference;
+    std::string bind = "core"; // sluicerun --bind for the 2-rank suite; "" = launcher default
+    bool no_mpi = false;
+    bool skip_launch = false;
+    bool skip_shm = false;
+    int launch_ranks = 8;
+    std::vector<int> shm_ranks{2, 8, 32};
+    double timeout = 300;
+    double wait_idle = 5;
+    bool keep = false;
+    bool strict = false;
+};
+
+// Every value measured, by (metric, size), one per repetition.
+using Key = std::pair<std::string, std::size_t>;
+using Samples = std::map<Key, std::vector<double>>;
+
+// ---- jobs.cpp ------------------------------------------------------------------
+std::string self_path();
+// The folder of the program as built (without libtool's .libs/).
+std::string build_dir_of_self();
+// The first candidate that names an executable file (bare names: on PATH).
+std::string first_executable(const std::vector<std::string> &candidates);
+// libtool's wrapper script -> the binary it wraps (LD_LIBRARY_PATH set);
+// anything else unchanged.
+std::string unwrap_libtool(const std::string &program);
+
+struct JobResult {
+    bool ok = false;
+    bool timed_out = false;
+    int code = -1;
+    double seconds = 0;
+};
+std::string describe(const std::vector<std::string> &argv);
+// fork/exec `argv` in its own process group, stdout and stderr into `log`;
+// past `timeout` seconds the group gets SIGTERM, then SIGKILL.
+JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
+                  double timeout);
+void show_failure(const char *what, const std::vector<std::string> &argv,
+                  const JobResult &r, const std::string &log);
+
+// A private folder under /tmp, removed with its contents unless kept.
+struct TempDir {
+    std::string path;
+    bool keep = false;
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir &) = delete;
+    TempDir &operator=(const TempDir &) = delete;
+};
+
+// Waits up to `seconds` for the CPUs to be quiet; returns the busy share
+// (0..1) last seen.
+double wait_quiet(double seconds);
+std::string cpu_model();
+
+// ---- references.cpp ------------------------------------------------------------
+bool read_results(const std::string &path, Samples &samples);
+double median(std::vector<double> v);
+// ns per round trip of the bare cross-process cache-line ping-pong.
+double cacheline_pingpong(long iters, double timeout);
+// ns per x86 PAUSE instruction (NaN elsewhere).
+double pause_cost();
+struct CommonOptions;
+// memcpy ns per copy at every RMA size, into samples["memcpy"].
+void measure_memcpy(const CommonOptions &o, Samples &samples);
+
+struct ShmFigure {
+    bool ok = false;
+    double per_rank = nan_value;        // distinct non-segment shm bytes / ranks
+    double mapped_per_rank = nan_value; // non-segment bytes each rank maps, mean
+    std::size_t objects = 0;
+};
+ShmFigure aggregate_shm(const std::string &dir, int ranks);
+
+// ---- report.cpp ----------------------------------------------------------------
+struct Findings {
+    bool have_mpi = false;
+    std::string mpi_note;
+    int busy_reps = 0;   // repetitions that started on a busy machine
+    double busiest = 0;  // the busiest share seen
+    std::map<int, ShmFigure> shm;
+};
+// Prints the table, the notes and the targets and writes the CSV; returns
+// how many targets were not met.
+int report(const Options &o, const Samples &samples, const Findings &f);
+
+} // namespace sluice::perf

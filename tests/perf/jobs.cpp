@@ -1,0 +1,247 @@
+// tests/perf/jobs.cpp - finding the programs and running a job under a hard
+// time limit, in its own process group.
+#include "tests/perf/bench_common.hpp"
+#include "tests/perf/driver.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <poll.h>
+#include <signal.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace sluice::perf {
+namespace {
+
+bool executable(const std::string &p) {
+    struct stat st;
+    return !p.empty() && stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           access(p.c_str(), X_OK) == 0;
+}
+std::string dir_of(const std::string &p) {
+    auto slash = p.rfind('/');
+    return slash == std::string::npos ? std::string(".") : p.substr(0, slash);
+}
+std::string search_path(const std::string &name) {
+    if (name.find('/') != std::string::npos)
+        return executable(name) ? name : std::string();
+    const char *path = std::getenv("PATH");
+    std::stringstream s(path ? path : "/usr/bin:/bin");
+    std::string d;
+    while (std::getline(s, d, ':'))
+        if (executable(d + "/" + name))
+            return d + "/" + name;
+    return {};
+}
+
+void remove_tree(const std::string &p) {
+    if (DIR *d = opendir(p.c_str())) {
+        while (dirent *e = readdir(d)) {
+            std::string n = e->d_name;
+            if (n == "." || n == "..")
+                continue;
+            std::string full = p + "/" + n;
+            if (e->d_type == DT_DIR)
+                remove_tree(full);
+            else
+                unlink(full.c_str());
+        }
+        closedir(d);
+    }
+    rmdir(p.c_str());
+}
+
+// Share of all CPUs busy over `ms` milliseconds (from /proc/stat), to tell a
+// quiet machine from one where other work would distort the figures.
+double cpu_busy_fraction(int ms) {
+    auto sample = [](double &busy, double &total) {
+        std::ifstream f("/proc/stat");
+        std::string cpu;
+        double v[8] = {};
+        f >> cpu;
+        for (double &x : v)
+            f >> x;
+        total = 0;
+        for (double x : v)
+            total += x;
+        busy = total - v[3] - v[4]; // minus idle and iowait
+    };
+    double b0, t0, b1, t1;
+    sample(b0, t0);
+    usleep(static_cast<useconds_t>(ms) * 1000);
+    sample(b1, t1);
+    return t1 > t0 ? (b1 - b0) / (t1 - t0) : 0.0;
+}
+
+} // namespace
+
+std::string self_path() {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return {};
+    buf[n] = '\0';
+    return buf;
+}
+// The folder of the program as built: libtool's wrapper runs the real binary
+// from .libs/ (as lt-NAME or NAME).
+std::string build_dir_of_self() {
+    std::string d = dir_of(self_path());
+    if (d.size() >= 6 && d.compare(d.size() - 6, 6, "/.libs") == 0)
+        d.resize(d.size() - 6);
+    return d;
+}
+std::string first_executable(const std::vector<std::string> &candidates) {
+    for (const auto &c : candidates) {
+        if (c.empty())
+            continue;
+        std::string p = search_path(c);
+        if (!p.empty())
+            return p;
+    }
+    return {};
+}
+
+// In a build tree an installable program is libtool's wrapper script, which
+// costs a shell per launch: run the binary it wraps, as an install would.
+std::string unwrap_libtool(const std::string &program) {
+    std::ifstream f(program);
+    std::string first, second;
+    std::getline(f, first);
+    std::getline(f, second);
+    if (first.rfind("#!", 0) != 0 ||
+        second.find("temporary wrapper script for .libs/") == std::string::npos)
+        return program;
+    const std::string libs = dir_of(program) + "/.libs";
+    const std::string real = libs + "/" + program.substr(program.rfind('/') + 1);
+    if (!executable(real))
+        return program;
+    const char *old = std::getenv("LD_LIBRARY_PATH");
+    setenv("LD_LIBRARY_PATH", (libs + (old && *old ? ":" + std::string(old) : "")).c_str(), 1);
+    return real;
+}
+
+std::string describe(const std::vector<std::string> &argv) {
+    std::string s;
+    for (const auto &a : argv)
+        s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
+                  double timeout) {
+    JobResult r;
+    std::vector<char *> args;
+    for (const auto &a : argv)
+        args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    const double t0 = now_ns();
+    pid_t pid = fork();
+    if (pid < 0) {
+        std::perror("sluice-bench: fork");
+        return r;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in >= 0)
+            dup2(in, 0);
+        if (out >= 0) {
+            dup2(out, 1);
+            dup2(out, 2);
+        }
+        execv(args[0], args.data());
+        std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    int status = 0;
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    auto wait_for = [&](double seconds) {
+        const double end = now_ns() + seconds * 1e9;
+        for (;;) {
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            if (w == pid)
+                return true;
+            const double left_ms = (end - now_ns()) / 1e6;
+            if (left_ms <= 0)
+                return false;
+            if (pidfd >= 0) {
+                pollfd p{pidfd, POLLIN, 0};
+                poll(&p, 1, static_cast<int>(std::min(left_ms + 1, 1e9)));
+            } else {
+                usleep(200);
+            }
+        }
+    };
+    bool done = wait_for(timeout);
+    if (!done) {
+        r.timed_out = true;
+        kill(-pid, SIGTERM);
+        if (!wait_for(3)) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+    }
+    r.seconds = (now_ns() - t0) / 1e9;
+    if (pidfd >= 0)
+        close(pidfd);
+    if (WIFEXITED(status))
+        r.code = WEXITSTATUS(status);
+    r.ok = done && WIFEXITED(status) && r.code == 0;
+    return r;
+}
+
+void show_failure(const char *what, const std::vector<std::string> &argv,
+                  const JobResult &r, const std::string &log) {
+    std::fprintf(stderr, "sluice-bench: %s failed (%s, %.1f s): %s\n", what,
+                 r.timed_out ? "timed out" : ("exit " + std::to_string(r.code)).c_str(),
+                 r.seconds, describe(argv).c_str());
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (text.size() > 2000)
+        text = "..." + text.substr(text.size() - 2000);
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line))
+        std::fprintf(stderr, "  | %s\n", line.c_str());
+}
+
+TempDir::TempDir() {
+    char tmpl[] = "/tmp/sluice-bench.XXXXXX";
+    if (mkdtemp(tmpl))
+        path = tmpl;
+}
+TempDir::~TempDir() {
+    if (!path.empty() && !keep)
+        remove_tree(path);
+}
+
+double wait_quiet(double seconds) {
+    const double end = now_ns() + seconds * 1e9;
+    double busy = cpu_busy_fraction(100);
+    while (busy > 0.15 && now_ns() < end)
+        busy = cpu_busy_fraction(250);
+    return busy;
+}
+
+std::string cpu_model() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0)
+            return line.substr(line.find(':') + 2);
+    return "unknown CPU";
+}
+
+} // namespace sluice::perf

@@ -1,0 +1,210 @@
+// tests/perf/references.cpp - what the driver measures itself: the bare
+// cache-line ping-pong and memcpy; reading the jobs' result lines; the
+// shared-memory census.
+#include "tests/perf/bench_common.hpp"
+#include "tests/perf/driver.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <sched.h>
+#include <signal.h>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace sluice::perf {
+namespace {
+// Called through a pointer so the compiler emits the library call a runtime
+// would make, at every size.
+void *(*volatile copy_function)(void *, const void *, std::size_t) = std::memcpy;
+} // namespace
+
+bool read_results(const std::string &path, Samples &samples) {
+    std::ifstream f(path);
+    if (!f)
+        return false;
+    std::string metric;
+    std::size_t size = 0;
+    double value = 0;
+    bool any = false;
+    while (f >> metric >> size >> value) {
+        samples[{metric, size}].push_back(value);
+        any = true;
+    }
+    return any;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty())
+        return nan_value;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Two processes on two CPUs, two flags in separate cache lines of a shared
+// mapping, each spinning on its line.  Returns ns per round trip.
+double cacheline_pingpong(long iters, double timeout) {
+    const std::size_t bytes = 4096;
+    void *page = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                      -1, 0);
+    if (page == MAP_FAILED)
+        return nan_value;
+    auto *ping = new (static_cast<char *>(page)) std::atomic<std::uint64_t>(0);
+    auto *pong = new (static_cast<char *>(page) + 256) std::atomic<std::uint64_t>(0);
+    auto *result = reinterpret_cast<double *>(static_cast<char *>(page) + 512);
+    *result = nan_value;
+
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+        if (CPU_ISSET(c, &allowed))
+            cpus.push_back(c);
+    auto pin = [&](std::size_t which) {
+        if (cpus.size() < 2)
+            return;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[which], &one);
+        sched_setaffinity(0, sizeof one, &one);
+    };
+    const long warmup = warmup_of(iters);
+    const std::uint64_t total = static_cast<std::uint64_t>(warmup + iters);
+
+    pid_t responder = fork();
+    if (responder == 0) {
+        pin(1);
+        for (std::uint64_t i = 1; i <= total; ++i) {
+            while (ping->load(std::memory_order_acquire) != i) {
+            }
+            pong->store(i, std::memory_order_release);
+        }
+        _exit(0);
+    }
+    pid_t measurer = fork();
+    if (measurer == 0) {
+        pin(0);
+        std::uint64_t i = 1;
+        for (; i <= static_cast<std::uint64_t>(warmup); ++i) {
+            ping->store(i, std::memory_order_release);
+            while (pong->load(std::memory_order_acquire) != i) {
+            }
+        }
+        const double t0 = now_ns();
+        for (; i <= total; ++i) {
+            ping->store(i, std::memory_order_release);
+            while (pong->load(std::memory_order_acquire) != i) {
+            }
+        }
+        *result = (now_ns() - t0) / static_cast<double>(iters);
+        _exit(0);
+    }
+    // Both spin: bound the wait, then reap.
+    const double end = now_ns() + timeout * 1e9;
+    for (pid_t child : {responder, measurer}) {
+        if (child <= 0)
+            continue;
+        while (waitpid(child, nullptr, WNOHANG) == 0) {
+            if (now_ns() > end) {
+                kill(responder, SIGKILL);
+                kill(measurer, SIGKILL);
+                waitpid(child, nullptr, 0);
+                break;
+            }
+            usleep(1000);
+        }
+    }
+    const double ns = *result;
+    munmap(page, bytes);
+    return ns;
+}
+
+// One x86 PAUSE (what a spin-wait step costs on this CPU), ns.
+double pause_cost() {
+#if defined(__x86_64__) || defined(__i386__)
+    const long n = 1000000;
+    const double t0 = now_ns();
+    for (long i = 0; i < n; ++i)
+        __builtin_ia32_pause();
+    return (now_ns() - t0) / static_cast<double>(n);
+#else
+    return nan_value;
+#endif
+}
+
+// Single-thread memcpy at each size (ns per copy), between buffers like the
+// Sluice Put's: from the heap into a shared mapping.
+void measure_memcpy(const CommonOptions &o, Samples &samples) {
+    std::vector<char> heap(largest_rma, 1);
+    void *shared = mmap(nullptr, largest_rma, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED)
+        return;
+    std::memset(shared, 2, largest_rma);
+    void *dst = shared;
+    const void *src = heap.data();
+    for (std::size_t s : rma_sizes(o.all_sizes)) {
+        const long iters = rma_iterations(s, o.scale);
+        for (long i = 0; i < warmup_of(iters); ++i) {
+            copy_function(dst, src, s);
+            clobber_memory();
+        }
+        const double t0 = now_ns();
+        for (long i = 0; i < iters; ++i) {
+            copy_function(dst, src, s);
+            clobber_memory();
+        }
+        samples[{"memcpy", s}].push_back((now_ns() - t0) / static_cast<double>(iters));
+    }
+    munmap(shared, largest_rma);
+}
+
+// Reads the "map"/"seg" lines of every rank (sluice-bench.cpp,
+// record_shared_memory) and counts each shared-memory object once.
+ShmFigure aggregate_shm(const std::string &dir, int ranks) {
+    ShmFigure f;
+    using Object = std::pair<std::string, unsigned long long>; // device, inode
+    std::map<Object, double> object_bytes;                     // largest view
+    std::map<Object, double> segment_bytes_in;
+    std::vector<std::map<Object, double>> mapped(ranks);
+    for (int r = 0; r < ranks; ++r) {
+        std::ifstream in(dir + "/shm-" + std::to_string(r) + ".txt");
+        if (!in)
+            return f;
+        std::string kind, dev;
+        unsigned long long inode;
+        double bytes;
+        std::string line;
+        while (std::getline(in, line)) {
+            std::istringstream l(line);
+            if (!(l >> kind >> dev >> inode >> bytes))
+                continue;
+            if (kind == "map")
+                mapped[r][{dev, inode}] += bytes;
+            else if (kind == "seg")
+                segment_bytes_in[{dev, inode}] += bytes;
+        }
+        for (auto &[obj, bytes_mapped] : mapped[r])
+            object_bytes[obj] = std::max(object_bytes[obj], bytes_mapped);
+    }
+    double total = 0;
+    for (auto &[obj, bytes] : object_bytes)
+        total += std::max(0.0, bytes - segment_bytes_in[obj]);
+    double mapped_total = 0;
+    for (auto &m : mapped)
+        for (auto &[obj, bytes] : m)
+            mapped_total += std::max(0.0, bytes - segment_bytes_in[obj]);
+    f.ok = true;
+    f.objects = object_bytes.size();
+    f.per_rank = total / ranks;
+    f.mapped_per_rank = mapped_total / ranks;
+    return f;
+}
+
+} // namespace sluice::perf

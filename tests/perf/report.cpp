@@ -1,0 +1,305 @@
+// tests/perf/report.cpp - from medians to the table, the CSV and the targets.
+// One row per (figure, reference); a row may carry a target of the issue.
+#include "tests/perf/bench_common.hpp"
+#include "tests/perf/driver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+namespace sluice::perf {
+namespace {
+
+enum class Check { none, ratio_at_most, ratio_at_least, value_at_most };
+
+struct Row {
+    std::string section;
+    std::string metric;
+    std::size_t size = 0;
+    std::string size_label;
+    double sluice = nan_value;
+    std::string reference_name;
+    double reference = nan_value;
+    Check check = Check::none;
+    double threshold = 0;
+    std::string title; // for the targets list
+
+    double ratio() const {
+        return std::isnan(reference) || reference == 0 ? nan_value : sluice / reference;
+    }
+    std::string target() const {
+        char b[64];
+        switch (check) {
+        case Check::none:
+            return "";
+        case Check::ratio_at_most:
+            std::snprintf(b, sizeof b, "<=%gx", threshold);
+            return b;
+        case Check::ratio_at_least:
+            std::snprintf(b, sizeof b, ">=%gx", threshold);
+            return b;
+        case Check::value_at_most:
+            std::snprintf(b, sizeof b, "<=%g", threshold);
+            return b;
+        }
+        return "";
+    }
+    std::string pass() const {
+        switch (check) {
+        case Check::none:
+            return "";
+        case Check::ratio_at_most:
+            return std::isnan(ratio()) ? "n/a" : ratio() <= threshold ? "PASS" : "FAIL";
+        case Check::ratio_at_least:
+            return std::isnan(ratio()) ? "n/a" : ratio() >= threshold ? "PASS" : "FAIL";
+        case Check::value_at_most:
+            return std::isnan(sluice) ? "n/a" : sluice <= threshold ? "PASS" : "FAIL";
+        }
+        return "";
+    }
+};
+
+std::string size_text(std::size_t s) {
+    if (s == 0)
+        return "-";
+    if (s >= mib && s % mib == 0)
+        return std::to_string(s / mib) + "M";
+    if (s >= kib && s % kib == 0)
+        return std::to_string(s / kib) + "K";
+    return std::to_string(s);
+}
+std::string value_text(double v) {
+    if (std::isnan(v))
+        return "-";
+    char b[32];
+    const double a = std::fabs(v);
+    std::snprintf(b, sizeof b, a >= 10000 ? "%.0f" : a >= 100 ? "%.1f" : "%.2f", v);
+    return b;
+}
+std::string csv_number(double v) {
+    if (std::isnan(v))
+        return "";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+}
+
+struct Report {
+    const Options &options;
+    const Samples &s;
+    std::vector<Row> rows;
+    bool have_mpi;
+
+    double med(const std::string &m, std::size_t size) const {
+        auto it = s.find({m, size});
+        return it == s.end() ? nan_value : median(it->second);
+    }
+    // Sizes measured for `metric`, ascending.
+    std::vector<std::size_t> sizes_of(const std::string &metric) const {
+        std::vector<std::size_t> v;
+        for (auto it = s.lower_bound({metric, 0}); it != s.end() && it->first.first == metric;
+             ++it)
+            v.push_back(it->first.second);
+        return v;
+    }
+    static double bandwidth(double ns, std::size_t bytes) {
+        return std::isnan(ns) ? nan_value : static_cast<double>(bytes) / ns; // GB/s
+    }
+    Row &add(std::string section, std::string metric, std::size_t size, double sluice,
+             std::string reference_name = "", double reference = nan_value) {
+        Row r;
+        r.section = std::move(section);
+        r.metric = std::move(metric);
+        r.size = size;
+        r.sluice = sluice;
+        r.reference_name = std::move(reference_name);
+        r.reference = reference;
+        rows.push_back(std::move(r));
+        return rows.back();
+    }
+    static void target(Row &r, Check check, double threshold, std::string title) {
+        r.check = check;
+        r.threshold = threshold;
+        r.title = std::move(title);
+    }
+
+    void build(const std::map<int, ShmFigure> &shm) {
+        const std::string am = "Active messages (2 ranks; ns per round trip or per message)";
+        const double short_rtt = med("am_short_rtt", 0);
+        target(add(am, "am_short_rtt_ns", 0, short_rtt, "cacheline_pingpong_rtt_ns",
+                   med("pingpong", 0)),
+               Check::ratio_at_most, 1.2, "AM Short round trip <= 1.2 x cache-line ping-pong");
+        if (have_mpi)
+            target(add(am, "am_short_rtt_ns", 0, short_rtt, "mpi_sendrecv_rtt_ns(8B)",
+                       med("mpi_sendrecv_rtt", 8)),
+                   Check::ratio_at_most, 1.0,
+                   "AM Short round trip <= Open MPI 8 B Send/Recv round trip");
+        for (const std::string cat : {"medium", "long"})
+            for (std::size_t z : sizes_of("am_" + cat + "_rtt"))
+                add(am, "am_" + cat + "_rtt_ns", z, med("am_" + cat + "_rtt", z),
+                    have_mpi ? "mpi_sendrecv_rtt_ns" : "", med("mpi_sendrecv_rtt", z));
+        add(am, "poll_empty_ns", 0, med("poll_empty", 0), "pause_instruction_ns",
+            med("pause", 0));
+        target(add(am, "am_short_flood_ns", 0, med("am_short_flood", 0),
+                   have_mpi ? "mpi_send_stream_ns(8B)" : "", med("mpi_send_stream", 8)),
+               Check::value_at_most, 60, "AM Short one-way flood <= 60 ns per message");
+        for (const std::string cat : {"medium", "long"})
+            for (std::size_t z : sizes_of("am_" + cat + "_flood"))
+                add(am, "am_" + cat + "_flood_ns", z, med("am_" + cat + "_flood", z),
+                    have_mpi ? "mpi_send_stream_ns" : "", med("mpi_send_stream", z));
+
+        const std::string lat = "Put/Get latency (blocking; ns per operation)";
+        for (std::size_t z : rma_sizes(options.all_sizes)) {
+            Row &put = add(lat, "put_lat_ns", z, med("put_lat", z),
+                           have_mpi ? "mpi_put_flush_ns" : "", med("mpi_put_lat", z));
+            if (z == 8)
+                target(put, Check::value_at_most, 10, "8 B blocking Put <= 10 ns");
+            Row &get = add(lat, "get_lat_ns", z, med("get_lat", z),
+                           have_mpi ? "mpi_get_flush_ns" : "", med("mpi_get_lat", z));
+            if (z == 8)
+                target(get, Check::value_at_most, 10, "8 B blocking Get <= 10 ns");
+        }
+        const std::string bw = "Put/Get bandwidth (nbi, 64 per sync; GB/s)";
+        for (std::string op : {"put", "get"})
+            for (std::size_t z : rma_sizes(options.all_sizes)) {
+                const double v = bandwidth(med(op + "_bw", z), z);
+                Row &m = add(bw, op + "_bw_GBps", z, v, "memcpy_GBps",
+                             bandwidth(med("memcpy", z), z));
+                if (z == largest_rma)
+                    target(m, Check::ratio_at_least, 0.95,
+                           std::string("4 MiB ") + (op == "put" ? "Put" : "Get") +
+                               " bandwidth >= 0.95 x memcpy");
+                if (have_mpi)
+                    add(bw, op + "_bw_GBps", z, v, "mpi_" + op + "_bw_GBps",
+                        bandwidth(med("mpi_" + op + "_bw", z), z));
+            }
+
+        const std::string coll = "Barrier (2 ranks; ns)";
+        Row &barrier = add(coll, "barrier_ns", 0, med("barrier", 0),
+                           have_mpi ? "mpi_barrier_ns" : "", med("mpi_barrier", 0));
+        if (have_mpi)
+            target(barrier, Check::ratio_at_most, 0.7, "Barrier <= 0.7 x MPI_Barrier");
+
+        if (!options.skip_launch) {
+            const std::string launch = "Launch (empty program, wall time; ms)";
+            const int n = options.launch_ranks;
+            const auto z = static_cast<std::size_t>(n);
+            Row &l = add(launch, "launch_empty_ms", z, med("launch_sluicerun", z),
+                         have_mpi ? "mpirun_empty_ms" : "", med("launch_mpirun", z));
+            l.size_label = std::to_string(n) + " ranks";
+            if (have_mpi)
+                target(l, Check::ratio_at_most, 0.5,
+                       "sluicerun -n " + std::to_string(n) + " <= 0.5 x mpirun -n " +
+                           std::to_string(n) + " (empty program)");
+        }
+        if (!options.skip_shm) {
+            const std::string mem = "Shared memory per rank outside the segment (bytes)";
+            for (auto &[n, f] : shm) {
+                const auto z = static_cast<std::size_t>(n);
+                add(mem, "shm_per_rank_bytes", z, f.per_rank).size_label =
+                    std::to_string(n) + " ranks";
+                add(mem, "shm_mapped_per_rank_bytes", z, f.mapped_per_rank).size_label =
+                    std::to_string(n) + " ranks";
+            }
+            auto a = shm.find(8), b = shm.find(32);
+            if (a != shm.end() && b != shm.end()) {
+                Row &g = add(mem, "shm_per_rank_growth", 32,
+                             b->second.per_rank / a->second.per_rank, "linear(32/8)", 4.0);
+                g.size_label = "32 vs 8";
+                target(g, Check::ratio_at_most, 1.1,
+                       "Shared memory per rank grows at most linearly (32 vs 8 ranks)");
+            }
+        }
+    }
+
+    void print_table() const {
+        std::string section;
+        std::printf("\n%-26s %9s %11s   %-27s %11s %7s  %-7s %s\n", "metric", "size",
+                    "sluice", "reference", "value", "ratio", "target", "result");
+        for (const Row &r : rows) {
+            if (r.section != section) {
+                section = r.section;
+                std::printf("-- %s\n", section.c_str());
+            }
+            std::printf("%-26s %9s %11s   %-27s %11s %7s  %-7s %s\n", r.metric.c_str(),
+                        (r.size_label.empty() ? size_text(r.size) : r.size_label).c_str(),
+                        value_text(r.sluice).c_str(), r.reference_name.c_str(),
+                        value_text(r.reference).c_str(), value_text(r.ratio()).c_str(),
+                        r.target().c_str(), r.pass().c_str());
+        }
+    }
+
+    bool write_csv(const std::string &path) const {
+        std::ofstream f(path);
+        if (!f)
+            return false;
+        f << "metric,size,sluice,reference_name,reference,ratio,target,pass\n";
+        for (const Row &r : rows)
+            f << r.metric << ',' << r.size << ',' << csv_number(r.sluice) << ','
+              << r.reference_name << ',' << csv_number(r.reference) << ','
+              << csv_number(r.ratio()) << ',' << r.target() << ',' << r.pass() << '\n';
+        return static_cast<bool>(f);
+    }
+
+    // Prints the targets; returns the number that did not pass.
+    int print_targets() const {
+        int failed = 0;
+        std::printf("\nTargets (issue 2; 2 ranks; medians of %d runs, references in the "
+                    "same run):\n",
+                    options.reps);
+        for (const Row &r : rows) {
+            if (r.check == Check::none)
+                continue;
+            const std::string p = r.pass();
+            if (p != "PASS")
+                ++failed;
+            std::printf("  %-4s  %-62s %s", p == "n/a" ? "MISS" : p.c_str(),
+                        r.title.c_str(), value_text(r.sluice).c_str());
+            if (r.check == Check::value_at_most)
+                std::printf(" (target %s)\n", r.target().c_str());
+            else
+                std::printf(" vs %s %s = %sx (target %s)\n", r.reference_name.c_str(),
+                            value_text(r.reference).c_str(), value_text(r.ratio()).c_str(),
+                            r.target().c_str());
+        }
+        return failed;
+    }
+};
+
+} // namespace
+
+int report(const Options &o, const Samples &samples, const Findings &f) {
+    const bool have_mpi = f.have_mpi;
+    const auto &shm = f.shm;
+    const auto &mpi_note = f.mpi_note;
+    Report report{o, samples, {}, have_mpi};
+    report.build(shm);
+    if (!o.only.empty() || !o.only_size.empty())
+        std::erase_if(report.rows, [](const Row &r) {
+            return std::isnan(r.sluice) && std::isnan(r.reference);
+        });
+    report.print_table();
+    if (!shm.empty()) {
+        std::printf("   (shm_per_rank: distinct shared-memory objects outside the segments "
+                    "/ ranks; shm_mapped: what each rank maps, segments excluded)\n");
+    }
+    const double mm = report.med("info_am_max_medium", 0);
+    const double ml = report.med("info_am_max_long", 0);
+    if (!std::isnan(mm))
+        std::printf("   (AM max Medium %.0f B, max Long %.0f B)\n", mm, ml);
+    if (!mpi_note.empty())
+        std::printf("   %s\n", mpi_note.c_str());
+    if (f.busy_reps > 0)
+        std::printf("   WARNING: %d of %d repetitions started while other work kept the "
+                    "CPUs up to %.0f%% busy; the figures are unreliable\n",
+                    f.busy_reps, o.reps, f.busiest * 100);
+    const int failed = report.print_targets();
+    if (report.write_csv(o.csv))
+        std::printf("\nCSV: %s\n", o.csv.c_str());
+    else
+        std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.csv.c_str());
+    return failed;
+}
+
+} // namespace sluice::perf

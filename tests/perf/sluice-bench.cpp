@@ -1,0 +1,423 @@
+// tests/perf/sluice-bench.cpp - the benchmark's entry point and its Sluice
+// side.  Run directly, it is the driver (driver.cpp): it launches the Sluice
+// and MPI jobs and measures the bare references itself.  Started by the driver
+// under sluicerun with --worker KIND, it is one rank of a Sluice job:
+//   suite  AM round trips and flood rates, Put/Get latency and bandwidth,
+//          barrier (2 ranks; rank 0 measures, rank 1 serves);
+//   empty  init and finalize (the launch-time comparison);
+//   shm    records the shared-memory mappings of this rank (memory per rank).
+#include "tests/perf/bench_common.hpp"
+#include "tests/perf/driver.hpp"
+
+#include <sluice.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::perf {
+namespace {
+
+// Handler indices of the suite.
+enum : sluice_handler_t {
+    h_short_ping = 100,
+    h_short_pong,
+    h_medium_ping,
+    h_medium_pong,
+    h_long_ping,
+    h_long_pong,
+    h_flood_short,
+    h_flood_medium,
+    h_flood_long,
+    h_flood_end,
+    h_flood_ack,
+    h_stop,
+};
+
+// State the handlers touch.  Handlers run on the polling thread, so relaxed
+// atomics only keep the compiler from hoisting the loads out of the loops.
+struct HandlerState {
+    std::atomic<bool> reply_seen{false};
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> flood_received{0};
+    std::atomic<std::uint64_t> flood_acknowledged{0};
+    void *peer_base = nullptr; // the other rank's segment, for Long replies
+};
+HandlerState state;
+
+[[noreturn]] void fail(const char *what, sluice_status_t status) {
+    std::fprintf(stderr, "sluice-bench worker rank %u: %s failed: %s: %s\n",
+                 sluice_rank(), what, sluice_status_string(status),
+                 sluice_last_error());
+    sluice_exit(3);
+}
+inline void check(sluice_status_t status, const char *what) {
+    if (__builtin_expect(status != SLUICE_OK, 0))
+        fail(what, status);
+}
+
+// ---- handlers ----------------------------------------------------------------
+void on_short_ping(sluice_token_t t, void *, size_t, const uint32_t *, unsigned) {
+    check(sluice_am_reply_short(t, h_short_pong, nullptr, 0), "sluice_am_reply_short");
+}
+void on_medium_ping(sluice_token_t t, void *payload, size_t length, const uint32_t *,
+                    unsigned) {
+    check(sluice_am_reply_medium(t, h_medium_pong, payload, length, nullptr, 0),
+          "sluice_am_reply_medium");
+}
+void on_long_ping(sluice_token_t t, void *payload, size_t length, const uint32_t *,
+                  unsigned) {
+    check(sluice_am_reply_long(t, h_long_pong, payload, length, state.peer_base,
+                               nullptr, 0),
+          "sluice_am_reply_long");
+}
+void on_pong(sluice_token_t, void *, size_t, const uint32_t *, unsigned) {
+    state.reply_seen.store(true, std::memory_order_relaxed);
+}
+void on_flood(sluice_token_t, void *, size_t, const uint32_t *, unsigned) {
+    state.flood_received.store(state.flood_received.load(std::memory_order_relaxed) + 1,
+                               std::memory_order_relaxed);
+}
+void on_flood_end(sluice_token_t t, void *, size_t, const uint32_t *, unsigned) {
+    // The count rides back so the sender can tell every flood message ran.
+    std::uint64_t n = state.flood_received.load(std::memory_order_relaxed);
+    uint32_t args[2] = {static_cast<uint32_t>(n), static_cast<uint32_t>(n >> 32)};
+    check(sluice_am_reply_short(t, h_flood_ack, args, 2), "sluice_am_reply_short");
+}
+void on_flood_ack(sluice_token_t, void *, size_t, const uint32_t *args, unsigned) {
+    state.flood_acknowledged.store(args[0] | (static_cast<std::uint64_t>(args[1]) << 32),
+                                   std::memory_order_relaxed);
+    state.reply_seen.store(true, std::memory_order_relaxed);
+}
+void on_stop(sluice_token_t, void *, size_t, const uint32_t *, unsigned) {
+    state.stop.store(true, std::memory_order_relaxed);
+}
+
+void register_handlers() {
+    struct Entry {
+        sluice_handler_t index;
+        sluice_handler_fn fn;
+        sluice_am_category_t category;
+        unsigned nargs;
+    };
+    const Entry table[] = {
+        {h_short_ping, on_short_ping, SLUICE_AM_SHORT, 0},
+        {h_short_pong, on_pong, SLUICE_AM_SHORT, 0},
+        {h_medium_ping, on_medium_ping, SLUICE_AM_MEDIUM, 0},
+        {h_medium_pong, on_pong, SLUICE_AM_MEDIUM, 0},
+        {h_long_ping, on_long_ping, SLUICE_AM_LONG, 0},
+        {h_long_pong, on_pong, SLUICE_AM_LONG, 0},
+        {h_flood_short, on_flood, SLUICE_AM_SHORT, 0},
+        {h_flood_medium, on_flood, SLUICE_AM_MEDIUM, 0},
+        {h_flood_long, on_flood, SLUICE_AM_LONG, 0},
+        {h_flood_end, on_flood_end, SLUICE_AM_SHORT, 0},
+        {h_flood_ack, on_flood_ack, SLUICE_AM_SHORT, 2},
+        {h_stop, on_stop, SLUICE_AM_SHORT, 0},
+    };
+    for (const Entry &e : table)
+        check(sluice_handler_register(e.index, e.fn, e.category, e.nargs),
+              "sluice_handler_register");
+}
+
+void wait_reply() {
+    while (!state.reply_seen.load(std::memory_order_relaxed))
+        check(sluice_poll(), "sluice_poll");
+    state.reply_seen.store(false, std::memory_order_relaxed);
+}
+
+// ---- the suite -----------------------------------------------------------------
+enum class AmKind { short_, medium, long_ };
+
+struct Suite {
+    CommonOptions options;
+    ResultFile results;
+    sluice_rank_t me = 0;
+    sluice_rank_t peer = 1;
+    void *peer_base = nullptr; // peer's segment, in the peer's address space
+    std::vector<char> local;   // RMA local buffer, outside the segment
+
+    explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
+
+    // Rank 1 polls until rank 0 says a measurement is over, then both meet.
+    void serve_until_stop() {
+        while (!state.stop.load(std::memory_order_relaxed))
+            check(sluice_poll(), "sluice_poll");
+        state.stop.store(false, std::memory_order_relaxed);
+    }
+    template <class Measure> void phase(Measure measure) {
+        if (me == 0) {
+            measure();
+            check(sluice_am_request_short(peer, h_stop, nullptr, 0),
+                  "sluice_am_request_short");
+        } else {
+            serve_until_stop();
+        }
+        check(sluice_barrier(), "sluice_barrier");
+    }
+
+    void request(AmKind kind, sluice_handler_t h, std::size_t size) {
+        switch (kind) {
+        case AmKind::short_:
+            check(sluice_am_request_short(peer, h, nullptr, 0), "sluice_am_request_short");
+            break;
+        case AmKind::medium:
+            check(sluice_am_request_medium(peer, h, local.data(), size, nullptr, 0),
+                  "sluice_am_request_medium");
+            break;
+        case AmKind::long_:
+            check(sluice_am_request_long(peer, h, local.data(), size, peer_base, nullptr,
+                                         0),
+                  "sluice_am_request_long");
+            break;
+        }
+    }
+
+    double am_round_trip(AmKind kind, std::size_t size) {
+        const sluice_handler_t h = kind == AmKind::short_   ? h_short_ping
+                                   : kind == AmKind::medium ? h_medium_ping
+                                                            : h_long_ping;
+        const long iters = rtt_iterations(size, options.scale);
+        for (long i = 0; i < warmup_of(iters); ++i) {
+            request(kind, h, size);
+            wait_reply();
+        }
+        const double t0 = now_ns();
+        for (long i = 0; i < iters; ++i) {
+            request(kind, h, size);
+            wait_reply();
+        }
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
+
+    std::uint64_t flood_sent = 0;
+    // Back-to-back requests, then one round trip that reports how many ran.
+    void flood_batch(AmKind kind, std::size_t size, long count) {
+        const sluice_handler_t h = kind == AmKind::short_   ? h_flood_short
+                                   : kind == AmKind::medium ? h_flood_medium
+                                                            : h_flood_long;
+        for (long i = 0; i < count; ++i)
+            request(kind, h, size);
+        flood_sent += static_cast<std::uint64_t>(count);
+        do {
+            check(sluice_am_request_short(peer, h_flood_end, nullptr, 0),
+                  "sluice_am_request_short");
+            wait_reply();
+        } while (state.flood_acknowledged.load(std::memory_order_relaxed) < flood_sent);
+    }
+    double am_flood(AmKind kind, std::size_t size) {
+        const long iters = flood_iterations(size, options.scale);
+        flood_batch(kind, size, warmup_of(iters));
+        const double t0 = now_ns();
+        flood_batch(kind, size, iters);
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
+
+    template <class Op> double time_loop(long iters, Op op) {
+        for (long i = 0; i < warmup_of(iters); ++i)
+            op();
+        const double t0 = now_ns();
+        for (long i = 0; i < iters; ++i)
+            op();
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
+    double put_latency(std::size_t n) {
+        return time_loop(rma_iterations(n, options.scale), [&] {
+            check(sluice_put(peer, peer_base, local.data(), n), "sluice_put");
+        });
+    }
+    double get_latency(std::size_t n) {
+        return time_loop(rma_iterations(n, options.scale), [&] {
+            check(sluice_get(local.data(), peer, peer_base, n), "sluice_get");
+        });
+    }
+    // Bandwidth: rma_window implicit operations between two syncs; the clock
+    // stops after the last sync.
+    template <class Issue> double nbi_stream(std::size_t n, Issue issue) {
+        const long iters = rma_iterations(n, options.scale);
+        auto stream = [&](long count) {
+            for (long i = 0; i < count; ++i) {
+                issue();
+                if ((i + 1) % rma_window == 0)
+                    check(sluice_nbi_sync(), "sluice_nbi_sync");
+            }
+            check(sluice_nbi_sync(), "sluice_nbi_sync");
+        };
+        stream(warmup_of(iters));
+        const double t0 = now_ns();
+        stream(iters);
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
+    double put_bandwidth_ns(std::size_t n) {
+        return nbi_stream(n, [&] {
+            check(sluice_put_nbi(peer, peer_base, local.data(), n), "sluice_put_nbi");
+        });
+    }
+    double get_bandwidth_ns(std::size_t n) {
+        return nbi_stream(n, [&] {
+            check(sluice_get_nbi(local.data(), peer, peer_base, n), "sluice_get_nbi");
+        });
+    }
+
+    // What one sluice_poll() costs when nothing has arrived (includes the
+    // runtime's idle step).
+    double empty_poll() {
+        return time_loop(rma_iterations(0, options.scale),
+                         [&] { check(sluice_poll(), "sluice_poll"); });
+    }
+
+    double barrier_latency() {
+        const long iters = barrier_iterations(options.scale);
+        for (long i = 0; i < warmup_of(iters); ++i)
+            check(sluice_barrier(), "sluice_barrier");
+        const double t0 = now_ns();
+        for (long i = 0; i < iters; ++i)
+            check(sluice_barrier(), "sluice_barrier");
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
+
+    int run() {
+        me = sluice_rank();
+        if (sluice_size() != 2) {
+            if (me == 0)
+                std::fprintf(stderr, "sluice-bench: the suite needs 2 ranks, got %u\n",
+                             sluice_size());
+            return 2;
+        }
+        peer = 1 - me;
+        register_handlers();
+        check(sluice_segment_attach(segment_bytes), "sluice_segment_attach");
+        std::size_t peer_size = 0;
+        check(sluice_segment_info(peer, &peer_base, &peer_size), "sluice_segment_info");
+        state.peer_base = peer_base;
+        local.assign(largest_rma, 1);
+        check(sluice_barrier(), "sluice_barrier");
+
+        const std::size_t max_medium = sluice_am_max_medium();
+        const std::size_t max_long = std::min(sluice_am_max_long(), peer_size);
+        if (me == 0) {
+            results.add("info_am_max_medium", 0, static_cast<double>(max_medium));
+            results.add("info_am_max_long", 0, static_cast<double>(sluice_am_max_long()));
+        }
+
+        // Each figure in its own phase; --only NAME keeps the matching ones.
+        auto measure = [&](const char *metric, std::size_t size, auto how) {
+            if (options.wanted(metric, size))
+                phase([&] { results.add(metric, size, how()); });
+        };
+        measure("poll_empty", 0, [&] { return empty_poll(); });
+        measure("am_short_rtt", 0, [&] { return am_round_trip(AmKind::short_, 0); });
+        // Medium: the common sizes up to the maximum, and the maximum itself.
+        std::vector<std::size_t> medium_sizes;
+        for (std::size_t s : am_sizes())
+            if (s < max_medium)
+                medium_sizes.push_back(s);
+        medium_sizes.push_back(max_medium);
+        for (std::size_t s : medium_sizes)
+            measure("am_medium_rtt", s, [&] { return am_round_trip(AmKind::medium, s); });
+        for (std::size_t s : am_sizes())
+            if (s <= max_long)
+                measure("am_long_rtt", s, [&] { return am_round_trip(AmKind::long_, s); });
+        measure("am_short_flood", 0, [&] { return am_flood(AmKind::short_, 0); });
+        for (std::size_t s : medium_sizes)
+            measure("am_medium_flood", s, [&] { return am_flood(AmKind::medium, s); });
+        for (std::size_t s : am_sizes())
+            if (s <= max_long)
+                measure("am_long_flood", s, [&] { return am_flood(AmKind::long_, s); });
+        for (std::size_t s : rma_sizes(options.all_sizes)) {
+            measure("put_lat", s, [&] { return put_latency(s); });
+            measure("get_lat", s, [&] { return get_latency(s); });
+            measure("put_bw", s, [&] { return put_bandwidth_ns(s); });
+            measure("get_bw", s, [&] { return get_bandwidth_ns(s); });
+        }
+        if (!options.wanted("barrier")) {
+            check(sluice_finalize(), "sluice_finalize");
+            return 0;
+        }
+
+        const double b = barrier_latency();
+        if (me == 0)
+            results.add("barrier", 0, b);
+        check(sluice_finalize(), "sluice_finalize");
+        return 0;
+    }
+};
+
+// ---- memory per rank -----------------------------------------------------------
+// Writes one line per shared-memory mapping of this rank ("map DEV INODE BYTES
+// PATH") and one for the object holding its own segment ("seg DEV INODE
+// BYTES"); the driver removes segments and counts each object once.
+int record_shared_memory(const CommonOptions &o) {
+    check(sluice_segment_attach(1 * mib), "sluice_segment_attach");
+    void *base = nullptr;
+    std::size_t size = 0;
+    check(sluice_segment_info(sluice_rank(), &base, &size), "sluice_segment_info");
+    check(sluice_barrier(), "sluice_barrier");
+
+    std::ostringstream out;
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    const auto addr = reinterpret_cast<std::uintptr_t>(base);
+    while (std::getline(maps, line)) {
+        std::istringstream in(line);
+        std::string range, perms, offset, dev, path;
+        unsigned long long inode = 0;
+        in >> range >> perms >> offset >> dev >> inode;
+        std::getline(in >> std::ws, path);
+        const bool shm = path.rfind("/dev/shm/", 0) == 0 || path.rfind("/memfd:", 0) == 0 ||
+                         path.rfind("/SYSV", 0) == 0;
+        if (!shm)
+            continue;
+        const auto dash = range.find('-');
+        const std::uintptr_t lo = std::stoull(range.substr(0, dash), nullptr, 16);
+        const std::uintptr_t hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+        out << "map " << dev << ' ' << inode << ' ' << (hi - lo) << ' ' << path << '\n';
+        if (addr >= lo && addr < hi)
+            out << "seg " << dev << ' ' << inode << ' ' << size << '\n';
+    }
+    if (!o.out.empty()) {
+        std::ofstream f(o.out + "/shm-" + std::to_string(sluice_rank()) + ".txt");
+        f << out.str();
+    }
+    check(sluice_barrier(), "sluice_barrier");
+    check(sluice_finalize(), "sluice_finalize");
+    return 0;
+}
+
+int worker_main(int argc, char **argv, std::string_view kind) {
+    check(sluice_init(&argc, &argv), "sluice_init");
+    const CommonOptions o = parse_common(argc, argv);
+    if (kind == "empty") {
+        check(sluice_finalize(), "sluice_finalize");
+        return 0;
+    }
+    if (kind == "shm")
+        return record_shared_memory(o);
+    if (kind == "suite") {
+        Suite suite(o);
+        if (sluice_rank() == 0 && !suite.results.ok()) {
+            std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
+            sluice_exit(2);
+        }
+        return suite.run();
+    }
+    std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",
+                 static_cast<int>(kind.size()), kind.data());
+    return 2;
+}
+
+} // namespace
+} // namespace sluice::perf
+
+int main(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::string_view(argv[i]) == "--worker")
+            return sluice::perf::worker_main(argc, argv, argv[i + 1]);
+    return sluice::perf::driver_main(argc, argv);
+}

@@ -1,0 +1,257 @@
+// tests/unit/unit_knobs.cpp - the knob table: size parsing, typed values,
+// malformed values, the listing, edit distance and "did you mean".
+#include "tests/unit/unit_env.hpp"
+
+#include <algorithm>
+#include <set>
+
+using namespace sluice::base;
+using sluice_test::CleanEnvironment;
+
+namespace {
+
+std::size_t parsed(const char *text) {
+    std::size_t out = 0;
+    EXPECT_TRUE(parse_size(text, out)) << "'" << text << "' should parse";
+    return out;
+}
+
+const KnobInfo *find_knob(const char *name) {
+    for (const auto &k : knob_table())
+        if (std::strcmp(k.name, name) == 0) return &k;
+    return nullptr;
+}
+
+// The declared default of a Size knob, in bytes.
+std::size_t default_size(const char *name) {
+    const KnobInfo *k = find_knob(name);
+    std::size_t out = 0;
+    if (!k || !parse_size(k->default_value, out)) ADD_FAILURE() << name << " has no Size default";
+    return out;
+}
+
+} // namespace
+
+TEST(ParseSize, PlainNumbers) {
+    EXPECT_EQ(parsed("0"), 0u);
+    EXPECT_EQ(parsed("1"), 1u);
+    EXPECT_EQ(parsed("4096"), 4096u);
+    EXPECT_EQ(parsed("0x10"), 16u);
+    EXPECT_EQ(parsed("18446744073709551615"), SIZE_MAX);
+}
+
+TEST(ParseSize, Suffixes) {
+    EXPECT_EQ(parsed("2B"), 2u);
+    for (const char *k : {"1K", "1k", "1KB", "1kb", "1KiB", "1kib"}) EXPECT_EQ(parsed(k), 1024u) << k;
+    for (const char *m : {"1M", "1m", "1MB", "1MiB"}) EXPECT_EQ(parsed(m), 1u << 20) << m;
+    for (const char *g : {"1G", "1g", "1GB", "1GiB"}) EXPECT_EQ(parsed(g), 1u << 30) << g;
+    EXPECT_EQ(parsed("64K"), 65536u);
+    EXPECT_EQ(parsed("16M"), 16u << 20);
+    EXPECT_EQ(parsed("256K"), 262144u);
+    EXPECT_EQ(parsed("3G"), 3ull << 30);
+    EXPECT_EQ(parsed("0x10K"), 16384u);
+}
+
+TEST(ParseSize, LargestValues) {
+    EXPECT_EQ(parsed("17179869183G"), ((1ull << 34) - 1) << 30);
+    std::size_t out = 7;
+    EXPECT_FALSE(parse_size("17179869184G", out)) << "2^64 bytes must not wrap around";
+    EXPECT_FALSE(parse_size("18446744073709551616", out));
+    EXPECT_FALSE(parse_size("99999999999999999999999", out));
+    EXPECT_FALSE(parse_size("18014398509481984K", out));
+    EXPECT_EQ(out, 7u);
+}
+
+TEST(ParseSize, MalformedValuesAreRejected) {
+    for (const char *bad : {"", "K", "abc", "12Q", "1.5M", "-1", "-0", "16 M", "M16", "1T", "1KK", "0x", "1e3",
+                            "4096 bytes", " -1", "\t-5K"}) {
+        std::size_t out = 12345;
+        EXPECT_FALSE(parse_size(bad, out)) << "'" << bad << "' must be rejected, parsed as " << out;
+        EXPECT_EQ(out, 12345u) << "output written for '" << bad << "'";
+    }
+}
+
+TEST(EditDistance, KnownValues) {
+    EXPECT_EQ(edit_distance("", ""), 0u);
+    EXPECT_EQ(edit_distance("abc", ""), 3u);
+    EXPECT_EQ(edit_distance("", "abcd"), 4u);
+    EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+    EXPECT_EQ(edit_distance("flaw", "lawn"), 2u);
+    EXPECT_EQ(edit_distance("ab", "ba"), 2u);
+    EXPECT_EQ(edit_distance("SLUICE_VERBOSEENV", "SLUICE_VERBOSEENV"), 0u);
+    EXPECT_EQ(edit_distance("SLUICE_VERBOSEEVN", "SLUICE_VERBOSEENV"), 2u);
+    EXPECT_EQ(edit_distance("SLUICE_AM_CREDIT", "SLUICE_AM_CREDITS"), 1u);
+}
+
+TEST(EditDistance, Symmetric) {
+    const char *words[] = {"", "a", "SLUICE_X", "SLUICE_NATIVE_RMA", "SLUICE_NATIVE_RAM", "native"};
+    for (const char *a : words)
+        for (const char *b : words) EXPECT_EQ(edit_distance(a, b), edit_distance(b, a)) << a << " / " << b;
+}
+
+TEST_F(CleanEnvironment, TableIsWellFormed) {
+    const auto &table = knob_table();
+    ASSERT_GE(table.size(), static_cast<std::size_t>(Knob::count_));
+    std::set<std::string> names;
+    for (const auto &k : table) {
+        EXPECT_EQ(std::strncmp(k.name, "SLUICE_", 7), 0) << k.name;
+        EXPECT_TRUE(names.insert(k.name).second) << "declared twice: " << k.name;
+        EXPECT_TRUE(k.doc && *k.doc) << k.name << " has no doc";
+        EXPECT_STRNE(knob_type_name(k.type), "?") << k.name;
+    }
+    // Knobs first, internal variables after them.
+    for (std::size_t i = 0; i < table.size(); ++i)
+        EXPECT_EQ(table[i].internal, i >= static_cast<std::size_t>(Knob::count_)) << table[i].name;
+    for (const char *internal : {"SLUICE_RANK", "SLUICE_SIZE", "SLUICE_LOCAL_FD"}) {
+        const KnobInfo *k = find_knob(internal);
+        ASSERT_NE(k, nullptr) << internal;
+        EXPECT_TRUE(k->internal) << internal;
+    }
+    for (const char *knob : {"SLUICE_VERBOSEENV", "SLUICE_BACKTRACE", "SLUICE_QUIET_ERRORS", "SLUICE_NATIVE_RMA",
+                             "SLUICE_AM_CREDITS", "SLUICE_JOB_ID", "SLUICE_SMP_MAX_MEDIUM", "SLUICE_EXIT_TIMEOUT"})
+        EXPECT_NE(find_knob(knob), nullptr) << knob << " is not declared";
+}
+
+TEST_F(CleanEnvironment, DefaultsParseAndAreNotSet) {
+    EXPECT_TRUE(knobs_load().empty()) << "a declared default does not parse";
+    for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
+        EXPECT_FALSE(knob_is_set(static_cast<Knob>(i))) << knob_table()[i].name;
+    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), default_size("SLUICE_SMP_RING_SIZE"));
+    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+    EXPECT_TRUE(knob_bool(Knob::NATIVE_RMA));
+    EXPECT_FALSE(knob_bool(Knob::QUIET_ERRORS));
+    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_EQ(knob_string(Knob::JOB_ID), "");
+}
+
+TEST_F(CleanEnvironment, ValuesFromTheEnvironment) {
+    set("SLUICE_SMP_RING_SIZE", "1M");
+    set("SLUICE_VERBOSEENV", "yes");
+    set("SLUICE_NATIVE_RMA", "off");
+    set("SLUICE_AM_CREDITS", "4");
+    set("SLUICE_EXIT_TIMEOUT", "2.5");
+    set("SLUICE_SPAWNER", "local");
+    EXPECT_TRUE(knobs_load().empty());
+    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), 1u << 20);
+    EXPECT_TRUE(knob_is_set(Knob::SMP_RING_SIZE));
+    EXPECT_TRUE(knob_bool(Knob::VERBOSEENV));
+    EXPECT_FALSE(knob_bool(Knob::NATIVE_RMA));
+    EXPECT_TRUE(knob_is_set(Knob::NATIVE_RMA));
+    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 4);
+    EXPECT_DOUBLE_EQ(knob_double(Knob::EXIT_TIMEOUT), 2.5);
+    EXPECT_EQ(knob_string(Knob::SPAWNER), "local");
+    EXPECT_FALSE(knob_is_set(Knob::BACKTRACE));
+}
+
+TEST_F(CleanEnvironment, BooleanSpellings) {
+    for (const char *yes : {"1", "yes", "YES", "true", "True", "on", "y"}) {
+        set("SLUICE_BACKTRACE", yes);
+        EXPECT_TRUE(knobs_load().empty()) << yes;
+        EXPECT_TRUE(knob_bool(Knob::BACKTRACE)) << yes;
+    }
+    for (const char *no : {"0", "no", "false", "OFF", "n"}) {
+        set("SLUICE_BACKTRACE", no);
+        EXPECT_TRUE(knobs_load().empty()) << no;
+        EXPECT_FALSE(knob_bool(Knob::BACKTRACE)) << no;
+    }
+}
+
+TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
+    set("SLUICE_SMP_RING_SIZE", "12Q");
+    set("SLUICE_BACKTRACE", "maybe");
+    set("SLUICE_AM_CREDITS", "4x");
+    set("SLUICE_EXIT_TIMEOUT", "fast");
+    auto errors = knobs_load();
+    ASSERT_EQ(errors.size(), 4u);
+    auto mentions = [&](const char *name, const char *value) {
+        for (const auto &e : errors)
+            if (e.find(name) != std::string::npos && e.find(value) != std::string::npos &&
+                e.find("default") != std::string::npos)
+                return true;
+        return false;
+    };
+    EXPECT_TRUE(mentions("SLUICE_SMP_RING_SIZE", "12Q"));
+    EXPECT_TRUE(mentions("SLUICE_BACKTRACE", "maybe"));
+    EXPECT_TRUE(mentions("SLUICE_AM_CREDITS", "4x"));
+    EXPECT_TRUE(mentions("SLUICE_EXIT_TIMEOUT", "fast"));
+    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), default_size("SLUICE_SMP_RING_SIZE"));
+    EXPECT_FALSE(knob_is_set(Knob::SMP_RING_SIZE));
+    EXPECT_FALSE(knob_bool(Knob::BACKTRACE));
+    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(0), 2.0);
+}
+
+TEST_F(CleanEnvironment, EmptyNumericValueIsMalformed) {
+    set("SLUICE_AM_CREDITS", "");
+    set("SLUICE_SMP_MAX_MEDIUM", "");
+    EXPECT_EQ(knobs_load().size(), 2u);
+    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+}
+
+TEST_F(CleanEnvironment, ExitTimeout) {
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(0), 2.0);
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(8), 2.4);
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(100), 7.0);
+    set("SLUICE_EXIT_TIMEOUT", "7");
+    (void)knobs_load();
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(1000), 7.0);
+    set("SLUICE_EXIT_TIMEOUT", "0");
+    (void)knobs_load();
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(20), 3.0);
+    set("SLUICE_EXIT_TIMEOUT", "-1");
+    (void)knobs_load();
+    EXPECT_DOUBLE_EQ(exit_timeout_seconds(20), 3.0);
+}
+
+TEST_F(CleanEnvironment, ListingNamesEveryKnobAndItsSource) {
+    set("SLUICE_AM_CREDITS", "4");
+    (void)knobs_load();
+    std::string listing = knobs_listing();
+    for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
+        EXPECT_NE(listing.find(knob_table()[i].name), std::string::npos) << knob_table()[i].name;
+    auto line_of = [&](const std::string &name) {
+        std::size_t at = listing.find(name + " ");
+        if (at == std::string::npos) return std::string();
+        return listing.substr(at, listing.find('\n', at) - at);
+    };
+    EXPECT_NE(line_of("SLUICE_AM_CREDITS").find("4"), std::string::npos) << line_of("SLUICE_AM_CREDITS");
+    EXPECT_NE(line_of("SLUICE_AM_CREDITS").find("environment"), std::string::npos) << line_of("SLUICE_AM_CREDITS");
+    EXPECT_NE(line_of("SLUICE_BACKTRACE").find("default"), std::string::npos) << line_of("SLUICE_BACKTRACE");
+}
+
+TEST_F(CleanEnvironment, UnknownVariablesGetDidYouMean) {
+    set("SLUICE_VERBOSEEVN", "1");
+    set("SLUICE_NATIVE_RAM", "0");
+    set("SLUICE_AM_CREDIT", "4");
+    auto warnings = knobs_unknown();
+    ASSERT_EQ(warnings.size(), 3u);
+    auto suggests = [&](const char *typo, const char *right) {
+        for (const auto &w : warnings)
+            if (w.find(typo) != std::string::npos)
+                return w.find(std::string("did you mean ") + right) != std::string::npos;
+        return false;
+    };
+    EXPECT_TRUE(suggests("SLUICE_VERBOSEEVN", "SLUICE_VERBOSEENV"));
+    EXPECT_TRUE(suggests("SLUICE_NATIVE_RAM", "SLUICE_NATIVE_RMA"));
+    EXPECT_TRUE(suggests("SLUICE_AM_CREDIT", "SLUICE_AM_CREDITS"));
+}
+
+TEST_F(CleanEnvironment, FarOffNamesGetNoSuggestion) {
+    set("SLUICE_TOTALLY_UNRELATED_SETTING", "1");
+    auto warnings = knobs_unknown();
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("SLUICE_TOTALLY_UNRELATED_SETTING"), std::string::npos);
+    EXPECT_EQ(warnings[0].find("did you mean"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("sluice-info"), std::string::npos) << warnings[0];
+}
+
+TEST_F(CleanEnvironment, KnownAndForeignNamesGiveNoWarning) {
+    set("SLUICE_VERBOSEENV", "0");
+    set("SLUICE_AM_CREDITS", "4");
+    set("SLUICE_RANK", "0");        // internal: set by the launcher
+    set("SLUICE_LOCAL_FD", "3");
+    set("SLUICEX_SOMETHING", "1");  // not the SLUICE_ prefix
+    set("MY_SLUICE_THING", "1");
+    EXPECT_TRUE(knobs_unknown().empty());
+}
