@@ -8,9 +8,6 @@
 namespace sluice::am {
 namespace {
 
-// The innermost handler running on this thread (handlers nest only when a
-// reply waits for room and polls replies).
-thread_local Token *current_token = nullptr;
 
 const char *category_name(AmCategory c) {
     switch (c) {
@@ -37,7 +34,7 @@ conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags) {
 
 } // namespace
 
-bool AmEngine::in_handler() { return current_token != nullptr; }
+thread_local Token *AmEngine::current_token = nullptr;
 
 void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
                          const SegmentTable *segments, int credits) {

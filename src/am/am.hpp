@@ -105,7 +105,10 @@ public:
     std::uint64_t hidden_replies() const { return hidden_replies_.load(); }
 
     // True while this thread runs a handler.
-    static bool in_handler();
+    static bool in_handler() { return current_token != nullptr; }
+    // The innermost handler running on this thread (handlers nest only when
+    // a reply waits for room and polls replies).
+    static thread_local Token *current_token;
 
     static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                         void *payload);

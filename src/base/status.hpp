@@ -59,11 +59,11 @@ void idle_yield();
 
 // Called by wait loops when a poll found nothing.  With more busy ranks than
 // cores (SLUICE_POLL_YIELD), it gives the core away so the rank we wait for
-// can run; otherwise it only relaxes the pipeline.
+// can run.  Otherwise it does nothing: a PAUSE here costs more than a poll
+// and delays noticing the very message we wait for.
 extern bool idle_yields;
 inline void idle() {
     if (idle_yields) idle_yield();
-    else __builtin_ia32_pause();
 }
 
 } // namespace sluice::base

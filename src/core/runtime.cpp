@@ -14,11 +14,8 @@
 
 namespace sluice::core {
 
-Runtime &runtime() {
-    // Never destroyed: an exit may run while other threads still poll.
-    static Runtime *r = new Runtime;
-    return *r;
-}
+// Never destroyed: an exit may run while other threads still poll.
+Runtime *const runtime_instance = new Runtime;
 
 namespace {
 

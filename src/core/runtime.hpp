@@ -121,6 +121,7 @@ private:
     std::atomic<int> exit_leader_code_{0};
 };
 
-Runtime &runtime();
+extern Runtime *const runtime_instance;
+inline Runtime &runtime() { return *runtime_instance; }
 
 } // namespace sluice::core

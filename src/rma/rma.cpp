@@ -131,7 +131,7 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
     return Status::ok;
 }
 
-Status RmaEngine::put(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
+Status RmaEngine::put_slow(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
     if (Status s = check(r, dest, src, n, op); s != Status::ok) return s;
     Status s;
     if (native_put(r, dest, src, n, s)) return s;
@@ -141,7 +141,7 @@ Status RmaEngine::put(Rank r, void *dest, const void *src, std::size_t n, const 
     return s;
 }
 
-Status RmaEngine::get(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
+Status RmaEngine::get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
     if (Status s = check(r, src, dest, n, op); s != Status::ok) return s;
     Status s;
     if (native_get(dest, r, src, n, s)) return s;

@@ -30,8 +30,22 @@ public:
     void configure(am::AmEngine *am, const am::SegmentTable *segments, Rank size, bool native);
     void system_handlers_register(am::AmEngine &am);
 
-    Status put(Rank r, void *dest, const void *src, std::size_t n, const char *op);
-    Status get(void *dest, Rank r, const void *src, std::size_t n, const char *op);
+    // Blocking Put/Get: the common case (a mapped peer, valid arguments) is
+    // inline; everything else, errors included, takes the out-of-line path.
+    Status put(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
+        if (char *view = fast_view(r, dest, src, n)) {
+            std::memcpy(view, src, n);
+            return Status::ok;
+        }
+        return put_slow(r, dest, src, n, op);
+    }
+    Status get(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
+        if (char *view = fast_view(r, src, dest, n)) {
+            std::memcpy(dest, view, n);
+            return Status::ok;
+        }
+        return get_slow(dest, r, src, n, op);
+    }
     Status put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev);
     Status get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev);
     Status put_nbi(Rank r, void *dest, const void *src, std::size_t n);
@@ -44,6 +58,17 @@ public:
     void wait_counter(std::atomic<std::uint64_t> &counter);
 
 private:
+    Status put_slow(Rank r, void *dest, const void *src, std::size_t n, const char *op);
+    Status get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op);
+    // The mapping of a valid remote range of a load/store peer, or null
+    // (then the slow path checks, reports and picks the transfer).
+    char *fast_view(Rank r, const void *remote, const void *local, std::size_t n) const {
+        if (r >= size_ || !native_ || !segments_->attached || am::AmEngine::in_handler() || !local) return nullptr;
+        const am::SegmentTable::Entry &e = segments_->entries[r];
+        const auto a = reinterpret_cast<std::uint64_t>(remote);
+        if (!e.view || a < e.base || n > e.size || a - e.base > e.size - n) return nullptr;
+        return e.view + (a - e.base);
+    }
     // Where `remote` of rank r is mapped here, or null for the AM path.
     char *native_view(Rank r, const void *remote) const {
         const am::SegmentTable::Entry &e = segments_->entries[r];

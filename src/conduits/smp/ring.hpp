@@ -107,6 +107,7 @@ public:
         data_ = shared->data();
         bytes_ = bytes;
         head_.store(0, std::memory_order_relaxed);
+        published_ = 0;
     }
 
     // The next record, or null.  Fillers are consumed on the way.  Only the
@@ -125,14 +126,21 @@ public:
         }
     }
 
-    // Hands the record at `at` (of `size` bytes) back to the producer.
+    // Consumes the record at `at` (of `size` bytes).  The producer sees the
+    // space again at the next publish(), or here once a quarter of the ring
+    // waits: one store to the shared head per batch, not per message, yet
+    // large records still stream.
     void release(char *at, std::uint32_t size) {
         std::size_t span = line_align(size);
         for (std::size_t off = 0; off < span; off += line_size)
             control_word(at + off).store(0, std::memory_order_relaxed);
         const std::uint64_t head = head_.load(std::memory_order_relaxed) + span;
         head_.store(head, std::memory_order_relaxed);
-        shared_->head.store(head, std::memory_order_release);
+        if (head - published_ >= bytes_ / 4) publish();
+    }
+    void publish() {
+        published_ = head_.load(std::memory_order_relaxed);
+        shared_->head.store(published_, std::memory_order_release);
     }
 
     // Cheap emptiness test for any poller (no side effects; other threads
@@ -147,6 +155,7 @@ private:
     char *data_ = nullptr;
     std::size_t bytes_ = 0;
     std::atomic<std::uint64_t> head_{0};
+    std::uint64_t published_ = 0;
 };
 
 } // namespace sluice::conduit::smp
