@@ -180,11 +180,14 @@ int driver_main(int argc, char **argv) {
     std::string mpi_note;
     bool have_mpi = !o.no_mpi;
     if (have_mpi) {
-        if (o.mpi_reference.empty())
-            o.mpi_reference = first_executable(
-                {SLUICE_BENCH_MPI_REFERENCE, here + "/mpi-reference"});
-        if (o.mpirun.empty())
-            o.mpirun = first_executable({SLUICE_BENCH_MPIRUN, "mpirun.openmpi", "mpirun"});
+        // A path given on the command line must exist; otherwise search.
+        o.mpi_reference = o.mpi_reference.empty()
+                              ? first_executable({SLUICE_BENCH_MPI_REFERENCE,
+                                                  here + "/mpi-reference"})
+                              : first_executable({o.mpi_reference});
+        o.mpirun = o.mpirun.empty()
+                       ? first_executable({SLUICE_BENCH_MPIRUN, "mpirun.openmpi", "mpirun"})
+                       : first_executable({o.mpirun});
         if (o.mpi_reference.empty())
             mpi_note = "MPI not available: no mpi-reference program (configure found no "
                        "mpicxx); MPI references skipped";
