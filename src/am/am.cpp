@@ -2,11 +2,18 @@
 #include "am/am.hpp"
 
 #include "base/knobs.hpp"
+#include "sluice_config.h"
+
+#include <cstdio>
 
 #include <algorithm>
 
 namespace sluice::am {
 namespace {
+
+#ifdef SLUICE_DEBUG
+constexpr std::uint64_t handler_warn_ns = 100'000'000;  // 100 ms
+#endif
 
 
 const char *category_name(AmCategory c) {
@@ -198,7 +205,20 @@ void AmEngine::dispatch(const conduit::AmHeader &h, const std::uint32_t *args, v
     if (fn) {
         Token *outer = current_token;
         current_token = &token;
+#ifdef SLUICE_DEBUG
+        // Debug builds check that handlers do not block: a long handler
+        // stalls every rank waiting on this one.
+        const std::uint64_t started = base::now_ns();
+#endif
         fn(&token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs);
+#ifdef SLUICE_DEBUG
+        const std::uint64_t took = base::now_ns() - started;
+        if (took > handler_warn_ns)
+            std::fprintf(stderr,
+                         "sluice[rank %u] warning: handler %u (from rank %u) ran for %.1f ms; handlers must not "
+                         "block: do long work after the handler returns\n",
+                         rank_, h.handler, h.source, took / 1e6);
+#endif
         current_token = outer;
     }
     if (!token.credit) return;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -400,6 +401,7 @@ private:
         while (n < 64) {
             char *r = ring.peek(size);
             if (!r) break;
+            assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
             AmHeader h;
             h.handler = static_cast<std::uint8_t>(r[4]);
             h.category = static_cast<AmCategory>(r[5]);
