@@ -31,7 +31,13 @@ void on_put(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
     (void)rma_am->system_reply(token, ack);
 }
 void on_put_ack(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
-    join<std::atomic<std::uint64_t>>(args[0], args[1])->fetch_sub(1, std::memory_order_release);
+    // Any thread may run this.  The acquire load orders us after the
+    // issuer's release increment before we write (ThreadSanitizer checks an
+    // RMW's write before applying its acquire, so acq_rel alone is not seen).
+    auto *counter = join<std::atomic<std::uint64_t>>(args[0], args[1]);
+    if (counter->load(std::memory_order_acquire) == 0)
+        base::fatal("put", "this is a Sluice bug", "acknowledgement for a completed Put");
+    counter->fetch_sub(1, std::memory_order_release);
 }
 // Target of a reference Get chunk: answer with the bytes.
 void on_get(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
@@ -45,8 +51,13 @@ void on_get(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
     (void)rma_am->system_reply(token, data);
 }
 void on_get_reply(sluice_token_t, void *payload, std::size_t n, const std::uint32_t *args, unsigned) {
+    auto *counter = join<std::atomic<std::uint64_t>>(args[2], args[3]);
+    // Any thread may run this: acquire the issuer's release of the counter
+    // first, so its earlier writes to the destination come before ours.
+    if (counter->load(std::memory_order_acquire) == 0)
+        base::fatal("get", "this is a Sluice bug", "data for a completed Get");
     std::memcpy(join<char>(args[0], args[1]), payload, n);
-    join<std::atomic<std::uint64_t>>(args[2], args[3])->fetch_sub(1, std::memory_order_release);
+    counter->fetch_sub(1, std::memory_order_release);
 }
 
 } // namespace
@@ -99,7 +110,7 @@ Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t
         m.dest_addr = static_cast<char *>(dest) + off;
         m.args = ctr;
         m.nargs = 2;
-        counter.fetch_add(1, std::memory_order_relaxed);
+        counter.fetch_add(1, std::memory_order_release);
         if (Status s = am_->system_request(r, m); s != Status::ok) {
             counter.fetch_sub(1);
             return base::report(s, "put", nullptr, "the transport failed sending to rank %u", r);
@@ -122,7 +133,7 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
         m.handler = am::sys_get;
         m.args = args;
         m.nargs = 7;
-        counter.fetch_add(1, std::memory_order_relaxed);
+        counter.fetch_add(1, std::memory_order_release);
         if (Status s = am_->system_request(r, m); s != Status::ok) {
             counter.fetch_sub(1);
             return base::report(s, "get", nullptr, "the transport failed sending to rank %u", r);
