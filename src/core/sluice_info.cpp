@@ -122,7 +122,7 @@ void print_spawners() {
 
 void print_limits() {
     // The smp figures are its knobs as set now; smp keeps the Medium limit
-    // within 512 B..1 MiB and grows each ring to hold four of the largest
+    // within 512 B..1 MiB and grows each ring to hold two of the largest
     // Medium messages (src/base/knobs.def).
     const std::size_t ring = sluice::base::knob_size(Knob::SMP_RING_SIZE);
     const std::size_t medium = sluice::base::knob_size(Knob::SMP_MAX_MEDIUM);
@@ -131,9 +131,9 @@ void print_limits() {
     std::printf("  handler indices          0..255 (the runtime's own handlers use a separate table)\n");
     std::printf("  smp max Medium payload   %s, SLUICE_SMP_MAX_MEDIUM (512 bytes to 1M)\n",
                 size_text(medium).c_str());
-    std::printf("  smp max Long payload     the target segment's size: unlimited within the segment\n");
+    std::printf("  smp max Long payload     1M per message (Put and Get have no limit)\n");
     std::printf("  smp AM ring size         %s per queue, SLUICE_SMP_RING_SIZE (grown to hold\n"
-                "                           four of the largest Medium messages when smaller)\n",
+                "                           two of the largest Medium messages when smaller)\n",
                 size_text(ring).c_str());
     if (medium < 512 || medium > (std::size_t{1} << 20))
         std::printf("  warning: SLUICE_SMP_MAX_MEDIUM is outside 512 bytes..1M; smp clamps it\n");

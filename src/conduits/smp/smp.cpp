@@ -148,12 +148,13 @@ struct Dispatch {
 };
 thread_local Dispatch current_dispatch;
 
-// Rings hold at least four largest records, so a full-size Medium never
-// waits for more than three others to drain.
+// Rings hold at least two of the largest records, so a full-size Medium
+// always fits once the consumer catches up (64 KiB rings hold three 16 KiB
+// Mediums and a thousand Shorts).
 std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
     max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
     const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
-    std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 4 * largest_record);
+    std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 2 * largest_record);
     std::size_t pow2 = 4096;
     while (pow2 < ring) pow2 <<= 1;
     return pow2;
