@@ -13,7 +13,9 @@ if ! diff -u "$top_srcdir/docs/knobs.md" "$generated"; then
     exit 1
 fi
 table=$(grep '^|' "$generated")
-readme=$(grep '^| `SLUICE_\|^| Variable\|^|---' "$top_srcdir/README.md")
+# The README's knob table: from its header row to the first line that is
+# not a table row.
+readme=$(awk '/^\| Variable/ {in_table = 1} in_table && !/^\|/ {exit} in_table' "$top_srcdir/README.md")
 if [ "$table" != "$readme" ]; then
     echo "FAIL: the knob table in README.md differs from sluice-info --markdown"
     exit 1
