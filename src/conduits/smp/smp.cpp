@@ -128,7 +128,7 @@ private:
 };
 
 struct alignas(line_size) Outgoing {
-    SpinLock lock[2];
+    SpinLock lock;         // for the request ring (see send_impl for replies)
     RingProducer ring[2];  // [0] requests, [1] replies
 };
 
@@ -262,11 +262,15 @@ protected:
         } else if (h.category == AmCategory::medium) {
             size = at + h.payload_length;
         }
+        // Replies need no lock: a reply to P is sent only by the thread
+        // running a handler for a request from P, which holds the flag of
+        // P's request ring (src/am refuses replies from any other thread).
         Outgoing &o = out_[li];
-        o.lock[kind].lock();
+        const bool locked = kind == 0;
+        if (locked) o.lock.lock();
         char *r = o.ring[kind].reserve(size);
         if (!r) {
-            o.lock[kind].unlock();
+            if (locked) o.lock.unlock();
             return Status::not_ready;
         }
         r[4] = static_cast<char>(h.handler);
@@ -287,7 +291,7 @@ protected:
             std::memcpy(r + at, m.payload, h.payload_length);
         }
         o.ring[kind].commit(r);
-        o.lock[kind].unlock();
+        if (locked) o.lock.unlock();
         return Status::ok;
     }
 
