@@ -142,54 +142,55 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
     return Status::ok;
 }
 
+// One body for both directions: `remote` is in rank r's segment, `local`
+// is the caller's buffer (the source of a Put, the destination of a Get).
+Status RmaEngine::start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
+                                  std::atomic<std::uint64_t> &counter) {
+    return put ? put_reference(r, remote, local, n, counter) : get_reference(local, r, remote, n, counter);
+}
+bool RmaEngine::native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s) {
+    return put ? native_put(r, remote, local, n, s) : native_get(local, r, remote, n, s);
+}
+
+Status RmaEngine::blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op) {
+    if (Status s = check(r, remote, local, n, op); s != Status::ok) return s;
+    Status s;
+    if (native(put, r, remote, local, n, s)) return s;
+    std::atomic<std::uint64_t> counter{0};
+    s = start_reference(put, r, remote, local, n, counter);
+    wait_counter(counter);
+    return s;
+}
+
+Status RmaEngine::nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
+                              const char *op) {
+    if (!ev) return base::report(Status::argument, op, "pass where to store the event", "null event pointer");
+    if (Status s = check(r, remote, local, n, op); s != Status::ok) return s;
+    if (Status s; native(put, r, remote, local, n, s)) {
+        if (s == Status::ok) *ev = SLUICE_EVENT_DONE;
+        return s;
+    }
+    auto *e = new sluice_event;
+    if (Status s = start_reference(put, r, remote, local, n, e->pending); s != Status::ok) {
+        wait_counter(e->pending);
+        delete e;
+        return s;
+    }
+    *ev = e;
+    return Status::ok;
+}
+
 Status RmaEngine::put_slow(Rank r, void *dest, const void *src, std::size_t n, const char *op) {
-    if (Status s = check(r, dest, src, n, op); s != Status::ok) return s;
-    Status s;
-    if (native_put(r, dest, src, n, s)) return s;
-    std::atomic<std::uint64_t> counter{0};
-    s = put_reference(r, dest, src, n, counter);
-    wait_counter(counter);
-    return s;
+    return blocking(true, r, dest, const_cast<void *>(src), n, op);
 }
-
 Status RmaEngine::get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
-    if (Status s = check(r, src, dest, n, op); s != Status::ok) return s;
-    Status s;
-    if (native_get(dest, r, src, n, s)) return s;
-    std::atomic<std::uint64_t> counter{0};
-    s = get_reference(dest, r, src, n, counter);
-    wait_counter(counter);
-    return s;
+    return blocking(false, r, const_cast<void *>(src), dest, n, op);
 }
-
 Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev) {
-    if (!ev) return base::report(Status::argument, "put_nb", "pass where to store the event", "null event pointer");
-    if (Status s = check(r, dest, src, n, "put_nb"); s != Status::ok) return s;
-    *ev = SLUICE_EVENT_DONE;
-    if (Status s; native_put(r, dest, src, n, s)) return s;
-    auto *e = new sluice_event;
-    if (Status s = put_reference(r, dest, src, n, e->pending); s != Status::ok) {
-        wait_counter(e->pending);
-        delete e;
-        return s;
-    }
-    *ev = e;
-    return Status::ok;
+    return nonblocking(true, r, dest, const_cast<void *>(src), n, ev, "put_nb");
 }
-
 Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev) {
-    if (!ev) return base::report(Status::argument, "get_nb", "pass where to store the event", "null event pointer");
-    if (Status s = check(r, src, dest, n, "get_nb"); s != Status::ok) return s;
-    *ev = SLUICE_EVENT_DONE;
-    if (Status s; native_get(dest, r, src, n, s)) return s;
-    auto *e = new sluice_event;
-    if (Status s = get_reference(dest, r, src, n, e->pending); s != Status::ok) {
-        wait_counter(e->pending);
-        delete e;
-        return s;
-    }
-    *ev = e;
-    return Status::ok;
+    return nonblocking(false, r, const_cast<void *>(src), dest, n, ev, "get_nb");
 }
 
 Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n) {

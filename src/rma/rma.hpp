@@ -58,6 +58,12 @@ public:
     void wait_counter(std::atomic<std::uint64_t> &counter);
 
 private:
+    Status blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op);
+    Status nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
+                       const char *op);
+    Status start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
+                           std::atomic<std::uint64_t> &counter);
+    bool native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s);
     Status put_slow(Rank r, void *dest, const void *src, std::size_t n, const char *op);
     Status get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op);
     // The mapping of a valid remote range of a load/store peer, or null
