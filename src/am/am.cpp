@@ -226,7 +226,6 @@ void AmEngine::dispatch(const conduit::AmHeader &h, const std::uint32_t *args, v
         if (!token.replied) {
             // Hidden reply: the sender's credit must come back even when the
             // handler had nothing to say.
-            hidden_replies_.fetch_add(1, std::memory_order_relaxed);
             Send none;
             none.handler = sys_noop_reply;
             (void)system_reply(&token, none);

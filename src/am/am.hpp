@@ -102,8 +102,6 @@ public:
     // Exit: user handlers no longer run (their messages are dropped).
     void user_handlers_disable() { user_enabled_.store(false); }
 
-    std::uint64_t hidden_replies() const { return hidden_replies_.load(); }
-
     // True while this thread runs a handler.
     static bool in_handler() { return current_token != nullptr; }
     // The innermost handler running on this thread (handlers nest only when
@@ -135,7 +133,6 @@ private:
     std::atomic<bool> user_enabled_{true};
     int credits_per_peer_ = 0;
     std::unique_ptr<std::atomic<int>[]> credits_;
-    std::atomic<std::uint64_t> hidden_replies_{0};
 };
 
 } // namespace sluice::am

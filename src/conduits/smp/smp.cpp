@@ -459,10 +459,4 @@ private:
 
 std::unique_ptr<Transport> make_smp_transport() { return std::make_unique<SmpTransport>(); }
 
-std::size_t shared_bytes_per_rank(std::size_t local_ranks) {
-    std::size_t max_medium = 0;
-    std::size_t ring = ring_bytes_from_knobs(max_medium);
-    return region_bytes(local_ranks, ring) / local_ranks;
-}
-
 } // namespace sluice::conduit::smp
