@@ -78,13 +78,23 @@ Status AmEngine::handler_register(std::uint8_t index, sluice_handler_fn fn, AmCa
                             "handler %u: unknown category %d", index, static_cast<int>(category));
     if (nargs > SLUICE_AM_MAX_ARGS)
         return base::report(Status::argument, op, "pass at most 16 arguments", "handler %u: %u arguments", index, nargs);
-    user_[index] = Entry{fn, category, nargs};
+    user_[index] = Entry{fn, signature(category, nargs)};
     return Status::ok;
 }
 
 void AmEngine::system_register(std::uint8_t index, sluice_handler_fn fn) { system_[index] = fn; }
 
+// The common case inline: a Short to a registered handler with its
+// registered argument count.  Everything else, errors included, goes the
+// long way.
 Status AmEngine::check_send(Rank dest, const Send &m, const char *op) const {
+    if (dest < size_ && m.category == AmCategory::short_ && m.nargs <= SLUICE_AM_MAX_ARGS &&
+        (m.args || !m.nargs) && user_[m.handler].signature == signature(m.category, m.nargs))
+        return Status::ok;
+    return check_send_slow(dest, m, op);
+}
+
+Status AmEngine::check_send_slow(Rank dest, const Send &m, const char *op) const {
     if (dest >= size_)
         return base::report(Status::rank, op, "use a rank below sluice_size()", "destination rank %u, but the job has %u ranks",
                             dest, size_);
@@ -96,10 +106,11 @@ Status AmEngine::check_send(Rank dest, const Send &m, const char *op) const {
     if (!e.fn)
         return base::report(Status::handler, op, "register the handler on every rank (sluice_handler_register) before sending",
                             "handler %u is not registered", m.handler);
-    if (e.category != m.category || e.nargs != m.nargs)
+    if (e.signature != signature(m.category, m.nargs))
         return base::report(Status::handler, op, "send with the category and argument count the handler was registered with",
                             "handler %u is registered as %s with %u arguments, sent as %s with %u", m.handler,
-                            category_name(e.category), e.nargs, category_name(m.category), m.nargs);
+                            category_name(static_cast<AmCategory>(e.signature >> 8)), e.signature & 0xffu,
+                            category_name(m.category), m.nargs);
     if (m.category == AmCategory::short_) return Status::ok;
     if (m.length && !m.payload)
         return base::report(Status::argument, op, "pass the payload buffer", "%zu-byte payload from a null pointer", m.length);
@@ -179,27 +190,20 @@ int AmEngine::poll(PollMode mode) {
     return n;
 }
 
+// The one receive path of every conduit: the handler runs with a token on
+// this thread; a request that held a credit gets its (possibly hidden) reply.
 void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                        void *payload) {
-    static_cast<AmEngine *>(context)->dispatch(h, args, payload);
-}
-
-void AmEngine::dispatch(const conduit::AmHeader &h, const std::uint32_t *args, void *payload) {
+    AmEngine &self = *static_cast<AmEngine *>(context);
     Token token{h.source, h.category, !(h.flags & conduit::am_flag_reply),
                 (h.flags & conduit::am_flag_credit) != 0, false};
     sluice_handler_fn fn = nullptr;
     if (h.flags & conduit::am_flag_system) {
-        fn = h.handler < sys_count ? system_[h.handler] : nullptr;
-        if (!fn) base::fatal("AM dispatch", "this is a Sluice bug", "unknown internal handler %u from rank %u", h.handler, h.source);
-    } else if (user_enabled_.load(std::memory_order_relaxed)) {
-        const Entry &e = user_[h.handler];
-        if (!e.fn)
-            base::fatal("AM dispatch", "register every handler on every rank before any rank sends to it",
-                        "message from rank %u for handler %u, which is not registered here", h.source, h.handler);
-        if (e.category != h.category || e.nargs != h.nargs)
-            base::fatal("AM dispatch", "register the handler identically on every rank",
-                        "message from rank %u for handler %u as %s with %u arguments; registered here as %s with %u",
-                        h.source, h.handler, category_name(h.category), h.nargs, category_name(e.category), e.nargs);
+        fn = h.handler < sys_count ? self.system_[h.handler] : nullptr;
+        if (!fn) self.dispatch_refuse(h);
+    } else if (self.user_enabled_.load(std::memory_order_relaxed)) {
+        const Entry &e = self.user_[h.handler];
+        if (e.signature != signature(h.category, h.nargs)) self.dispatch_refuse(h);
         fn = e.fn;
     }
     if (fn) {
@@ -217,11 +221,14 @@ void AmEngine::dispatch(const conduit::AmHeader &h, const std::uint32_t *args, v
             std::fprintf(stderr,
                          "sluice[rank %u] warning: handler %u (from rank %u) ran for %.1f ms; handlers must not "
                          "block: do long work after the handler returns\n",
-                         rank_, h.handler, h.source, took / 1e6);
+                         self.rank_, h.handler, h.source, took / 1e6);
 #endif
         current_token = outer;
     }
-    if (!token.credit) return;
+    if (token.credit) self.credit_settle(h, token);
+}
+
+void AmEngine::credit_settle(const conduit::AmHeader &h, Token &token) {
     if (token.request) {
         if (!token.replied) {
             // Hidden reply: the sender's credit must come back even when the
@@ -233,6 +240,19 @@ void AmEngine::dispatch(const conduit::AmHeader &h, const std::uint32_t *args, v
     } else {
         credits_[h.source].fetch_add(1, std::memory_order_release);
     }
+}
+
+void AmEngine::dispatch_refuse(const conduit::AmHeader &h) const {
+    if (h.flags & conduit::am_flag_system)
+        base::fatal("AM dispatch", "this is a Sluice bug", "unknown internal handler %u from rank %u", h.handler, h.source);
+    const Entry &e = user_[h.handler];
+    if (!e.fn)
+        base::fatal("AM dispatch", "register every handler on every rank before any rank sends to it",
+                    "message from rank %u for handler %u, which is not registered here", h.source, h.handler);
+    base::fatal("AM dispatch", "register the handler identically on every rank",
+                "message from rank %u for handler %u as %s with %u arguments; registered here as %s with %u",
+                h.source, h.handler, category_name(h.category), h.nargs,
+                category_name(static_cast<AmCategory>(e.signature >> 8)), e.signature & 0xffu);
 }
 
 } // namespace sluice::am

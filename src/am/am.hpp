@@ -112,16 +112,24 @@ public:
                         void *payload);
 
 private:
+    // A handler's category and argument count in one word, so a message is
+    // checked against its registration with one compare; `unregistered`
+    // matches no message.
+    static constexpr std::uint16_t signature(AmCategory c, unsigned nargs) {
+        return static_cast<std::uint16_t>(static_cast<unsigned>(c) << 8 | nargs);
+    }
+    static constexpr std::uint16_t unregistered = 0xffff;
     struct Entry {
         sluice_handler_fn fn = nullptr;
-        AmCategory category = AmCategory::short_;
-        unsigned nargs = 0;
+        std::uint16_t signature = unregistered;
     };
 
     Status check_send(Rank dest, const Send &m, const char *operation) const;
+    Status check_send_slow(Rank dest, const Send &m, const char *operation) const;
     Status transmit(Rank dest, const Send &m, std::uint8_t flags);
     void credit_acquire(Rank dest);
-    void dispatch(const conduit::AmHeader &h, const std::uint32_t *args, void *payload);
+    void credit_settle(const conduit::AmHeader &h, Token &token);
+    [[noreturn]] void dispatch_refuse(const conduit::AmHeader &h) const;
 
     Rank rank_ = 0, size_ = 0;
     std::vector<Transport *> route_;

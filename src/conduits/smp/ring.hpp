@@ -8,11 +8,18 @@
 // is full.
 //
 // Records start on 64-byte lines.  The first word of a record is its control
-// word: 0 = nothing here yet; otherwise the record's size in bytes, with
-// `skip_bit` set for the filler that pads the end of the ring when a record
-// would not fit contiguously.  The consumer zeroes the first word of every
-// line a record spanned before handing the space back, so a stale payload
-// byte can never look like a control word on the next lap.
+// word: the record's size in bytes, `skip_bit` for the filler that pads the
+// end of the ring when a record would not fit contiguously, and a lap tag:
+// `tag_even` or `tag_odd` by the parity of the lap the record was written
+// in.  A line's first word is only ever 0 or a control word of the current
+// or the previous lap at that place: the consumer zeroes the first word of
+// every line a record or filler spanned except its first line, and every lap
+// covers every line.  So one compare of the tag bits with the tag it expects
+// tells the consumer whether a record is there (0 and last lap's words both
+// differ), and a
+// one-line record (every Short AM) costs the consumer no store into the line
+// it read, which would otherwise stall its next send behind an ownership
+// transfer of that line.
 #pragma once
 
 #include <atomic>
@@ -24,6 +31,16 @@ namespace sluice::conduit::smp {
 
 inline constexpr std::size_t line_size = 64;
 inline constexpr std::uint32_t skip_bit = 0x80000000u;
+inline constexpr std::uint32_t tag_odd = 0x40000000u;
+inline constexpr std::uint32_t tag_even = 0x20000000u;
+inline constexpr std::uint32_t tag_mask = tag_odd | tag_even;
+inline constexpr std::uint32_t size_mask = tag_even - 1;
+inline constexpr std::size_t max_ring_bytes = std::size_t{1} << 28;  // sizes fit size_mask
+
+// The tag of records written at `position` of a ring of `bytes` (a power of two).
+inline std::uint32_t lap_tag(std::uint64_t position, std::size_t bytes) {
+    return position & bytes ? tag_odd : tag_even;
+}
 
 inline constexpr std::size_t line_align(std::size_t n) {
     return (n + line_size - 1) & ~(line_size - 1);
@@ -59,7 +76,7 @@ public:
         cached_head_ = 0;
     }
 
-    // Space for a record of `size` bytes (size < 2^31), or null if the ring
+    // Space for a record of `size` bytes (size < 2^29), or null if the ring
     // is full now.  Fill it after the first 4 bytes, then commit().
     char *reserve(std::size_t size) {
         std::size_t need = line_align(size);
@@ -67,13 +84,13 @@ public:
         std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
         if (!has_room(filler + need)) return nullptr;
         if (filler) {
-            control_word(data_ + offset).store(skip_bit | static_cast<std::uint32_t>(filler),
+            control_word(data_ + offset).store(skip_bit | lap_tag(tail_, bytes_) | static_cast<std::uint32_t>(filler),
                                                std::memory_order_release);
             tail_ += filler;
             offset = 0;
         }
         pending_ = need;
-        pending_size_ = static_cast<std::uint32_t>(size);
+        pending_size_ = static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_);
         return data_ + offset;
     }
 
@@ -114,14 +131,15 @@ public:
     // thread holding the conduit's per-ring flag calls peek and release.
     char *peek(std::uint32_t &size) {
         for (;;) {
-            char *at = data_ + (head_.load(std::memory_order_relaxed) & (bytes_ - 1));
+            const std::uint64_t head = head_.load(std::memory_order_relaxed);
+            char *at = data_ + (head & (bytes_ - 1));
             std::uint32_t c = control_word(at).load(std::memory_order_acquire);
-            if (c == 0) return nullptr;
+            if (!current(c, head)) return nullptr;
             if (c & skip_bit) {
-                release(at, c & ~skip_bit);
+                release(at, c & size_mask);
                 continue;
             }
-            size = c;
+            size = c & size_mask;
             return at;
         }
     }
@@ -132,7 +150,7 @@ public:
     // large records still stream.
     void release(char *at, std::uint32_t size) {
         std::size_t span = line_align(size);
-        for (std::size_t off = 0; off < span; off += line_size)
+        for (std::size_t off = line_size; off < span; off += line_size)
             control_word(at + off).store(0, std::memory_order_relaxed);
         const std::uint64_t head = head_.load(std::memory_order_relaxed) + span;
         head_.store(head, std::memory_order_relaxed);
@@ -151,10 +169,15 @@ public:
     // that read a race, so it is not instrumented.
     __attribute__((no_sanitize("thread"))) bool ready() const {
         const std::uint64_t head = head_.load(std::memory_order_relaxed);
-        return control_word(data_ + (head & (bytes_ - 1))).load(std::memory_order_acquire) != 0;
+        return current(control_word(data_ + (head & (bytes_ - 1))).load(std::memory_order_acquire), head);
     }
 
 private:
+    // A control word written in the lap of `head` (not 0, not a lap ago).
+    bool current(std::uint32_t c, std::uint64_t head) const {
+        return (c & tag_mask) == lap_tag(head, bytes_);
+    }
+
     RingShared *shared_ = nullptr;
     char *data_ = nullptr;
     std::size_t bytes_ = 0;

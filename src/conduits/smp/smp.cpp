@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -114,11 +115,28 @@ private:
     bool owner_ = false;
 };
 
+// Takes `flag` if it is free.  While the process has only ever had one
+// thread (glibc's __libc_single_threaded), nothing else can race for it, so
+// a plain load and store do, without the locked exchange that would wait for
+// the store buffer to drain on every message.  A signal handler on this
+// thread still sees the flag taken.  A thread created later is created by
+// this thread, outside any flag, and sees every flag through pthread_create;
+// from then on the exchange is used.  Release is a release store either way.
+inline bool flag_try_take(std::atomic<bool> &flag) {
+    if (__libc_single_threaded) {
+        if (flag.load(std::memory_order_relaxed)) return false;
+        flag.store(true, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        return true;
+    }
+    return !flag.exchange(true, std::memory_order_acquire);
+}
+
 // Spinlock in private memory, serializing the producers of one ring.
 class SpinLock {
 public:
     void lock() {
-        while (flag_.exchange(true, std::memory_order_acquire))
+        while (!flag_try_take(flag_))
             while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
     }
     void unlock() { flag_.store(false, std::memory_order_release); }
@@ -150,13 +168,13 @@ thread_local Dispatch current_dispatch;
 
 // Rings hold at least two of the largest records, so a full-size Medium
 // always fits once the consumer catches up (64 KiB rings hold three 16 KiB
-// Mediums and a thousand Shorts).
+// Mediums and a thousand Shorts), and at most 256 MiB (ring.hpp's size field).
 std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
     max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
     const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
     std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 2 * largest_record);
     std::size_t pow2 = 4096;
-    while (pow2 < ring) pow2 <<= 1;
+    while (pow2 < ring && pow2 < max_ring_bytes) pow2 <<= 1;
     return pow2;
 }
 
@@ -400,7 +418,7 @@ private:
 
     __attribute__((noinline)) int drain(Incoming &in, int kind) {
         RingConsumer &ring = in.ring[kind];
-        if (in.busy[kind].exchange(true, std::memory_order_acquire)) return 0;
+        if (!flag_try_take(in.busy[kind])) return 0;
         int n = 0;
         std::uint32_t size;
         while (n < 64) {
