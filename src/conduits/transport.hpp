@@ -109,14 +109,9 @@ public:
     // Sends one AM.  While the wire is full, polls (replies only when sending
     // a reply, so reply chains cannot deadlock) and retries: never drops.
     Status send(Rank peer, const AmMessage &m) {
-        for (;;) {
-            Status s = send_impl(peer, m);
-            if (s != Status::not_ready) return s;
-            stats_.send_full.fetch_add(1, std::memory_order_relaxed);
-            if (poll((m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all) == 0) base::idle();
-            std::uint64_t deadline = send_deadline_.load(std::memory_order_relaxed);
-            if (deadline && base::now_ns() > deadline) return Status::transport;
-        }
+        Status s = send_impl(peer, m);
+        if (__builtin_expect(s != Status::not_ready, 1)) return s;
+        return send_retry(peer, m);
     }
 
     // Runs the deliver callback for arrived messages; returns how many.
@@ -187,6 +182,10 @@ protected:
     virtual void fini_impl() {}
 
 private:
+    // The queue was full: poll (replies only, for a reply) and try again
+    // until it fits or the send deadline passes.
+    Status send_retry(Rank peer, const AmMessage &m);
+
     const char *name_;
     Capabilities caps_;
     TransportSetup setup_;

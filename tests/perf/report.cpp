@@ -127,9 +127,13 @@ struct Report {
     void build(const std::map<int, ShmFigure> &shm) {
         const std::string am = "Active messages (2 ranks; ns per round trip or per message)";
         const double short_rtt = med("am_short_rtt", 0);
+        // The reference is the ping-pong between the two rank processes,
+        // interleaved with the AM round trip; the one the driver forks on
+        // its own, seconds apart, is shown beside it.
         target(add(am, "am_short_rtt_ns", 0, short_rtt, "cacheline_pingpong_rtt_ns",
-                   med("pingpong", 0)),
+                   med("pingpong_job", 0)),
                Check::ratio_at_most, 1.2, "AM Short round trip <= 1.2 x cache-line ping-pong");
+        add(am, "am_short_rtt_ns", 0, short_rtt, "pingpong_forked_rtt_ns", med("pingpong", 0));
         if (have_mpi)
             target(add(am, "am_short_rtt_ns", 0, short_rtt, "mpi_sendrecv_rtt_ns(8B)",
                        med("mpi_sendrecv_rtt", 8)),

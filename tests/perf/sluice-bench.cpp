@@ -3,7 +3,9 @@
 // and MPI jobs and measures the bare references itself.  Started by the driver
 // under sluicerun with --worker KIND, it is one rank of a Sluice job:
 //   suite  AM round trips and flood rates, Put/Get latency and bandwidth,
-//          barrier (2 ranks; rank 0 measures, rank 1 serves);
+//          barrier (2 ranks; rank 0 measures, rank 1 serves), and the bare
+//          cache-line ping-pong between the same two processes, interleaved
+//          with the AM Short round trip;
 //   empty  init and finalize (the launch-time comparison);
 //   shm    records the shared-memory mappings of this rank (memory per rank).
 #include "tests/perf/bench_common.hpp"
@@ -11,15 +13,20 @@
 
 #include <sluice.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::perf {
@@ -39,6 +46,7 @@ enum : sluice_handler_t {
     h_flood_end,
     h_flood_ack,
     h_stop,
+    h_pingpong,
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -48,6 +56,7 @@ struct HandlerState {
     std::atomic<bool> stop{false};
     std::atomic<std::uint64_t> flood_received{0};
     std::atomic<std::uint64_t> flood_acknowledged{0};
+    std::atomic<std::uint32_t> pingpong_asked{0}; // round trips rank 0 asked for
     void *peer_base = nullptr; // the other rank's segment, for Long replies
 };
 HandlerState state;
@@ -99,6 +108,9 @@ void on_flood_ack(sluice_token_t, void *, size_t, const uint32_t *args, unsigned
 void on_stop(sluice_token_t, void *, size_t, const uint32_t *, unsigned) {
     state.stop.store(true, std::memory_order_relaxed);
 }
+void on_pingpong(sluice_token_t, void *, size_t, const uint32_t *args, unsigned) {
+    state.pingpong_asked.store(args[0], std::memory_order_relaxed);
+}
 
 void register_handlers() {
     struct Entry {
@@ -120,6 +132,7 @@ void register_handlers() {
         {h_flood_end, on_flood_end, SLUICE_AM_SHORT, 0},
         {h_flood_ack, on_flood_ack, SLUICE_AM_SHORT, 2},
         {h_stop, on_stop, SLUICE_AM_SHORT, 0},
+        {h_pingpong, on_pingpong, SLUICE_AM_SHORT, 1},
     };
     for (const Entry &e : table)
         check(sluice_handler_register(e.index, e.fn, e.category, e.nargs),
@@ -144,11 +157,88 @@ struct Suite {
     std::vector<char> local;   // RMA local buffer, outside the segment
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
+    ~Suite() {
+        if (pingpong_page)
+            munmap(pingpong_page, pingpong_bytes);
+    }
+
+    // The bare ping-pong's page: two flags on their own lines, shared by
+    // the two rank processes (rank 0 creates it, both map it, then it is
+    // unlinked).  Each flag only grows, so chunks never see stale values.
+    static constexpr std::size_t pingpong_bytes = 4096;
+    char *pingpong_page = nullptr;
+    std::uint64_t pingpong_seq = 0;
+    std::atomic<std::uint64_t> &ping() {
+        return *reinterpret_cast<std::atomic<std::uint64_t> *>(pingpong_page);
+    }
+    std::atomic<std::uint64_t> &pong() {
+        return *reinterpret_cast<std::atomic<std::uint64_t> *>(pingpong_page + 256);
+    }
+    void pingpong_page_open() {
+        std::uint32_t pids[2] = {0, 0};
+        const std::uint32_t mine = static_cast<std::uint32_t>(getpid());
+        check(sluice_allgather(&mine, pids, sizeof mine), "sluice_allgather");
+        const std::string name = "/sluice-bench-pingpong." + std::to_string(pids[0]);
+        int fd = -1;
+        if (me == 0) {
+            fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+            if (fd >= 0 && ftruncate(fd, pingpong_bytes) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        check(sluice_barrier(), "sluice_barrier");
+        if (me == 1)
+            fd = shm_open(name.c_str(), O_RDWR, 0);
+        if (fd >= 0) {
+            void *p = mmap(nullptr, pingpong_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            if (p != MAP_FAILED)
+                pingpong_page = static_cast<char *>(p);
+        }
+        check(sluice_barrier(), "sluice_barrier");
+        if (me == 0)
+            shm_unlink(name.c_str());
+        if (!pingpong_page) {
+            std::fprintf(stderr, "sluice-bench worker rank %u: cannot map the ping-pong page %s\n",
+                         me, name.c_str());
+            sluice_exit(3);
+        }
+    }
+    // Rank 1's side of `n` bare round trips.
+    void pingpong_respond(std::uint32_t n) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            ++pingpong_seq;
+            while (ping().load(std::memory_order_acquire) != pingpong_seq) {
+            }
+            pong().store(pingpong_seq, std::memory_order_release);
+        }
+    }
+    // Rank 0's side: asks rank 1 to answer `n` round trips, times the last
+    // `n - lead` of them (the first ones wait for rank 1 to get the request).
+    double pingpong_chunk(std::uint32_t n, std::uint32_t lead) {
+        check(sluice_am_request_short(peer, h_pingpong, &n, 1), "sluice_am_request_short");
+        double t0 = 0;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if (i == lead)
+                t0 = now_ns();
+            ++pingpong_seq;
+            ping().store(pingpong_seq, std::memory_order_release);
+            while (pong().load(std::memory_order_acquire) != pingpong_seq) {
+            }
+        }
+        return now_ns() - t0;
+    }
 
     // Rank 1 polls until rank 0 says a measurement is over, then both meet.
     void serve_until_stop() {
-        while (!state.stop.load(std::memory_order_relaxed))
+        while (!state.stop.load(std::memory_order_relaxed)) {
             check(sluice_poll(), "sluice_poll");
+            // A plain load first: a locked exchange on every poll would
+            // slow the loop the AM round trip is measured against.
+            if (state.pingpong_asked.load(std::memory_order_relaxed) != 0)
+                pingpong_respond(state.pingpong_asked.exchange(0, std::memory_order_relaxed));
+        }
         state.stop.store(false, std::memory_order_relaxed);
     }
     template <class Measure> void phase(Measure measure) {
@@ -194,6 +284,30 @@ struct Suite {
             wait_reply();
         }
         return (now_ns() - t0) / static_cast<double>(iters);
+    }
+
+    // The AM Short round trip and its reference, the bare ping-pong between
+    // the same two processes on the same CPUs, in alternating chunks so both
+    // see the same machine: returns {AM ns, ping-pong ns} per round trip.
+    std::pair<double, double> short_rtt_with_reference() {
+        const long iters = rtt_iterations(0, options.scale);
+        constexpr int chunks = 5;
+        const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 1000));
+        const std::uint32_t lead = per / 10;
+        am_round_trip(AmKind::short_, 0); // warm-up of both paths
+        (void)pingpong_chunk(per, lead);
+        double am = 0, pp = 0;
+        for (int c = 0; c < chunks; ++c) {
+            pp += pingpong_chunk(per + lead, lead);
+            const double t0 = now_ns();
+            for (std::uint32_t i = 0; i < per; ++i) {
+                request(AmKind::short_, h_short_ping, 0);
+                wait_reply();
+            }
+            am += now_ns() - t0;
+        }
+        const double n = static_cast<double>(per) * chunks;
+        return {am / n, pp / n};
     }
 
     std::uint64_t flood_sent = 0;
@@ -297,6 +411,7 @@ struct Suite {
         check(sluice_segment_info(peer, &peer_base, &peer_size), "sluice_segment_info");
         state.peer_base = peer_base;
         local.assign(largest_rma, 1);
+        pingpong_page_open();
         check(sluice_barrier(), "sluice_barrier");
 
         const std::size_t max_medium = sluice_am_max_medium();
@@ -312,7 +427,12 @@ struct Suite {
                 phase([&] { results.add(metric, size, how()); });
         };
         measure("poll_empty", 0, [&] { return empty_poll(); });
-        measure("am_short_rtt", 0, [&] { return am_round_trip(AmKind::short_, 0); });
+        if (options.wanted("am_short_rtt"))
+            phase([&] {
+                const auto [am, pp] = short_rtt_with_reference();
+                results.add("am_short_rtt", 0, am);
+                results.add("pingpong_job", 0, pp);
+            });
         // Medium: the common sizes up to the maximum, and the maximum itself.
         std::vector<std::size_t> medium_sizes;
         for (std::size_t s : am_sizes())

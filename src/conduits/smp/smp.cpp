@@ -29,7 +29,12 @@ namespace sluice::conduit::smp {
 namespace {
 
 constexpr std::uint64_t region_magic = 0x534c55494345534dull;  // "SLUICESM"
-constexpr std::size_t record_header = 16;
+constexpr std::size_t record_header = 16;  // control word, handler..flags, length, unused
+
+// A Long record's target address follows the arguments, 8-aligned.
+constexpr std::size_t long_address_at(unsigned nargs) {
+    return (record_header + 4u * nargs + 7) & ~std::size_t{7};
+}
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::size_t max_medium_limit = 1u << 20;
 constexpr unsigned max_barrier_rounds = 16;
@@ -164,7 +169,7 @@ struct Dispatch {
     char *record = nullptr;
     std::uint32_t size = 0;
 };
-thread_local Dispatch current_dispatch;
+thread_local Dispatch *current_dispatch = nullptr;
 
 // Rings hold at least two of the largest records, so a full-size Medium
 // always fits once the consumer catches up (64 KiB rings hold three 16 KiB
@@ -268,48 +273,44 @@ protected:
 
     Status send_impl(Rank peer, const AmMessage &m) override {
         const AmHeader &h = m.header;
-        const int kind = (h.flags & am_flag_reply) ? 1 : 0;
         const std::size_t li = static_cast<std::size_t>(local_index_[peer]);
-        if (li == me_ && !self_used_.load(std::memory_order_relaxed))
+        if (__builtin_expect(li == me_, 0) && !self_used_.load(std::memory_order_relaxed))
             self_used_.store(true, std::memory_order_relaxed);
-        std::size_t at = record_header + 4u * h.nargs;
-        std::size_t size = at;
-        if (h.category == AmCategory::long_) {
-            at = (at + 7) & ~std::size_t{7};
-            size = at + 8;
-        } else if (h.category == AmCategory::medium) {
-            size = at + h.payload_length;
-        }
+        const unsigned kind = h.flags & am_flag_reply;  // 0 requests, 1 replies
+        const std::size_t args_end = record_header + 4u * h.nargs;
+        std::size_t size = args_end;
+        if (h.category == AmCategory::long_)
+            size = long_address_at(h.nargs) + 8;
+        else if (h.category == AmCategory::medium)
+            size = args_end + h.payload_length;
         // Replies need no lock: a reply to P is sent only by the thread
         // running a handler for a request from P, which holds the flag of
         // P's request ring (src/am refuses replies from any other thread).
         Outgoing &o = out_[li];
-        const bool locked = kind == 0;
-        if (locked) o.lock.lock();
+        if (kind == 0) o.lock.lock();
         char *r = o.ring[kind].reserve(size);
-        if (!r) {
-            if (locked) o.lock.unlock();
+        if (__builtin_expect(!r, 0)) {
+            if (kind == 0) o.lock.unlock();
             return Status::not_ready;
         }
-        r[4] = static_cast<char>(h.handler);
-        r[5] = static_cast<char>(h.category);
-        r[6] = static_cast<char>(h.nargs);
-        r[7] = static_cast<char>(h.flags);
-        const std::uint32_t length = static_cast<std::uint32_t>(h.payload_length);
-        std::memcpy(r + 8, &length, 4);
+        // Bytes 4..11: handler, category, argument count, flags, payload length.
+        const std::uint64_t word = std::uint64_t{h.handler} | std::uint64_t{static_cast<std::uint8_t>(h.category)} << 8 |
+                                   std::uint64_t{h.nargs} << 16 | std::uint64_t{h.flags} << 24 |
+                                   std::uint64_t{static_cast<std::uint32_t>(h.payload_length)} << 32;
+        std::memcpy(r + 4, &word, 8);
         auto *args = reinterpret_cast<std::uint32_t *>(r + record_header);
         for (unsigned i = 0; i < h.nargs; ++i) args[i] = m.args[i];
         if (h.category == AmCategory::long_) {
-            std::memcpy(r + at, &h.dest_addr, 8);
+            std::memcpy(r + long_address_at(h.nargs), &h.dest_addr, 8);
             // The payload lands in the target's segment before the header
             // is published, so the handler sees it.
             if (h.payload_length)
                 std::memcpy(translate(peer, h.dest_addr), m.payload, h.payload_length);
         } else if (h.category == AmCategory::medium && h.payload_length) {
-            std::memcpy(r + at, m.payload, h.payload_length);
+            std::memcpy(r + args_end, m.payload, h.payload_length);
         }
         o.ring[kind].commit(r);
-        if (locked) o.lock.unlock();
+        if (kind == 0) o.lock.unlock();
         return Status::ok;
     }
 
@@ -395,12 +396,12 @@ protected:
     }
 
     void dispatch_abandon_impl() override {
-        Dispatch &d = current_dispatch;
-        if (!d.ring) return;
-        d.ring->release(d.record, d.size);
-        d.ring->publish();
-        d.busy->store(false, std::memory_order_release);
-        d = Dispatch{};
+        Dispatch *d = current_dispatch;
+        if (!d) return;
+        d->ring->release(d->record, d->size);
+        d->ring->publish();
+        d->busy->store(false, std::memory_order_release);
+        current_dispatch = nullptr;
     }
 
     void fini_impl() override {
@@ -425,29 +426,29 @@ private:
             char *r = ring.peek(size);
             if (!r) break;
             assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
+            std::uint64_t word;
+            std::memcpy(&word, r + 4, 8);
             AmHeader h;
-            h.handler = static_cast<std::uint8_t>(r[4]);
-            h.category = static_cast<AmCategory>(r[5]);
-            h.nargs = static_cast<std::uint8_t>(r[6]);
-            h.flags = static_cast<std::uint8_t>(r[7]);
-            std::uint32_t length;
-            std::memcpy(&length, r + 8, 4);
-            h.payload_length = length;
+            h.handler = static_cast<std::uint8_t>(word);
+            h.category = static_cast<AmCategory>(word >> 8 & 0xff);
+            h.nargs = static_cast<std::uint8_t>(word >> 16);
+            h.flags = static_cast<std::uint8_t>(word >> 24);
+            h.payload_length = word >> 32;
             h.source = in.source;
-            std::size_t at = record_header + 4u * h.nargs;
             void *payload = nullptr;
             if (h.category == AmCategory::long_) {
-                at = (at + 7) & ~std::size_t{7};
-                std::memcpy(&h.dest_addr, r + at, 8);
+                std::memcpy(&h.dest_addr, r + long_address_at(h.nargs), 8);
                 payload = reinterpret_cast<void *>(h.dest_addr);
             } else if (h.category == AmCategory::medium) {
-                payload = r + at;
+                payload = r + record_header + 4u * h.nargs;
             }
             // Arguments are read in place: the record stays ours until release.
             const auto *args = reinterpret_cast<const std::uint32_t *>(r + record_header);
-            current_dispatch = Dispatch{&ring, &in.busy[kind], r, size};
+            Dispatch d{&ring, &in.busy[kind], r, size};
+            Dispatch *outer = current_dispatch;  // a reply waiting for room polls replies
+            current_dispatch = &d;
             deliver(h, args, payload);
-            current_dispatch = Dispatch{};
+            current_dispatch = outer;
             ring.release(r, size);
             ++n;
         }
