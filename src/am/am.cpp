@@ -88,8 +88,7 @@ void AmEngine::system_register(std::uint8_t index, sluice_handler_fn fn) { syste
 // registered argument count.  Everything else, errors included, goes the
 // long way.
 Status AmEngine::check_send(Rank dest, const Send &m, const char *op) const {
-    if (dest < size_ && m.category == AmCategory::short_ && m.nargs <= SLUICE_AM_MAX_ARGS &&
-        (m.args || !m.nargs) && user_[m.handler].signature == signature(m.category, m.nargs))
+    if (dest < size_ && m.category == AmCategory::short_ && short_ok(m.handler, m.args, m.nargs))
         return Status::ok;
     return check_send_slow(dest, m, op);
 }
@@ -181,13 +180,6 @@ Status AmEngine::system_reply(Token *token, const Send &m) {
     std::uint8_t flags = conduit::am_flag_system | conduit::am_flag_reply |
                          (token->credit ? conduit::am_flag_credit : 0);
     return transmit(token->source, m, flags);
-}
-
-int AmEngine::poll(PollMode mode) {
-    int n = 0;
-    for (Transport *t : transports_) n += t->poll(mode);
-    if (n == 0) base::idle();
-    return n;
 }
 
 // The one receive path of every conduit: the handler runs with a token on

@@ -88,11 +88,37 @@ public:
     // the wire.  `operation` names the call in error messages.
     Status request(Rank dest, const Send &m, const char *operation);
     Status reply(Token *token, const Send &m, const char *operation);
+    // The same for Short messages, inline: when every rule holds (the
+    // common case) straight to the conduit's Short path, else the general
+    // calls above, which report what is wrong.
+    Status request_short(Rank dest, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
+                         const char *operation) {
+        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs) && !credits_per_peer_, 1))
+            return route_[dest]->send_short(dest, handler, 0, args, nargs);
+        return request(dest, short_send(handler, args, nargs), operation);
+    }
+    Status reply_short(Token *token, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
+                       const char *operation) {
+        if (__builtin_expect(token && token == current_token && token->request && !token->replied &&
+                                 short_ok(handler, args, nargs), 1)) {
+            token->replied = true;
+            const std::uint8_t flags = conduit::am_flag_reply | (token->credit ? conduit::am_flag_credit : 0);
+            return route_[token->source]->send_short(token->source, handler, flags, args, nargs);
+        }
+        return reply(token, short_send(handler, args, nargs), operation);
+    }
+
     // Runtime-internal messages: no user checks, no credits.
     Status system_request(Rank dest, const Send &m);
     Status system_reply(Token *token, const Send &m);
 
-    int poll(PollMode mode = PollMode::all);
+    // Inline: the empty poll is what a waiting rank spins on.
+    int poll(PollMode mode = PollMode::all) {
+        int n = 0;
+        for (Transport *t : transports_) n += t->poll(mode);
+        if (n == 0) base::idle();
+        return n;
+    }
 
     std::size_t max_medium() const { return max_medium_; }
     std::size_t max_long() const { return max_long_; }
@@ -124,6 +150,17 @@ private:
         std::uint16_t signature = unregistered;
     };
 
+    bool short_ok(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) const {
+        return nargs <= SLUICE_AM_MAX_ARGS && (args || !nargs) &&
+               user_[handler].signature == signature(AmCategory::short_, nargs);
+    }
+    static Send short_send(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) {
+        Send m;
+        m.handler = handler;
+        m.args = args;
+        m.nargs = nargs;
+        return m;
+    }
     Status check_send(Rank dest, const Send &m, const char *operation) const;
     Status check_send_slow(Rank dest, const Send &m, const char *operation) const;
     Status transmit(Rank dest, const Send &m, std::uint8_t flags);

@@ -115,6 +115,15 @@ public:
     }
 
     // Runs the deliver callback for arrived messages; returns how many.
+    // The latency path: a Short message is a handler, flags and arguments.
+    // A conduit may encode it without the general message (send_short_impl).
+    Status send_short(Rank peer, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
+                      unsigned nargs) {
+        Status s = send_short_impl(peer, handler, flags, args, nargs);
+        if (__builtin_expect(s != Status::not_ready, 1)) return s;
+        return send_retry(peer, short_message(handler, flags, args, nargs));
+    }
+
     int poll(PollMode mode = PollMode::all) { return poll_impl(mode); }
 
     // Segment set-up, driven by core: create mine, then (after core has
@@ -170,6 +179,20 @@ protected:
     virtual Status init_impl() = 0;
     // Status::not_ready when there is no room now; the wrapper polls and retries.
     virtual Status send_impl(Rank peer, const AmMessage &m) = 0;
+    virtual Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags,
+                                   const std::uint32_t *args, unsigned nargs) {
+        return send_impl(peer, short_message(handler, flags, args, nargs));
+    }
+    AmMessage short_message(std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
+                            unsigned nargs) const {
+        AmMessage m;
+        m.header.handler = handler;
+        m.header.nargs = static_cast<std::uint8_t>(nargs);
+        m.header.flags = flags;
+        m.header.source = setup_.rank;
+        m.args = args;
+        return m;
+    }
     virtual int poll_impl(PollMode mode) = 0;
     virtual Status segment_create_impl(std::size_t size, void **base, std::string &key) = 0;
     virtual Status segment_connect_impl(const std::vector<SegmentRecord> &all) = 0;

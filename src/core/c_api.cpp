@@ -106,8 +106,7 @@ size_t sluice_am_max_long(void) { return running() ? runtime().am.max_long() : 0
 sluice_status_t sluice_am_request_short(sluice_rank_t dest, sluice_handler_t handler, const uint32_t *args,
                                         unsigned nargs) {
     SLUICE_REQUIRE_RUNNING("am_request_short");
-    return code(runtime().am.request(dest, make_send(am::AmCategory::short_, handler, nullptr, 0, nullptr, args, nargs),
-                                     "am_request_short"));
+    return code(runtime().am.request_short(dest, handler, args, nargs, "am_request_short"));
 }
 sluice_status_t sluice_am_request_medium(sluice_rank_t dest, sluice_handler_t handler, const void *payload,
                                          size_t length, const uint32_t *args, unsigned nargs) {
@@ -124,8 +123,7 @@ sluice_status_t sluice_am_request_long(sluice_rank_t dest, sluice_handler_t hand
 sluice_status_t sluice_am_reply_short(sluice_token_t token, sluice_handler_t handler, const uint32_t *args,
                                       unsigned nargs) {
     SLUICE_REQUIRE_RUNNING("am_reply_short");
-    return code(runtime().am.reply(token, make_send(am::AmCategory::short_, handler, nullptr, 0, nullptr, args, nargs),
-                                   "am_reply_short"));
+    return code(runtime().am.reply_short(token, handler, args, nargs, "am_reply_short"));
 }
 sluice_status_t sluice_am_reply_medium(sluice_token_t token, sluice_handler_t handler, const void *payload,
                                        size_t length, const uint32_t *args, unsigned nargs) {

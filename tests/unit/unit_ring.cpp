@@ -60,10 +60,10 @@ TEST(Ring, VariableRecordsOverManyLaps) {
         // at different places every lap.
         for (;;) {
             std::size_t size = pick(rng);
-            char *rec = r.producer.reserve(size);
-            if (!rec) break;
-            poison(rec, size, sent++);
-            r.producer.commit(rec);
+            const smp::RingSlot slot = r.producer.reserve(size);
+            if (!slot.at) break;
+            poison(slot.at, size, sent++);
+            r.producer.commit(slot);
             in_flight.push_back(size);
             bytes_moved += size;
         }
@@ -112,16 +112,16 @@ TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
     const std::size_t lines = 4096 / smp::line_size;
     for (int lap = 0; lap < 5; ++lap) {
         for (std::size_t i = 0; i < lines; ++i) {
-            char *rec = r.producer.reserve(16);
-            if (!rec) {
+            smp::RingSlot slot = r.producer.reserve(16);
+            if (!slot.at) {
                 r.consumer.publish();
-                rec = r.producer.reserve(16);
+                slot = r.producer.reserve(16);
             }
-            ASSERT_NE(rec, nullptr);
-            r.producer.commit(rec);
+            ASSERT_NE(slot.at, nullptr);
+            r.producer.commit(slot);
             std::uint32_t size = 0;
             char *got = r.consumer.peek(size);
-            ASSERT_EQ(got, rec);
+            ASSERT_EQ(got, slot.at);
             r.consumer.release(got, size);
             // The next line holds a record from the previous lap (or is
             // fresh): either way nothing is there yet.

@@ -64,6 +64,16 @@ inline std::atomic<std::uint32_t> &control_word(char *at) {
     return *reinterpret_cast<std::atomic<std::uint32_t> *>(at);
 }
 
+// A reserved record: where it goes, the control word that will publish it
+// and the ring bytes it takes.  Kept in registers by the caller: the record
+// is written through char pointers, which would make the compiler reload
+// any of this kept in the producer.
+struct RingSlot {
+    char *at = nullptr;
+    std::uint32_t control = 0;
+    std::uint32_t span = 0;
+};
+
 // Producer side; lives in the sender's private memory.  Not thread-safe:
 // the conduit serializes producers of one ring.
 class RingProducer {
@@ -76,31 +86,41 @@ public:
         cached_head_ = 0;
     }
 
-    // Space for a record of `size` bytes (size < 2^29), or null if the ring
-    // is full now.  Fill it after the first 4 bytes, then commit().
-    char *reserve(std::size_t size) {
-        std::size_t need = line_align(size);
+    // Space for a record of `size` bytes (size < 2^29); `at` is null if the
+    // ring is full now.  Fill the record after its first 4 bytes, then
+    // commit() it.
+    RingSlot reserve(std::size_t size) {
+        const std::size_t need = line_align(size);
+        const std::size_t offset = tail_ & (bytes_ - 1);
+        if (__builtin_expect(offset + need <= bytes_ && tail_ + need - cached_head_ <= bytes_, 1))
+            return {data_ + offset, static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_),
+                    static_cast<std::uint32_t>(need)};
+        return reserve_slow(size);
+    }
+
+    // Publishes a reserved record: its control word goes last.
+    void commit(const RingSlot &slot) {
+        control_word(slot.at).store(slot.control, std::memory_order_release);
+        tail_ += slot.span;
+    }
+
+private:
+    // Wrapping (a filler pads the end of the ring) or looking at the
+    // consumer's head again.
+    [[gnu::noinline]] RingSlot reserve_slow(std::size_t size) {
+        const std::size_t need = line_align(size);
         std::size_t offset = tail_ & (bytes_ - 1);
-        std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
-        if (!has_room(filler + need)) return nullptr;
+        const std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
+        if (!has_room(filler + need)) return {};
         if (filler) {
             control_word(data_ + offset).store(skip_bit | lap_tag(tail_, bytes_) | static_cast<std::uint32_t>(filler),
                                                std::memory_order_release);
             tail_ += filler;
             offset = 0;
         }
-        pending_ = need;
-        pending_size_ = static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_);
-        return data_ + offset;
+        return {data_ + offset, static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_),
+                static_cast<std::uint32_t>(need)};
     }
-
-    // Publishes the record reserved last: its control word goes last.
-    void commit(char *record) {
-        control_word(record).store(pending_size_, std::memory_order_release);
-        tail_ += pending_;
-    }
-
-private:
     bool has_room(std::size_t n) {
         if (tail_ + n - cached_head_ <= bytes_) return true;
         cached_head_ = shared_->head.load(std::memory_order_acquire);
@@ -112,8 +132,6 @@ private:
     std::size_t bytes_ = 0;
     std::uint64_t tail_ = 0;
     std::uint64_t cached_head_ = 0;
-    std::size_t pending_ = 0;
-    std::uint32_t pending_size_ = 0;
 };
 
 // Consumer side; lives in the receiver's private memory.
@@ -123,18 +141,17 @@ public:
         shared_ = shared;
         data_ = shared->data();
         bytes_ = bytes;
-        head_.store(0, std::memory_order_relaxed);
         published_ = 0;
+        advance(0);
     }
 
     // The next record, or null.  Fillers are consumed on the way.  Only the
     // thread holding the conduit's per-ring flag calls peek and release.
     char *peek(std::uint32_t &size) {
         for (;;) {
-            const std::uint64_t head = head_.load(std::memory_order_relaxed);
-            char *at = data_ + (head & (bytes_ - 1));
+            char *at = next_.load(std::memory_order_relaxed);
             std::uint32_t c = control_word(at).load(std::memory_order_acquire);
-            if (!current(c, head)) return nullptr;
+            if ((c & tag_mask) != expect_.load(std::memory_order_relaxed)) return nullptr;
             if (c & skip_bit) {
                 release(at, c & size_mask);
                 continue;
@@ -152,36 +169,42 @@ public:
         std::size_t span = line_align(size);
         for (std::size_t off = line_size; off < span; off += line_size)
             control_word(at + off).store(0, std::memory_order_relaxed);
-        const std::uint64_t head = head_.load(std::memory_order_relaxed) + span;
-        head_.store(head, std::memory_order_relaxed);
-        if (head - published_ >= bytes_ / 4) publish();
+        advance(head_ + span);
+        if (head_ - published_ >= bytes_ / 4) publish();
     }
     void publish() {
-        published_ = head_.load(std::memory_order_relaxed);
+        published_ = head_;
         shared_->head.store(published_, std::memory_order_release);
     }
 
-    // Cheap emptiness test for any poller (no side effects; other threads
-    // may be consuming, so the head it reads can be stale: a hint only).
-    // A head stale by a whole lap points into a record the producer may be
-    // writing; the answer is then meaningless but harmless, because drain()
-    // re-reads everything under the ring's flag.  ThreadSanitizer would call
-    // that read a race, so it is not instrumented.
+    // Cheap emptiness test for any poller: two private loads and the
+    // control word.  Other threads may be consuming, so the place and tag it
+    // reads may be stale or from different moments: a hint only.  A wrong
+    // answer is harmless, because drain() re-reads everything under the
+    // ring's flag.  ThreadSanitizer would call the read of a line the
+    // producer may be writing a race, so it is not instrumented.
     __attribute__((no_sanitize("thread"))) bool ready() const {
-        const std::uint64_t head = head_.load(std::memory_order_relaxed);
-        return current(control_word(data_ + (head & (bytes_ - 1))).load(std::memory_order_acquire), head);
+        const char *at = next_.load(std::memory_order_relaxed);
+        return (control_word(const_cast<char *>(at)).load(std::memory_order_acquire) & tag_mask) ==
+               expect_.load(std::memory_order_relaxed);
     }
 
 private:
-    // A control word written in the lap of `head` (not 0, not a lap ago).
-    bool current(std::uint32_t c, std::uint64_t head) const {
-        return (c & tag_mask) == lap_tag(head, bytes_);
+    // Moves the head, and keeps the next record's place and expected tag
+    // ready for the pollers (a record is there when its tag is the expected
+    // one: not 0, not last lap's).
+    void advance(std::uint64_t head) {
+        head_ = head;
+        next_.store(data_ + (head & (bytes_ - 1)), std::memory_order_relaxed);
+        expect_.store(lap_tag(head, bytes_), std::memory_order_relaxed);
     }
 
     RingShared *shared_ = nullptr;
     char *data_ = nullptr;
     std::size_t bytes_ = 0;
-    std::atomic<std::uint64_t> head_{0};
+    std::uint64_t head_ = 0;              // touched only under the ring's flag
+    std::atomic<char *> next_{nullptr};   // read by any poller, as a hint
+    std::atomic<std::uint32_t> expect_{0};
     std::uint64_t published_ = 0;
 };
 

@@ -265,6 +265,7 @@ protected:
                 in_[p].ring[kind].attach(ring_at(me_, p, kind), ring_bytes_);
             }
             in_[p].source = locals_[p];
+            if (p != me_) peers_in_.push_back(&in_[p]);
         }
         views_.assign(s.size, nullptr);
         segment_bases_.assign(s.size, 0);
@@ -273,33 +274,17 @@ protected:
 
     Status send_impl(Rank peer, const AmMessage &m) override {
         const AmHeader &h = m.header;
-        const std::size_t li = static_cast<std::size_t>(local_index_[peer]);
-        if (__builtin_expect(li == me_, 0) && !self_used_.load(std::memory_order_relaxed))
-            self_used_.store(true, std::memory_order_relaxed);
-        const unsigned kind = h.flags & am_flag_reply;  // 0 requests, 1 replies
         const std::size_t args_end = record_header + 4u * h.nargs;
         std::size_t size = args_end;
         if (h.category == AmCategory::long_)
             size = long_address_at(h.nargs) + 8;
         else if (h.category == AmCategory::medium)
             size = args_end + h.payload_length;
-        // Replies need no lock: a reply to P is sent only by the thread
-        // running a handler for a request from P, which holds the flag of
-        // P's request ring (src/am refuses replies from any other thread).
-        Outgoing &o = out_[li];
-        if (kind == 0) o.lock.lock();
-        char *r = o.ring[kind].reserve(size);
-        if (__builtin_expect(!r, 0)) {
-            if (kind == 0) o.lock.unlock();
-            return Status::not_ready;
-        }
-        // Bytes 4..11: handler, category, argument count, flags, payload length.
-        const std::uint64_t word = std::uint64_t{h.handler} | std::uint64_t{static_cast<std::uint8_t>(h.category)} << 8 |
-                                   std::uint64_t{h.nargs} << 16 | std::uint64_t{h.flags} << 24 |
-                                   std::uint64_t{static_cast<std::uint32_t>(h.payload_length)} << 32;
-        std::memcpy(r + 4, &word, 8);
-        auto *args = reinterpret_cast<std::uint32_t *>(r + record_header);
-        for (unsigned i = 0; i < h.nargs; ++i) args[i] = m.args[i];
+        Outgoing *o;
+        const RingSlot slot = record_begin(peer, h.flags, size, o);
+        if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
+        char *r = slot.at;
+        record_head(r, h.handler, h.category, h.flags, h.payload_length, m.args, h.nargs);
         if (h.category == AmCategory::long_) {
             std::memcpy(r + long_address_at(h.nargs), &h.dest_addr, 8);
             // The payload lands in the target's segment before the header
@@ -309,24 +294,26 @@ protected:
         } else if (h.category == AmCategory::medium && h.payload_length) {
             std::memcpy(r + args_end, m.payload, h.payload_length);
         }
-        o.ring[kind].commit(r);
-        if (kind == 0) o.lock.unlock();
+        record_end(*o, h.flags, slot);
+        return Status::ok;
+    }
+
+    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
+                           unsigned nargs) override {
+        Outgoing *o;
+        const RingSlot slot = record_begin(peer, flags, record_header + 4u * nargs, o);
+        if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
+        record_head(slot.at, handler, AmCategory::short_, flags, 0, args, nargs);
+        record_end(*o, flags, slot);
         return Status::ok;
     }
 
     // The empty poll is the common case: test each ring's next control word
-    // inline and call drain() only for a ring with something in it.  My own
+    // in a leaf scan and drain only rings with something in them.  My own
     // rings are looked at only once a message to myself has been sent.
     int poll_impl(PollMode mode) override {
-        int n = 0;
-        const bool self = self_used_.load(std::memory_order_relaxed);
-        for (std::size_t p = 0; p < in_.size(); ++p) {
-            if (p == me_ && !self) continue;
-            Incoming &in = in_[p];
-            if (mode == PollMode::all && in.ring[0].ready()) n += drain(in, 0);
-            if (in.ring[1].ready()) n += drain(in, 1);
-        }
-        return n;
+        if (__builtin_expect(!anything_ready(mode), 1)) return 0;
+        return poll_rings(mode);
     }
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
@@ -408,13 +395,70 @@ protected:
         peer_segments_.clear();
         segment_.reset();
         region_.reset();
+        peers_in_.clear();
         in_.clear();
         out_.clear();
     }
 
 private:
+    // Space for a `size`-byte record to `peer` in its request or reply ring
+    // (by `flags`); `at` is null while that ring is full.  Replies need no lock:
+    // a reply to P is sent only by the thread running a handler for a
+    // request from P, which holds the flag of P's request ring (src/am
+    // refuses replies from any other thread).
+    [[gnu::always_inline]] RingSlot record_begin(Rank peer, std::uint8_t flags, std::size_t size, Outgoing *&o) {
+        const std::size_t li = static_cast<std::size_t>(local_index_[peer]);
+        if (__builtin_expect(li == me_, 0) && !self_used_.load(std::memory_order_relaxed))
+            self_used_.store(true, std::memory_order_relaxed);
+        const unsigned kind = flags & am_flag_reply;  // 0 requests, 1 replies
+        o = &out_[li];
+        if (kind == 0) o->lock.lock();
+        const RingSlot slot = o->ring[kind].reserve(size);
+        if (__builtin_expect(!slot.at, 0) && kind == 0) o->lock.unlock();
+        return slot;
+    }
+    // Bytes 4..11 of a record: handler, category, argument count, flags,
+    // payload length; then the arguments.
+    static void record_head(char *r, std::uint8_t handler, AmCategory category, std::uint8_t flags,
+                            std::uint64_t length, const std::uint32_t *args, unsigned nargs) {
+        const std::uint64_t word = std::uint64_t{handler} | std::uint64_t{static_cast<std::uint8_t>(category)} << 8 |
+                                   std::uint64_t{nargs} << 16 | std::uint64_t{flags} << 24 |
+                                   std::uint64_t{static_cast<std::uint32_t>(length)} << 32;
+        std::memcpy(r + 4, &word, 8);
+        auto *out = reinterpret_cast<std::uint32_t *>(r + record_header);
+        for (unsigned i = 0; i < nargs; ++i) out[i] = args[i];
+    }
+    void record_end(Outgoing &o, std::uint8_t flags, const RingSlot &slot) {
+        const unsigned kind = flags & am_flag_reply;
+        o.ring[kind].commit(slot);
+        if (kind == 0) o.lock.unlock();
+    }
+
     char *translate(Rank peer, std::uint64_t addr) const {
         return static_cast<char *>(views_[peer]) + (addr - segment_bases_[peer]);
+    }
+
+    // A leaf scan (no calls, so nothing to save and restore) of every ring
+    // this poll covers.
+    bool anything_ready(PollMode mode) const {
+        const bool requests = mode == PollMode::all;
+        for (const Incoming *in : peers_in_)
+            if ((requests && in->ring[0].ready()) || in->ring[1].ready()) return true;
+        if (__builtin_expect(self_used_.load(std::memory_order_relaxed), 0)) {
+            const Incoming &in = in_[me_];
+            if ((requests && in.ring[0].ready()) || in.ring[1].ready()) return true;
+        }
+        return false;
+    }
+    [[gnu::noinline]] int poll_rings(PollMode mode) {
+        int n = 0;
+        const auto both = [&](Incoming &in) {
+            if (mode == PollMode::all && in.ring[0].ready()) n += drain(in, 0);
+            if (in.ring[1].ready()) n += drain(in, 1);
+        };
+        for (Incoming *in : peers_in_) both(*in);
+        if (self_used_.load(std::memory_order_relaxed)) both(in_[me_]);
+        return n;
     }
 
     __attribute__((noinline)) int drain(Incoming &in, int kind) {
@@ -470,6 +514,8 @@ private:
     BarrierFlag *flags_ = nullptr;
     std::vector<Outgoing> out_;
     std::vector<Incoming> in_;
+    std::vector<Incoming *> peers_in_;  // in_ without my own rings, which are
+                                        // polled only once I sent to myself
     std::vector<void *> views_;
     std::vector<std::uint64_t> segment_bases_;
 };
