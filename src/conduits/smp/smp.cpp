@@ -155,21 +155,20 @@ struct alignas(line_size) Outgoing {
     RingProducer ring[2];  // [0] requests, [1] replies
 };
 
+// A ring I consume and the flag its consumer holds.
+struct InRing {
+    std::atomic<bool> busy{false};
+    RingConsumer ring;
+};
+
 struct alignas(line_size) Incoming {
-    std::atomic<bool> busy[2] = {false, false};
-    RingConsumer ring[2];
+    InRing q[2];  // [0] requests, [1] replies
     Rank source = 0;
 };
 
-// The record a thread is dispatching, so exit from inside its handler can
-// hand it back (dispatch_abandon).
-struct Dispatch {
-    RingConsumer *ring = nullptr;
-    std::atomic<bool> *busy = nullptr;
-    char *record = nullptr;
-    std::uint32_t size = 0;
-};
-thread_local Dispatch *current_dispatch = nullptr;
+// The ring whose head record this thread is dispatching, so exit from
+// inside its handler can hand the record back (dispatch_abandon).
+thread_local InRing *current_dispatch = nullptr;
 
 // Rings hold at least two of the largest records, so a full-size Medium
 // always fits once the consumer catches up (64 KiB rings hold three 16 KiB
@@ -262,7 +261,7 @@ protected:
         for (std::size_t p = 0; p < local; ++p) {
             for (int kind = 0; kind < 2; ++kind) {
                 out_[p].ring[kind].attach(ring_at(p, me_, kind), ring_bytes_);
-                in_[p].ring[kind].attach(ring_at(me_, p, kind), ring_bytes_);
+                in_[p].q[kind].ring.attach(ring_at(me_, p, kind), ring_bytes_);
             }
             in_[p].source = locals_[p];
             if (p != me_) peers_in_.push_back(&in_[p]);
@@ -383,11 +382,12 @@ protected:
     }
 
     void dispatch_abandon_impl() override {
-        Dispatch *d = current_dispatch;
+        InRing *d = current_dispatch;
         if (!d) return;
-        d->ring->release(d->record, d->size);
-        d->ring->publish();
-        d->busy->store(false, std::memory_order_release);
+        std::uint32_t size;
+        if (char *r = d->ring.peek(size)) d->ring.release(r, size);  // released only after its handler
+        d->ring.publish();
+        d->busy.store(false, std::memory_order_release);
         current_dispatch = nullptr;
     }
 
@@ -443,27 +443,31 @@ private:
     bool anything_ready(PollMode mode) const {
         const bool requests = mode == PollMode::all;
         for (const Incoming *in : peers_in_)
-            if ((requests && in->ring[0].ready()) || in->ring[1].ready()) return true;
+            if ((requests && in->q[0].ring.ready()) || in->q[1].ring.ready()) return true;
         if (__builtin_expect(self_used_.load(std::memory_order_relaxed), 0)) {
             const Incoming &in = in_[me_];
-            if ((requests && in.ring[0].ready()) || in.ring[1].ready()) return true;
+            if ((requests && in.q[0].ring.ready()) || in.q[1].ring.ready()) return true;
         }
         return false;
     }
     [[gnu::noinline]] int poll_rings(PollMode mode) {
         int n = 0;
         const auto both = [&](Incoming &in) {
-            if (mode == PollMode::all && in.ring[0].ready()) n += drain(in, 0);
-            if (in.ring[1].ready()) n += drain(in, 1);
+            if (mode == PollMode::all && in.q[0].ring.ready()) n += drain(in.q[0], in.source);
+            if (in.q[1].ring.ready()) n += drain(in.q[1], in.source);
         };
         for (Incoming *in : peers_in_) both(*in);
         if (self_used_.load(std::memory_order_relaxed)) both(in_[me_]);
         return n;
     }
 
-    __attribute__((noinline)) int drain(Incoming &in, int kind) {
-        RingConsumer &ring = in.ring[kind];
-        if (!flag_try_take(in.busy[kind])) return 0;
+    // Runs the handlers of the records waiting in one ring (at most 64, so
+    // one busy ring cannot starve the others).  The consumer's head goes
+    // back to the producer every quarter ring (RingConsumer::release), not
+    // per drain: a store to a line the producer reads is a transfer.
+    __attribute__((noinline)) int drain(InRing &in, Rank source) {
+        RingConsumer &ring = in.ring;
+        if (!flag_try_take(in.busy)) return 0;
         int n = 0;
         std::uint32_t size;
         while (n < 64) {
@@ -478,7 +482,7 @@ private:
             h.nargs = static_cast<std::uint8_t>(word >> 16);
             h.flags = static_cast<std::uint8_t>(word >> 24);
             h.payload_length = word >> 32;
-            h.source = in.source;
+            h.source = source;
             void *payload = nullptr;
             if (h.category == AmCategory::long_) {
                 std::memcpy(&h.dest_addr, r + long_address_at(h.nargs), 8);
@@ -488,16 +492,14 @@ private:
             }
             // Arguments are read in place: the record stays ours until release.
             const auto *args = reinterpret_cast<const std::uint32_t *>(r + record_header);
-            Dispatch d{&ring, &in.busy[kind], r, size};
-            Dispatch *outer = current_dispatch;  // a reply waiting for room polls replies
-            current_dispatch = &d;
+            InRing *outer = current_dispatch;  // a reply waiting for room polls replies
+            current_dispatch = &in;
             deliver(h, args, payload);
             current_dispatch = outer;
             ring.release(r, size);
             ++n;
         }
-        ring.publish();
-        in.busy[kind].store(false, std::memory_order_release);
+        in.busy.store(false, std::memory_order_release);
         return n;
     }
 
