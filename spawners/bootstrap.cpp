@@ -37,8 +37,18 @@ std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
     const char *size = std::getenv("SLUICE_SIZE");
     if (size && std::atoi(size) > 1) {
         error = std::string("this process is a singleton but SLUICE_SIZE=") + size +
-                " says the job has more ranks; start it with sluicerun (or unset SLUICE_SIZE)";
+                " says the job has more ranks; fix: start it with sluicerun (or unset SLUICE_SIZE)";
         return nullptr;
+    }
+    // Started by an MPI launcher, but no mpi backend is linked in.
+    for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+        const char *n = std::getenv(v);
+        if (n && std::atoi(n) > 1) {
+            error = std::string("an MPI launcher started this process as one of ") + n +
+                    " ranks, but Sluice has no mpi bootstrap; fix: link libsluice-mpi "
+                    "(-Wl,--no-as-needed -lsluice-mpi, or call MPIX_Sluice_init), or start the job with sluicerun";
+            return nullptr;
+        }
     }
     return std::make_unique<SingletonBootstrap>();
 }
@@ -81,7 +91,7 @@ std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
     if (!wanted.empty()) {
         for (const auto &b : registry())
             if (wanted == b.name) return b.create(error);
-        error = "SLUICE_SPAWNER=" + wanted + " names no compiled-in spawner; `sluice-info --spawners` lists them";
+        error = "SLUICE_SPAWNER=" + wanted + " names no compiled-in spawner; fix: pick one of those `sluice-info --spawners` lists";
         return nullptr;
     }
     for (const auto &b : registry())

@@ -2,8 +2,9 @@
 // and talks to the others before (and after) the conduits are up.
 //
 // Used only at start-up, for exit coordination and for abort; never on the
-// AM or RMA path.  Backends: singleton, local (forked by sluicerun); ssh, pmix,
-// pmi2 and mpi come with later work.  Selection order (documented in
+// AM or RMA path.  Backends: singleton, local (forked by sluicerun), mpi
+// (libsluice-mpi registers it, src/mpi-interop); ssh, pmix and pmi2 come with
+// later work.  Selection order (documented in
 // docs/knobs.md): launcher environment, SLUICE_SPAWNER, what the environment
 // shows, configure default; see select_bootstrap().
 #pragma once
@@ -43,7 +44,7 @@ public:
 };
 
 // Picks and starts the backend for this process; on failure returns null and
-// sets `error` to a message naming the fix.
+// sets `error` to "what went wrong; fix: what to do".
 std::unique_ptr<Bootstrap> select_bootstrap(std::string &error);
 
 // Backend registry, so spawners living in other libraries (libsluice-mpi) can
@@ -51,7 +52,7 @@ std::unique_ptr<Bootstrap> select_bootstrap(std::string &error);
 struct BootstrapBackend {
     const char *name;
     bool (*probe)();
-    std::unique_ptr<Bootstrap> (*create)(std::string &error);
+    std::unique_ptr<Bootstrap> (*create)(std::string &error);  // error: "what; fix: how"
 };
 void bootstrap_backend_register(const BootstrapBackend &backend);
 const std::vector<BootstrapBackend> &bootstrap_backends();

@@ -90,12 +90,12 @@ std::unique_ptr<Bootstrap> local_create(std::string &error) {
     if (!parse_u32(std::getenv(env_fd), fd) || !parse_u32(std::getenv(env_rank), rank) ||
         !parse_u32(std::getenv(env_size), size) || size == 0 || rank >= size) {
         error = "SLUICE_LOCAL_FD, SLUICE_RANK or SLUICE_SIZE is missing or malformed; "
-                "start the program with sluicerun, not by hand";
+                "fix: start the program with sluicerun, not by hand";
         return nullptr;
     }
     if (::fcntl(static_cast<int>(fd), F_GETFD) < 0) {
         error = "the control socket SLUICE_LOCAL_FD=" + std::to_string(fd) +
-                " is not open (was the program started by something other than sluicerun?)";
+                " is not open; fix: start the program with sluicerun (something else started it)";
         return nullptr;
     }
     ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);

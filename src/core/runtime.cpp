@@ -32,6 +32,17 @@ std::string random_job_id() {
     return hex;
 }
 
+// Bootstrap backends write "what; fix: how": report the two parts as such.
+Status bootstrap_failed(const char *op, const std::string &error) {
+    const std::string marker = "; fix: ";
+    const std::size_t at = error.find(marker);
+    if (at == std::string::npos)
+        return base::report(Status::bootstrap, op, "launch with sluicerun, or pick a spawner with SLUICE_SPAWNER", "%s",
+                            error.c_str());
+    const std::string what = error.substr(0, at), fix = error.substr(at + marker.size());
+    return base::report(Status::bootstrap, op, fix.c_str(), "%s", what.c_str());
+}
+
 } // namespace
 
 Status Runtime::init(int *, char ***) {
@@ -44,8 +55,7 @@ Status Runtime::init(int *, char ***) {
     std::string error;
     bootstrap_ = spawner::select_bootstrap(error);
     if (!bootstrap_)
-        return base::report(Status::bootstrap, op, "launch with sluicerun, or pick a spawner with SLUICE_SPAWNER",
-                            "%s", error.c_str());
+        return bootstrap_failed(op, error);
     rank_ = bootstrap_->rank();
     size_ = bootstrap_->size();
     base::log_rank_set(static_cast<int>(rank_));

@@ -1,0 +1,230 @@
+// src/mpi-interop/bootstrap_mpi.cpp - the mpi bootstrap backend (libsluice-mpi).
+//
+// A Sluice program started by mpirun, or one that already called MPI_Init,
+// exchanges its start-up data over MPI.  The rules (DESIGN.md, "Bootstrap"):
+// initialize MPI only if nobody has, and remember it; work on a private
+// duplicate of the communicator; hook MPI_Finalize through an attribute on
+// MPI_COMM_SELF so Sluice quiesces first; finalize MPI only if Sluice
+// initialized it.  MPI is used at start-up, finalize and exit, never on the
+// AM or RMA path.
+#include "mpi-interop/mpi_interop.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <sluice.h>
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace sluice::mpi_interop {
+namespace {
+
+struct Shared {
+    MPI_Comm parent = MPI_COMM_NULL;  // set by MPIX_Sluice_init; else MPI_COMM_WORLD
+    bool we_initialized = false;      // Sluice called MPI_Init_thread
+    bool in_mpi_finalize = false;     // running inside MPI_Finalize's callback
+    int self_keyval = MPI_KEYVAL_INVALID;
+};
+Shared shared;
+
+const char *level_name(int level) {
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    }
+    return "an unknown thread level";
+}
+
+// The thread level Sluice needs: MPI is called by the thread in sluice_init
+// and sluice_finalize, and in exit by whichever thread exits; the progress
+// thread may be that thread, so it needs calls from any one thread at a time.
+bool required_level(int &level, std::string &error) {
+    const std::string &knob = base::knob_string(base::Knob::MPI_THREAD);
+    if (knob.empty() || knob == "auto") {
+        level = base::knob_bool(base::Knob::PROGRESS_THREAD) ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE;
+        return true;
+    }
+    static const struct { const char *name; int level; } names[] = {
+        {"single", MPI_THREAD_SINGLE},
+        {"funneled", MPI_THREAD_FUNNELED},
+        {"serialized", MPI_THREAD_SERIALIZED},
+        {"multiple", MPI_THREAD_MULTIPLE},
+    };
+    for (const auto &n : names)
+        if (knob == n.name) {
+            level = n.level;
+            if (base::knob_bool(base::Knob::PROGRESS_THREAD) && level < MPI_THREAD_SERIALIZED) level = MPI_THREAD_SERIALIZED;
+            return true;
+        }
+    error = "SLUICE_MPI_THREAD=" + knob + " is not a thread level; fix: use single, funneled, serialized, multiple or auto";
+    return false;
+}
+
+// MPI_Finalize deletes the attributes of MPI_COMM_SELF first, while MPI still
+// works: Sluice finalizes there (collectively, as MPI_Finalize is), so its
+// traffic is drained and its shared memory released before MPI goes away.
+int on_self_delete(MPI_Comm, int, void *, void *) {
+    shared.in_mpi_finalize = true;
+    if (sluice_initialized()) (void)sluice_finalize();
+    return MPI_SUCCESS;
+}
+
+bool mpi_finalized() {
+    int done = 0;
+    MPI_Finalized(&done);
+    return done != 0;
+}
+
+class MpiBootstrap final : public spawner::Bootstrap {
+public:
+    const char *name() const override { return "mpi"; }
+    std::uint32_t rank() const override { return rank_; }
+    std::uint32_t size() const override { return size_; }
+
+    bool start(std::string &error) {
+        int level = MPI_THREAD_SINGLE;
+        if (!required_level(level, error)) return false;
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        if (mpi_finalized()) {
+            error = "MPI is already finalized; fix: initialize Sluice before MPI_Finalize";
+            return false;
+        }
+        if (!initialized) {
+            int provided = MPI_THREAD_SINGLE;
+            if (MPI_Init_thread(nullptr, nullptr, level, &provided) != MPI_SUCCESS) {
+                error = "MPI_Init_thread failed; fix: start the program with mpirun (or the launcher of its MPI)";
+                return false;
+            }
+            shared.we_initialized = true;
+            if (provided < level) {
+                error = std::string("Sluice asked MPI for ") + level_name(level) + " and got " + level_name(provided) +
+                        "; fix: use an MPI built with thread support, or lower SLUICE_MPI_THREAD, or unset SLUICE_PROGRESS_THREAD";
+                return false;
+            }
+        } else {
+            int provided = MPI_THREAD_SINGLE;
+            MPI_Query_thread(&provided);
+            if (provided < level) {
+                error = std::string("the application initialized MPI with ") + level_name(provided) + ", but Sluice needs " +
+                        level_name(level) +
+                        (base::knob_bool(base::Knob::PROGRESS_THREAD) ? " for SLUICE_PROGRESS_THREAD" : " (SLUICE_MPI_THREAD)") +
+                        "; fix: call MPI_Init_thread with at least that level, or unset SLUICE_PROGRESS_THREAD";
+                return false;
+            }
+        }
+        MPI_Comm parent = shared.parent == MPI_COMM_NULL ? MPI_COMM_WORLD : shared.parent;
+        if (MPI_Comm_dup(parent, &comm_) != MPI_SUCCESS) {
+            error = "MPI_Comm_dup of the communicator failed; fix: pass a valid communicator that MPI_Finalize has not freed";
+            return false;
+        }
+        int r = 0, n = 0;
+        MPI_Comm_rank(comm_, &r);
+        MPI_Comm_size(comm_, &n);
+        rank_ = static_cast<std::uint32_t>(r);
+        size_ = static_cast<std::uint32_t>(n);
+        if (shared.self_keyval == MPI_KEYVAL_INVALID) {
+            MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_self_delete, &shared.self_keyval, nullptr);
+            MPI_Comm_set_attr(MPI_COMM_SELF, shared.self_keyval, nullptr);
+        }
+        return true;
+    }
+
+    bool allgather(const void *in, std::size_t len, std::vector<std::string> &out) override {
+        const int mine = static_cast<int>(len);
+        std::vector<int> lengths(size_), offsets(size_);
+        if (MPI_Allgather(&mine, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_) != MPI_SUCCESS) return false;
+        int total = 0;
+        for (std::uint32_t i = 0; i < size_; ++i) {
+            offsets[i] = total;
+            total += lengths[i];
+        }
+        std::vector<char> all(static_cast<std::size_t>(total) + 1);
+        if (MPI_Allgatherv(in, mine, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, comm_) != MPI_SUCCESS)
+            return false;
+        out.resize(size_);
+        for (std::uint32_t i = 0; i < size_; ++i) out[i].assign(all.data() + offsets[i], lengths[i]);
+        return true;
+    }
+
+    bool barrier() override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
+
+    [[noreturn]] void abort(int code) override {
+        unlink_registered();
+        if (!mpi_finalized()) MPI_Abort(comm_ == MPI_COMM_NULL ? MPI_COMM_WORLD : comm_, code);
+        ::_exit(code);
+    }
+
+    // A rank leaving by the exit protocol: MPI must not see a process that
+    // initialized it vanish without MPI_Finalize (mpirun would call that a
+    // failure and replace the job's code).  Sluice finalizes MPI only if it
+    // initialized it; otherwise the process still has MPI, and exit(code)
+    // with MPI initialized is the application's choice.
+    void exit_notify(int) override {}
+
+    void fini() override {
+        if (!mpi_finalized()) {
+            if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+            if (shared.we_initialized && !shared.in_mpi_finalize) MPI_Finalize();
+        }
+        comm_ = MPI_COMM_NULL;
+    }
+
+    void cleanup_register(const std::string &name) override {
+        std::lock_guard<std::mutex> lock(names_mutex_);
+        names_.push_back(name);
+    }
+
+private:
+    // After a failed start-up the names may still exist; nobody else will
+    // unlink them under mpirun.
+    void unlink_registered() {
+        std::lock_guard<std::mutex> lock(names_mutex_);
+        for (const auto &n : names_) ::shm_unlink(n.c_str());
+        names_.clear();
+    }
+
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    std::uint32_t rank_ = 0, size_ = 1;
+    std::mutex names_mutex_;
+    std::vector<std::string> names_;
+};
+
+// mpirun of Open MPI or MPICH (hydra), srun with PMI: the environment shows
+// an MPI launcher.  MPI already initialized counts too.
+bool mpi_probe() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) return true;
+    for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+        if (std::getenv(v)) return true;
+    return false;
+}
+
+std::unique_ptr<spawner::Bootstrap> mpi_create(std::string &error) {
+    auto b = std::make_unique<MpiBootstrap>();
+    if (!b->start(error)) return nullptr;
+    return b;
+}
+
+} // namespace
+
+void register_backend() {
+    static std::once_flag once;
+    std::call_once(once, [] { spawner::bootstrap_backend_register({"mpi", mpi_probe, mpi_create}); });
+}
+
+void parent_set(MPI_Comm comm) { shared.parent = comm; }
+
+// Linked in, the backend is there before main (and so before sluice_init).
+__attribute__((constructor)) void register_at_load() { register_backend(); }
+
+} // namespace sluice::mpi_interop

@@ -1,0 +1,17 @@
+// src/mpi-interop/mpi_interop.hpp - libsluice-mpi's internals: the mpi
+// bootstrap backend and what the MPIX_ calls tell it.
+#pragma once
+
+#include "spawners/bootstrap.hpp"
+
+#include <mpi.h>
+
+namespace sluice::mpi_interop {
+
+// Adds the "mpi" backend to the bootstrap table (once; also done when the
+// library is loaded).
+void register_backend();
+// The communicator the next sluice_init bootstraps over (a duplicate of it).
+void parent_set(MPI_Comm comm);
+
+} // namespace sluice::mpi_interop

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Hybrid MPI + Sluice jobs under the real mpirun (issue 3): every order of
+# initialization and finalization at 2 and 4 ranks, each under a hard time
+# limit, checking the job's exit code and that no shared-memory file is left.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+prog="$builddir/tests/mpi/sluice-hybrid-test"
+mpirun=${SLUICETEST_MPIRUN:?}
+# Root in containers and CI: Open MPI refuses it unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No network probing on a single host.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+modes="mpi-first sluice-first mpi-finalize-first thread-level subset mpix-before-mpi"
+sizes="2 4"
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
+
+shm_list() { ls /dev/shm 2>/dev/null | grep '^sluice\.' | sort; }
+failed=0
+before=$(shm_list)
+for mode in $modes; do
+    for n in $sizes; do
+        start=$(date +%s.%N)
+        timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$prog" "$mode" > "hybrid-$mode-$n.log" 2>&1
+        rc=$?
+        took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+        after=$(shm_list)
+        if [ $rc -ne 0 ]; then
+            echo "FAIL: $mode at $n ranks: exit code $rc (${took}s); log:"
+            sed 's/^/    /' "hybrid-$mode-$n.log" | tail -20
+            failed=$((failed + 1))
+        elif [ "$after" != "$before" ]; then
+            echo "FAIL: $mode at $n ranks left shared memory behind:"
+            printf '%s\n' "$after"
+            failed=$((failed + 1))
+        else
+            echo "PASS: $mode at $n ranks (${took}s)"
+        fi
+        rm -f "hybrid-$mode-$n.log"
+    done
+done
+[ $failed -eq 0 ]

@@ -1,0 +1,162 @@
+// tests/mpi/hybrid_test.cpp - one rank of a hybrid MPI + Sluice job, started
+// by mpirun (tests/mpi/hybrid.sh).  The mode names the order of
+// initialization and finalization; every mode moves data with Sluice AM and
+// Put and checks it, and uses MPI beside it.  Exit code 0 means the rank saw
+// everything it expected.
+#include <mpix_sluice.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int failures = 0;
+#define EXPECT(cond)                                                                      \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            std::fprintf(stderr, "hybrid_test: %s:%d: expected %s\n", __FILE__, __LINE__, \
+                         #cond);                                                          \
+            ++failures;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+std::atomic<int> pongs{0};
+void on_ping(sluice_token_t t, void *, size_t, const uint32_t *args, unsigned) {
+    uint32_t back = args[0] + 1;
+    (void)sluice_am_reply_short(t, 2, &back, 1);
+}
+void on_pong(sluice_token_t, void *, size_t, const uint32_t *args, unsigned) {
+    if (args[0] == sluice_rank() + 1) pongs.fetch_add(1);
+}
+
+// Every rank pings every other rank and writes its rank into their segments;
+// then each checks what the others wrote.
+void sluice_traffic() {
+    EXPECT(sluice_initialized());
+    if (!sluice_initialized()) return;
+    EXPECT(sluice_handler_register(1, on_ping, SLUICE_AM_SHORT, 1) == SLUICE_OK);
+    EXPECT(sluice_handler_register(2, on_pong, SLUICE_AM_SHORT, 1) == SLUICE_OK);
+    const sluice_rank_t me = sluice_rank(), n = sluice_size();
+    EXPECT(sluice_segment_attach(4096) == SLUICE_OK);
+    EXPECT(sluice_barrier() == SLUICE_OK);
+    for (sluice_rank_t r = 0; r < n; ++r) {
+        uint32_t arg = me;
+        EXPECT(sluice_am_request_short(r, 1, &arg, 1) == SLUICE_OK);
+        void *base = nullptr;
+        size_t size = 0;
+        EXPECT(sluice_segment_info(r, &base, &size) == SLUICE_OK);
+        uint32_t value = 1000 + me;
+        EXPECT(sluice_put(r, static_cast<char *>(base) + 4 * me, &value, 4) == SLUICE_OK);
+    }
+    while (pongs.load() < static_cast<int>(n)) EXPECT(sluice_poll() == SLUICE_OK);
+    EXPECT(sluice_barrier() == SLUICE_OK);
+    void *mine = nullptr;
+    size_t size = 0;
+    EXPECT(sluice_segment_info(me, &mine, &size) == SLUICE_OK);
+    for (sluice_rank_t r = 0; r < n; ++r) {
+        uint32_t v;
+        std::memcpy(&v, static_cast<char *>(mine) + 4 * r, 4);
+        EXPECT(v == 1000 + r);
+    }
+    EXPECT(sluice_barrier() == SLUICE_OK);
+}
+
+// MPI beside Sluice: the ranks agree on a sum.
+void mpi_traffic(MPI_Comm comm) {
+    int me = 0, n = 0, sum = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    MPI_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, comm);
+    EXPECT(sum == n * (n - 1) / 2);
+}
+
+int world_rank() {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    int finalized = 0, provided = 0;
+    if (mode == "mpi-first") {
+        // The application owns MPI; Sluice shares it and leaves it running.
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        EXPECT(static_cast<int>(sluice_rank()) == world_rank());
+        sluice_traffic();
+        mpi_traffic(MPI_COMM_WORLD);
+        EXPECT(sluice_finalize() == SLUICE_OK);
+        MPI_Finalized(&finalized);
+        EXPECT(!finalized);
+        mpi_traffic(MPI_COMM_WORLD);
+        MPI_Finalize();
+    } else if (mode == "sluice-first") {
+        // Sluice initializes MPI; the application uses it while Sluice runs,
+        // and Sluice finalizes it.
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        EXPECT(initialized);
+        mpi_traffic(MPI_COMM_WORLD);
+        sluice_traffic();
+        EXPECT(sluice_finalize() == SLUICE_OK);
+        MPI_Finalized(&finalized);
+        EXPECT(finalized);
+    } else if (mode == "mpi-finalize-first") {
+        // MPI_Finalize with Sluice still running: Sluice quiesces first.
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        sluice_traffic();
+        MPI_Finalize();
+        EXPECT(!sluice_initialized());
+    } else if (mode == "thread-level") {
+        // A progress thread needs more than MPI_THREAD_SINGLE: refused, clearly.
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+        setenv("SLUICE_PROGRESS_THREAD", "1", 1);
+        setenv("SLUICE_QUIET_ERRORS", "1", 1);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_ERR_BOOTSTRAP);
+        const std::string error = sluice_last_error();
+        EXPECT(error.find("MPI_THREAD_SINGLE") != std::string::npos);
+        EXPECT(error.find("SLUICE_PROGRESS_THREAD") != std::string::npos);
+        EXPECT(!sluice_initialized());
+        mpi_traffic(MPI_COMM_WORLD);
+        MPI_Finalize();
+    } else if (mode == "subset") {
+        // A Sluice job over half of MPI_COMM_WORLD (the even world ranks);
+        // the odd ones only do MPI.
+        MPI_Init(&argc, &argv);
+        const int wr = world_rank();
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, wr % 2, wr, &half);
+        if (wr % 2 == 0) {
+            EXPECT(MPIX_Sluice_init(half, &argc, &argv) == SLUICE_OK);
+            int hr = 0, hn = 0;
+            MPI_Comm_rank(half, &hr);
+            MPI_Comm_size(half, &hn);
+            EXPECT(static_cast<int>(sluice_rank()) == hr);
+            EXPECT(static_cast<int>(sluice_size()) == hn);
+            sluice_traffic();
+            EXPECT(sluice_finalize() == SLUICE_OK);
+        }
+        mpi_traffic(half);
+        mpi_traffic(MPI_COMM_WORLD);
+        MPI_Comm_free(&half);
+        MPI_Finalize();
+    } else if (mode == "mpix-before-mpi") {
+        // MPIX_Sluice_init needs MPI: a clear error, not a crash.
+        setenv("SLUICE_QUIET_ERRORS", "1", 1);
+        EXPECT(MPIX_Sluice_init(MPI_COMM_WORLD, &argc, &argv) == SLUICE_ERR_STATE);
+        EXPECT(std::string(sluice_last_error()).find("MPI_Init") != std::string::npos);
+    } else {
+        std::fprintf(stderr, "usage: %s mpi-first|sluice-first|mpi-finalize-first|thread-level|subset|mpix-before-mpi\n",
+                     argv[0]);
+        return 2;
+    }
+    return failures ? 1 : 0;
+}
