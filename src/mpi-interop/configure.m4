@@ -19,7 +19,10 @@ AS_IF([test "x$enable_mpi_interop" != xno && test -n "$MPICXX"], [
      for f in `$MPICXX -link_info | cut -d' ' -f2-`; do
        case $f in -L*|-l*|-Wl,*) MPI_LIBS="$MPI_LIBS $f" ;; esac
      done])
-  MPI_CPPFLAGS=`echo "$MPI_CPPFLAGS" | sed 's/-I/-isystem /g'`
+  # The C API only: no C++ bindings (their inline code would import the
+  # whole MPI into libsluice-mpi).
+  MPI_CPPFLAGS="`echo "$MPI_CPPFLAGS" | sed 's/-I/-isystem /g'` -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1"
+  MPI_LIBS=`echo "$MPI_LIBS" | sed -e 's/-lmpi_cxx//g' -e 's/-lmpichcxx//g'`
   AC_LANG_PUSH([C++])
   save_CPPFLAGS=$CPPFLAGS
   CPPFLAGS="$CPPFLAGS $MPI_CPPFLAGS"

@@ -6,17 +6,35 @@ set -u
 builddir=${SLUICETEST_BUILDDIR:?}
 prog="$builddir/tests/mpi/sluice-hybrid-test"
 mpirun=${SLUICETEST_MPIRUN:?}
+[ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
 # Root in containers and CI: Open MPI refuses it unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No network probing on a single host.
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
-modes="mpi-first sluice-first mpi-finalize-first thread-level subset mpix-before-mpi"
+modes="mpi-first sluice-first mpi-finalize-first thread-level subset data-path mpix-before-mpi"
 sizes="2 4"
 if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
 
-shm_list() { ls /dev/shm 2>/dev/null | grep '^sluice\.' | sort; }
+# The data-path count must see every MPI function libsluice-mpi calls, and
+# libsluice must call none.
 failed=0
+imported=$(nm -D --undefined-only "$builddir/.libs/libsluice-mpi.so" | grep -o 'MPI_[A-Za-z_]*' |
+           grep -v '_FN$' | sort -u)
+wrapped=$("$prog" wrapped | sort -u)
+missing=$(for f in $imported; do printf '%s\n' "$wrapped" | grep -qx "$f" || echo "$f"; done)
+if [ -n "$missing" ]; then
+    echo "FAIL: libsluice-mpi calls MPI functions tests/mpi/pmpi_count.cpp does not count:" $missing
+    failed=$((failed + 1))
+else
+    echo "PASS: the data-path count covers the $(printf '%s\n' "$imported" | wc -l) MPI functions libsluice-mpi imports"
+fi
+if nm -D --undefined-only "$builddir/.libs/libsluice.so" | grep -q 'MPI_'; then
+    echo "FAIL: libsluice itself imports MPI functions"
+    failed=$((failed + 1))
+fi
+
+shm_list() { ls /dev/shm 2>/dev/null | grep '^sluice\.' | sort; }
 before=$(shm_list)
 for mode in $modes; do
     for n in $sizes; do

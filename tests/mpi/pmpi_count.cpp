@@ -1,0 +1,56 @@
+// tests/mpi/pmpi_count.cpp - counts the MPI calls of the process through the
+// PMPI profiling interface, for the "no MPI on the data path" check
+// (hybrid_test.cpp, mode data-path).  Every MPI function libsluice-mpi
+// imports is wrapped here; tests/mpi/hybrid.sh compares this list with the
+// library's undefined symbols, so a new MPI call in the library cannot slip
+// past uncounted.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+
+namespace {
+std::atomic<long> calls{0};
+long count() { return calls.fetch_add(1) + 1; }
+} // namespace
+
+long pmpi_calls() { return calls.load(); }
+
+extern const char *const pmpi_wrapped[] = {
+    "MPI_Abort", "MPI_Allgather", "MPI_Allgatherv", "MPI_Barrier", "MPI_Comm_create_keyval",
+    "MPI_Comm_dup", "MPI_Comm_free", "MPI_Comm_rank", "MPI_Comm_set_attr", "MPI_Comm_size",
+    "MPI_Finalize", "MPI_Finalized", "MPI_Init_thread", "MPI_Initialized", "MPI_Query_thread",
+    nullptr,
+};
+
+extern "C" {
+int MPI_Abort(MPI_Comm comm, int code) { count(); return PMPI_Abort(comm, code); }
+int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm) {
+    count();
+    return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm);
+}
+int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcs[], const int displs[],
+                   MPI_Datatype rt, MPI_Comm comm) {
+    count();
+    return PMPI_Allgatherv(sb, sc, st, rb, rcs, displs, rt, comm);
+}
+int MPI_Barrier(MPI_Comm comm) { count(); return PMPI_Barrier(comm); }
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy, MPI_Comm_delete_attr_function *del, int *key,
+                           void *extra) {
+    count();
+    return PMPI_Comm_create_keyval(copy, del, key, extra);
+}
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out) { count(); return PMPI_Comm_dup(comm, out); }
+int MPI_Comm_free(MPI_Comm *comm) { count(); return PMPI_Comm_free(comm); }
+int MPI_Comm_rank(MPI_Comm comm, int *r) { count(); return PMPI_Comm_rank(comm, r); }
+int MPI_Comm_set_attr(MPI_Comm comm, int key, void *value) { count(); return PMPI_Comm_set_attr(comm, key, value); }
+int MPI_Comm_size(MPI_Comm comm, int *n) { count(); return PMPI_Comm_size(comm, n); }
+int MPI_Finalize(void) { count(); return PMPI_Finalize(); }
+int MPI_Finalized(int *flag) { count(); return PMPI_Finalized(flag); }
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    count();
+    return PMPI_Init_thread(argc, argv, required, provided);
+}
+int MPI_Initialized(int *flag) { count(); return PMPI_Initialized(flag); }
+int MPI_Query_thread(int *provided) { count(); return PMPI_Query_thread(provided); }
+}
