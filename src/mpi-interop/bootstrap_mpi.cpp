@@ -29,6 +29,7 @@ struct Shared {
     MPI_Comm parent = MPI_COMM_NULL;  // set by MPIX_Sluice_init; else MPI_COMM_WORLD
     bool we_initialized = false;      // Sluice called MPI_Init_thread
     bool in_mpi_finalize = false;     // running inside MPI_Finalize's callback
+    MPI_Comm job = MPI_COMM_NULL;     // the running job's private communicator
     int self_keyval = MPI_KEYVAL_INVALID;
 };
 Shared shared;
@@ -85,6 +86,9 @@ bool mpi_finalized() {
 
 class MpiBootstrap final : public spawner::Bootstrap {
 public:
+    ~MpiBootstrap() override {
+        if (shared.job == comm_) shared.job = MPI_COMM_NULL;
+    }
     const char *name() const override { return "mpi"; }
     std::uint32_t rank() const override { return rank_; }
     std::uint32_t size() const override { return size_; }
@@ -131,6 +135,7 @@ public:
         MPI_Comm_size(comm_, &n);
         rank_ = static_cast<std::uint32_t>(r);
         size_ = static_cast<std::uint32_t>(n);
+        shared.job = comm_;
         if (shared.self_keyval == MPI_KEYVAL_INVALID) {
             MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_self_delete, &shared.self_keyval, nullptr);
             MPI_Comm_set_attr(MPI_COMM_SELF, shared.self_keyval, nullptr);
@@ -171,6 +176,7 @@ public:
     void exit_notify(int) override {}
 
     void fini() override {
+        shared.job = MPI_COMM_NULL;
         if (!mpi_finalized()) {
             if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
             if (shared.we_initialized && !shared.in_mpi_finalize) MPI_Finalize();
@@ -223,6 +229,7 @@ void register_backend() {
 }
 
 void parent_set(MPI_Comm comm) { shared.parent = comm; }
+MPI_Comm job_comm() { return shared.job; }
 
 // Linked in, the backend is there before main (and so before sluice_init).
 __attribute__((constructor)) void register_at_load() { register_backend(); }

@@ -13,5 +13,8 @@ namespace sluice::mpi_interop {
 void register_backend();
 // The communicator the next sluice_init bootstraps over (a duplicate of it).
 void parent_set(MPI_Comm comm);
+// The running Sluice job's private communicator (Sluice rank = rank in it),
+// or MPI_COMM_NULL when Sluice does not run over the mpi bootstrap.
+MPI_Comm job_comm();
 
 } // namespace sluice::mpi_interop

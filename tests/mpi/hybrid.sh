@@ -9,16 +9,18 @@ mpirun=${SLUICETEST_MPIRUN:?}
 [ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
 # Root in containers and CI: Open MPI refuses it unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Debian's Open MPI 4.1 prefers its UCX one-sided component, which fails
+# without UCX hardware (MPI_Win_create on one process: MPI_ERR_WIN); see
+# docs/mpi-hybrid.md, "Known limits".
+export OMPI_MCA_osc=^ucx
 # Sanitizer builds: Open MPI keeps thousands of allocations past
 # MPI_Finalize, from plugins it has unloaded and libraries without frame
 # pointers, so LeakSanitizer cannot tell them from ours: leak checking is off
 # for these jobs (address and undefined-behaviour checks stay on).  Sluice's
 # own code is leak-checked by every other test, which runs it without MPI.
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-# No network probing on a single host.
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
-modes="mpi-first sluice-first mpi-finalize-first thread-level subset data-path mpix-before-mpi"
+modes="mpi-first sluice-first mpi-finalize-first thread-level subset data-path mpix mpix-before-mpi"
 sizes="2 4"
 if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
 

@@ -111,6 +111,73 @@ void mpi_traffic(MPI_Comm comm) {
     EXPECT(sum == n * (n - 1) / 2);
 }
 
+int world_rank();
+
+// What the MPIX_ calls promise, on a Sluice job made of the odd ranks of a
+// world of `wn` ranks.
+void mpix_checks(int wr, int wn) {
+    const sluice_rank_t me = sluice_rank(), n = sluice_size();
+    EXPECT(static_cast<int>(me) == wr / 2);
+    // Translation both ways, and the refusals.
+    sluice_rank_t r = 99;
+    EXPECT(MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, wr, &r) == SLUICE_OK && r == me);
+    for (int w = 0; w < wn; ++w) {
+        const sluice_status_t s = MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, w, &r);
+        EXPECT(w % 2 ? s == SLUICE_OK && static_cast<int>(r) == w / 2 : s == SLUICE_ERR_RANK);
+    }
+    EXPECT(MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, wn, &r) == SLUICE_ERR_RANK);
+    int cr = -1;
+    for (sluice_rank_t s = 0; s < n; ++s)
+        EXPECT(MPIX_Sluice_rank_to_comm(MPI_COMM_WORLD, s, &cr) == SLUICE_OK && cr == static_cast<int>(2 * s + 1));
+    EXPECT(MPIX_Sluice_rank_to_comm(MPI_COMM_SELF, n - 1 - me, &cr) == (n == 1 ? SLUICE_OK : SLUICE_ERR_RANK));
+    EXPECT(MPIX_Sluice_rank_to_comm(MPI_COMM_WORLD, n, &cr) == SLUICE_ERR_RANK);
+    // A communicator of the Sluice ranks in reverse order, without rank 0
+    // when there is more than one.
+    std::vector<sluice_rank_t> list;
+    for (sluice_rank_t s = n; s-- > (n > 1 ? 1u : 0u);) list.push_back(s);
+    MPI_Comm sub = MPI_COMM_NULL;
+    EXPECT(MPIX_Sluice_comm_create(list.data(), static_cast<int>(list.size()), &sub) == SLUICE_OK);
+    if (me == 0 && n > 1) {
+        EXPECT(sub == MPI_COMM_NULL);
+    } else {
+        EXPECT(sub != MPI_COMM_NULL);
+        int sr = -1;
+        MPI_Comm_rank(sub, &sr);
+        EXPECT(sr == static_cast<int>(n - 1 - me));
+        mpi_traffic(sub);
+        MPI_Comm_free(&sub);
+    }
+    const sluice_rank_t bad = n;
+    EXPECT(MPIX_Sluice_comm_create(&bad, 1, &sub) == SLUICE_ERR_RANK);
+    // The window: MPI_Put lands where sluice_get reads, and the reverse.
+    MPI_Win win;
+    EXPECT(MPIX_Sluice_win_create(&win) == SLUICE_ERR_STATE);  // no segment yet
+    EXPECT(sluice_segment_attach(4096) == SLUICE_OK);
+    EXPECT(MPIX_Sluice_win_create(&win) == SLUICE_OK);
+    const sluice_rank_t next = (me + 1) % n;
+    void *next_base = nullptr;
+    size_t size = 0;
+    EXPECT(sluice_segment_info(next, &next_base, &size) == SLUICE_OK);
+    uint32_t value = 7000 + me, back = 0;
+    MPI_Win_lock_all(0, win);
+    MPI_Put(&value, 4, MPI_BYTE, static_cast<int>(next), 128, 4, MPI_BYTE, win);
+    MPI_Win_flush_all(win);
+    MPI_Win_unlock_all(win);
+    EXPECT(sluice_barrier() == SLUICE_OK);
+    EXPECT(sluice_get(&back, next, static_cast<char *>(next_base) + 128, 4) == SLUICE_OK);
+    EXPECT(back == 7000 + me);
+    value = 9000 + me;
+    EXPECT(sluice_put(next, static_cast<char *>(next_base) + 256, &value, 4) == SLUICE_OK);
+    EXPECT(sluice_barrier() == SLUICE_OK);
+    back = 0;
+    MPI_Win_lock_all(0, win);
+    MPI_Get(&back, 4, MPI_BYTE, static_cast<int>(next), 256, 4, MPI_BYTE, win);
+    MPI_Win_flush_all(win);
+    MPI_Win_unlock_all(win);
+    EXPECT(back == 9000 + me);
+    MPI_Win_free(&win);
+}
+
 int world_rank() {
     int r = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -201,6 +268,27 @@ int main(int argc, char **argv) {
         EXPECT(sluice_finalize() == SLUICE_OK);
         EXPECT(pmpi_calls() > before);  // the counter does see the library's calls
         MPI_Finalize();
+    } else if (mode == "mpix") {
+        // Rank translation, communicators of Sluice ranks and an MPI window
+        // on the segments, on a Sluice job of the odd world ranks (the even
+        // ones only do MPI), so that world and Sluice ranks differ.
+        MPI_Init(&argc, &argv);
+        setenv("SLUICE_QUIET_ERRORS", "1", 1);
+        const int wr = world_rank();
+        int wn = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &wn);
+        MPI_Comm odd;
+        MPI_Comm_split(MPI_COMM_WORLD, wr % 2, wr, &odd);
+        if (wr % 2 == 1) {
+            sluice_rank_t r = 99;
+            EXPECT(MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, wr, &r) == SLUICE_ERR_STATE);
+            EXPECT(MPIX_Sluice_init(odd, &argc, &argv) == SLUICE_OK);
+            mpix_checks(wr, wn);
+            EXPECT(sluice_finalize() == SLUICE_OK);
+        }
+        mpi_traffic(odd);
+        MPI_Comm_free(&odd);
+        MPI_Finalize();
     } else if (mode == "wrapped") {
         // For hybrid.sh: the MPI functions pmpi_count.cpp counts.
         for (const char *const *w = pmpi_wrapped; *w; ++w) std::printf("%s\n", *w);
@@ -212,7 +300,7 @@ int main(int argc, char **argv) {
         EXPECT(std::string(sluice_last_error()).find("MPI_Init") != std::string::npos);
     } else {
         std::fprintf(stderr, "usage: %s mpi-first|sluice-first|mpi-finalize-first|thread-level|subset|data-path|"
-                             "mpix-before-mpi|wrapped\n",
+                             "mpix|mpix-before-mpi|wrapped\n",
                      argv[0]);
         return 2;
     }

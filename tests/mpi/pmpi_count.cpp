@@ -20,7 +20,8 @@ extern const char *const pmpi_wrapped[] = {
     "MPI_Abort", "MPI_Allgather", "MPI_Allgatherv", "MPI_Barrier", "MPI_Comm_create_keyval",
     "MPI_Comm_dup", "MPI_Comm_free", "MPI_Comm_rank", "MPI_Comm_set_attr", "MPI_Comm_size",
     "MPI_Finalize", "MPI_Finalized", "MPI_Init_thread", "MPI_Initialized", "MPI_Query_thread",
-    nullptr,
+    "MPI_Comm_group", "MPI_Group_translate_ranks", "MPI_Group_free", "MPI_Group_incl", "MPI_Comm_create",
+    "MPI_Win_create", nullptr,
 };
 
 extern "C" {
@@ -53,4 +54,19 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 int MPI_Initialized(int *flag) { count(); return PMPI_Initialized(flag); }
 int MPI_Query_thread(int *provided) { count(); return PMPI_Query_thread(provided); }
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) { count(); return PMPI_Comm_group(comm, group); }
+int MPI_Group_translate_ranks(MPI_Group a, int n, const int ranks_a[], MPI_Group b, int ranks_b[]) {
+    count();
+    return PMPI_Group_translate_ranks(a, n, ranks_a, b, ranks_b);
+}
+int MPI_Group_free(MPI_Group *group) { count(); return PMPI_Group_free(group); }
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *out) {
+    count();
+    return PMPI_Group_incl(group, n, ranks, out);
+}
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *out) { count(); return PMPI_Comm_create(comm, group, out); }
+int MPI_Win_create(void *base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
+    count();
+    return PMPI_Win_create(base, size, unit, info, comm, win);
+}
 }
