@@ -42,22 +42,26 @@ if nm -D --undefined-only "$builddir/.libs/libsluice.so" | grep -q 'MPI_'; then
     failed=$((failed + 1))
 fi
 
-shm_list() { ls /dev/shm 2>/dev/null | grep '^sluice\.' | sort; }
-before=$(shm_list)
+# Each job gets its own id, so its shared-memory names can be told from those
+# of other tests running at the same time (make -j check).
+shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
 for mode in $modes; do
     for n in $sizes; do
         start=$(date +%s.%N)
-        timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$prog" "$mode" > "hybrid-$mode-$n.log" 2>&1
+        job="hyb$$$(echo "$mode" | tr -d -)$n"
+        SLUICE_JOB_ID=$job timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$prog" "$mode" \
+            > "hybrid-$mode-$n.log" 2>&1
         rc=$?
         took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-        after=$(shm_list)
+        left=$(shm_of "$job")
         if [ $rc -ne 0 ]; then
             echo "FAIL: $mode at $n ranks: exit code $rc (${took}s); log:"
             sed 's/^/    /' "hybrid-$mode-$n.log" | tail -20
             failed=$((failed + 1))
-        elif [ "$after" != "$before" ]; then
+        elif [ -n "$left" ]; then
             echo "FAIL: $mode at $n ranks left shared memory behind:"
-            printf '%s\n' "$after"
+            printf '%s\n' "$left"
+            for f in $left; do rm -f "/dev/shm/$f"; done
             failed=$((failed + 1))
         else
             echo "PASS: $mode at $n ranks (${took}s)"
