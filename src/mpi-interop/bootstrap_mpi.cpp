@@ -29,6 +29,7 @@ struct Shared {
     MPI_Comm parent = MPI_COMM_NULL;  // set by MPIX_Sluice_init; else MPI_COMM_WORLD
     bool we_initialized = false;      // Sluice called MPI_Init_thread
     bool in_mpi_finalize = false;     // running inside MPI_Finalize's callback
+    bool exiting = false;             // the exit protocol finalizes MPI
     MPI_Comm job = MPI_COMM_NULL;     // the running job's private communicator
     int self_keyval = MPI_KEYVAL_INVALID;
 };
@@ -74,7 +75,7 @@ bool required_level(int &level, std::string &error) {
 // traffic is drained and its shared memory released before MPI goes away.
 int on_self_delete(MPI_Comm, int, void *, void *) {
     shared.in_mpi_finalize = true;
-    if (sluice_initialized()) (void)sluice_finalize();
+    if (!shared.exiting && sluice_initialized()) (void)sluice_finalize();
     return MPI_SUCCESS;
 }
 
@@ -168,12 +169,18 @@ public:
         ::_exit(code);
     }
 
-    // A rank leaving by the exit protocol: MPI must not see a process that
-    // initialized it vanish without MPI_Finalize (mpirun would call that a
-    // failure and replace the job's code).  Sluice finalizes MPI only if it
-    // initialized it; otherwise the process still has MPI, and exit(code)
-    // with MPI initialized is the application's choice.
-    void exit_notify(int) override {}
+    // A rank leaving by the exit protocol (sluice_exit, return from main,
+    // a signal).  A non-zero job code reaches mpirun as this process's exit
+    // status, which mpirun reports as the job's.  Code 0 needs MPI_Finalize
+    // first, or mpirun calls the exit improper and fails the job: every rank
+    // is here (a graceful exit is collective), so finalize MPI if nobody
+    // has, from the main thread as MPI requires.
+    void exit_notify(int code) override {
+        if (code != 0 || mpi_finalized() || ::gettid() != ::getpid()) return;
+        shared.exiting = true;
+        if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+        MPI_Finalize();
+    }
 
     void fini() override {
         shared.job = MPI_COMM_NULL;

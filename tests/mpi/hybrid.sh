@@ -20,7 +20,9 @@ export OMPI_MCA_osc=^ucx
 # own code is leak-checked by every other test, which runs it without MPI.
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 
-modes="mpi-first sluice-first mpi-finalize-first thread-level subset data-path mpix mpix-before-mpi"
+# mode:expected job code
+modes="mpi-first:0 sluice-first:0 mpi-finalize-first:0 thread-level:0 subset:0 data-path:0 mpix:0
+       mpix-before-mpi:0 exit-one:3 mpi-abort-one:4 return-from-main:0"
 sizes="2 4"
 if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
 
@@ -45,7 +47,9 @@ fi
 # Each job gets its own id, so its shared-memory names can be told from those
 # of other tests running at the same time (make -j check).
 shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
-for mode in $modes; do
+for entry in $modes; do
+    mode=${entry%%:*}
+    want=${entry#*:}
     for n in $sizes; do
         start=$(date +%s.%N)
         job="hyb$$$(echo "$mode" | tr -d -)$n"
@@ -54,8 +58,8 @@ for mode in $modes; do
         rc=$?
         took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
         left=$(shm_of "$job")
-        if [ $rc -ne 0 ]; then
-            echo "FAIL: $mode at $n ranks: exit code $rc (${took}s); log:"
+        if [ $rc -ne "$want" ]; then
+            echo "FAIL: $mode at $n ranks: exit code $rc, expected $want (${took}s); log:"
             sed 's/^/    /' "hybrid-$mode-$n.log" | tail -20
             failed=$((failed + 1))
         elif [ -n "$left" ]; then

@@ -289,6 +289,28 @@ int main(int argc, char **argv) {
         mpi_traffic(odd);
         MPI_Comm_free(&odd);
         MPI_Finalize();
+    } else if (mode == "exit-one") {
+        // sluice_exit(3) on the last rank while the others wait in a Sluice
+        // barrier: the job ends with code 3 (checked by hybrid.sh).
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        if (sluice_rank() == sluice_size() - 1) sluice_exit(3);
+        (void)sluice_barrier();
+        return 1;  // not reached: the exit ends every rank
+    } else if (mode == "mpi-abort-one") {
+        // MPI_Abort(4) on the last rank while the others wait in a Sluice
+        // barrier: the job ends with code 4.
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        if (sluice_rank() == sluice_size() - 1) MPI_Abort(MPI_COMM_WORLD, 4);
+        (void)sluice_barrier();
+        return 1;
+    } else if (mode == "return-from-main") {
+        // Return from main with MPI and Sluice both initialized.
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        sluice_traffic();
+        return failures ? 1 : 0;
     } else if (mode == "wrapped") {
         // For hybrid.sh: the MPI functions pmpi_count.cpp counts.
         for (const char *const *w = pmpi_wrapped; *w; ++w) std::printf("%s\n", *w);
