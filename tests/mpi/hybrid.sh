@@ -73,4 +73,16 @@ for entry in $modes; do
         rm -f "hybrid-$mode-$n.log"
     done
 done
+# The hybrid example: its two halo exchanges must give identical grids.
+heat="$builddir/contrib/examples/heat"
+if [ -x "$heat" ]; then
+    if out=$(timeout -k 5 120 "$mpirun" --oversubscribe -n 4 "$heat" --iterations 300 2>&1) &&
+       echo "$out" | grep -q "grids identical"; then
+        echo "PASS: contrib/examples/heat at 4 ranks: $(echo "$out" | grep -o 'ratio [0-9.]*')"
+    else
+        echo "FAIL: contrib/examples/heat at 4 ranks:"
+        echo "$out" | sed 's/^/    /' | tail -20
+        failed=$((failed + 1))
+    fi
+fi
 [ $failed -eq 0 ]
