@@ -73,6 +73,20 @@ for entry in $modes; do
         rm -f "hybrid-$mode-$n.log"
     done
 done
+# The PMPI interposer: a program that never starts Sluice itself.
+interpose="$builddir/tests/mpi/sluice-interpose-test"
+for n in $sizes; do
+    job="hyb$$interpose$n"
+    if out=$(SLUICE_JOB_ID=$job timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$interpose" 2>&1) &&
+       [ -z "$(shm_of "$job")" ]; then
+        echo "PASS: interposer at $n ranks"
+    else
+        echo "FAIL: interposer at $n ranks (or shared memory left):"
+        echo "$out" | sed 's/^/    /' | tail -20
+        failed=$((failed + 1))
+    fi
+done
+
 # The hybrid example: its two halo exchanges must give identical grids.
 heat="$builddir/contrib/examples/heat"
 if [ -x "$heat" ]; then
