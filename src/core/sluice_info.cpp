@@ -116,7 +116,16 @@ void print_spawners() {
                         wanted.empty() ? "in this environment" : "by SLUICE_SPAWNER");
     }
     if (backends.empty()) std::printf("  (none)\n");
-    if (!wanted.empty() && !chosen)
+    bool mpi_elsewhere = false;
+#ifdef SLUICE_MPI_INTEROP
+    // Registered by libsluice-mpi in the programs that link it, not here.
+    mpi_elsewhere = std::none_of(backends.begin(), backends.end(),
+                                 [](const auto &b) { return std::strcmp(b.name, "mpi") == 0; });
+    if (mpi_elsewhere)
+        std::printf("  mpi        in programs linked with libsluice-mpi (mpirun, or MPIX_Sluice_init; "
+                    "docs/mpi-hybrid.md)\n");
+#endif
+    if (!wanted.empty() && !chosen && !(mpi_elsewhere && wanted == "mpi"))
         std::printf("  warning: SLUICE_SPAWNER=%s names no compiled-in spawner\n", wanted.c_str());
 }
 

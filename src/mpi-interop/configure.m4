@@ -34,4 +34,6 @@ AS_IF([test "x$enable_mpi_interop" = xyes && test "x$have_mpi_interop" != xyes],
   [AC_MSG_ERROR([--enable-mpi-interop: no usable MPI (install libopenmpi-dev or libmpich-dev, or pass --with-mpi=DIR)])])
 AC_SUBST([MPI_CPPFLAGS])
 AC_SUBST([MPI_LIBS])
+AS_IF([test "x$have_mpi_interop" = xyes],
+  [AC_DEFINE([SLUICE_MPI_INTEROP], [1], [libsluice-mpi (the mpi bootstrap) is built])])
 AM_CONDITIONAL([SLUICE_MPI_INTEROP], [test "x$have_mpi_interop" = xyes])
