@@ -109,12 +109,13 @@ public:
                 error = "MPI_Init_thread failed; fix: start the program with mpirun (or the launcher of its MPI)";
                 return false;
             }
-            shared.we_initialized = true;
             if (provided < level) {
                 error = std::string("Sluice asked MPI for ") + level_name(level) + " and got " + level_name(provided) +
                         "; fix: use an MPI built with thread support, or lower SLUICE_MPI_THREAD, or unset SLUICE_PROGRESS_THREAD";
+                MPI_Finalize();  // ours, and unusable: leave no MPI behind the failed start
                 return false;
             }
+            shared.we_initialized = true;
         } else {
             int provided = MPI_THREAD_SINGLE;
             MPI_Query_thread(&provided);
