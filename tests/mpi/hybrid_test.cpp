@@ -178,6 +178,24 @@ void mpix_checks(int wr, int wn) {
     MPI_Win_free(&win);
 }
 
+// Splits MPI_COMM_WORLD by the parity of the world rank.  The ranks of
+// parity `sluice_half` run `body(half, world rank, world size)`, which starts
+// Sluice over `half`, and then finalize Sluice; then every rank uses MPI on
+// its half.
+template <class Body> void on_half_of_world(int sluice_half, Body body) {
+    int wr = 0, wn = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    MPI_Comm_size(MPI_COMM_WORLD, &wn);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, wr % 2, wr, &half);
+    if (wr % 2 == sluice_half) {
+        body(half, wr, wn);
+        EXPECT(sluice_finalize() == SLUICE_OK);
+    }
+    mpi_traffic(half);
+    MPI_Comm_free(&half);
+}
+
 int world_rank() {
     int r = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -236,10 +254,7 @@ int main(int argc, char **argv) {
         // A Sluice job over half of MPI_COMM_WORLD (the even world ranks);
         // the odd ones only do MPI.
         MPI_Init(&argc, &argv);
-        const int wr = world_rank();
-        MPI_Comm half;
-        MPI_Comm_split(MPI_COMM_WORLD, wr % 2, wr, &half);
-        if (wr % 2 == 0) {
+        on_half_of_world(0, [&](MPI_Comm half, int, int) {
             EXPECT(MPIX_Sluice_init(half, &argc, &argv) == SLUICE_OK);
             int hr = 0, hn = 0;
             MPI_Comm_rank(half, &hr);
@@ -247,11 +262,8 @@ int main(int argc, char **argv) {
             EXPECT(static_cast<int>(sluice_rank()) == hr);
             EXPECT(static_cast<int>(sluice_size()) == hn);
             sluice_traffic();
-            EXPECT(sluice_finalize() == SLUICE_OK);
-        }
-        mpi_traffic(half);
+        });
         mpi_traffic(MPI_COMM_WORLD);
-        MPI_Comm_free(&half);
         MPI_Finalize();
     } else if (mode == "data-path") {
         // No MPI call between start-up and finalize while Sluice moves data:
@@ -274,20 +286,12 @@ int main(int argc, char **argv) {
         // ones only do MPI), so that world and Sluice ranks differ.
         MPI_Init(&argc, &argv);
         setenv("SLUICE_QUIET_ERRORS", "1", 1);
-        const int wr = world_rank();
-        int wn = 0;
-        MPI_Comm_size(MPI_COMM_WORLD, &wn);
-        MPI_Comm odd;
-        MPI_Comm_split(MPI_COMM_WORLD, wr % 2, wr, &odd);
-        if (wr % 2 == 1) {
+        on_half_of_world(1, [&](MPI_Comm odd, int wr, int wn) {
             sluice_rank_t r = 99;
             EXPECT(MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, wr, &r) == SLUICE_ERR_STATE);
             EXPECT(MPIX_Sluice_init(odd, &argc, &argv) == SLUICE_OK);
             mpix_checks(wr, wn);
-            EXPECT(sluice_finalize() == SLUICE_OK);
-        }
-        mpi_traffic(odd);
-        MPI_Comm_free(&odd);
+        });
         MPI_Finalize();
     } else if (mode == "exit-one") {
         // sluice_exit(3) on the last rank while the others wait in a Sluice
