@@ -29,14 +29,14 @@ struct Ring {
     smp::RingConsumer consumer;
 };
 
-// Fills a record's body with words that would pass for control words of
-// either lap, so a consumer that trusted stale bytes would take them.
+// Fills a record's body (after the first word, which commit writes) with
+// words that would pass for control words of either lap, so a consumer that
+// trusted stale bytes would take them.
 void poison(char *record, std::size_t size, std::uint32_t seq) {
-    for (std::size_t off = 4; off + 4 <= size; off += 4) {
+    for (std::size_t off = 8; off + 4 <= size; off += 4) {
         std::uint32_t w = ((off / 4 + seq) & 1 ? smp::tag_odd : smp::tag_even) | 64u;
         std::memcpy(record + off, &w, 4);
     }
-    std::memcpy(record + 4, &seq, 4);
 }
 
 } // namespace
@@ -62,8 +62,8 @@ TEST(Ring, VariableRecordsOverManyLaps) {
             std::size_t size = pick(rng);
             const smp::RingSlot slot = r.producer.reserve(size);
             if (!slot.at) break;
-            poison(slot.at, size, sent++);
-            r.producer.commit(slot);
+            poison(slot.at, size, sent);
+            r.producer.commit(slot, sent++);  // the info word carries the sequence number
             in_flight.push_back(size);
             bytes_moved += size;
         }
@@ -72,12 +72,10 @@ TEST(Ring, VariableRecordsOverManyLaps) {
         std::size_t take = rng() % 3 == 0 ? in_flight.size() : 1 + rng() % in_flight.size();
         for (std::size_t i = 0; i < take; ++i) {
             ASSERT_TRUE(r.consumer.ready());
-            std::uint32_t size = 0;
-            char *rec = r.consumer.peek(size);
+            std::uint32_t size = 0, seq = 0;
+            char *rec = r.consumer.peek(size, seq);
             ASSERT_NE(rec, nullptr);
             ASSERT_EQ(size, in_flight.front());
-            std::uint32_t seq;
-            std::memcpy(&seq, rec + 4, 4);
             ASSERT_EQ(seq, received);
             ++received;
             in_flight.erase(in_flight.begin());
@@ -118,7 +116,7 @@ TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
                 slot = r.producer.reserve(16);
             }
             ASSERT_NE(slot.at, nullptr);
-            r.producer.commit(slot);
+            r.producer.commit(slot, 0);
             std::uint32_t size = 0;
             char *got = r.consumer.peek(size);
             ASSERT_EQ(got, slot.at);

@@ -7,19 +7,20 @@
 // producer reads the consumer's head only when its cached copy says the ring
 // is full.
 //
-// Records start on 64-byte lines.  The first word of a record is its control
-// word: the record's size in bytes, `skip_bit` for the filler that pads the
-// end of the ring when a record would not fit contiguously, and a lap tag:
-// `tag_even` or `tag_odd` by the parity of the lap the record was written
-// in.  A line's first word is only ever 0 or a control word of the current
-// or the previous lap at that place: the consumer zeroes the first word of
-// every line a record or filler spanned except its first line, and every lap
-// covers every line.  So one compare of the tag bits with the tag it expects
-// tells the consumer whether a record is there (0 and last lap's words both
-// differ), and a
-// one-line record (every Short AM) costs the consumer no store into the line
-// it read, which would otherwise stall its next send behind an ownership
-// transfer of that line.
+// Records start on 64-byte lines.  A record's first 8 bytes are written
+// last, in one store: the low half is its control word, the high half 4
+// bytes of the conduit's own (its message header).  The control word is the
+// record's size in bytes, `skip_bit` for the filler that pads the end of the
+// ring when a record would not fit contiguously, and a lap tag: `tag_even`
+// or `tag_odd` by the parity of the lap the record was written in.  A line's
+// first word is only ever 0 or a control word of the current or the previous
+// lap at that place: the consumer zeroes the first word of every line a
+// record or filler spanned except its first line, and every lap covers every
+// line.  So one compare of the tag bits with the tag it expects tells the
+// consumer whether a record is there (0 and last lap's words both differ),
+// and a one-line record (every Short AM) costs the consumer no store into
+// the line it read, which would otherwise stall its next send behind an
+// ownership transfer of that line.
 #pragma once
 
 #include <atomic>
@@ -60,8 +61,11 @@ inline constexpr std::size_t ring_footprint(std::size_t bytes) {
     return sizeof(RingShared) + bytes;
 }
 
-inline std::atomic<std::uint32_t> &control_word(char *at) {
-    return *reinterpret_cast<std::atomic<std::uint32_t> *>(at);
+// The first 8 bytes of a record: the control word in the low half, and in
+// the high half 4 bytes the conduit gives commit() (its message header), so
+// a record with nothing else to say is published by one store.
+inline std::atomic<std::uint64_t> &record_word(char *at) {
+    return *reinterpret_cast<std::atomic<std::uint64_t> *>(at);
 }
 
 // A reserved record: where it goes, the control word that will publish it
@@ -98,9 +102,10 @@ public:
         return reserve_slow(size);
     }
 
-    // Publishes a reserved record: its control word goes last.
-    void commit(const RingSlot &slot) {
-        control_word(slot.at).store(slot.control, std::memory_order_release);
+    // Publishes a reserved record: its first word (the control word and
+    // `info`) goes last.
+    void commit(const RingSlot &slot, std::uint32_t info) {
+        record_word(slot.at).store(std::uint64_t{info} << 32 | slot.control, std::memory_order_release);
         tail_ += slot.span;
     }
 
@@ -113,7 +118,7 @@ private:
         const std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
         if (!has_room(filler + need)) return {};
         if (filler) {
-            control_word(data_ + offset).store(skip_bit | lap_tag(tail_, bytes_) | static_cast<std::uint32_t>(filler),
+            record_word(data_ + offset).store(skip_bit | lap_tag(tail_, bytes_) | static_cast<std::uint32_t>(filler),
                                                std::memory_order_release);
             tail_ += filler;
             offset = 0;
@@ -148,15 +153,22 @@ public:
     // The next record, or null.  Fillers are consumed on the way.  Only the
     // thread holding the conduit's per-ring flag calls peek and release.
     char *peek(std::uint32_t &size) {
+        std::uint32_t info;
+        return peek(size, info);
+    }
+    // The same, with the `info` the producer committed the record with.
+    char *peek(std::uint32_t &size, std::uint32_t &info) {
         for (;;) {
             char *at = next_.load(std::memory_order_relaxed);
-            std::uint32_t c = control_word(at).load(std::memory_order_acquire);
+            const std::uint64_t w = record_word(at).load(std::memory_order_acquire);
+            const auto c = static_cast<std::uint32_t>(w);
             if ((c & tag_mask) != expect_.load(std::memory_order_relaxed)) return nullptr;
             if (c & skip_bit) {
                 release(at, c & size_mask);
                 continue;
             }
             size = c & size_mask;
+            info = static_cast<std::uint32_t>(w >> 32);
             return at;
         }
     }
@@ -168,7 +180,7 @@ public:
     void release(char *at, std::uint32_t size) {
         std::size_t span = line_align(size);
         for (std::size_t off = line_size; off < span; off += line_size)
-            control_word(at + off).store(0, std::memory_order_relaxed);
+            record_word(at + off).store(0, std::memory_order_relaxed);
         advance(head_ + span);
         if (head_ - published_ >= bytes_ / 4) publish();
     }
@@ -185,7 +197,7 @@ public:
     // producer may be writing a race, so it is not instrumented.
     __attribute__((no_sanitize("thread"))) bool ready() const {
         const char *at = next_.load(std::memory_order_relaxed);
-        return (control_word(const_cast<char *>(at)).load(std::memory_order_acquire) & tag_mask) ==
+        return (static_cast<std::uint32_t>(record_word(const_cast<char *>(at)).load(std::memory_order_acquire)) & tag_mask) ==
                expect_.load(std::memory_order_relaxed);
     }
 

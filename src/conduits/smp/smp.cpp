@@ -283,7 +283,9 @@ protected:
         const RingSlot slot = record_begin(peer, h.flags, size, o);
         if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
         char *r = slot.at;
-        record_head(r, h.handler, h.category, h.flags, h.payload_length, m.args, h.nargs);
+        const auto length = static_cast<std::uint32_t>(h.payload_length);
+        std::memcpy(r + 8, &length, 4);
+        record_args(r, m.args, h.nargs);
         if (h.category == AmCategory::long_) {
             std::memcpy(r + long_address_at(h.nargs), &h.dest_addr, 8);
             // The payload lands in the target's segment before the header
@@ -293,7 +295,7 @@ protected:
         } else if (h.category == AmCategory::medium && h.payload_length) {
             std::memcpy(r + args_end, m.payload, h.payload_length);
         }
-        record_end(*o, h.flags, slot);
+        record_end(*o, h.flags, slot, record_info(h.handler, h.category, h.nargs, h.flags));
         return Status::ok;
     }
 
@@ -302,8 +304,8 @@ protected:
         Outgoing *o;
         const RingSlot slot = record_begin(peer, flags, record_header + 4u * nargs, o);
         if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
-        record_head(slot.at, handler, AmCategory::short_, flags, 0, args, nargs);
-        record_end(*o, flags, slot);
+        record_args(slot.at, args, nargs);
+        record_end(*o, flags, slot, record_info(handler, AmCategory::short_, nargs, flags));
         return Status::ok;
     }
 
@@ -417,20 +419,22 @@ private:
         if (__builtin_expect(!slot.at, 0) && kind == 0) o->lock.unlock();
         return slot;
     }
-    // Bytes 4..11 of a record: handler, category, argument count, flags,
-    // payload length; then the arguments.
-    static void record_head(char *r, std::uint8_t handler, AmCategory category, std::uint8_t flags,
-                            std::uint64_t length, const std::uint32_t *args, unsigned nargs) {
-        const std::uint64_t word = std::uint64_t{handler} | std::uint64_t{static_cast<std::uint8_t>(category)} << 8 |
-                                   std::uint64_t{nargs} << 16 | std::uint64_t{flags} << 24 |
-                                   std::uint64_t{static_cast<std::uint32_t>(length)} << 32;
-        std::memcpy(r + 4, &word, 8);
+    // A record: its first word (ring.hpp) carries the control word and the
+    // info word: handler, category, argument count and flags.  Bytes 8..11
+    // hold the payload length of a Medium or Long, and the arguments start
+    // at byte 16.  A Short without arguments is one 8-byte store.
+    static std::uint32_t record_info(std::uint8_t handler, AmCategory category, unsigned nargs,
+                                     std::uint8_t flags) {
+        return std::uint32_t{handler} | std::uint32_t{static_cast<std::uint8_t>(category)} << 8 | nargs << 16 |
+               std::uint32_t{flags} << 24;
+    }
+    static void record_args(char *r, const std::uint32_t *args, unsigned nargs) {
         auto *out = reinterpret_cast<std::uint32_t *>(r + record_header);
         for (unsigned i = 0; i < nargs; ++i) out[i] = args[i];
     }
-    void record_end(Outgoing &o, std::uint8_t flags, const RingSlot &slot) {
+    void record_end(Outgoing &o, std::uint8_t flags, const RingSlot &slot, std::uint32_t info) {
         const unsigned kind = flags & am_flag_reply;
-        o.ring[kind].commit(slot);
+        o.ring[kind].commit(slot, info);
         if (kind == 0) o.lock.unlock();
     }
 
@@ -469,21 +473,23 @@ private:
         RingConsumer &ring = in.ring;
         if (!flag_try_take(in.busy)) return 0;
         int n = 0;
-        std::uint32_t size;
+        std::uint32_t size, info;
         while (n < 64) {
-            char *r = ring.peek(size);
+            char *r = ring.peek(size, info);
             if (!r) break;
             assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
-            std::uint64_t word;
-            std::memcpy(&word, r + 4, 8);
             AmHeader h;
-            h.handler = static_cast<std::uint8_t>(word);
-            h.category = static_cast<AmCategory>(word >> 8 & 0xff);
-            h.nargs = static_cast<std::uint8_t>(word >> 16);
-            h.flags = static_cast<std::uint8_t>(word >> 24);
-            h.payload_length = word >> 32;
+            h.handler = static_cast<std::uint8_t>(info);
+            h.category = static_cast<AmCategory>(info >> 8 & 0xff);
+            h.nargs = static_cast<std::uint8_t>(info >> 16);
+            h.flags = static_cast<std::uint8_t>(info >> 24);
             h.source = source;
             void *payload = nullptr;
+            if (h.category != AmCategory::short_) {
+                std::uint32_t length;
+                std::memcpy(&length, r + 8, 4);
+                h.payload_length = length;
+            }
             if (h.category == AmCategory::long_) {
                 std::memcpy(&h.dest_addr, r + long_address_at(h.nargs), 8);
                 payload = reinterpret_cast<void *>(h.dest_addr);
