@@ -41,14 +41,11 @@ std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
         return nullptr;
     }
     // Started by an MPI launcher, but no mpi backend is linked in.
-    for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-        const char *n = std::getenv(v);
-        if (n && std::atoi(n) > 1) {
-            error = std::string("an MPI launcher started this process as one of ") + n +
-                    " ranks, but Sluice has no mpi bootstrap; fix: link libsluice-mpi "
-                    "(-Wl,--no-as-needed -lsluice-mpi, or call MPIX_Sluice_init), or start the job with sluicerun";
-            return nullptr;
-        }
+    if (const LauncherMark mark = mpi_launcher_mark(); mark.size > 1) {
+        error = std::string("an MPI launcher started this process as one of ") + std::to_string(mark.size) +
+                " ranks (" + mark.variable + "), but Sluice has no mpi bootstrap; fix: link libsluice-mpi "
+                "(-Wl,--no-as-needed -lsluice-mpi, or call MPIX_Sluice_init), or start the job with sluicerun";
+        return nullptr;
     }
     return std::make_unique<SingletonBootstrap>();
 }
@@ -64,6 +61,19 @@ std::vector<BootstrapBackend> &registry() {
 }
 
 } // namespace
+
+LauncherMark mpi_launcher_mark() {
+    // Open MPI's mpirun; MPICH's hydra (and srun with PMI-1/2); hydra's
+    // count of ranks on this host; srun or prterun with PMIx (no size).
+    static constexpr struct {
+        const char *name;
+        bool is_size;
+    } variables[] = {{"OMPI_COMM_WORLD_SIZE", true}, {"PMI_SIZE", true}, {"MPI_LOCALNRANKS", true}, {"PMIX_RANK", false}};
+    for (const auto &v : variables)
+        if (const char *value = std::getenv(v.name))
+            return {v.name, v.is_size ? static_cast<std::uint32_t>(std::strtoul(value, nullptr, 10)) : 0};
+    return {};
+}
 
 bool Bootstrap::barrier() {
     std::vector<std::string> ignored;

@@ -55,6 +55,15 @@ struct BootstrapBackend {
     std::unique_ptr<Bootstrap> (*create)(std::string &error);  // error: "what; fix: how"
 };
 void bootstrap_backend_register(const BootstrapBackend &backend);
+
+// The mark an MPI or PMI launcher (mpirun of Open MPI or MPICH, srun with
+// PMI) leaves in the environment of the processes it starts: the variable
+// found and the job size it announces (0 when that variable holds no size).
+struct LauncherMark {
+    const char *variable = nullptr;  // null: no such launcher
+    std::uint32_t size = 0;
+};
+LauncherMark mpi_launcher_mark();
 const std::vector<BootstrapBackend> &bootstrap_backends();
 
 } // namespace sluice::spawner

@@ -218,9 +218,7 @@ bool mpi_probe() {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) return true;
-    for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-        if (std::getenv(v)) return true;
-    return false;
+    return spawner::mpi_launcher_mark().variable != nullptr;
 }
 
 std::unique_ptr<spawner::Bootstrap> mpi_create(std::string &error) {

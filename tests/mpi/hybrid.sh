@@ -2,11 +2,12 @@
 # Hybrid MPI + Sluice jobs under the real mpirun (issue 3): every order of
 # initialization and finalization at 2 and 4 ranks, each under a hard time
 # limit, checking the job's exit code and that no shared-memory file is left.
+# Under the default MPI (SLUICETEST_MPIRUN, programs without suffix) and each
+# other MPI configure built for (SLUICETEST_MPI_EXTRA: flavor=mpirun pairs,
+# programs and libraries with -flavor).
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
-prog="$builddir/tests/mpi/sluice-hybrid-test"
 mpirun=${SLUICETEST_MPIRUN:?}
-[ -x "$prog" ] || { echo "FAIL: $prog is not built"; exit 1; }
 # Root in containers and CI: Open MPI refuses it unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Debian's Open MPI 4.1 prefers its UCX one-sided component, which fails
@@ -26,71 +27,89 @@ modes="mpi-first:0 sluice-first:0 mpi-finalize-first:0 thread-level:0 subset:0 d
 sizes="2 4"
 if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
 
-# The data-path count must see every MPI function libsluice-mpi calls, and
-# libsluice must call none.
 failed=0
-imported=$(nm -D --undefined-only "$builddir/.libs/libsluice-mpi.so" | grep -o 'MPI_[A-Za-z_]*' |
-           grep -v '_FN$' | sort -u)
-wrapped=$("$prog" wrapped | sort -u)
-missing=$(for f in $imported; do printf '%s\n' "$wrapped" | grep -qx "$f" || echo "$f"; done)
-if [ -n "$missing" ]; then
-    echo "FAIL: libsluice-mpi calls MPI functions tests/mpi/pmpi_count.cpp does not count:" $missing
-    failed=$((failed + 1))
-else
-    echo "PASS: the data-path count covers the $(printf '%s\n' "$imported" | wc -l) MPI functions libsluice-mpi imports"
-fi
+# Each job gets its own id, so its shared-memory names can be told from those
+# of other tests running at the same time (make -j check).
+shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
+
+# Open MPI refuses more ranks than cores unless told; MPICH's hydra
+# oversubscribes by itself and knows no such option.
+oversubscribe() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo --oversubscribe; fi; }
+
+# run_flavor LABEL SUFFIX MPIRUN: every check under one MPI.
+run_flavor() {
+    label=$1 suffix=$2 run=$3
+    prog="$builddir/tests/mpi/sluice-hybrid-test$suffix"
+    [ -x "$prog" ] || { echo "FAIL: [$label] $prog is not built"; failed=$((failed + 1)); return; }
+    over=$(oversubscribe "$run")
+
+    # The data-path count must see every MPI function libsluice-mpi calls,
+    # and libsluice must call none.
+    imported=$(nm -D --undefined-only "$builddir/.libs/libsluice-mpi$suffix.so" | grep -o 'MPI_[A-Za-z_]*' |
+               grep -v '_FN$' | sort -u)
+    wrapped=$("$prog" wrapped | sort -u)
+    missing=$(for f in $imported; do printf '%s\n' "$wrapped" | grep -qx "$f" || echo "$f"; done)
+    if [ -n "$missing" ]; then
+        echo "FAIL: [$label] libsluice-mpi calls MPI functions tests/mpi/pmpi_count.cpp does not count:" $missing
+        failed=$((failed + 1))
+    else
+        echo "PASS: [$label] the data-path count covers the $(printf '%s\n' "$imported" | wc -l) MPI functions libsluice-mpi$suffix imports"
+    fi
+
+    for entry in $modes; do
+        mode=${entry%%:*}
+        want=${entry#*:}
+        for n in $sizes; do
+            start=$(date +%s.%N)
+            job="hyb$$$label$(echo "$mode" | tr -d -)$n"
+            log="hybrid-$label-$mode-$n.log"
+            SLUICE_JOB_ID=$job timeout -k 5 60 "$run" $over -n "$n" "$prog" "$mode" > "$log" 2>&1
+            rc=$?
+            took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+            left=$(shm_of "$job")
+            if [ $rc -ne "$want" ]; then
+                echo "FAIL: [$label] $mode at $n ranks: exit code $rc, expected $want (${took}s); log:"
+                sed 's/^/    /' "$log" | tail -20
+                failed=$((failed + 1))
+            elif [ -n "$left" ]; then
+                echo "FAIL: [$label] $mode at $n ranks left shared memory behind:"
+                printf '%s\n' "$left"
+                for f in $left; do rm -f "/dev/shm/$f"; done
+                failed=$((failed + 1))
+            else
+                echo "PASS: [$label] $mode at $n ranks (${took}s)"
+            fi
+            rm -f "$log"
+        done
+    done
+    # The PMPI interposer: a program that never starts Sluice itself.
+    interpose="$builddir/tests/mpi/sluice-interpose-test$suffix"
+    for n in $sizes; do
+        job="hyb$$${label}interpose$n"
+        if out=$(SLUICE_JOB_ID=$job timeout -k 5 60 "$run" $over -n "$n" "$interpose" 2>&1) &&
+           [ -z "$(shm_of "$job")" ]; then
+            echo "PASS: [$label] interposer at $n ranks"
+        else
+            echo "FAIL: [$label] interposer at $n ranks (or shared memory left):"
+            echo "$out" | sed 's/^/    /' | tail -20
+            failed=$((failed + 1))
+        fi
+    done
+}
+
 if nm -D --undefined-only "$builddir/.libs/libsluice.so" | grep -q 'MPI_'; then
     echo "FAIL: libsluice itself imports MPI functions"
     failed=$((failed + 1))
 fi
-
-# Each job gets its own id, so its shared-memory names can be told from those
-# of other tests running at the same time (make -j check).
-shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
-for entry in $modes; do
-    mode=${entry%%:*}
-    want=${entry#*:}
-    for n in $sizes; do
-        start=$(date +%s.%N)
-        job="hyb$$$(echo "$mode" | tr -d -)$n"
-        SLUICE_JOB_ID=$job timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$prog" "$mode" \
-            > "hybrid-$mode-$n.log" 2>&1
-        rc=$?
-        took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-        left=$(shm_of "$job")
-        if [ $rc -ne "$want" ]; then
-            echo "FAIL: $mode at $n ranks: exit code $rc, expected $want (${took}s); log:"
-            sed 's/^/    /' "hybrid-$mode-$n.log" | tail -20
-            failed=$((failed + 1))
-        elif [ -n "$left" ]; then
-            echo "FAIL: $mode at $n ranks left shared memory behind:"
-            printf '%s\n' "$left"
-            for f in $left; do rm -f "/dev/shm/$f"; done
-            failed=$((failed + 1))
-        else
-            echo "PASS: $mode at $n ranks (${took}s)"
-        fi
-        rm -f "hybrid-$mode-$n.log"
-    done
-done
-# The PMPI interposer: a program that never starts Sluice itself.
-interpose="$builddir/tests/mpi/sluice-interpose-test"
-for n in $sizes; do
-    job="hyb$$interpose$n"
-    if out=$(SLUICE_JOB_ID=$job timeout -k 5 60 "$mpirun" --oversubscribe -n "$n" "$interpose" 2>&1) &&
-       [ -z "$(shm_of "$job")" ]; then
-        echo "PASS: interposer at $n ranks"
-    else
-        echo "FAIL: interposer at $n ranks (or shared memory left):"
-        echo "$out" | sed 's/^/    /' | tail -20
-        failed=$((failed + 1))
-    fi
+run_flavor default "" "$mpirun"
+for pair in ${SLUICETEST_MPI_EXTRA:-}; do
+    run_flavor "${pair%%=*}" "-${pair%%=*}" "${pair#*=}"
 done
 
 # The hybrid example: its two halo exchanges must give identical grids.
 heat="$builddir/contrib/examples/heat"
 if [ -x "$heat" ]; then
-    if out=$(timeout -k 5 120 "$mpirun" --oversubscribe -n 4 "$heat" --iterations 300 2>&1) &&
+    if out=$(timeout -k 5 120 "$mpirun" $(oversubscribe "$mpirun") -n 4 "$heat" --iterations 300 2>&1) &&
        echo "$out" | grep -q "grids identical"; then
         echo "PASS: contrib/examples/heat at 4 ranks: $(echo "$out" | grep -o 'ratio [0-9.]*')"
     else
