@@ -14,6 +14,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # without UCX hardware (MPI_Win_create on one process: MPI_ERR_WIN); see
 # docs/mpi-hybrid.md, "Known limits".
 export OMPI_MCA_osc=^ucx
+# Debian's MPICH runs over UCX, whose memory hooks (libucm) intercept the
+# madvise of every new thread's stack; under ThreadSanitizer that crashes in
+# the first thread MPICH starts.  These shared-memory jobs register no memory
+# with UCX, so the hooks are off.
+export UCX_MEM_EVENTS=no
 # Sanitizer builds: Open MPI keeps thousands of allocations past
 # MPI_Finalize, from plugins it has unloaded and libraries without frame
 # pointers, so LeakSanitizer cannot tell them from ours: leak checking is off

@@ -1,0 +1,279 @@
+#!/bin/sh
+# The installed package, used the way users use it: `make install` into a
+# DESTDIR staging directory (the configured prefix is never touched), then
+# consumer programs built from tests/install against the staged files only,
+# with pkg-config and with CMake's find_package(Sluice), and run:
+#   1. consumer.c      cc + pkg-config sluice; sluicerun -n 2 and a 1-rank job
+#                      (and contrib/examples/hello.cpp, the README's C++ recipe)
+#   2. consumer_mpi.c  mpicc.openmpi + pkg-config sluice-mpi; mpirun -n 2
+#   3. consumer_mpi.c  mpicc.mpich + pkg-config sluice-mpi-mpich; mpirun.mpich
+#                      -n 2 (if sluice-mpi-mpich.pc was installed)
+#   4. tests/install/CMakeLists.txt: the three programs with Sluice::sluice,
+#                      Sluice::sluice-mpi, Sluice::sluice-mpi-mpich, run the same way
+#   5. consumer.c linked with pkg-config --static against libsluice.a
+# Every job runs under a hard time limit with its own SLUICE_JOB_ID; a job
+# that leaves /dev/shm/sluice.<job>.* behind fails.  One PASS:/FAIL: line per
+# check; exit 0 if all passed, 77 (skip) without cmake or pkg-config.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+srcdir=${SLUICETEST_SRCDIR:?}
+here=$srcdir/tests/install
+
+for tool in pkg-config cmake cc; do
+    command -v "$tool" > /dev/null 2>&1 || { echo "SKIP: $tool not found"; exit 77; }
+done
+# Sanitizer builds (.ci/run's build-asan and build-tsan): a library that needs
+# a sanitizer runtime cannot serve programs built without one (ASan aborts:
+# "runtime does not come first"), so this test belongs to plain builds.
+if readelf -d "$builddir/.libs/libsluice.so" 2> /dev/null | grep -qE 'NEEDED.*lib(a|t|ub)san'; then
+    echo "SKIP: a sanitizer build: the installed libsluice would need a sanitizer runtime in every consumer"
+    exit 77
+fi
+
+# Root in containers and CI: Open MPI refuses it unless told; its UCX
+# one-sided component fails without UCX hardware (docs/mpi-hybrid.md).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_osc=^ucx
+# Run from `make check`, this script inherits make's MAKEFLAGS (a jobserver
+# whose descriptors it does not have, command-line variables): keep them away
+# from `make install` and the CMake build.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-install.XXXXXX") || { echo "FAIL: mktemp"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+stage=$tmp/stage
+
+failed=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+# show FILE: the end of a log, indented.
+show() { tail -12 "$1" | sed 's/^/    /'; }
+
+# ---- make install DESTDIR=... -------------------------------------------
+if make -C "$builddir" install DESTDIR="$stage" > "$tmp/install.log" 2>&1; then
+    pass "make install DESTDIR=<tmp> ($(find "$stage" -type f | wc -l) files)"
+else
+    fail "make install DESTDIR=<tmp>:"; show "$tmp/install.log"
+    exit 1
+fi
+pcfile=$(find "$stage" -path '*/pkgconfig/sluice.pc' | head -1)
+[ -n "$pcfile" ] || { fail "no sluice.pc under the staged install"; exit 1; }
+pcdir=${pcfile%/*}
+
+# pkg-config and DESTDIR.  The .pc files name the configured directories
+# (/usr/local/...), where nothing is installed.  PKG_CONFIG_SYSROOT_DIR would
+# prepend the staging directory to every -I, -isystem and -L path, including
+# the MPI paths of sluice-mpi.pc (/usr/lib/x86_64-linux-gnu/openmpi/include
+# would become <tmp>/usr/lib/...), so it is wrong here.  --define-prefix
+# works only while libdir is <prefix>/lib.  What works for any layout:
+# override the two variables the Cflags and Libs lines use, libdir and
+# includedir, with their staged paths (the same for every .pc file Sluice
+# installs, and for `Requires: sluice`).  --define-variable is understood by
+# both pkgconf and freedesktop pkg-config.
+export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+libdir=$(pkg-config --variable=libdir sluice)
+includedir=$(pkg-config --variable=includedir sluice)
+slibdir=$stage$libdir
+sincludedir=$stage$includedir
+pc() { pkg-config --define-variable=libdir="$slibdir" --define-variable=includedir="$sincludedir" "$@"; }
+# The staged prefix, for CMake's CMAKE_PREFIX_PATH.
+sprefix=$stage$(pkg-config --variable=prefix sluice)
+sluicerun=$(find "$stage" -type f -name sluicerun | head -1)
+[ -e "$slibdir/libsluice.so" ] ||
+    { fail "libsluice.so is not in the staged libdir $slibdir"; exit 1; }
+[ -n "$sluicerun" ] || { fail "sluicerun was not installed"; exit 1; }
+
+# pcflags LABEL [--static] PKG: sets $flags to the flags of PKG, checked to
+# point into the staged install and never at the unstaged directories.
+pcflags() {
+    pl=$1; shift
+    if ! flags=$(pc --cflags --libs "$@" 2> "$tmp/pc.err"); then
+        fail "$pl: pkg-config $*:"; show "$tmp/pc.err"; return 1
+    fi
+    for w in $flags; do
+        case $w in
+        "-I$includedir" | "-L$libdir")
+            fail "$pl: pkg-config $* names the unstaged $w: $flags"; return 1 ;;
+        esac
+    done
+    case " $flags " in
+    *" -I$sincludedir "*" -L$slibdir "*) return 0 ;;
+    esac
+    fail "$pl: pkg-config $* lacks -I$sincludedir or -L$slibdir: $flags"
+    return 1
+}
+
+# Each job gets its own id, so its shared-memory names can be told from those
+# of other tests running at the same time (make -j check).
+jobs=0
+shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
+
+# run_job LABEL EXPECT command...: run one job under the hard time limit with
+# the staged libdir on LD_LIBRARY_PATH; it must exit 0, print a line
+# matching EXPECT and leave no shared memory behind.
+run_job() {
+    rl=$1 expect=$2; shift 2
+    jobs=$((jobs + 1))
+    job="inst$$j$jobs"
+    SLUICE_JOB_ID=$job LD_LIBRARY_PATH="$slibdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        timeout -k 5 60 "$@" > "$tmp/job.log" 2>&1
+    rc=$?
+    left=$(shm_of "$job")
+    if [ $rc -ne 0 ]; then
+        fail "$rl: exit code $rc; log:"; show "$tmp/job.log"
+    elif ! grep -q "$expect" "$tmp/job.log"; then
+        fail "$rl: no line matching '$expect'; log:"; show "$tmp/job.log"
+    elif [ -n "$left" ]; then
+        fail "$rl: left shared memory behind:" $left
+    else
+        pass "$rl: $(grep "$expect" "$tmp/job.log" | head -1)"
+    fi
+    for f in $left; do rm -f "/dev/shm/$f"; done
+}
+
+# build LABEL OUTPUT command...: one compile and link, its log shown on failure.
+build() {
+    bl=$1 out=$2; shift 2
+    if "$@" > "$tmp/build.log" 2>&1 && [ -x "$out" ]; then
+        return 0
+    fi
+    fail "$bl: build failed: $*"; show "$tmp/build.log"
+    return 1
+}
+
+# from_stage LABEL PROGRAM LIB: PROGRAM loads LIB from the staged libdir.
+from_stage() {
+    where=$(LD_LIBRARY_PATH="$slibdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$2" | awk -v l="$3" '$1 == l { print $3 }')
+    case $where in
+    "$slibdir"/*) return 0 ;;
+    esac
+    fail "$1: $2 loads $3 from '${where:-nowhere}', not from $slibdir"
+    return 1
+}
+
+# mpi_name MPIRUN: the MPI library an mpirun belongs to, as consumer_mpi prints it.
+mpi_name() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo "Open MPI"; else echo "MPICH"; fi; }
+# Open MPI refuses more ranks than cores unless told; MPICH's hydra
+# oversubscribes by itself and knows no such option.
+oversubscribe() { if [ "$(mpi_name "$1")" = "Open MPI" ]; then echo --oversubscribe; fi; }
+first_of() { for p in "$@"; do if command -v "$p" > /dev/null 2>&1; then command -v "$p"; return; fi; done; }
+
+mkdir -p "$tmp/pc"
+cd "$tmp" || exit 1
+
+# ---- 1. consumer.c with cc and pkg-config sluice ------------------------------
+# -std=c99 -Wall -Wextra -Werror: sluice.h must be plain, warning-free C.
+if pcflags "pkg-config sluice" sluice &&
+   build "consumer (pkg-config)" pc/consumer cc -std=c99 -Wall -Wextra -Werror -o pc/consumer "$here/consumer.c" $flags &&
+   from_stage "consumer (pkg-config)" pc/consumer libsluice.so.0; then
+    pass "consumer (pkg-config): cc $(echo "$flags" | sed "s|$tmp|<tmp>|g")"
+    run_job "consumer (pkg-config) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 pc/consumer
+    run_job "consumer (pkg-config) as a 1-rank job" "OK on 1 ranks" pc/consumer
+fi
+# The README's C++ recipe: c++ -std=c++20 hello.cpp $(pkg-config --cflags --libs sluice)
+hello=$srcdir/contrib/examples/hello.cpp
+if [ -f "$hello" ] && command -v c++ > /dev/null 2>&1 && pcflags "pkg-config sluice (C++)" sluice &&
+   build "hello.cpp (pkg-config)" pc/hello c++ -std=c++20 -o pc/hello "$hello" $flags; then
+    run_job "contrib/examples/hello.cpp (c++ -std=c++20, pkg-config) under sluicerun -n 2" "all checks passed" "$sluicerun" -n 2 pc/hello
+fi
+
+# ---- 2, 3. consumer_mpi.c with each MPI's mpicc and its pkg-config file -------
+# mpi_pc LABEL PCNAME MPICC MPIRUN
+mpi_pc() {
+    label=$1 pcname=$2 mpicc=$3 run=$4
+    if [ -z "$mpicc" ] || [ -z "$run" ]; then
+        fail "$label: $pcname.pc is installed but no matching mpicc/mpirun was found"; return
+    fi
+    name=$(mpi_name "$run")
+    if pcflags "pkg-config $pcname" "$pcname" &&
+       build "$label" "pc/$pcname" "$mpicc" -std=c99 -Wall -Wextra -Werror -o "pc/$pcname" "$here/consumer_mpi.c" $flags &&
+       from_stage "$label" "pc/$pcname" "lib$pcname.so.0"; then
+        pass "$label: ${mpicc##*/} $(echo "$flags" | sed "s|$tmp|<tmp>|g")"
+        run_job "$label under ${run##*/} -n 2" "OK on 2 ranks.*with $name" "$run" $(oversubscribe "$run") -n 2 "pc/$pcname"
+    fi
+}
+have_mpi=no have_mpich=no
+if [ -f "$pcdir/sluice-mpi.pc" ]; then
+    have_mpi=yes
+    mpi_pc "consumer_mpi (pkg-config sluice-mpi)" sluice-mpi "$(first_of mpicc.openmpi mpicc)" \
+        "${SLUICETEST_MPIRUN:-$(first_of mpirun.openmpi mpirun)}"
+else
+    echo "SKIP: consumer_mpi: no sluice-mpi.pc installed (Sluice built without MPI)"
+fi
+if [ -f "$pcdir/sluice-mpi-mpich.pc" ]; then
+    have_mpich=yes
+    run=
+    for pair in ${SLUICETEST_MPI_EXTRA:-}; do
+        [ "${pair%%=*}" = mpich ] && run=${pair#*=}
+    done
+    mpi_pc "consumer_mpi (pkg-config sluice-mpi-mpich)" sluice-mpi-mpich "$(first_of mpicc.mpich)" \
+        "${run:-$(first_of mpirun.mpich)}"
+fi
+
+# ---- 4. the CMake package ----------------------------------------------------
+# SluiceConfig.cmake names the configured libdir; when nothing is installed
+# there (DESTDIR staging, a moved tree) it falls back to the directories next
+# to itself.  CMakeLists.txt prints each target's library and include
+# directory: all must be in the staged install.
+cm=$tmp/cmake
+if cmake -S "$here" -B "$cm" -DCMAKE_PREFIX_PATH="$sprefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$tmp/cmake.log" 2>&1 &&
+   cmake --build "$cm" >> "$tmp/cmake.log" 2>&1; then
+    targets=$(sed -n 's/^-- sluice-target //p' "$tmp/cmake.log")
+    bad=$(printf '%s\n' "$targets" | awk -v l="$slibdir/" -v i="$sincludedir" \
+          'index($2, l) != 1 || $3 != i { print }')
+    want=1
+    [ $have_mpi = yes ] && want=$((want + 1))
+    [ $have_mpich = yes ] && want=$((want + 1))
+    got=$(printf '%s\n' "$targets" | grep -c .)
+    if [ -n "$bad" ]; then
+        fail "find_package(Sluice): targets outside the staged install:"; echo "$bad" | sed 's/^/    /'
+    elif [ "$got" -ne $want ]; then
+        fail "find_package(Sluice): $got of the $want expected targets:"; echo "$targets" | sed 's/^/    /'
+    else
+        pass "find_package(Sluice) with CMAKE_PREFIX_PATH=<tmp>: $(printf '%s\n' "$targets" | awk '{ printf "%s%s", sep, $1; sep = ", " }') in the staged install"
+        run_job "consumer (CMake, Sluice::sluice) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 "$cm/consumer"
+        run_job "consumer (CMake, Sluice::sluice) as a 1-rank job" "OK on 1 ranks" "$cm/consumer"
+        if [ $have_mpi = yes ]; then
+            run=${SLUICETEST_MPIRUN:-$(first_of mpirun.openmpi mpirun)}
+            run_job "consumer_mpi (CMake, Sluice::sluice-mpi) under ${run##*/} -n 2" \
+                "OK on 2 ranks.*with $(mpi_name "$run")" "$run" $(oversubscribe "$run") -n 2 "$cm/consumer_mpi"
+        fi
+        if [ $have_mpich = yes ]; then
+            run=$(first_of mpirun.mpich)
+            for pair in ${SLUICETEST_MPI_EXTRA:-}; do
+                [ "${pair%%=*}" = mpich ] && run=${pair#*=}
+            done
+            run_job "consumer_mpich (CMake, Sluice::sluice-mpi-mpich) under ${run##*/} -n 2" \
+                "OK on 2 ranks.*with MPICH" "$run" -n 2 "$cm/consumer_mpich"
+        fi
+    fi
+else
+    fail "cmake configure/build of tests/install/CMakeLists.txt:"; show "$tmp/cmake.log"
+fi
+
+# ---- 5. the static library ---------------------------------------------------
+# `pkg-config --static` gives Libs.private too; -lsluice would still pick
+# libsluice.so, so it becomes -l:libsluice.a (GNU ld) to link the archive.
+if [ -f "$slibdir/libsluice.a" ]; then
+    if pcflags "pkg-config --static sluice" --static sluice; then
+        static=
+        for w in $flags; do
+            [ "$w" = -lsluice ] && w=-l:libsluice.a
+            static="${static:+$static }$w"
+        done
+        if build "consumer (libsluice.a)" pc/consumer-static cc -std=c99 -Wall -Wextra -Werror -o pc/consumer-static "$here/consumer.c" $static; then
+            if readelf -d pc/consumer-static | grep -q 'NEEDED.*libsluice'; then
+                fail "consumer (libsluice.a) still needs a shared libsluice"
+            else
+                pass "consumer (libsluice.a): cc $(echo "$static" | sed "s|$tmp|<tmp>|g")"
+                run_job "consumer (libsluice.a) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 pc/consumer-static
+                run_job "consumer (libsluice.a) as a 1-rank job" "OK on 1 ranks" pc/consumer-static
+            fi
+        fi
+    fi
+else
+    fail "libsluice.a was not installed in $slibdir"
+fi
+
+[ $failed -eq 0 ]
