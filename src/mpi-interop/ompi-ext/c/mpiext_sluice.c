@@ -323,8 +323,8 @@ static void on_mpi_init_bottom(int argc, char **argv, int requested, int *provid
     const bool progress = MPIEXT_SLUICE_HAVE_PROGRESS && progress_var > 0 && (start || core);
     if (nested) VERBOSE("MPI_Init called by sluice_init: Sluice starts itself");
     if (!start && !progress) {
-        VERBOSE("nothing to do (%s)",
-                core ? "Sluice is not started here and mpiext_sluice_progress is 0" : "the program does not use Sluice");
+        VERBOSE("nothing to do (%s)", core ? "Sluice is not started here and mpiext_sluice_progress is 0"
+                                           : "the program does not use Sluice");
         if (core) dlclose(core);
         return;
     }
