@@ -22,7 +22,7 @@
 # Every job runs under a hard time limit with its own SLUICE_JOB_ID; a job
 # that leaves /dev/shm/sluice.<job>.* behind fails.  One PASS:/FAIL: line per
 # check; exit 0 if all passed, 77 (skip) with SLUICE_OMPI_EXT=skip, in
-# sanitizer builds, or without libsluice-mpi.
+# sanitizer builds, or without a libsluice-mpi built for Open MPI.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
 srcdir=${SLUICETEST_SRCDIR:?}
@@ -36,8 +36,14 @@ unset SLUICE_CACHE SLUICE_OMPI_EXT
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
 if [ "$mode" = skip ]; then echo "SKIP: SLUICE_OMPI_EXT=skip"; exit 77; fi
-if [ ! -e "$builddir/.libs/libsluice-mpi.so" ]; then
-    echo "SKIP: no libsluice-mpi in $builddir (configured without an MPI)"
+# The libsluice-mpi built for Open MPI: libsluice-mpi-openmpi when Open MPI
+# is not configure's default MPI, else libsluice-mpi (linking libmpi.so.40).
+if [ -e "$builddir/.libs/libsluice-mpi-openmpi.so" ]; then
+    sluice_mpi=sluice-mpi-openmpi
+elif readelf -d "$builddir/.libs/libsluice-mpi.so" 2> /dev/null | grep NEEDED | grep -q 'libmpi\.so\.40'; then
+    sluice_mpi=sluice-mpi
+else
+    echo "SKIP: no libsluice-mpi built for Open MPI in $builddir"
     exit 77
 fi
 # Sanitizer builds: programs built here without a sanitizer runtime cannot
@@ -70,9 +76,10 @@ trap 'exit 143' TERM
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2> /dev/null || gcc -print-multiarch 2> /dev/null)
 # Lean: C bindings only, Debian's own hwloc, libevent and PMIx, no MPI-IO,
 # no network or vendor components, components built into the libraries.
-# Measured on 2 cores, cold: 305 s (autogen 84, configure 43, make 145,
-# install 12) against 667 s with configure's defaults (Fortran, OSHMEM, UCX,
-# verbs, bundled PMIx; autogen 128, configure 119, make 363, install 57).
+# Measured on 2 cores, cold: 285-327 s in 4 runs (autogen 75-91, configure
+# 40-45, make 137-156, install 11-12) against 667 s with configure's
+# defaults (Fortran, OSHMEM, UCX, verbs, bundled PMIx: autogen 128,
+# configure 119, make 363, install 57).  Warm (cached): about 19 s.
 autogen_args="--force --no-oshmem --exclude pmix-pmix3x,event-libevent2022,hwloc-hwloc201,io-romio321"
 no_build=io,fs,fbtl,fcoll,sharedfp,vprotocol,topo-treematch,coll-han,coll-adapt,coll-sync,coll-monitoring
 no_build=$no_build,pml-monitoring,osc-monitoring,pml-cm,mtl
@@ -207,7 +214,7 @@ else
 fi
 
 # ---- 2. programs built with that Open MPI --------------------------------------
-sluice_link="-L$builddir/.libs -Wl,-rpath,$builddir/.libs -lsluice-mpi -lsluice"
+sluice_link="-L$builddir/.libs -Wl,-rpath,$builddir/.libs -l$sluice_mpi -lsluice"
 test_c=$srcdir/tests/mpi/ompi_ext_test.c
 ext_test=$tmp/ompi-ext-test
 plain_test=$tmp/ompi-ext-plain
@@ -290,7 +297,7 @@ job "ext: without the hook (mpiext_sluice_progress=0) ranks in MPI_Barrier do no
     "OMPI_MCA_mpiext_sluice_progress=0" "$ext_test" no-progress
 job "ext: a plain MPI program is left alone" 0 2 "" "$plain_test"
 job "ext: mpiext_sluice_start=always gives a plain MPI program Sluice (libsluice-mpi by path)" 0 2 \
-    "OMPI_MCA_mpiext_sluice_start=always OMPI_MCA_mpiext_sluice_library=$builddir/.libs/libsluice-mpi.so.0" \
+    "OMPI_MCA_mpiext_sluice_start=always OMPI_MCA_mpiext_sluice_library=$builddir/.libs/lib$sluice_mpi.so.0" \
     "$plain_test" always
 
 # ---- 3. hybrid_test under this Open MPI ---------------------------------------
