@@ -360,30 +360,33 @@ static ompi_hook_base_component_t hook_component = {
     .hookm_mpi_init_bottom = on_mpi_init_bottom,
 };
 
+/* One read-only MCA variable of this extension: OMPI_MCA_mpiext_sluice_<name>. */
+static void var_register(const char *name, const char *help, mca_base_var_type_t type, void *storage) {
+    (void)mca_base_var_register("ompi", "mpiext", "sluice", name, help, type, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
 static void variables_register(void) {
     start_var = (char *)"auto";
-    (void)mca_base_var_register("ompi", "mpiext", "sluice", "start",
-                                "Whether MPI_Init starts Sluice over MPI_COMM_WORLD: auto (when the program uses "
-                                "Sluice, i.e. libsluice is loaded), always (loading libsluice-mpi if needed), never "
-                                "(the program calls sluice_init or MPIX_Sluice_init itself)",
-                                MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-                                &start_var);
+    var_register("start",
+                 "Whether MPI_Init starts Sluice over MPI_COMM_WORLD: auto (when the program uses "
+                 "Sluice, i.e. libsluice is loaded), always (loading libsluice-mpi if needed), never "
+                 "(the program calls sluice_init or MPIX_Sluice_init itself)",
+                 MCA_BASE_VAR_TYPE_STRING, &start_var);
     progress_var = 1;
-    (void)mca_base_var_register("ompi", "mpiext", "sluice", "progress",
-                                "Sluice's poll inside MPI's progress: 0 never, 1 every 8th opal_progress call, 2 every "
-                                "call (a rank waiting in MPI runs Sluice handlers)",
-                                MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-                                &progress_var);
+    var_register("progress",
+                 "Sluice's poll inside MPI's progress: 0 never, 1 every 8th opal_progress call, 2 every "
+                 "call (a rank waiting in MPI runs Sluice handlers)",
+                 MCA_BASE_VAR_TYPE_INT, &progress_var);
     library_var = NULL;
-    (void)mca_base_var_register("ompi", "mpiext", "sluice", "library",
-                                "Path of the libsluice-mpi to load (default: beside the program's libsluice, then the "
-                                "configured directory, then the dynamic linker's search)",
-                                MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-                                &library_var);
+    var_register("library",
+                 "Path of the libsluice-mpi to load (default: beside the program's libsluice, then the "
+                 "configured directory, then the dynamic linker's search)",
+                 MCA_BASE_VAR_TYPE_STRING, &library_var);
     verbose_var = false;
-    (void)mca_base_var_register("ompi", "mpiext", "sluice", "verbose",
-                                "Say on stderr what the sluice extension does at MPI_Init", MCA_BASE_VAR_TYPE_BOOL,
-                                NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &verbose_var);
+    var_register("verbose",
+                 "Say on stderr what the sluice extension does at MPI_Init", MCA_BASE_VAR_TYPE_BOOL,
+                 &verbose_var);
     if (!start_var || !strcmp(start_var, "auto"))
         start_mode = START_AUTO;
     else if (!strcmp(start_var, "always"))
