@@ -32,8 +32,9 @@ public:
     // Collective: root's bytes reach every rank; by default over allgather.
     virtual bool broadcast(std::uint32_t root, std::string &data);
     // The rank is leaving with `code` (graceful or not); the launcher uses the
-    // first code it hears as the job's.
-    virtual void exit_notify(int code) { (void)code; }
+    // first code it hears as the job's.  `in_signal` says the exit runs
+    // inside a signal handler, where only async-signal-safe work may be done.
+    virtual void exit_notify(int code, bool in_signal) { (void)code, (void)in_signal; }
     // Coordination failed: end the whole job now with `code`.  Does not return.
     [[noreturn]] virtual void abort(int code) = 0;
     // Normal end of bootstrap use (finalize or graceful exit).

@@ -44,7 +44,7 @@ public:
         }
         return true;
     }
-    void exit_notify(int code) override {
+    void exit_notify(int code, bool) override {
         // No lock: this may run from a signal-driven exit while another
         // thread is in a bootstrap call; a short message write is atomic on
         // a stream socket in practice, and the exit path owns the process.

@@ -152,6 +152,7 @@ void Runtime::exit_from_process_end(int code) {
 
 void Runtime::exit_from_signal(int sig) {
     if (exit_started_.load()) ::_exit(exit_code_.load());  // a second signal: hurry
+    exit_in_signal_.store(true);
     exit(128 + sig);
 }
 
@@ -247,7 +248,7 @@ void Runtime::exit_body(int code) {
         base::say("exit coordination timed out; aborting the job");
         bootstrap_->abort(job_code);
     }
-    bootstrap_->exit_notify(job_code);
+    bootstrap_->exit_notify(job_code, exit_in_signal_.load());
     bootstrap_->fini();
     ::alarm(0);
 }

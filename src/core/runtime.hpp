@@ -110,6 +110,7 @@ private:
     // exit state
     std::atomic<bool> exit_started_{false};
     std::atomic<int> exit_code_{0};
+    std::atomic<bool> exit_in_signal_{false};  // exit_body runs in a signal handler
     std::atomic<long> exit_thread_{0};
     std::atomic<int> exit_arrivals_{0};
     std::atomic<int> exit_max_code_{0};

@@ -171,13 +171,17 @@ public:
     }
 
     // A rank leaving by the exit protocol (sluice_exit, return from main,
-    // a signal).  A non-zero job code reaches mpirun as this process's exit
-    // status, which mpirun reports as the job's.  Code 0 needs MPI_Finalize
-    // first, or mpirun calls the exit improper and fails the job: every rank
+    // a signal).  The job's code reaches mpirun as this process's exit
+    // status, and both launchers need MPI_Finalize before it: Open MPI calls
+    // an exit 0 without it improper and fails the job; MPICH's hydra takes a
+    // non-zero exit without it for a crash and SIGKILLs the ranks still on
+    // their way out, so the job ends with 9 instead of the code.  Every rank
     // is here (a graceful exit is collective), so finalize MPI if nobody
-    // has, from the main thread as MPI requires.
-    void exit_notify(int code) override {
-        if (code != 0 || mpi_finalized() || ::gettid() != ::getpid()) return;
+    // has, from the main thread as MPI requires, never inside a signal
+    // handler (the signal may have interrupted MPI itself).
+    void exit_notify(int code, bool in_signal) override {
+        (void)code;
+        if (in_signal || mpi_finalized() || ::gettid() != ::getpid()) return;
         shared.exiting = true;
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
         MPI_Finalize();
