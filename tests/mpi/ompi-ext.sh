@@ -23,12 +23,20 @@
 # that leaves /dev/shm/sluice.<job>.* behind fails.  One PASS:/FAIL: line per
 # check; exit 0 if all passed, 77 (skip) with SLUICE_OMPI_EXT=skip, in
 # sanitizer builds, or without a libsluice-mpi built for Open MPI.
+# SLUICE_OMPI_EXT=prepare does step 1 only and needs no Sluice build: .ci/run
+# fills the cache that way before its test phases, so the cold build does not
+# compete with the timed tests of `make -j check`.
 set -u
-builddir=${SLUICETEST_BUILDDIR:?}
-srcdir=${SLUICETEST_SRCDIR:?}
+mode=${SLUICE_OMPI_EXT:-}
+if [ "$mode" = prepare ]; then
+    builddir=
+    srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+else
+    builddir=${SLUICETEST_BUILDDIR:?}
+    srcdir=${SLUICETEST_SRCDIR:?}
+fi
 component=$srcdir/src/mpi-interop/ompi-ext
 cache_root=${SLUICE_CACHE:-${HOME:-/tmp}/.cache/sluice}/ompi-ext
-mode=${SLUICE_OMPI_EXT:-}
 # Not knobs: keep them out of the ranks' environment (the knob table warns).
 unset SLUICE_CACHE SLUICE_OMPI_EXT
 # Run from `make check`, this script inherits make's MAKEFLAGS (a jobserver
@@ -36,21 +44,23 @@ unset SLUICE_CACHE SLUICE_OMPI_EXT
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
 if [ "$mode" = skip ]; then echo "SKIP: SLUICE_OMPI_EXT=skip"; exit 77; fi
-# The libsluice-mpi built for Open MPI: libsluice-mpi-openmpi when Open MPI
-# is not configure's default MPI, else libsluice-mpi (linking libmpi.so.40).
-if [ -e "$builddir/.libs/libsluice-mpi-openmpi.so" ]; then
-    sluice_mpi=sluice-mpi-openmpi
-elif readelf -d "$builddir/.libs/libsluice-mpi.so" 2> /dev/null | grep NEEDED | grep -q 'libmpi\.so\.40'; then
-    sluice_mpi=sluice-mpi
-else
-    echo "SKIP: no libsluice-mpi built for Open MPI in $builddir"
-    exit 77
-fi
-# Sanitizer builds: programs built here without a sanitizer runtime cannot
-# load an instrumented libsluice (tests/install/install.sh says why).
-if nm -D --undefined-only "$builddir/.libs/libsluice.so" 2> /dev/null | grep -qE ' __(a|t|ub)san_'; then
-    echo "SKIP: a sanitizer build: the programs built with the extension's mpicc would need a sanitizer runtime"
-    exit 77
+if [ "$mode" != prepare ]; then
+    # The libsluice-mpi built for Open MPI: libsluice-mpi-openmpi when Open MPI
+    # is not configure's default MPI, else libsluice-mpi (linking libmpi.so.40).
+    if [ -e "$builddir/.libs/libsluice-mpi-openmpi.so" ]; then
+        sluice_mpi=sluice-mpi-openmpi
+    elif readelf -d "$builddir/.libs/libsluice-mpi.so" 2> /dev/null | grep NEEDED | grep -q 'libmpi\.so\.40'; then
+        sluice_mpi=sluice-mpi
+    else
+        echo "SKIP: no libsluice-mpi built for Open MPI in $builddir"
+        exit 77
+    fi
+    # Sanitizer builds: programs built here without a sanitizer runtime cannot
+    # load an instrumented libsluice (tests/install/install.sh says why).
+    if nm -D --undefined-only "$builddir/.libs/libsluice.so" 2> /dev/null | grep -qE ' __(a|t|ub)san_'; then
+        echo "SKIP: a sanitizer build: the programs built with the extension's mpicc would need a sanitizer runtime"
+        exit 77
+    fi
 fi
 
 failed=0
@@ -199,6 +209,7 @@ else
     fi
 fi
 if command -v flock > /dev/null 2>&1; then flock -u 9; fi
+[ "$mode" = prepare ] && finish
 
 mpicc=$prefix/bin/mpicc
 mpicxx=$prefix/bin/mpicxx
