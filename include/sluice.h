@@ -81,6 +81,11 @@ sluice_status_t sluice_init(int *argc, char ***argv);
  * that is an exit with main's return code. */
 sluice_status_t sluice_finalize(void);
 int sluice_initialized(void);
+/* 1 if the calling thread is running a Sluice AM handler, else 0.  Code that
+ * may be reached from a handler (a progress hook in another library, a
+ * callback) asks before calling what handlers may not: sluice_poll,
+ * blocking RMA, barriers. */
+int sluice_in_handler(void);
 
 sluice_rank_t sluice_rank(void);
 sluice_rank_t sluice_size(void);

@@ -63,6 +63,7 @@ std::array<std::uint32_t, sizeof...(A)> pack(A... a) {
 }
 [[nodiscard]] inline Status finalize() { return detail::wrap(sluice_finalize()); }
 inline bool initialized() { return sluice_initialized() != 0; }
+inline bool in_handler() { return sluice_in_handler() != 0; }
 inline Rank rank() { return sluice_rank(); }
 inline Rank size() { return sluice_size(); }
 inline std::uint32_t host_count() { return sluice_host_count(); }

@@ -49,6 +49,7 @@ const char *sluice_last_error(void) { return sluice::base::last_error(); }
 sluice_status_t sluice_init(int *argc, char ***argv) { return code(runtime().init(argc, argv)); }
 sluice_status_t sluice_finalize(void) { return code(runtime().finalize()); }
 int sluice_initialized(void) { return running() ? 1 : 0; }
+int sluice_in_handler(void) { return am::AmEngine::in_handler() ? 1 : 0; }
 
 sluice_rank_t sluice_rank(void) { return runtime().rank(); }
 sluice_rank_t sluice_size(void) { return runtime().size(); }

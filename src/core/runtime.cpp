@@ -47,6 +47,11 @@ Status bootstrap_failed(const char *op, const std::string &error) {
 
 Status Runtime::init(int *, char ***) {
     const char *op = "init";
+    if (state_.load() == State::running && bootstrap_ && std::strcmp(bootstrap_->name(), "mpi") == 0)
+        return base::report(Status::state, op,
+                            "call sluice_init once per process; under an Open MPI built with Sluice's extension, "
+                            "MPI_Init starts Sluice: drop the call or run with --mca mpiext_sluice_start never",
+                            "already initialized (over MPI)");
     if (state_.load() != State::none)
         return base::report(Status::state, op, "call sluice_init once per process",
                             state_.load() == State::running ? "already initialized" : "Sluice cannot start again after finalize");

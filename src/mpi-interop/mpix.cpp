@@ -20,6 +20,9 @@ extern "C" sluice_status_t MPIX_Sluice_init(MPI_Comm comm, int *argc, char ***ar
     if (comm == MPI_COMM_NULL)
         return static_cast<int>(sluice::base::report(Status::argument, op, "pass a valid communicator",
                                                      "the communicator is MPI_COMM_NULL"));
+    // Running already (a second call, or Open MPI's extension started it in
+    // MPI_Init): sluice_init says so, and the running job is left as it is.
+    if (sluice_initialized()) return sluice_init(argc, argv);
     sluice::mpi_interop::register_backend();
     sluice::mpi_interop::parent_set(comm);
     ::setenv("SLUICE_SPAWNER", "mpi", 1);

@@ -25,6 +25,7 @@ constexpr std::size_t tail = 64;  // the only bytes of a segment valid messages 
 
 void on_short2(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned nargs) {
     TCHECK(nargs == 2 && args[0] == 11 && args[1] == 22, "a bad request was delivered (nargs %u)", nargs);
+    TCHECK(sluice_in_handler() == 1 && sluice::in_handler(), "sluice_in_handler() in a request handler");
     short_seen.fetch_add(1);
 }
 void on_medium1(sluice_token_t, void *payload, std::size_t length, const std::uint32_t *args, unsigned nargs) {
@@ -66,6 +67,7 @@ void on_reply_twice_medium(sluice_token_t token, void *, std::size_t, const std:
 
 void on_ack(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned nargs) {
     TCHECK(nargs == 1 && args[0] == 2, "ack: nargs %u value %u", nargs, nargs ? args[0] : 0);
+    TCHECK(sluice_in_handler() == 1, "sluice_in_handler() in a reply handler");
     std::uint32_t a = 0;
     TERR(SLUICE_ERR_CONTEXT, sluice_am_reply_short(token, h_ack, &a, 1));
     acks.fetch_add(1);
@@ -117,6 +119,7 @@ void rma_outside(sluice_rank_t peer, std::uint8_t *remote, std::size_t len, slui
 // Runs before sluice_init: every call must say the runtime is not started.
 void bad_before_init() {
     TCHECK(!sluice_initialized(), "initialized before sluice_init");
+    TCHECK(sluice_in_handler() == 0, "sluice_in_handler() before sluice_init");
     std::uint8_t buf[8] = {};
     TERR(SLUICE_ERR_STATE, sluice_barrier());
     TERR(SLUICE_ERR_STATE, sluice_put(0, buf, buf, sizeof buf));
@@ -133,6 +136,7 @@ int case_bad(int, char **) {
         TERR2(SLUICE_ERR_STATE, SLUICE_ERR_SEGMENT, sluice_put(peer, buf, buf, sizeof buf));
     }
     attach(1 << 20);
+    TCHECK(sluice_in_handler() == 0 && !sluice::in_handler(), "sluice_in_handler() outside handlers");
     TERR(SLUICE_ERR_STATE, sluice_segment_attach(4096));
     std::size_t my_size = segments[me].size;
     pattern_fill(my_segment(), my_size - tail, 9999 + me);

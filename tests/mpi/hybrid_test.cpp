@@ -118,6 +118,12 @@ int world_rank();
 void mpix_checks(MPI_Comm job, int wr, int wn) {
     const sluice_rank_t me = sluice_rank(), n = sluice_size();
     EXPECT(static_cast<int>(me) == wr / 2);
+    int first = -1;
+    // A second start, over another communicator, is refused and changes
+    // nothing: the job is still the odd ranks.
+    EXPECT(MPIX_Sluice_init(MPI_COMM_WORLD, nullptr, nullptr) == SLUICE_ERR_STATE);
+    EXPECT(sluice_rank() == me && sluice_size() == n);
+    EXPECT(MPIX_Sluice_rank_to_comm(MPI_COMM_WORLD, me, &first) == SLUICE_OK && first == wr);
     // Translation both ways, and the refusals.
     sluice_rank_t r = 99;
     EXPECT(MPIX_Sluice_rank_from_comm(MPI_COMM_WORLD, wr, &r) == SLUICE_OK && r == me);

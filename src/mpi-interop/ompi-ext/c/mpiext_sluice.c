@@ -80,8 +80,7 @@ static struct {
     int_fn initialized;    /* sluice_initialized */
     int_fn poll;           /* sluice_poll */
     string_fn last_error;  /* sluice_last_error */
-    int_fn in_handler;     /* sluice_in_handler, when the library has it */
-    bool token_symbol;     /* else: the AM engine's per-thread token is there */
+    int_fn in_handler;     /* sluice_in_handler */
 } api;
 
 static const char core_soname[] = "libsluice.so.0";
@@ -90,11 +89,6 @@ static const char core_soname[] = "libsluice.so.0";
  * unsuffixed one for another MPI. */
 static const char *const mpi_sonames[] = {"libsluice-mpi-openmpi.so.0", "libsluice-mpi.so.0"};
 #define MPI_SONAMES (sizeof mpi_sonames / sizeof mpi_sonames[0])
-/* sluice::am::AmEngine::current_token: the token of the handler this thread
- * runs, null outside handlers.  Read only when libsluice does not export a
- * public sluice_in_handler(). */
-static const char token_symbol[] = "_ZN6sluice2am8AmEngine13current_tokenE";
-
 /* ---- MCA variables (OMPI_MCA_mpiext_sluice_*, mpirun --mca ...) -------- */
 
 enum start_mode { START_AUTO, START_ALWAYS, START_NEVER };
@@ -135,23 +129,6 @@ static bool progress_registered;
 static int progress_on;                  /* between Sluice's start and MPI_Finalize */
 static int poller_busy;                  /* one thread in Sluice's poll for MPI at a time */
 static __thread int in_progress;         /* this thread polls Sluice for MPI right now */
-static __thread void *const *token_slot; /* this thread's current_token */
-
-/* Whether this thread runs a Sluice handler: sluice_poll must not be called
- * from one (it would fail with SLUICE_ERR_CONTEXT, print the error, and under
- * SLUICE_ERRORS_FATAL end the job).  A handler calling MPI reaches
- * opal_progress and this callback.  libsluice has no public call for it (yet:
- * sluice_in_handler() is used when it appears), so the per-thread token of
- * its AM engine is read, looked up once per thread (dlsym of a thread-local
- * symbol gives the calling thread's copy).  Unknown counts as "in a handler". */
-static int in_sluice_handler(void) {
-    if (api.in_handler) return api.in_handler();
-    if (!token_slot) {
-        token_slot = (void *const *)dlsym(api.core, token_symbol);
-        if (!token_slot) return 1;
-    }
-    return *token_slot != NULL;
-}
 
 /* Called by opal_progress, i.e. by every MPI call that waits or tests, on
  * whichever thread makes it.  Cheap when there is nothing to do, never
@@ -160,7 +137,9 @@ static int in_sluice_handler(void) {
  * inside handlers. */
 static int progress_callback(void) {
     if (!__atomic_load_n(&progress_on, __ATOMIC_ACQUIRE) || in_progress) return 0;
-    if (!api.initialized() || in_sluice_handler()) return 0;
+    /* sluice_poll may not run inside a handler (a handler calling MPI reaches
+     * here): it would fail with SLUICE_ERR_CONTEXT. */
+    if (!api.initialized() || api.in_handler()) return 0;
     if (__atomic_exchange_n(&poller_busy, 1, __ATOMIC_ACQUIRE)) return 0;
     in_progress = 1;
     (void)api.poll();
@@ -173,11 +152,6 @@ static int progress_callback(void) {
 static void progress_start(void) {
 #if MPIEXT_SLUICE_HAVE_PROGRESS
     if (progress_var <= 0 || progress_registered) return;
-    if (!api.in_handler && !api.token_symbol) {
-        say("no progress hook: this libsluice cannot say whether a thread runs a handler "
-            "(neither sluice_in_handler nor its AM engine's token is exported)");
-        return;
-    }
     __atomic_store_n(&progress_on, 1, __ATOMIC_RELEASE); /* after api.* are set */
     int rc = progress_var == 1 ? opal_progress_register_lp(progress_callback)
                                : opal_progress_register(progress_callback);
@@ -217,8 +191,7 @@ static bool core_resolve(void *handle) {
     api.poll = (int_fn)dlsym(handle, "sluice_poll");
     api.last_error = (string_fn)dlsym(handle, "sluice_last_error");
     api.in_handler = (int_fn)dlsym(handle, "sluice_in_handler");
-    api.token_symbol = dlsym(handle, token_symbol) != NULL;
-    return api.initialized && api.poll && api.last_error;
+    return api.initialized && api.poll && api.last_error && api.in_handler;
 }
 
 static void *try_open(const char *path, char *why, size_t len) {
@@ -335,7 +308,8 @@ static void on_mpi_init_bottom(int argc, char **argv, int requested, int *provid
                          "install libsluice-mpi beside libsluice, or set OMPI_MCA_mpiext_sluice_library to its path");
         api.init_over = (init_over_fn)dlsym(h, "MPIX_Sluice_init");
         if (!api.init_over || !core_resolve(h))
-            start_failed("the libsluice-mpi found lacks MPIX_Sluice_init or the Sluice C API",
+            start_failed("the libsluice-mpi found lacks MPIX_Sluice_init or one of sluice_initialized, sluice_poll, "
+                         "sluice_last_error, sluice_in_handler (an older Sluice)",
                          "point OMPI_MCA_mpiext_sluice_library at a libsluice-mpi built for this Open MPI");
         int a = argc;
         char **v = argv;
@@ -345,7 +319,8 @@ static void on_mpi_init_bottom(int argc, char **argv, int requested, int *provid
         status_bits |= EXT_STARTED;
         VERBOSE("Sluice started over MPI_COMM_WORLD");
     } else if (!core_resolve(core)) {
-        say("no progress hook: the libsluice in this process lacks the Sluice C API");
+        say("no progress hook: the libsluice in this process lacks one of sluice_initialized, sluice_poll, "
+            "sluice_last_error, sluice_in_handler (an older Sluice); fix: use the Sluice this extension came with");
         return;
     }
     progress_start();
