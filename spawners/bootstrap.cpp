@@ -64,11 +64,12 @@ std::vector<BootstrapBackend> &registry() {
 
 LauncherMark mpi_launcher_mark() {
     // Open MPI's mpirun; MPICH's hydra (and srun with PMI-1/2); hydra's
-    // count of ranks on this host; srun or prterun with PMIx (no size).
+    // count of ranks on this host (not the job's size); srun or prterun
+    // with PMIx (no size).
     static constexpr struct {
         const char *name;
         bool is_size;
-    } variables[] = {{"OMPI_COMM_WORLD_SIZE", true}, {"PMI_SIZE", true}, {"MPI_LOCALNRANKS", true}, {"PMIX_RANK", false}};
+    } variables[] = {{"OMPI_COMM_WORLD_SIZE", true}, {"PMI_SIZE", true}, {"MPI_LOCALNRANKS", false}, {"PMIX_RANK", false}};
     for (const auto &v : variables)
         if (const char *value = std::getenv(v.name))
             return {v.name, v.is_size ? static_cast<std::uint32_t>(std::strtoul(value, nullptr, 10)) : 0};
