@@ -3,9 +3,11 @@
 #include "spawners/bootstrap.hpp"
 
 #include "base/knobs.hpp"
+#include "sluice_config.h"
 
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <unistd.h>
 
 namespace sluice::spawner {
@@ -14,6 +16,24 @@ namespace local {
 bool local_probe();
 std::unique_ptr<Bootstrap> local_create(std::string &error);
 } // namespace local
+#if SLUICE_SPAWNER_SSH
+namespace ssh {
+bool ssh_probe();
+std::unique_ptr<Bootstrap> ssh_create(std::string &error);
+} // namespace ssh
+#endif
+#if SLUICE_SPAWNER_PMIX
+namespace pmi {
+bool pmix_probe();
+std::unique_ptr<Bootstrap> pmix_create(std::string &error);
+} // namespace pmi
+#endif
+#if SLUICE_SPAWNER_PMI2
+namespace pmi {
+bool pmi2_probe();
+std::unique_ptr<Bootstrap> pmi2_create(std::string &error);
+} // namespace pmi
+#endif
 
 namespace {
 
@@ -50,11 +70,24 @@ std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
     return std::make_unique<SingletonBootstrap>();
 }
 
+bool is_pmi(std::string_view name) { return name == "pmix" || name == "pmi2"; }
+
 std::mutex registry_mutex;
 std::vector<BootstrapBackend> &registry() {
     // Probe order: the most specific environment first, singleton last.
+    // Backends registered later (mpi, from libsluice-mpi) go before the PMI
+    // ones: a hybrid program under mpirun bootstraps over MPI.
     static std::vector<BootstrapBackend> backends = {
         {"local", local::local_probe, local::local_create},
+#if SLUICE_SPAWNER_SSH
+        {"ssh", ssh::ssh_probe, ssh::ssh_create},
+#endif
+#if SLUICE_SPAWNER_PMIX
+        {"pmix", pmi::pmix_probe, pmi::pmix_create},
+#endif
+#if SLUICE_SPAWNER_PMI2
+        {"pmi2", pmi::pmi2_probe, pmi::pmi2_create},
+#endif
         {"singleton", singleton_probe, singleton_create},
     };
     return backends;
@@ -91,7 +124,9 @@ bool Bootstrap::broadcast(std::uint32_t root, std::string &data) {
 void bootstrap_backend_register(const BootstrapBackend &backend) {
     std::lock_guard<std::mutex> lock(registry_mutex);
     auto &r = registry();
-    r.insert(r.end() - 1, backend);  // before the singleton fallback
+    auto at = r.begin();
+    while (at != r.end() && !is_pmi(at->name) && std::string_view(at->name) != "singleton") ++at;
+    r.insert(at, backend);  // before the PMI backends and the singleton fallback
 }
 
 const std::vector<BootstrapBackend> &bootstrap_backends() { return registry(); }
@@ -102,6 +137,10 @@ std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
     if (!wanted.empty()) {
         for (const auto &b : registry())
             if (wanted == b.name) return b.create(error);
+        // "pmi" (sluicerun -spawner=pmi): whichever PMI the launcher serves.
+        if (wanted == "pmi")
+            for (const auto &b : registry())
+                if (is_pmi(b.name) && b.probe()) return b.create(error);
         error = "SLUICE_SPAWNER=" + wanted + " names no compiled-in spawner; fix: pick one of those `sluice-info --spawners` lists";
         return nullptr;
     }
