@@ -3,6 +3,8 @@
 // nothing, and corrupt no memory; the runtime must still work afterwards.
 #include "tests/mp/mp_cases.hpp"
 
+#include <sluice/sluice.hpp>
+
 #include <atomic>
 #include <cstring>
 
