@@ -6,6 +6,7 @@
 #include "sluice_config.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <mutex>
 #include <string_view>
 #include <unistd.h>
@@ -51,6 +52,18 @@ public:
 };
 
 bool singleton_probe() { return true; }
+
+// The fix for a process that a launcher started as one of several ranks but
+// that cannot reach the others.
+std::string launcher_fix(const LauncherMark &mark) {
+    const std::string n = std::to_string(mark.size);
+    if (std::string_view(mark.variable).rfind("SLURM_", 0) == 0)
+        return "run srun with a PMI (srun --mpi=pmix, or --mpi=pmi2 for MPICH programs), or use sluicerun "
+               "-spawner=pmi -n " + n;
+    return "link libsluice-mpi (-Wl,--no-as-needed -lsluice-mpi, or call MPIX_Sluice_init), or start the job with "
+           "sluicerun -spawner=mpi -n " + n + " (or sluicerun -n " + n + ")";
+}
+
 std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
     // A launcher said there are several ranks but gave us no way to reach
     // them: running alone would silently compute the wrong thing.
@@ -60,14 +73,51 @@ std::unique_ptr<Bootstrap> singleton_create(std::string &error) {
                 " says the job has more ranks; fix: start it with sluicerun (or unset SLUICE_SIZE)";
         return nullptr;
     }
-    // Started by an MPI launcher, but no mpi backend is linked in.
-    if (const LauncherMark mark = mpi_launcher_mark(); mark.size > 1) {
-        error = std::string("an MPI launcher started this process as one of ") + std::to_string(mark.size) +
-                " ranks (" + mark.variable + "), but Sluice has no mpi bootstrap; fix: link libsluice-mpi "
-                "(-Wl,--no-as-needed -lsluice-mpi, or call MPIX_Sluice_init), or start the job with sluicerun";
+    if (const LauncherMark mark = launcher_mark(); mark.size > 1) {
+        error = std::string("a launcher started this process as one of ") + std::to_string(mark.size) +
+                " ranks (" + mark.variable + "), but Sluice found no bootstrap that reaches the others; fix: " +
+                launcher_fix(mark);
         return nullptr;
     }
     return std::make_unique<SingletonBootstrap>();
+}
+
+// A backend that trusts an outside launcher (mpi, pmix, pmi2) and came up as
+// a job of one rank where that launcher started several: each rank would run
+// alone (an MPICH program under srun --mpi=pmix does that).
+bool size_mismatch(const Bootstrap &b, std::string &error) {
+    const std::string_view name = b.name();
+    if (name != "mpi" && name != "pmix" && name != "pmi2") return false;
+    const LauncherMark mark = launcher_mark();
+    if (b.size() != 1 || mark.size <= 1 || b.subset()) return false;
+    error = std::string("the ") + b.name() + " bootstrap made this process a job of 1 rank, but " + mark.variable +
+            "=" + std::to_string(mark.size) + " says the launcher started " + std::to_string(mark.size) +
+            "; fix: " + launcher_fix(mark);
+    return true;
+}
+
+// SLUICE_SPAWNER=mpi (sluicerun -spawner=mpi) in a program that does not
+// link libsluice-mpi: load it, and its constructor registers the backend.
+// The build for the MPI that started us first (Open MPI's mpirun leaves
+// OMPI_* variables, hydra PMI_*), then the default build; each beside
+// libsluice, then wherever the dynamic linker finds it.
+void mpi_backend_load() {
+    const std::string &path = base::knob_string(base::Knob::MPI_LIBRARY);
+    std::vector<std::string> names;
+    if (!path.empty()) {
+        names.push_back(path);
+    } else {
+        const char *flavor = std::getenv("OMPI_COMM_WORLD_SIZE") ? "openmpi" : "mpich";
+        names = {std::string("libsluice-mpi-") + flavor + ".so.0", "libsluice-mpi.so.0"};
+        Dl_info self{};
+        if (::dladdr(reinterpret_cast<void *>(&mpi_backend_load), &self) && self.dli_fname) {
+            std::string dir = self.dli_fname;
+            dir = dir.substr(0, dir.rfind('/') + 1);
+            if (!dir.empty()) names.insert(names.begin(), {dir + names[0], dir + names[1]});
+        }
+    }
+    for (const auto &n : names)
+        if (::dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) return;
 }
 
 bool is_pmi(std::string_view name) { return name == "pmix" || name == "pmi2"; }
@@ -94,6 +144,14 @@ std::vector<BootstrapBackend> &registry() {
 }
 
 } // namespace
+
+LauncherMark launcher_mark() {
+    if (LauncherMark mark = mpi_launcher_mark(); mark.size > 0) return mark;
+    // srun sets it for the tasks of a step; a batch script has no step.
+    if (const char *value = std::getenv("SLURM_STEP_NUM_TASKS"))
+        return {"SLURM_STEP_NUM_TASKS", static_cast<std::uint32_t>(std::strtoul(value, nullptr, 10))};
+    return mpi_launcher_mark();
+}
 
 LauncherMark mpi_launcher_mark() {
     // Open MPI's mpirun; MPICH's hydra (and srun with PMI-1/2); hydra's
@@ -131,21 +189,43 @@ void bootstrap_backend_register(const BootstrapBackend &backend) {
 
 const std::vector<BootstrapBackend> &bootstrap_backends() { return registry(); }
 
-std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
+namespace {
+
+std::unique_ptr<Bootstrap> checked(std::unique_ptr<Bootstrap> b, std::string &error) {
+    if (b && size_mismatch(*b, error)) return nullptr;
+    return b;
+}
+
+bool registered(std::string_view name) {
     std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const auto &b : registry())
+        if (name == b.name) return true;
+    return false;
+}
+
+} // namespace
+
+std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
     const std::string &wanted = base::knob_string(base::Knob::SPAWNER);
+    if (wanted == "mpi" && !registered("mpi")) mpi_backend_load();  // outside the lock: it registers
+    std::lock_guard<std::mutex> lock(registry_mutex);
     if (!wanted.empty()) {
         for (const auto &b : registry())
-            if (wanted == b.name) return b.create(error);
+            if (wanted == b.name) return checked(b.create(error), error);
         // "pmi" (sluicerun -spawner=pmi): whichever PMI the launcher serves.
         if (wanted == "pmi")
             for (const auto &b : registry())
-                if (is_pmi(b.name) && b.probe()) return b.create(error);
-        error = "SLUICE_SPAWNER=" + wanted + " names no compiled-in spawner; fix: pick one of those `sluice-info --spawners` lists";
+                if (is_pmi(b.name) && b.probe()) return checked(b.create(error), error);
+        if (wanted == "mpi")
+            error = "SLUICE_SPAWNER=mpi, but no libsluice-mpi could be loaded; fix: link the program with "
+                    "libsluice-mpi, or set SLUICE_MPI_LIBRARY to the path of the libsluice-mpi built for this MPI";
+        else
+            error = "SLUICE_SPAWNER=" + wanted +
+                    " names no compiled-in spawner; fix: pick one of those `sluice-info --spawners` lists";
         return nullptr;
     }
     for (const auto &b : registry())
-        if (b.probe()) return b.create(error);
+        if (b.probe()) return checked(b.create(error), error);
     error = "no spawner recognises this environment";
     return nullptr;
 }

@@ -42,6 +42,10 @@ public:
     // A shared-memory name the launcher must unlink at job end if the rank
     // cannot (crash between create and unlink).
     virtual void cleanup_register(const std::string &shm_name) { (void)shm_name; }
+    // The job is deliberately a part of what the launcher started (the mpi
+    // backend over a sub-communicator), so its size may differ from the
+    // launcher's.
+    virtual bool subset() const { return false; }
 };
 
 // Picks and starts the backend for this process; on failure returns null and
@@ -65,6 +69,9 @@ struct LauncherMark {
     std::uint32_t size = 0;
 };
 LauncherMark mpi_launcher_mark();
+// Any launcher's mark: the MPI launchers' above, then srun's count of the
+// tasks of its step (set with or without a PMI).
+LauncherMark launcher_mark();
 const std::vector<BootstrapBackend> &bootstrap_backends();
 
 } // namespace sluice::spawner

@@ -27,6 +27,13 @@ struct JobSpec {
 
 // Shell quoting: a word a POSIX shell reads back unchanged.
 std::string shell_quote(const std::string &word);
+// A knob's command line split at spaces ("srun --mpi=pmix" -> two words).
+std::vector<std::string> words_split(const std::string &text);
+// For the spawners that hand the job to another launcher (pmi: srun, mpi:
+// mpirun): prints `command` (dry run: on stdout, and returns 0; verbose: on
+// stderr), then execs it, so its exit code, output and signals are the
+// job's.  Returns 127 with a message naming `knob` if it cannot be run.
+int launcher_exec(const JobSpec &job, const std::vector<std::string> &command, const char *knob);
 
 // Spawners other than local (each in its own folder).
 namespace ssh {

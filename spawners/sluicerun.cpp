@@ -1,10 +1,14 @@
-// spawners/sluicerun.cpp - the local launcher: `sluicerun -n N prog args...`
-// runs N ranks of prog on this host (spawner `local`).  This file reads the
-// command line and checks everything that can be checked before a fork; the
-// job itself is spawners/local/launcher.cpp.
+// spawners/sluicerun.cpp - the launcher: `sluicerun [-spawner=S] -n N prog
+// args...` runs N ranks of prog with spawner S: local (this host; the job
+// itself is spawners/local/launcher.cpp), ssh (spawners/ssh), pmi (srun,
+// spawners/pmi) or mpi (mpirun, spawners/mpi).  This file reads the command
+// line, picks the spawner and checks everything that can be checked before
+// anything starts.
+#include "spawners/job_spec.hpp"
 #include "spawners/local/launcher.hpp"
 
 #include "base/knobs.hpp"
+#include "sluice_config.h"
 
 #include <cctype>
 #include <cerrno>
@@ -18,8 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace spawner = sluice::spawner;
 namespace local = sluice::spawner::local;
 namespace base = sluice::base;
+using spawner::JobSpec;
 
 namespace {
 
@@ -27,26 +33,41 @@ constexpr unsigned max_ranks = 1u << 20;
 constexpr int usage_error = 2;
 
 const char usage[] =
-    "usage: sluicerun -n N [-v] [-t] [--bind=core|numa|none] [--] program [args...]\n"
-    "Runs N ranks of program on this host (Sluice spawner `local`).\n"
+    "usage: sluicerun [-spawner=local|ssh|pmi|mpi] -n N [-N H] [-E VAR,...] [-v] [-t]\n"
+    "                 [--bind=core|numa|none] [--] program [args...]\n"
+    "Runs N ranks of program.\n"
+    "  -spawner=S         how to start the ranks (also SLUICE_SPAWNER):\n"
+    "                     local  forked on this host (default)\n"
+    "                     ssh    on the hosts of SLUICE_SSH_NODES (or the node file, or\n"
+    "                            the batch system's list), through a tree of ssh\n"
+    "                     pmi    by srun with a PMI (SLUICE_PMI_LAUNCHER, SLUICE_PMI)\n"
+    "                     mpi    by mpirun (SLUICE_MPIRUN); the ranks bootstrap over MPI\n"
     "  -n N, -np N        number of ranks, at least 1\n"
+    "  -N H               number of hosts (ssh, pmi); ranks are placed in blocks\n"
+    "  -E VAR1,VAR2       send these environment variables to every rank\n"
+    "                     (local and mpi ranks inherit the whole environment anyway)\n"
     "  -v, --verbose      narrate each step on stderr (also SLUICE_VERBOSE=1)\n"
-    "  -t, --dry-run      print what would run, one line per rank, and exit\n"
-    "  --bind=core        rank i on core (i mod cores)             [hwloc]\n"
-    "  --bind=numa        rank i on NUMA node (i mod nodes)        [hwloc]\n"
+    "  -t, --dry-run      print what would run and exit\n"
+    "  --bind=core        rank i on core (i mod cores)             [local, hwloc]\n"
+    "  --bind=numa        rank i on NUMA node (i mod nodes)        [local, hwloc]\n"
     "  --bind=none        no binding (default)\n"
     "  -h, --help         this text\n"
     "Options end at the program name or at `--`.\n"
-    "Exit code: the first code a rank reported (exit or abort), else 128+signal\n"
-    "of the first rank that crashed (or of the signal that stopped sluicerun),\n"
-    "else the first non-zero exit status, else 0.  Bad usage exits with 2.\n"
-    "Knobs: SLUICE_KILL_GRACE, SLUICE_EXIT_TIMEOUT, SLUICE_JOB_ID, SLUICE_VERBOSE\n"
-    "(`sluice-info` lists them all).\n";
+    "Spawner: -spawner=, else SLUICE_SPAWNER, else what the environment shows\n"
+    "(SLUICE_SSH_NODES or SLUICE_SSH_NODEFILE: ssh; inside a Slurm allocation: pmi;\n"
+    "PBS_NODEFILE: ssh), else the configure default (" SLUICE_DEFAULT_SPAWNER ").\n"
+    "Exit code: the job's (the first code a rank reported, else 128+signal of the\n"
+    "first rank that crashed, else the first non-zero exit status, else 0); srun's\n"
+    "or mpirun's own code with -spawner=pmi or mpi.  Bad usage exits with 2.\n"
+    "Knobs: SLUICE_KILL_GRACE, SLUICE_EXIT_TIMEOUT, SLUICE_JOB_ID, SLUICE_VERBOSE,\n"
+    "SLUICE_SSH_*, SLUICE_PMI*, SLUICE_MPIRUN (`sluice-info` lists them all).\n";
+
+constexpr const char *spawner_names[] = {"local", "ssh", "pmi", "mpi"};
 
 struct CommandLine {
-    local::LaunchOptions launch;
+    JobSpec job;
     local::Binding binding = local::Binding::none;
-    bool dry_run = false;
+    std::string spawner_flag;  // -spawner=
     bool help = false;
 };
 
@@ -56,15 +77,35 @@ bool fail(std::string &error, std::string message) {
     return false;
 }
 
-bool ranks_parse(const std::string &text, unsigned &out, std::string &error) {
+bool count_parse(const std::string &text, const char *option, const char *what, unsigned &out, std::string &error) {
     char *end = nullptr;
     errno = 0;
     unsigned long n = std::strtoul(text.c_str(), &end, 10);
     if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end || errno || n < 1 ||
         n > max_ranks)
-        return fail(error, "-n needs a number of ranks from 1 to " + std::to_string(max_ranks) + ", not '" +
-                               text + "'; e.g. sluicerun -n 4 ./prog");
+        return fail(error, std::string(option) + " needs a number of " + what + " from 1 to " +
+                               std::to_string(max_ranks) + ", not '" + text + "'; e.g. sluicerun " + option +
+                               " 4 ./prog");
     out = static_cast<unsigned>(n);
+    return true;
+}
+
+// -E A,B,C: names of environment variables.
+bool names_parse(const std::string &text, std::vector<std::string> &out, std::string &error) {
+    std::size_t start = 0;
+    do {
+        std::size_t comma = text.find(',', start);
+        if (comma == std::string::npos) comma = text.size();
+        std::string name = text.substr(start, comma - start);
+        const bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                           name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                               std::string::npos;
+        if (!valid)
+            return fail(error, "-E needs environment variable names separated by commas, not '" + text +
+                                   "'; e.g. sluicerun -E OMP_NUM_THREADS,MY_VAR -n 4 ./prog");
+        out.push_back(name);
+        start = comma + 1;
+    } while (start <= text.size());
     return true;
 }
 
@@ -108,15 +149,26 @@ bool arguments_parse(int argc, char **argv, CommandLine &cl, std::string &error)
             cl.help = true;
             return true;
         } else if (arg == "-v" || arg == "--verbose") {
-            cl.launch.verbose = true;
+            cl.job.verbose = true;
         } else if (arg == "-t" || arg == "--dry-run") {
-            cl.dry_run = true;
+            cl.job.dry_run = true;
+        } else if (arg == "-spawner" || arg == "--spawner" || arg.rfind("-spawner=", 0) == 0 ||
+                   arg.rfind("--spawner=", 0) == 0) {
+            std::string glued = arg.rfind("--", 0) == 0 ? long_value("--spawner") : long_value("-spawner");
+            if (!value_take(argc, argv, i, glued, "-spawner", value, error)) return false;
+            cl.spawner_flag = value;
+        } else if (arg == "-N" || (arg.rfind("-N", 0) == 0 && arg.size() > 2)) {
+            if (!value_take(argc, argv, i, arg.substr(2), "-N", value, error)) return false;
+            if (!count_parse(value, "-N", "hosts", cl.job.hosts, error)) return false;
+        } else if (arg == "-E" || (arg.rfind("-E", 0) == 0 && arg.size() > 2)) {
+            if (!value_take(argc, argv, i, arg.substr(2), "-E", value, error)) return false;
+            if (!names_parse(value, cl.job.propagate, error)) return false;
         } else if (arg == "-np" || arg == "--np" || arg.rfind("--np=", 0) == 0 || arg == "-n" ||
                    (arg.rfind("-n", 0) == 0 && arg.size() > 2 && std::isdigit(static_cast<unsigned char>(arg[2])))) {
             std::string glued = arg.rfind("--np=", 0) == 0 ? long_value("--np")
                                 : (arg == "-n" || arg == "-np" || arg == "--np") ? "" : arg.substr(2);
             if (!value_take(argc, argv, i, glued, "-n", value, error)) return false;
-            if (!ranks_parse(value, cl.launch.ranks, error)) return false;
+            if (!count_parse(value, "-n", "ranks", cl.job.ranks, error)) return false;
             have_ranks = true;
         } else if (arg == "--bind" || arg.rfind("--bind=", 0) == 0) {
             if (!value_take(argc, argv, i, long_value("--bind"), "--bind", value, error)) return false;
@@ -127,8 +179,8 @@ bool arguments_parse(int argc, char **argv, CommandLine &cl, std::string &error)
     }
     if (!have_ranks) return fail(error, "missing the number of ranks; use sluicerun -n N program [args...]");
     if (i >= argc) return fail(error, "no program to run; use sluicerun -n N program [args...]");
-    cl.launch.program = argv[i++];
-    cl.launch.arguments.assign(argv + i, argv + argc);
+    cl.job.program = argv[i++];
+    cl.job.arguments.assign(argv + i, argv + argc);
     return true;
 }
 
@@ -181,26 +233,80 @@ bool program_resolve(const std::string &program, std::string &path, std::string 
                            ") or add its folder to PATH");
 }
 
-// Shell-style quoting so a dry-run line can be pasted back.
-std::string quote(const std::string &word) {
-    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                "0123456789_-+=/.,:@%") == std::string::npos)
-        return word;
-    std::string out = "'";
-    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 void dry_run_print(const local::LaunchOptions &options, const local::Binder &binder) {
     for (unsigned r = 0; r < options.ranks; ++r) {
         std::string line = "rank " + std::to_string(r) + ": env";
         for (const auto &[name, value] : local::rank_variables(options, r, -1)) line += " " + name + "=" + value;
-        line += "; bind " + binder.describe(r) + "; exec " + quote(options.program_path);
-        if (options.program_path != options.program) line += " (argv[0] " + quote(options.program) + ")";
-        for (const auto &a : options.arguments) line += " " + quote(a);
+        line += "; bind " + binder.describe(r) + "; exec " + spawner::shell_quote(options.program_path);
+        if (options.program_path != options.program) line += " (argv[0] " + spawner::shell_quote(options.program) + ")";
+        for (const auto &a : options.arguments) line += " " + spawner::shell_quote(a);
         std::printf("%s\n", line.c_str());
     }
     std::fflush(stdout);
+}
+
+// The spawner: -spawner=, else SLUICE_SPAWNER, else what the environment
+// shows, else the configure default.  The knob also names rank-side
+// backends; pmix and pmi2 mean the pmi spawner here.
+bool spawner_choose(const CommandLine &cl, std::string &out, std::string &error) {
+    std::string source = "-spawner";
+    out = cl.spawner_flag;
+    if (out.empty()) {
+        out = base::knob_string(base::Knob::SPAWNER);
+        source = "SLUICE_SPAWNER";
+        if (out == "pmix" || out == "pmi2") out = "pmi";
+    }
+    if (out.empty()) {
+        if (!base::knob_string(base::Knob::SSH_NODES).empty() || !base::knob_string(base::Knob::SSH_NODEFILE).empty())
+            out = "ssh";
+        else if (std::getenv("SLURM_JOB_ID"))
+            out = "pmi";
+        else if (std::getenv("PBS_NODEFILE"))
+            out = "ssh";
+        else
+            out = SLUICE_DEFAULT_SPAWNER;
+        return true;
+    }
+    for (const char *name : spawner_names)
+        if (out == name) return true;
+    return fail(error, source + " names no spawner: '" + out + "'; use local, ssh, pmi or mpi");
+}
+
+// What each spawner cannot do, said before anything starts.
+bool spawner_check(const CommandLine &cl, std::string &error) {
+    const std::string &s = cl.job.spawner;
+    if (cl.job.hosts > 1 && (s == "local" || s == "mpi"))
+        return fail(error, "-N " + std::to_string(cl.job.hosts) + " needs a spawner that starts ranks on other hosts; " +
+                               (s == "mpi" ? "give mpirun its hosts (e.g. SLUICE_MPIRUN='mpirun --hostfile FILE')"
+                                           : "use -spawner=ssh or -spawner=pmi"));
+    if (cl.job.hosts > cl.job.ranks)
+        return fail(error, "-N " + std::to_string(cl.job.hosts) + " hosts for " + std::to_string(cl.job.ranks) +
+                               " ranks would leave hosts empty; give at most as many hosts as ranks");
+    if (cl.binding != local::Binding::none && s != "local")
+        return fail(error, std::string("--bind=") + local::binding_name(cl.binding) +
+                               " works with -spawner=local only; bind with the launcher's own options");
+    return true;
+}
+
+int local_run(CommandLine &cl) {
+    std::string error;
+    local::LaunchOptions launch;
+    launch.ranks = cl.job.ranks;
+    launch.verbose = cl.job.verbose;
+    launch.program = cl.job.program;
+    launch.program_path = cl.job.program_path;
+    launch.arguments = cl.job.arguments;
+    launch.job_id = cl.job.job_id;
+    local::Binder binder;
+    if (!binder.load(cl.binding, error) || (!cl.job.dry_run && !local::fd_limit_prepare(launch.ranks, error))) {
+        std::fprintf(stderr, "sluicerun: %s\n", error.c_str());
+        return usage_error;
+    }
+    if (cl.job.dry_run) {
+        dry_run_print(launch, binder);
+        return 0;
+    }
+    return local::launch(launch, binder);
 }
 
 // A launcher started with stdin, stdout or stderr closed would hand that
@@ -211,6 +317,20 @@ void stdio_ensure() {
 }
 
 } // namespace
+
+// A spawner left out of this build (its folder's Makefile.inc adds the real
+// run() to sluicerun, which replaces these).
+namespace sluice::spawner {
+namespace {
+int not_built(const JobSpec &job) {
+    std::fprintf(stderr, "sluicerun: this sluicerun was built without the %s spawner; fix: use -spawner=local, or "
+                 "rebuild Sluice with it (see spawners/%s/README.md)\n", job.spawner.c_str(), job.spawner.c_str());
+    return usage_error;
+}
+} // namespace
+[[gnu::weak]] int ssh::run(const JobSpec &job) { return not_built(job); }
+[[gnu::weak]] int pmi::run(const JobSpec &job) { return not_built(job); }
+} // namespace sluice::spawner
 
 int main(int argc, char **argv) {
     stdio_ensure();
@@ -225,18 +345,20 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (const std::string &warning : base::knobs_load()) std::fprintf(stderr, "sluicerun: %s\n", warning.c_str());
-    cl.launch.verbose |= base::knob_bool(base::Knob::VERBOSE);
-
-    local::Binder binder;
-    if (!program_resolve(cl.launch.program, cl.launch.program_path, error) || !binder.load(cl.binding, error) ||
-        (!cl.dry_run && !local::fd_limit_prepare(cl.launch.ranks, error))) {
+    cl.job.verbose |= base::knob_bool(base::Knob::VERBOSE);
+    if (!spawner_choose(cl, cl.job.spawner, error) || !spawner_check(cl, error) ||
+        !program_resolve(cl.job.program, cl.job.program_path, error)) {
         std::fprintf(stderr, "sluicerun: %s\n", error.c_str());
         return usage_error;
     }
-    cl.launch.job_id = local::job_id_choose();
-    if (cl.dry_run) {
-        dry_run_print(cl.launch, binder);
-        return 0;
-    }
-    return local::launch(cl.launch, binder);
+    cl.job.job_id = local::job_id_choose();
+    if (cl.job.verbose)
+        std::fprintf(stderr, "sluicerun: spawner %s (%s), job %s\n", cl.job.spawner.c_str(),
+                     cl.spawner_flag.empty() ? "chosen from SLUICE_SPAWNER, the environment or the default"
+                                             : "-spawner",
+                     cl.job.job_id.c_str());
+    if (cl.job.spawner == "ssh") return spawner::ssh::run(cl.job);
+    if (cl.job.spawner == "pmi") return spawner::pmi::run(cl.job);
+    if (cl.job.spawner == "mpi") return spawner::mpi::run(cl.job);
+    return local_run(cl);
 }

@@ -181,6 +181,7 @@ public:
     // handler (the signal may have interrupted MPI itself).
     void exit_notify(int code, bool in_signal) override {
         (void)code;
+        exit_in_signal_ = in_signal;
         if (in_signal || mpi_finalized() || ::gettid() != ::getpid()) return;
         shared.exiting = true;
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -189,11 +190,19 @@ public:
 
     void fini() override {
         shared.job = MPI_COMM_NULL;
-        if (!mpi_finalized()) {
+        // An exit inside a signal handler leaves MPI alone: the signal may
+        // have interrupted MPI itself, and the launcher ends the job anyway.
+        if (!mpi_finalized() && !exit_in_signal_) {
             if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
             if (shared.we_initialized && !shared.in_mpi_finalize) MPI_Finalize();
         }
         comm_ = MPI_COMM_NULL;
+    }
+
+    bool subset() const override {
+        int world = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+        return size_ < static_cast<std::uint32_t>(world);
     }
 
     void cleanup_register(const std::string &name) override {
@@ -211,6 +220,7 @@ private:
     }
 
     MPI_Comm comm_ = MPI_COMM_NULL;
+    bool exit_in_signal_ = false;
     std::uint32_t rank_ = 0, size_ = 1;
     std::mutex names_mutex_;
     std::vector<std::string> names_;
