@@ -25,11 +25,21 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-spawn-mpi.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/out
 
+# job_pids JOB: the processes of this test program that belong to JOB (by
+# the SLUICE_JOB_ID in their environment: other tests run the same program
+# at the same time under make -j check).
+job_pids() {
+    for p in $(pgrep -f "^$prog "); do
+        tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "SLUICE_JOB_ID=$1" && echo "$p"
+    done
+}
 # leftovers JOB: the ranks and shared-memory files a job left behind.
 leftovers() {
     ls /dev/shm 2> /dev/null | grep "^sluice\\.$1\\." | sed 's|^|/dev/shm/|'
-    pgrep -f "^$prog " | sed 's/^/pid /'
+    job_pids "$1" | sed 's/^/pid /'
 }
+# kill_job JOB: what a failed job left running.
+kill_job() { for p in $(job_pids "$1"); do kill -9 "$p" 2> /dev/null; done; }
 
 # expect WHAT WANT JOB COMMAND...: runs COMMAND (60 s limit) with
 # SLUICE_JOB_ID=JOB and checks its exit code (WANT, or "nonzero") and that
@@ -49,7 +59,7 @@ expect() {
         tail -15 "$out" | sed 's/^/    /'
     elif [ -n "$left" ]; then
         fail "$what: left behind: $(echo $left)"
-        pkill -9 -f "^$prog " 2> /dev/null
+        kill_job "$job"
         rm -f $(echo "$left" | grep '^/dev/shm/')
     else
         return 0
@@ -148,7 +158,7 @@ run_flavor() {
     # Dry run: one command line, nothing started.
     if SLUICE_JOB_ID=${id}t "$sluicerun" -t -spawner=mpi -n 2 "$prog" hang > "$out" 2>&1 &&
        [ "$(wc -l < "$out")" -eq 1 ] && grep -q -- "-n 2 .*sluice-spawn-test hang" "$out" &&
-       ! pgrep -f "^$prog hang" > /dev/null; then
+       [ -z "$(job_pids "${id}t")" ]; then
         pass "[$label] -t prints the mpirun command and runs nothing: $(cut -c1-70 "$out")..."
     else
         fail "[$label] -t:"; sed 's/^/    /' "$out"
@@ -181,7 +191,7 @@ run_flavor() {
         fail "[$label] SIGINT: the ranks never all said ready:"; sed 's/^/    /' "$out"
     elif [ -n "$alive" ] || [ -n "$left" ] || [ "$rc" -eq 0 ] || [ "$rc" -eq 137 ]; then
         fail "[$label] SIGINT: code $rc, alive:$alive, left: $(echo $left)"
-        pkill -9 -f "^$prog " 2> /dev/null
+        kill_job "${id}i"
     else
         pass "[$label] SIGINT to sluicerun ends all 3 ranks within $((tries / 10)).$((tries % 10)) s (code $rc)"
     fi
