@@ -25,6 +25,13 @@ pass() { echo "PASS: $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 skip() { echo "SKIP: $*"; skipped=$((skipped + 1)); }
 
+# The ThreadSanitizer subset leaves this test out: libpmix and Slurm's PMI2
+# client start threads of their own that are not instrumented, and the test
+# has not yet been run under ThreadSanitizer.
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+    echo "SKIP: not in the ThreadSanitizer subset (not yet verified there)"
+    exit 77
+fi
 for p in "$prog" "$shared" "$sluicerun"; do
     [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
 done
