@@ -6,6 +6,7 @@
 // anything starts.
 #include "spawners/job_spec.hpp"
 #include "spawners/local/launcher.hpp"
+#include "spawners/ssh/node.hpp"
 
 #include "base/knobs.hpp"
 #include "sluice_config.h"
@@ -333,6 +334,8 @@ int not_built(const JobSpec &job) {
 } // namespace sluice::spawner
 
 int main(int argc, char **argv) {
+    // A host's control process of the ssh spawner (started over ssh by its parent).
+    if (argc > 1 && std::strcmp(argv[1], "--ssh-node") == 0) return spawner::ssh::node_main(argc, argv);
     stdio_ensure();
     CommandLine cl;
     std::string error;

@@ -1,5 +1,7 @@
 // spawners/local/bootstrap_local.cpp - the rank side of spawner `local`: the
 // launcher (sluicerun) forked us and holds the other end of a control socket.
+// The ssh spawner's ranks speak the same protocol to their host's control
+// process, under the name "ssh" (local_create_named).
 #include "spawners/bootstrap.hpp"
 #include "spawners/local/protocol.hpp"
 
@@ -15,12 +17,12 @@ namespace {
 
 class LocalBootstrap final : public Bootstrap {
 public:
-    LocalBootstrap(int fd, std::uint32_t rank, std::uint32_t size)
-        : fd_(fd), rank_(rank), size_(size) {}
+    LocalBootstrap(const char *name, int fd, std::uint32_t rank, std::uint32_t size)
+        : name_(name), fd_(fd), rank_(rank), size_(size) {}
     ~LocalBootstrap() override {
         if (fd_ >= 0) ::close(fd_);
     }
-    const char *name() const override { return "local"; }
+    const char *name() const override { return name_; }
     std::uint32_t rank() const override { return rank_; }
     std::uint32_t size() const override { return size_; }
 
@@ -66,6 +68,7 @@ public:
     }
 
 private:
+    const char *name_;
     int fd_;
     std::uint32_t rank_, size_;
     std::mutex mutex_;
@@ -85,7 +88,10 @@ bool parse_u32(const char *s, std::uint32_t &out) {
 
 bool local_probe() { return std::getenv(env_fd) != nullptr; }
 
-std::unique_ptr<Bootstrap> local_create(std::string &error) {
+std::unique_ptr<Bootstrap> local_create_named(const char *name, std::string &error);
+std::unique_ptr<Bootstrap> local_create(std::string &error) { return local_create_named("local", error); }
+
+std::unique_ptr<Bootstrap> local_create_named(const char *name, std::string &error) {
     std::uint32_t fd, rank, size;
     if (!parse_u32(std::getenv(env_fd), fd) || !parse_u32(std::getenv(env_rank), rank) ||
         !parse_u32(std::getenv(env_size), size) || size == 0 || rank >= size) {
@@ -103,7 +109,7 @@ std::unique_ptr<Bootstrap> local_create(std::string &error) {
     ::unsetenv(env_fd);
     ::unsetenv(env_rank);
     ::unsetenv(env_size);
-    return std::make_unique<LocalBootstrap>(static_cast<int>(fd), rank, size);
+    return std::make_unique<LocalBootstrap>(name, static_cast<int>(fd), rank, size);
 }
 
 } // namespace sluice::spawner::local

@@ -4,7 +4,9 @@
 //
 // One thread and one poll(2) loop over a signalfd and every rank's socket; the
 // launcher's sockets are non-blocking and buffered both ways, so a slow, dead
-// or hostile rank never stalls the others.
+// or hostile rank never stalls the others.  With a JobRelay (ssh spawner)
+// the ranks are one host's block of a bigger job: allgather parts, codes and
+// signals go through the relay.
 #include "sluice_config.h"
 
 #include "spawners/local/launcher.hpp"
@@ -21,6 +23,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -44,44 +47,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using base::Knob;
 
-class UniqueFd {
-public:
-    UniqueFd() = default;
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    ~UniqueFd() { reset(); }
-    UniqueFd(UniqueFd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    UniqueFd &operator=(UniqueFd &&other) noexcept {
-        if (this != &other) {
-            reset();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    int get() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_ = -1;
-};
-
-// One line on stderr in a single write, so lines from the launcher and the
-// ranks do not interleave mid-line.
-__attribute__((format(printf, 1, 2))) void say(const char *format, ...) {
-    char line[1024];
-    int used = std::snprintf(line, sizeof line, "sluicerun: ");
-    va_list ap;
-    va_start(ap, format);
-    used += std::vsnprintf(line + used, sizeof line - used - 1, format, ap);
-    va_end(ap);
-    used = std::min<int>(used, sizeof line - 2);
-    line[used++] = '\n';
-    ssize_t ignored = ::write(2, line, static_cast<std::size_t>(used));
-    (void)ignored;
-}
+std::string say_prefix = "sluicerun";
+long long say_origin_ns = 0;
 
 std::string signal_name(int sig) {
 #ifdef HAVE_SIGABBREV_NP
@@ -98,17 +65,9 @@ int exit_code_of(int code) {
     return low ? low : 1;
 }
 
-// Outgoing bytes are shared: every rank gets the same allgather result.
-struct Outgoing {
-    std::shared_ptr<const std::string> bytes;
-    std::size_t sent = 0;
-};
-
 struct Rank {
     pid_t pid = -1;
-    UniqueFd socket;                     // launcher end, O_NONBLOCK; closed at EOF
-    std::string input;                   // received bytes not yet a whole message
-    std::deque<Outgoing> output;
+    MessageStream stream;                // launcher end of the control socket; closed at EOF
     std::deque<std::string> contributions;  // allgather payloads not yet used
     bool reaped = false;
     bool finalized = false;  // sent fini
@@ -124,11 +83,18 @@ struct Rank {
     bool was_sent(int sig) const { return sig > 0 && sig < 64 && (signals_sent & (std::uint64_t{1} << sig)); }
 };
 
-class Job {
+class Job final : public RankControl {
 public:
-    Job(const LaunchOptions &options, const Binder &binder)
-        : options_(options), binder_(binder), ranks_(options.ranks) {}
+    Job(const LaunchOptions &options, const Binder &binder, JobRelay *relay)
+        : options_(options), binder_(binder), relay_(relay), ranks_(options.ranks) {}
     int run();
+
+    // RankControl: orders from the relay.
+    void allgather_deliver(Frames result) override;
+    void signal_forward(int sig) override { on_signal(sig, 0, true); }
+    void stop() override { stop_now(); }
+    void deadline(double seconds, const std::string &reason) override { deadline_set(seconds, reason); }
+    void event_merge(JobEvent event, int code) override;
 
 private:
     bool signals_open();
@@ -138,10 +104,13 @@ private:
     [[noreturn]] void child_run(unsigned r, int fd, char *const argv[], char *const envp[]) const;
     void loop_once();
     void signals_read();
-    void on_signal(int sig, int code);
+    void on_signal(int sig, int code, bool from_relay = false);
     void socket_read(unsigned r, bool drain);
     void socket_write(unsigned r);
     void messages_parse(unsigned r);
+    void relay_event(JobEvent event, int code) {
+        if (relay_) relay_->event(event, code);
+    }
     void message_handle(unsigned r, MessageType type, std::string &&payload);
     void protocol_error(unsigned r, const std::string &what);
     void reap();
@@ -156,11 +125,12 @@ private:
     int job_code() const;
     unsigned live_count() const;
     std::string who(unsigned r) const {
-        return "rank " + std::to_string(r) + " (pid " + std::to_string(ranks_[r].pid) + ")";
+        return "rank " + std::to_string(options_.first_rank + r) + " (pid " + std::to_string(ranks_[r].pid) + ")";
     }
 
     const LaunchOptions &options_;
     const Binder &binder_;
+    JobRelay *relay_;
     std::vector<Rank> ranks_;
     std::unordered_map<pid_t, unsigned> by_pid_;
     UniqueFd signal_fd_;
@@ -180,6 +150,9 @@ private:
     std::set<std::string> shm_names_;
     unsigned reaped_count_ = 0;
     unsigned round_ = 0;
+    bool quiet_told_ = false;        // the relay knows no local rank takes part any more
+    bool ended_told_ = false;        // the relay knows every local rank was reaped
+    bool poll_failed_ = false;
 };
 
 // Signals reach the loop through a signalfd: no handler runs inside the
@@ -234,14 +207,21 @@ void Job::child_run(unsigned r, int fd, char *const argv[], char *const envp[]) 
 
     // The rank's own end is the one launcher descriptor that survives exec.
     ::fcntl(fd, F_SETFD, 0);
+    if (options_.stdin_null) {
+        int null = ::open("/dev/null", O_RDONLY);
+        if (null > 0) {
+            ::dup2(null, 0);
+            ::close(null);
+        }
+    }
     std::string error;
     if (!binder_.apply(r, error)) {
-        ::dprintf(2, "sluicerun: rank %u: %s\n", r, error.c_str());
+        ::dprintf(2, "%s: rank %u: %s\n", say_prefix.c_str(), options_.first_rank + r, error.c_str());
         ::_exit(1);
     }
     ::execvpe(options_.program_path.c_str(), argv, envp);
-    ::dprintf(2, "sluicerun: rank %u: cannot run %s: %s\n", r, options_.program_path.c_str(),
-              std::strerror(errno));
+    ::dprintf(2, "%s: rank %u: cannot run %s: %s\n", say_prefix.c_str(), options_.first_rank + r,
+              options_.program_path.c_str(), std::strerror(errno));
     ::_exit(127);
 }
 
@@ -253,7 +233,6 @@ bool Job::start_rank(unsigned r) {
         return false;
     }
     UniqueFd mine(pair[0]), theirs(pair[1]);
-    ::fcntl(mine.get(), F_SETFL, ::fcntl(mine.get(), F_GETFL) | O_NONBLOCK);
 
     std::vector<std::string> env = environment(r, theirs.get());
     std::vector<char *> envp, argv;
@@ -272,13 +251,14 @@ bool Job::start_rank(unsigned r) {
     }
     if (pid == 0) child_run(r, theirs.get(), argv.data(), envp.data());
     ranks_[r].pid = pid;
-    ranks_[r].socket = std::move(mine);
+    ranks_[r].stream = MessageStream(std::move(mine));
     by_pid_[pid] = r;
+    const unsigned rank = options_.first_rank + r;
     if (options_.verbose) {
         if (binder_.binding() == Binding::none)
-            say("forking rank %u (pid %d)", r, pid);
+            say("forking rank %u (pid %d)", rank, pid);
         else
-            say("forking rank %u (pid %d) bound to %s", r, pid, binder_.describe(r).c_str());
+            say("forking rank %u (pid %d) bound to %s", rank, pid, binder_.describe(r).c_str());
     }
     return true;
 }
@@ -331,12 +311,15 @@ void Job::deadline_check() {
 }
 
 int Job::poll_timeout() const {
-    if (!deadline_) return -1;
+    int timeout = relay_ ? relay_->poll_timeout() : -1;
+    if (!deadline_) return timeout;
     double ms = std::chrono::duration<double, std::milli>(*deadline_ - Clock::now()).count();
-    return static_cast<int>(std::clamp(std::ceil(ms), 0.0, static_cast<double>(INT_MAX)));
+    int until = static_cast<int>(std::clamp(std::ceil(ms), 0.0, static_cast<double>(INT_MAX)));
+    return timeout < 0 ? until : std::min(timeout, until);
 }
 
-void Job::on_signal(int sig, int code) {
+void Job::on_signal(int sig, int code, bool from_relay) {
+    if (relay_ && !from_relay) relay_->signal_received(sig, sig == SIGINT && sigint_seen_);
     if (sig == SIGINT && sigint_seen_) {
         say("second SIGINT: killing every rank now");
         stop_now();
@@ -348,7 +331,7 @@ void Job::on_signal(int sig, int code) {
     // A Ctrl-C from the terminal (SI_KERNEL) already reached every rank: they
     // share our foreground process group.  Sending it again would look like
     // a second Ctrl-C to them.
-    if (sig == SIGINT && code == SI_KERNEL) {
+    if (sig == SIGINT && code == SI_KERNEL && !relay_) {
         for (Rank &k : ranks_) k.signals_sent |= std::uint64_t{1} << sig;
         if (options_.verbose) say("SIGINT from the terminal reached every rank directly");
     } else {
@@ -369,9 +352,9 @@ void Job::signals_read() {
 void Job::protocol_error(unsigned r, const std::string &what) {
     say("%s %s; stopping the job", who(r).c_str(), what.c_str());
     if (!failure_code_) failure_code_ = 1;
-    ranks_[r].socket.reset();
-    ranks_[r].input.clear();
+    ranks_[r].stream.close(true);
     stop_now();
+    relay_event(JobEvent::failure, 1);
 }
 
 void Job::message_handle(unsigned r, MessageType type, std::string &&payload) {
@@ -391,6 +374,7 @@ void Job::message_handle(unsigned r, MessageType type, std::string &&payload) {
         k.notified = true;
         if (!notify_code_) notify_code_ = code;
         if (options_.verbose) say("%s is exiting with code %d", who(r).c_str(), code);
+        relay_event(JobEvent::notify, code);
         return;
     case MessageType::abort:
         k.aborted = true;
@@ -400,6 +384,7 @@ void Job::message_handle(unsigned r, MessageType type, std::string &&payload) {
         signal_live(SIGKILL, r);
         stopping_ = true;
         deadline_set(kill_grace_, who(r) + "'s abort");
+        relay_event(JobEvent::abort, code);
         return;
     case MessageType::fini:
         k.finalized = true;
@@ -421,19 +406,20 @@ void Job::message_handle(unsigned r, MessageType type, std::string &&payload) {
 
 void Job::messages_parse(unsigned r) {
     Rank &k = ranks_[r];
-    std::size_t at = 0;
-    while (k.socket && k.input.size() - at >= sizeof(MessageHeader)) {
-        MessageHeader header;
-        std::memcpy(&header, k.input.data() + at, sizeof header);
-        if (header.length > max_message)
+    MessageHeader header;
+    std::string payload;
+    for (;;) {
+        switch (k.stream.next(header, payload)) {
+        case MessageStream::Parse::none:
+            return;
+        case MessageStream::Parse::oversize:
             return protocol_error(r, "sent a control message of " + std::to_string(header.length) +
                                          " bytes (the limit is " + std::to_string(max_message) + ")");
-        if (k.input.size() - at - sizeof header < header.length) break;
-        std::string payload = k.input.substr(at + sizeof header, header.length);
-        at += sizeof header + header.length;
-        message_handle(r, static_cast<MessageType>(header.type), std::move(payload));
+        case MessageStream::Parse::message:
+            message_handle(r, static_cast<MessageType>(header.type), std::move(payload));
+            break;
+        }
     }
-    if (k.socket) k.input.erase(0, at);
 }
 
 // `drain`: the rank is gone, so read what it left (bounded, in case a child
@@ -441,44 +427,16 @@ void Job::messages_parse(unsigned r) {
 // rank cannot starve the rest.
 void Job::socket_read(unsigned r, bool drain) {
     Rank &k = ranks_[r];
-    char chunk[65536];
-    std::size_t budget = drain ? 2 * std::size_t{max_message} : std::size_t{1} << 20;
-    while (k.socket && budget > 0) {
-        ssize_t n = ::recv(k.socket.get(), chunk, sizeof chunk, MSG_DONTWAIT);
-        if (n > 0) {
-            k.input.append(chunk, static_cast<std::size_t>(n));
-            budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        messages_parse(r);  // what arrived before the end still counts
-        if (options_.verbose && k.socket && !k.finalized && !k.notified)
-            say("%s closed its control socket without finalizing", who(r).c_str());
-        k.socket.reset();
-        k.output.clear();
-        return;
-    }
-    messages_parse(r);
+    if (!k.stream.is_open()) return;
+    const bool open = k.stream.read_some(drain ? 2 * std::size_t{max_message} : std::size_t{1} << 20);
+    messages_parse(r);  // what arrived before the end still counts
+    // A protocol error dropped the input: that rank was already reported.
+    if (!open && options_.verbose && !k.finalized && !k.notified && !stopping_)
+        say("%s closed its control socket without finalizing", who(r).c_str());
 }
 
-void Job::socket_write(unsigned r) {
-    Rank &k = ranks_[r];
-    while (k.socket && !k.output.empty()) {
-        Outgoing &out = k.output.front();
-        ssize_t n = ::send(k.socket.get(), out.bytes->data() + out.sent, out.bytes->size() - out.sent,
-                           MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n < 0) {  // the rank is gone; its exit status will say how
-            k.socket.reset();
-            k.output.clear();
-            return;
-        }
-        out.sent += static_cast<std::size_t>(n);
-        if (out.sent == out.bytes->size()) k.output.pop_front();
-    }
-}
+// A failed write means the rank is gone; its exit status will say how.
+void Job::socket_write(unsigned r) { (void)ranks_[r].stream.write_some(); }
 
 // A round completes when every live, unfinalized rank has contributed; a rank
 // that already ended cleanly contributes nothing (length 0).  A rank that
@@ -491,7 +449,14 @@ void Job::allgather_try() {
         if (k.contributions.empty()) return;
         any = true;
     }
-    if (!any) return;
+    if (!any) {
+        // For good: ranks that finalized or ended never take part again.
+        if (relay_ && !quiet_told_) {
+            quiet_told_ = true;
+            relay_->ranks_quiet();
+        }
+        return;
+    }
     std::size_t total = 0;
     for (const Rank &k : ranks_)
         total += sizeof(std::uint32_t) + (k.contributions.empty() ? 0 : k.contributions.front().size());
@@ -502,25 +467,53 @@ void Job::allgather_try() {
         stop_now();
         return;
     }
-    auto bytes = std::make_shared<std::string>();
-    bytes->reserve(sizeof(MessageHeader) + total);
-    MessageHeader header{static_cast<std::uint32_t>(MessageType::allgather_result), static_cast<std::uint32_t>(total)};
-    bytes->append(reinterpret_cast<const char *>(&header), sizeof header);
+    std::string block;
+    block.reserve(total);
     for (Rank &k : ranks_) {
         std::uint32_t len = k.contributions.empty() ? 0 : static_cast<std::uint32_t>(k.contributions.front().size());
-        bytes->append(reinterpret_cast<const char *>(&len), sizeof len);
+        block.append(reinterpret_cast<const char *>(&len), sizeof len);
         if (k.contributions.empty()) continue;
-        bytes->append(k.contributions.front());
+        block.append(k.contributions.front());
         k.contributions.pop_front();
     }
-    std::shared_ptr<const std::string> shared = std::move(bytes);
+    if (relay_) {
+        // The rest of the job gives the other ranks' parts; the relay
+        // delivers the round through allgather_deliver().
+        if (options_.verbose) say("allgather %u: this host's part is ready (%zu bytes)", round_, total);
+        relay_->allgather_block(std::move(block));
+    } else {
+        allgather_deliver(frame_make(static_cast<std::uint32_t>(MessageType::allgather_result), block));
+        if (options_.verbose) say("allgather %u complete (%zu bytes)", round_, total);
+    }
+    ++round_;
+}
+
+void Job::allgather_deliver(Frames result) {
     for (unsigned r = 0; r < ranks_.size(); ++r) {
-        if (!ranks_[r].participates() || !ranks_[r].socket) continue;
-        ranks_[r].output.push_back({shared, 0});
+        if (!ranks_[r].participates() || !ranks_[r].stream.is_open()) continue;
+        ranks_[r].stream.send(result);
         socket_write(r);
     }
-    if (options_.verbose) say("allgather %u complete (%zu bytes)", round_, total);
-    ++round_;
+}
+
+// Codes from elsewhere in the job (the ssh spawner's root hears them from
+// every host) count as this launcher's own.
+void Job::event_merge(JobEvent event, int code) {
+    switch (event) {
+    case JobEvent::notify:
+    case JobEvent::abort:
+        any_message_ = true;
+        if (!notify_code_) notify_code_ = code;
+        break;
+    case JobEvent::failure:
+        if (!failure_code_) failure_code_ = code;
+        break;
+    case JobEvent::nonzero:
+        if (!nonzero_code_) nonzero_code_ = code;
+        break;
+    case JobEvent::exiting:
+        break;
+    }
 }
 
 void Job::rank_ended(unsigned r, int wstatus) {
@@ -528,8 +521,7 @@ void Job::rank_ended(unsigned r, int wstatus) {
     k.reaped = true;
     ++reaped_count_;
     socket_read(r, true);  // an exit_notify or fini sent just before exit counts
-    k.socket.reset();
-    k.output.clear();
+    k.stream.close();
 
     bool by_signal = WIFSIGNALED(wstatus);
     int sig = by_signal ? WTERMSIG(wstatus) : 0;
@@ -543,16 +535,23 @@ void Job::rank_ended(unsigned r, int wstatus) {
     // Deaths the launcher caused (or the terminal's Ctrl-C) are not news.
     bool expected = k.aborted || (k.signals_sent && (!by_signal || k.was_sent(sig)));
     if (!expected && (by_signal || !clean)) {
-        if (!failure_code_) failure_code_ = by_signal ? 128 + sig : (status ? status : 1);
+        const int code = by_signal ? 128 + sig : (status ? status : 1);
+        if (!failure_code_) failure_code_ = code;
         say("%s %s%s", who(r).c_str(), how.c_str(), stopping_ ? "" : "; stopping the job");
         stop_now();
+        relay_event(JobEvent::failure, code);
         return;
     }
     if (options_.verbose) say("%s %s", who(r).c_str(), how.c_str());
-    if (status && !nonzero_code_) nonzero_code_ = status;
-    if (k.notified && !stopping_ && live_count() > 0)
-        deadline_set(base::exit_timeout_seconds(static_cast<unsigned>(ranks_.size())) + kill_grace_,
-                     who(r) + " exited");
+    if (status && !nonzero_code_) {
+        nonzero_code_ = status;
+        relay_event(JobEvent::nonzero, status);
+    }
+    if (k.notified && !stopping_) {
+        if (live_count() > 0)
+            deadline_set(base::exit_timeout_seconds(options_.size()) + kill_grace_, who(r) + " exited");
+        relay_event(JobEvent::exiting, 0);
+    }
 }
 
 void Job::reap() {
@@ -562,7 +561,10 @@ void Job::reap() {
         if (pid < 0 && errno == EINTR) continue;
         if (pid <= 0) return;
         auto it = by_pid_.find(pid);
-        if (it != by_pid_.end()) rank_ended(it->second, wstatus);
+        if (it != by_pid_.end())
+            rank_ended(it->second, wstatus);
+        else if (relay_)
+            relay_->child_ended(pid, wstatus);
     }
 }
 
@@ -571,10 +573,12 @@ void Job::loop_once() {
     std::vector<unsigned> owner{UINT_MAX};
     for (unsigned r = 0; r < ranks_.size(); ++r) {
         const Rank &k = ranks_[r];
-        if (!k.socket) continue;
-        fds.push_back({k.socket.get(), static_cast<short>(POLLIN | (k.output.empty() ? 0 : POLLOUT)), 0});
+        if (!k.stream.is_open()) continue;
+        fds.push_back({k.stream.fd(), static_cast<short>(POLLIN | (k.stream.wants_write() ? POLLOUT : 0)), 0});
         owner.push_back(r);
     }
+    const std::size_t relay_first = fds.size();
+    if (relay_) relay_->poll_fill(fds);
     int n = ::poll(fds.data(), fds.size(), poll_timeout());
     if (n < 0 && errno != EINTR) {
         // Cannot watch the ranks any more: end them rather than hang.
@@ -588,9 +592,10 @@ void Job::loop_once() {
             if (auto it = by_pid_.find(pid); pid > 0 && it != by_pid_.end()) rank_ended(it->second, wstatus);
         }
         reaped_count_ = static_cast<unsigned>(ranks_.size());
+        poll_failed_ = true;
         return;
     }
-    for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
+    for (std::size_t i = 0; n > 0 && i < relay_first; ++i) {
         if (!fds[i].revents) continue;
         if (owner[i] == UINT_MAX) {
             signals_read();
@@ -600,7 +605,12 @@ void Job::loop_once() {
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) socket_read(owner[i], false);
     }
     reap();
+    if (relay_) relay_->poll_handle(fds.data() + relay_first, fds.size() - relay_first);
     allgather_try();
+    if (relay_ && !ended_told_ && reaped_count_ == ranks_.size()) {
+        ended_told_ = true;
+        relay_->ranks_ended();
+    }
     deadline_check();
 }
 
@@ -624,23 +634,51 @@ int Job::job_code() const {
 
 int Job::run() {
     if (!signals_open()) return 1;
-    if (options_.verbose)
+    if (options_.verbose && !relay_)
         say("job %s: %u rank(s) of %s, binding %s, kill grace %.1f s, exit timeout %.1f s", options_.job_id.c_str(),
             options_.ranks, options_.program_path.c_str(), binding_name(binder_.binding()), kill_grace_,
             base::exit_timeout_seconds(options_.ranks));
+    if (relay_) relay_->start(*this);
     start();
-    while (reaped_count_ < ranks_.size()) loop_once();
+    while (!poll_failed_ && (reaped_count_ < ranks_.size() || (relay_ && !relay_->finished()))) loop_once();
     shm_cleanup();
     int code = job_code();
-    if (options_.verbose) say("job %s ended with code %d", options_.job_id.c_str(), code);
+    if (options_.verbose && !relay_) say("job %s ended with code %d", options_.job_id.c_str(), code);
     return code;
 }
 
 } // namespace
 
-int launch(const LaunchOptions &options, const Binder &binder) {
-    Job job(options, binder);
+int launch(const LaunchOptions &options, const Binder &binder, JobRelay *relay) {
+    Job job(options, binder, relay);
     return job.run();
+}
+
+void say(const char *format, ...) {
+    char line[1024];
+    int used;
+    if (say_origin_ns) {
+        timespec now{};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        const long long ns = now.tv_sec * 1000000000LL + now.tv_nsec - say_origin_ns;
+        used = std::snprintf(line, sizeof line, "%s +%.3fs: ", say_prefix.c_str(), static_cast<double>(ns) * 1e-9);
+    } else {
+        used = std::snprintf(line, sizeof line, "%s: ", say_prefix.c_str());
+    }
+    used = std::min<int>(used, sizeof line / 2);
+    va_list ap;
+    va_start(ap, format);
+    used += std::vsnprintf(line + used, sizeof line - used - 1, format, ap);
+    va_end(ap);
+    used = std::min<int>(used, sizeof line - 2);
+    line[used++] = '\n';
+    ssize_t ignored = ::write(2, line, static_cast<std::size_t>(used));
+    (void)ignored;
+}
+
+void say_prefix_set(std::string prefix, long long origin_ns) {
+    say_prefix = std::move(prefix);
+    say_origin_ns = origin_ns;
 }
 
 } // namespace sluice::spawner::local

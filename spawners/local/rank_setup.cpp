@@ -129,12 +129,14 @@ std::string job_id_choose() {
 
 std::vector<std::pair<std::string, std::string>> rank_variables(const LaunchOptions &options, unsigned rank,
                                                                  int fd) {
-    return {
+    std::vector<std::pair<std::string, std::string>> variables = {
         {env_fd, fd < 0 ? std::string("<socket>") : std::to_string(fd)},
-        {env_rank, std::to_string(rank)},
-        {env_size, std::to_string(options.ranks)},
+        {env_rank, std::to_string(options.first_rank + rank)},
+        {env_size, std::to_string(options.size())},
         {env_job_id, options.job_id},
     };
+    variables.insert(variables.end(), options.variables.begin(), options.variables.end());
+    return variables;
 }
 
 namespace {

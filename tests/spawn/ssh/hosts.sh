@@ -1,0 +1,227 @@
+# tests/spawn/ssh/hosts.sh - several ssh hosts on one machine, for
+# tests/spawn/ssh.sh and tests/perf/ssh-startup.sh (sourced, bash).
+#
+#   ssh_hosts_skip_reason   why this machine cannot (not root, no sshd, no
+#                           `ip netns`, no bridge); empty when it can
+#   ssh_hosts_start         an sshd on 127.0.0.1 (a high port), and three
+#                           network namespaces A, B, C on one bridge in a
+#                           fourth, the hub, each host running its own sshd
+#                           (same port, key login); sets the variables below
+#   ssh_hosts_stop          stops every sshd by pid, deletes the namespaces
+#                           and the temporary folder (safe to call twice)
+#   in_hub CMD...           runs CMD in the hub (where sluicerun runs to
+#                           reach A, B and C); in_host X CMD in namespace X
+#
+#   ssh_hosts_begin WHAT    what both scripts start with: SKIP (exit 77)
+#                           when the machine cannot, $sluicerun and $prog
+#                           checked, the hosts started and stopped at exit,
+#                           SLUICE_SSH_NODES set to them
+#   elapsed START [DIGITS]  seconds since START (a `date +%s.%N`), 2 decimals
+#                           unless given
+#
+# After ssh_hosts_start:
+#   ssh_work                the temporary folder (keys, configs, logs)
+#   ssh_port                the port every sshd listens on
+#   ssh_hosts               "10.213.47.11,10.213.47.12,10.213.47.13" (A, B, C)
+#   ssh_hub_address         10.213.47.1, the hub's address on the bridge
+#   SLUICE_SSH_OPTIONS      exported: port, key, a private known_hosts file
+# Addresses are from 10.213.47.0/24, which exists only inside these
+# namespaces, so nothing outside them is ever contacted.
+
+ssh_net=10.213.47
+ssh_sshd=/usr/sbin/sshd
+ssh_pids=""
+ssh_namespaces=""
+ssh_work=""
+
+ssh_hosts_skip_reason() {
+    if [ "$(id -u)" != 0 ]; then echo "not root (network namespaces and sshd need it)"; return; fi
+    if [ ! -x "$ssh_sshd" ]; then echo "no $ssh_sshd (apt-get install openssh-server)"; return; fi
+    if ! command -v ssh > /dev/null; then echo "no ssh client (apt-get install openssh-client)"; return; fi
+    if ! command -v ssh-keygen > /dev/null; then echo "no ssh-keygen"; return; fi
+    if ! ip netns list > /dev/null 2>&1; then echo "no \`ip netns\` (apt-get install iproute2)"; return; fi
+    local probe="slprobe$$"
+    if ! ip netns add "$probe" 2> /dev/null; then echo "cannot create a network namespace"; return; fi
+    if ! ip -n "$probe" link add slbr type bridge 2> /dev/null; then
+        ip netns del "$probe"
+        echo "no bridge support in this kernel"
+        return
+    fi
+    ip netns del "$probe"
+}
+
+in_hub() { ip netns exec "$ssh_hub" "$@"; }
+in_host() {
+    local ns=$1
+    shift
+    ip netns exec "sl$$$ns" "$@"
+}
+
+# sshd_start NAME ADDRESS [NAMESPACE]: one sshd, its pid added to ssh_pids.
+sshd_start() {
+    local name=$1 address=$2 ns=${3:-} config="$ssh_work/sshd-$1.conf"
+    cat > "$config" <<EOF
+Port $ssh_port
+ListenAddress $address
+HostKey $ssh_work/host_key
+PidFile $ssh_work/sshd-$name.pid
+AuthorizedKeysFile $ssh_work/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+MaxSessions 100
+EOF
+    rm -f "$ssh_work/sshd-$name.pid"
+    if [ -n "$ns" ]; then
+        ip netns exec "$ns" "$ssh_sshd" -f "$config" -E "$ssh_work/sshd-$name.log" || return 1
+    else
+        "$ssh_sshd" -f "$config" -E "$ssh_work/sshd-$name.log" || return 1
+    fi
+    local i
+    for i in $(seq 50); do
+        if [ -s "$ssh_work/sshd-$name.pid" ]; then
+            ssh_pids="$ssh_pids $(cat "$ssh_work/sshd-$name.pid")"
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+ssh_hosts_start() {
+    ssh_work=$(mktemp -d /tmp/sluice-ssh.XXXXXX) || return 1
+    ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/host_key" || return 1
+    ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/user_key" || return 1
+    cp "$ssh_work/user_key.pub" "$ssh_work/authorized_keys"
+    mkdir -p /run/sshd
+    # A high port that is free on 127.0.0.1 (the namespaces have their own).
+    local tries
+    for tries in 1 2 3 4 5 6 7 8; do
+        ssh_port=$((20000 + (RANDOM % 20000)))
+        sshd_start localhost 127.0.0.1 && break
+        ssh_port=""
+    done
+    [ -n "$ssh_port" ] || { echo "cannot start sshd on 127.0.0.1 (see $ssh_work/sshd-localhost.log)"; return 1; }
+
+    ssh_hub="sl$$hub"
+    ip netns add "$ssh_hub" || return 1
+    ssh_namespaces="$ssh_hub"
+    ip -n "$ssh_hub" link add br0 type bridge
+    ip -n "$ssh_hub" addr add "$ssh_net.1/24" dev br0
+    ip -n "$ssh_hub" link set br0 up
+    ip -n "$ssh_hub" link set lo up
+    ssh_hub_address="$ssh_net.1"
+    ssh_hosts=""
+    local name number=11
+    for name in A B C; do
+        local ns="sl$$$name"
+        ip netns add "$ns" || return 1
+        ssh_namespaces="$ssh_namespaces $ns"
+        # Both ends are made inside the namespaces: the machine's own network
+        # is never touched.
+        ip -n "$ns" link add eth0 type veth peer name "to$name" netns "$ssh_hub" || return 1
+        ip -n "$ns" addr add "$ssh_net.$number/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+        ip -n "$ssh_hub" link set "to$name" master br0
+        ip -n "$ssh_hub" link set "to$name" up
+        sshd_start "$name" "$ssh_net.$number" "$ns" ||
+            { echo "cannot start sshd in $ns (see $ssh_work/sshd-$name.log)"; return 1; }
+        ssh_hosts="$ssh_hosts${ssh_hosts:+,}$ssh_net.$number"
+        number=$((number + 1))
+    done
+    export SLUICE_SSH_OPTIONS="-p $ssh_port -i $ssh_work/user_key -l root -o UserKnownHostsFile=$ssh_work/known_hosts \
+-o StrictHostKeyChecking=accept-new -o LogLevel=ERROR"
+    # Every sshd answers before the tests begin.
+    local host
+    for host in ${ssh_hosts//,/ }; do
+        in_hub ssh $SLUICE_SSH_OPTIONS -o BatchMode=yes "$host" true ||
+            { echo "cannot ssh to $host from the hub"; return 1; }
+    done
+    ssh $SLUICE_SSH_OPTIONS -o BatchMode=yes 127.0.0.1 true || { echo "cannot ssh to 127.0.0.1"; return 1; }
+}
+
+ssh_hosts_stop() {
+    local pid ns
+    for pid in $ssh_pids; do kill "$pid" 2> /dev/null; done
+    for pid in $ssh_pids; do
+        for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2> /dev/null
+    done
+    ssh_pids=""
+    for ns in $ssh_namespaces; do ip netns del "$ns" 2> /dev/null; done
+    ssh_namespaces=""
+    [ -n "$ssh_work" ] && rm -rf "$ssh_work"
+    ssh_work=""
+}
+
+# The processes of job $1 ("pid command line", the line cut at $2
+# characters, 120 unless given): ranks and ssh clients (their environment names
+# the job) and control processes (their command line does); the pattern
+# [-]-job does not match the grep looking for it.
+job_processes() {
+    local d
+    for d in /proc/[0-9]*; do
+        if grep -qa "SLUICE_JOB_ID=$1" "$d/environ" 2> /dev/null ||
+            tr "\\0" " " 2> /dev/null < "$d/cmdline" | grep -q "[-]-job=$1 "; then
+            echo "${d#/proc/} $(tr "\\0" " " 2> /dev/null < "$d/cmdline" | cut -c1-"${2:-120}")"
+        fi
+    done
+}
+
+# The pid of the first process of job $1 whose command line matches the
+# extended regular expression $2.
+job_process_find() {
+    local line
+    job_processes "$1" 10000 | while read -r line; do
+        if printf '%s\n' "${line#* }" | grep -qE -- "$2"; then
+            echo "${line%% *}"
+            break
+        fi
+    done
+}
+
+# sshd session processes still open (children of the test's sshds).
+ssh_sessions() {
+    local stat rest
+    for stat in /proc/[0-9]*/stat; do
+        # pid (comm) state ppid ...: the comm may hold spaces, so cut after ')'.
+        rest=$(cat "$stat" 2> /dev/null) || continue
+        rest=${rest##*) }
+        rest=${rest#* }
+        case " $ssh_pids " in *" ${rest%% *} "*) stat=${stat#/proc/}; echo "${stat%/stat}" ;; esac
+    done
+}
+
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" -v d="${2:-2}" 'BEGIN { printf "%.*f\n", d, b - a }'; }
+
+ssh_hosts_begin() {
+    local reason
+    reason=$(ssh_hosts_skip_reason)
+    if [ -n "$reason" ]; then
+        echo "SKIP: $1: $reason"
+        exit 77
+    fi
+    sluicerun="${SLUICETEST_BUILDDIR:?}/sluicerun"
+    prog="$SLUICETEST_BUILDDIR/tests/spawn/sluice-spawn-test"
+    if [ ! -x "$prog" ]; then
+        echo "FAIL: $prog is not built"
+        exit 1
+    fi
+    # The control process is a hidden mode of sluicerun (spawners/ssh/node.hpp).
+    if ! "$sluicerun" --ssh-node < /dev/null 2>&1 | grep -q "no job came on stdin"; then
+        echo "FAIL: $sluicerun has no --ssh-node mode (the hook in spawners/sluicerun.cpp's main is missing)"
+        exit 1
+    fi
+    trap 'ssh_hosts_stop' EXIT
+    trap 'exit 1' INT TERM HUP
+    if ! ssh_hosts_start; then
+        echo "FAIL: could not set up the sshds and namespaces"
+        exit 1
+    fi
+    export SLUICE_SSH_NODES=$ssh_hosts
+    unset SLUICE_SSH_NODEFILE SLUICE_SSH_OUT_DEGREE SLUICE_SSH_REMOTE_CMD SLUICE_SSH_CMD SLURM_JOB_NODELIST PBS_NODEFILE
+}
