@@ -216,7 +216,10 @@ std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
         if (wanted == "pmi")
             for (const auto &b : registry())
                 if (is_pmi(b.name) && b.probe()) return checked(b.create(error), error);
-        if (wanted == "mpi")
+        if (wanted == "pmi")
+            error = "SLUICE_SPAWNER=pmi, but neither a PMIx server nor Slurm's PMI2 shows in this process's "
+                    "environment; fix: start it with srun --mpi=pmix (or --mpi=pmi2), or sluicerun -spawner=pmi";
+        else if (wanted == "mpi")
             error = "SLUICE_SPAWNER=mpi, but no libsluice-mpi could be loaded; fix: link the program with "
                     "libsluice-mpi, or set SLUICE_MPI_LIBRARY to the path of the libsluice-mpi built for this MPI";
         else
