@@ -49,7 +49,13 @@ expect() {
     shift 3
     SLUICE_JOB_ID=$job timeout -k 5 60 "$@" > "$out" 2>&1
     rc=$?
-    sleep 0.2
+    # mpirun returns once its ranks are gone; give the kernel a bounded
+    # moment to reap them before calling anything left over.
+    tries=0
+    while [ -n "$(leftovers "$job")" ] && [ $tries -lt 50 ]; do
+        sleep 0.1
+        tries=$((tries + 1))
+    done
     left=$(leftovers "$job")
     if [ "$want" = nonzero ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
         rc=nonzero

@@ -305,7 +305,13 @@ if hang_start "$job" -- -v; then
             probe_ok=$((probe_ok + 1))
         fi
     done
-    sleep 0.2
+    # Wait (bounded) for sluicerun to report both refusals.
+    tries=0
+    while [ "$(grep -c "refused a control connection from 10.213.47.11:[0-9]*: " "$err")" -lt 2 ] &&
+          [ $tries -lt 50 ]; do
+        sleep 0.1
+        tries=$((tries + 1))
+    done
     alive=$(job_processes "$job" | grep -c "^[0-9]* [^ ]*sluice-spawn-test hang")
     refused=$(grep -c "refused a control connection from 10.213.47.11:[0-9]*: " "$err")
     kill -INT "$hang_pid"
@@ -333,8 +339,8 @@ fi
 # --- -t prints the ssh commands and runs nothing -------------------------
 job="ssh$$dry"
 logins_before=$(cat "$ssh_work"/sshd-*.log | grep -c "Accepted publickey")
+# sluicerun has returned: an ssh it had run would have logged in by now.
 hub_job "$job" SLUICE_SSH_OUT_DEGREE=1 -- -t -n 6 "$prog" check
-sleep 0.3
 logins_after=$(cat "$ssh_work"/sshd-*.log | grep -c "Accepted publickey")
 commands=$(grep -c "^ssh .* 10\\.213\\.47\\.1[123] 'exec .*sluicerun --ssh-node --job=$job --host=[012]'\$" "$out")
 if [ "$rc" != 0 ] || [ "$commands" != 3 ] || [ "$logins_after" != "$logins_before" ] ||
