@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string_view>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace sluice::spawner {
@@ -144,6 +145,12 @@ std::vector<BootstrapBackend> &registry() {
 }
 
 } // namespace
+
+void ShmNames::unlink_all() noexcept {
+    if (!mutex_.try_lock()) return;
+    for (const auto &n : names_) ::shm_unlink(n.c_str());
+    mutex_.unlock();
+}
 
 LauncherMark launcher_mark() {
     if (LauncherMark mark = mpi_launcher_mark(); mark.size > 0) return mark;

@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,32 @@ public:
     // backend over a sub-communicator), so its size may differ from the
     // launcher's.
     virtual bool subset() const { return false; }
+};
+
+// For backends with no launcher of ours to clean up after them (mpi, pmix,
+// pmi2): the shared-memory names registered during start-up, unlinked when
+// the job aborts.  unlink_all() may run inside a signal handler: it neither
+// allocates nor frees, and skips the list if another thread holds it.
+class ShmNames {
+public:
+    void add(const std::string &name) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        names_.push_back(name);
+    }
+    void unlink_all() noexcept;
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> names_;
+};
+
+// "Sluice rank R ends the job with code C" for an abort call, formatted
+// without allocating (the exit path may run in a signal handler).
+struct AbortMessage {
+    char text[80];
+    AbortMessage(std::uint32_t rank, int code) {
+        std::snprintf(text, sizeof text, "Sluice rank %u ends the job with code %d", rank, code);
+    }
 };
 
 // Picks and starts the backend for this process; on failure returns null and

@@ -151,13 +151,12 @@ public:
     // No lock: the exit path may have interrupted a PMI2 call of this
     // process; the job ends either way.
     [[noreturn]] void abort(int code) override {
-        unlink_registered();
+        shm_names_.unlink_all();
         if (we_initialized_ || PMI2_Initialized()) {
             abort_code.store(code);
             std::atexit(exit_with_abort_code);
-            const std::string message = "Sluice rank " + std::to_string(rank_) + " ends the job with code " +
-                                        std::to_string(code);
-            PMI2_Abort(1, message.c_str());  // the whole job; exits
+            const AbortMessage message(rank_, code);
+            PMI2_Abort(1, message.text);  // the whole job; exits
         }
         ::_exit(code);
     }
@@ -175,10 +174,7 @@ public:
         (void)PMI2_Finalize();
     }
 
-    void cleanup_register(const std::string &name) override {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        names_.push_back(name);
-    }
+    void cleanup_register(const std::string &name) override { shm_names_.add(name); }
 
 private:
     static std::string key(const std::string &prefix, std::uint32_t rank, std::size_t chunk) {
@@ -204,12 +200,6 @@ private:
         return false;
     }
 
-    // Nobody else unlinks these under srun when start-up fails.
-    void unlink_registered() {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        for (const auto &n : names_) ::shm_unlink(n.c_str());
-        names_.clear();
-    }
 
     std::uint32_t rank_ = 0, size_ = 1;
     std::string job_id_;
@@ -217,8 +207,7 @@ private:
     std::atomic<bool> in_signal_{false};
     std::uint64_t sequence_ = 0;
     std::mutex mutex_;  // every PMI2 call
-    std::mutex names_mutex_;
-    std::vector<std::string> names_;
+    ShmNames shm_names_;  // unlinked on abort: nobody else would under this launcher
 };
 
 bool prefix_is(const char *value, std::string_view prefix) {

@@ -118,11 +118,10 @@ public:
     }
 
     [[noreturn]] void abort(int code) override {
-        unlink_registered();
+        shm_names_.unlink_all();
         if (referenced_) {
-            const std::string message = "Sluice rank " + std::to_string(rank_) + " ends the job with code " +
-                                        std::to_string(code);
-            (void)PMIx_Abort(code, message.c_str(), nullptr, 0);  // every process of our namespace
+            const AbortMessage message(rank_, code);
+            (void)PMIx_Abort(code, message.text, nullptr, 0);  // every process of our namespace
         }
         ::_exit(code);
     }
@@ -139,10 +138,7 @@ public:
         (void)PMIx_Finalize(nullptr, 0);  // drops our reference; an MPI's stays
     }
 
-    void cleanup_register(const std::string &name) override {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        names_.push_back(name);
-    }
+    void cleanup_register(const std::string &name) override { shm_names_.add(name); }
 
 private:
     bool fence(bool collect) {
@@ -161,21 +157,13 @@ private:
         return false;
     }
 
-    // Nobody else unlinks these under srun when start-up fails.
-    void unlink_registered() {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        for (const auto &n : names_) ::shm_unlink(n.c_str());
-        names_.clear();
-    }
-
     pmix_proc_t self_{};
     std::uint32_t rank_ = 0, size_ = 1;
     std::atomic<bool> referenced_{false};  // our PMIx_Init not yet balanced by PMIx_Finalize
     std::atomic<bool> in_signal_{false};
     std::uint64_t sequence_ = 0;
     std::mutex mutex_;  // sequence numbers in call order
-    std::mutex names_mutex_;
-    std::vector<std::string> names_;
+    ShmNames shm_names_;  // unlinked on abort: nobody else would under this launcher
 };
 
 } // namespace

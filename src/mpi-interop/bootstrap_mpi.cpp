@@ -165,7 +165,7 @@ public:
     bool barrier() override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
 
     [[noreturn]] void abort(int code) override {
-        unlink_registered();
+        shm_names_.unlink_all();
         if (!mpi_finalized()) MPI_Abort(comm_ == MPI_COMM_NULL ? MPI_COMM_WORLD : comm_, code);
         ::_exit(code);
     }
@@ -205,25 +205,13 @@ public:
         return size_ < static_cast<std::uint32_t>(world);
     }
 
-    void cleanup_register(const std::string &name) override {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        names_.push_back(name);
-    }
+    void cleanup_register(const std::string &name) override { shm_names_.add(name); }
 
 private:
-    // After a failed start-up the names may still exist; nobody else will
-    // unlink them under mpirun.
-    void unlink_registered() {
-        std::lock_guard<std::mutex> lock(names_mutex_);
-        for (const auto &n : names_) ::shm_unlink(n.c_str());
-        names_.clear();
-    }
-
     MPI_Comm comm_ = MPI_COMM_NULL;
     bool exit_in_signal_ = false;
     std::uint32_t rank_ = 0, size_ = 1;
-    std::mutex names_mutex_;
-    std::vector<std::string> names_;
+    spawner::ShmNames shm_names_;  // unlinked on abort: nobody else would under this launcher
 };
 
 // mpirun of Open MPI or MPICH (hydra), srun with PMI: the environment shows

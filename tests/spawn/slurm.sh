@@ -27,13 +27,6 @@ pass() { echo "PASS: $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 skip() { echo "SKIP: $*"; skipped=$((skipped + 1)); }
 
-# The ThreadSanitizer subset leaves this test out: libpmix and Slurm's PMI2
-# client start threads of their own that are not instrumented, and the test
-# has not yet been run under ThreadSanitizer.
-if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
-    echo "SKIP: not in the ThreadSanitizer subset (not yet verified there)"
-    exit 77
-fi
 for p in "$prog" "$shared" "$sluicerun"; do
     [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
 done
@@ -243,6 +236,13 @@ done
 # rank 1 must exit with the code (PMI2_Abort itself would exit with 1).
 for pmi in $pmis; do
     job=slurm$$abort$pmi
+    # The abort runs in Sluice's signal-driven exit, and PMIx_Abort
+    # allocates: ThreadSanitizer rightly reports a signal-unsafe call there
+    # (see spawners/pmi/README.md, known problems).
+    if [ "$pmi" = pmix ] && [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+        skip "srun --mpi=pmix abort under ThreadSanitizer: PMIx_Abort is called from a signal handler"
+        continue
+    fi
     hang_start "$job" env SLUICE_EXIT_TIMEOUT=1 srun --mpi="$pmi" -n 4 "$prog" hang || continue
     kill -STOP "$(awk '$2 == 2 { print $4 }' "$log.out")"
     kill -TERM "$(awk '$2 == 1 { print $4 }' "$log.out")"
