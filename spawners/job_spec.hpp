@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::spawner {
@@ -27,6 +28,12 @@ struct JobSpec {
 
 // Shell quoting: a word a POSIX shell reads back unchanged.
 std::string shell_quote(const std::string &word);
+// The words as one line a shell runs unchanged (for -t and -v).
+std::string command_line(const std::vector<std::string> &words);
+// What a spawner sends to every rank on other hosts: the SLUICE_* knobs of
+// this environment (not the variables a launcher set for this process), the
+// job id, and the -E variables that are set here.
+std::vector<std::pair<std::string, std::string>> job_environment(const JobSpec &job);
 // A knob's command line split at spaces ("srun --mpi=pmix" -> two words).
 std::vector<std::string> words_split(const std::string &text);
 // For the spawners that hand the job to another launcher (pmi: srun, mpi:

@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-extern char **environ;
-
 namespace sluice::spawner::mpi {
 namespace {
 
@@ -58,14 +56,9 @@ int run(const JobSpec &job) {
     command.push_back("-n");
     command.push_back(std::to_string(job.ranks));
     if (flavor == Flavor::openmpi) {
-        std::vector<std::string> names = job.propagate;
-        for (char **e = environ; *e; ++e) {
-            const std::string entry = *e;
-            if (entry.rfind("SLUICE_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
-        }
-        for (const auto &n : names) {
+        for (const auto &[name, value] : job_environment(job)) {
             command.push_back("-x");
-            command.push_back(n);
+            command.push_back(name);
         }
     }
     command.push_back(job.program_path);

@@ -18,8 +18,6 @@
 
 #include <unistd.h>
 
-extern char **environ;
-
 namespace sluice::spawner::ssh {
 namespace {
 
@@ -31,41 +29,6 @@ long long realtime_ns() {
     return now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-// What every host gets in its environment before anything starts there:
-// the SLUICE_* knobs of this environment (not the variables a launcher set
-// for this process), the job id, and the -E variables.
-std::vector<std::pair<std::string, std::string>> environment_collect(const JobSpec &spec) {
-    std::vector<std::pair<std::string, std::string>> out;
-    auto internal = [](const std::string &name) {
-        const auto &table = base::knob_table();
-        return name == "SLUICE_JOB_ID" || std::any_of(table.begin(), table.end(), [&](const base::KnobInfo &k) {
-                   return k.internal && name == k.name;
-               });
-    };
-    for (char **e = environ; e && *e; ++e) {
-        const std::string entry(*e);
-        const std::size_t eq = entry.find('=');
-        if (entry.rfind("SLUICE_", 0) != 0 || eq == std::string::npos || internal(entry.substr(0, eq))) continue;
-        out.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-    }
-    out.emplace_back("SLUICE_JOB_ID", spec.job_id);
-    for (const std::string &name : spec.propagate) {
-        const char *value = std::getenv(name.c_str());
-        auto same = [&](const auto &kv) { return kv.first == name; };
-        if (!value) {
-            if (spec.verbose) local::say("-E %s: not set here, so not sent", name.c_str());
-        } else if (std::none_of(out.begin(), out.end(), same)) {
-            out.emplace_back(name, value);
-        }
-    }
-    return out;
-}
-
-std::string command_line(const std::vector<std::string> &words) {
-    std::string line;
-    for (const auto &w : words) line += (line.empty() ? "" : " ") + shell_quote(w);
-    return line;
-}
 
 // -t: the ssh command of every host, in the order the tree starts them,
 // each under a comment saying who runs it and what the host will run.
@@ -158,7 +121,7 @@ int run(const JobSpec &spec) {
                : spec.program_path.front() == '/'        ? spec.program_path
                                                          : job.directory + "/" + spec.program_path;
     job.arguments = spec.arguments;
-    job.environment = environment_collect(spec);
+    job.environment = job_environment(spec);
     TreeRelay relay(settings);
 
     if (spec.dry_run) {
