@@ -2,6 +2,7 @@
 #include "am/am.hpp"
 
 #include "base/knobs.hpp"
+#include "credit/knobs.hpp"
 #include "sluice_config.h"
 
 #include <cstdio>
@@ -25,8 +26,9 @@ const char *category_name(AmCategory c) {
     return "?";
 }
 
-conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags) {
+conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, std::uint8_t credit_byte) {
     conduit::AmMessage out;
+    out.header.credit = credit_byte;
     out.header.handler = m.handler;
     out.header.category = m.category;
     out.header.nargs = static_cast<std::uint8_t>(m.nargs);
@@ -39,12 +41,15 @@ conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags) {
     return out;
 }
 
+// The engine whose credit system messages arrive (one per process).
+AmEngine *credit_owner = nullptr;
+
 } // namespace
 
 thread_local Token *AmEngine::current_token = nullptr;
 
 void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
-                         const SegmentTable *segments, int credits) {
+                         const SegmentTable *segments, std::vector<std::string> &notes) {
     rank_ = rank;
     size_ = size;
     route_ = std::move(route);
@@ -61,11 +66,19 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
         transport_needs_credits |= t->capabilities().needs_credits;
     }
     system_[sys_noop_reply] = [](sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {};
-    if (credits <= 0 && transport_needs_credits) credits = 16;
-    credits_per_peer_ = credits > 0 ? credits : 0;
-    if (credits_per_peer_) {
-        credits_ = std::make_unique<std::atomic<int>[]>(size_);
-        for (Rank r = 0; r < size_; ++r) credits_[r].store(credits_per_peer_);
+    system_[sys_credit] = credit_system_message;
+    credit_.reset();
+    const credit::Flow flow = credit::flow_from_knobs();
+    if (flow == credit::Flow::forced || (flow == credit::Flow::automatic && transport_needs_credits)) {
+        // One credit is a min_credits-th of the largest request (header,
+        // 16 arguments and the largest Medium payload).
+        largest_request_ = 16 + 4 * SLUICE_AM_MAX_ARGS + max_medium_;
+        credit::Config c = credit::config_from_knobs(size, rank, largest_request_, notes);
+        credit_ = std::make_unique<credit::Engine>(c);
+        credit_owner = this;
+    } else if (flow == credit::Flow::disabled && transport_needs_credits) {
+        notes.push_back("SLUICE_CREDIT_FLOW=0 with a conduit whose receive buffers are fixed: a flood of requests "
+                        "can overrun a receiver");
     }
 }
 
@@ -128,17 +141,79 @@ Status AmEngine::check_send_slow(Rank dest, const Send &m, const char *op) const
     return Status::ok;
 }
 
-void AmEngine::credit_acquire(Rank dest) {
-    std::atomic<int> &c = credits_[dest];
-    for (;;) {
-        int have = c.load(std::memory_order_relaxed);
-        if (have > 0 && c.compare_exchange_weak(have, have - 1, std::memory_order_acquire)) return;
+// Credits a request takes: a Short or a Long header 1 (a Long's payload
+// lands in the segment, not in a request buffer), a Medium its share of the
+// largest request, rounded up, so a full-size Medium takes min_credits.
+std::uint8_t AmEngine::credit_acquire(Rank dest, const Send &m) {
+    unsigned n = 1;
+    if (m.category == AmCategory::medium) {
+        const std::size_t bytes = 16 + 4 * m.nargs + m.length;
+        n = static_cast<unsigned>((bytes + credit_->config().credit_bytes - 1) / credit_->config().credit_bytes);
+    }
+    std::uint8_t byte = 0;
+    while (!credit_->request_begin(dest, n, byte)) {
         route_[dest]->poll(PollMode::all);
+        credit_flush();
+        base::idle();
+    }
+    if (credit_->sys_pending()) credit_flush();
+    return byte;
+}
+
+Status AmEngine::transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte) {
+    return route_[dest]->send(dest, to_message(rank_, m, flags, credit_byte));
+}
+
+void AmEngine::credit_flush() {
+    if (current_token) return;  // from a handler: the next poll sends them
+    credit::SysMessage batch[16];
+    while (std::size_t n = credit_->sys_take(batch, 16)) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const credit::SysMessage &m = batch[i];
+            const std::uint32_t args[2] = {static_cast<std::uint32_t>(m.kind) | (m.epoch ? 0x100u : 0u) |
+                                               (m.urgent ? 0x200u : 0u),
+                                           m.count};
+            Send s;
+            s.handler = sys_credit;
+            s.args = args;
+            s.nargs = 2;
+            (void)system_request(m.peer, s);
+        }
     }
 }
 
-Status AmEngine::transmit(Rank dest, const Send &m, std::uint8_t flags) {
-    return route_[dest]->send(dest, to_message(rank_, m, flags));
+void AmEngine::credit_system_message(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    AmEngine *self = credit_owner;
+    if (!self || !self->credit_) return;
+    credit::SysMessage m;
+    m.peer = token->source;
+    m.kind = static_cast<credit::SysKind>(args[0] & 0xff);
+    m.epoch = (args[0] & 0x100u) != 0;
+    m.urgent = (args[0] & 0x200u) != 0;
+    m.count = static_cast<std::uint16_t>(args[1]);
+    self->credit_->sys_arrived(m);
+}
+
+void AmEngine::credit_stats_write() const {
+    const std::string &path = base::knob_string(base::Knob::CREDIT_STATS);
+    if (!credit_ || path.empty()) return;
+    std::string name;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'r') {
+            name += std::to_string(rank_);
+            ++i;
+        } else {
+            name += path[i];
+        }
+    }
+    std::FILE *f = std::fopen(name.c_str(), "w");
+    if (!f) {
+        base::report(Status::resource, "finalize", "point SLUICE_CREDIT_STATS at a writable file",
+                     "cannot write credit statistics to %s", name.c_str());
+        return;
+    }
+    credit_->stats_write(f);
+    std::fclose(f);
 }
 
 Status AmEngine::request(Rank dest, const Send &m, const char *op) {
@@ -147,12 +222,8 @@ Status AmEngine::request(Rank dest, const Send &m, const char *op) {
                             "a handler may only reply; send the request after the handler returns",
                             "request sent from inside a handler");
     if (Status s = check_send(dest, m, op); s != Status::ok) return s;
-    std::uint8_t flags = 0;
-    if (credits_per_peer_) {
-        credit_acquire(dest);
-        flags |= conduit::am_flag_credit;
-    }
-    return transmit(dest, m, flags);
+    if (credit_) return transmit(dest, m, conduit::am_flag_credit, credit_acquire(dest, m));
+    return transmit(dest, m, 0);
 }
 
 Status AmEngine::reply(Token *token, const Send &m, const char *op) {
@@ -167,8 +238,10 @@ Status AmEngine::reply(Token *token, const Send &m, const char *op) {
                             "second reply to the request from rank %u", token->source);
     if (Status s = check_send(token->source, m, op); s != Status::ok) return s;
     token->replied = true;
-    std::uint8_t flags = conduit::am_flag_reply | (token->credit ? conduit::am_flag_credit : 0);
-    return transmit(token->source, m, flags);
+    if (token->credit)
+        return transmit(token->source, m, conduit::am_flag_reply | conduit::am_flag_credit,
+                        credit_->reply_byte(token->source, token->credit_byte));
+    return transmit(token->source, m, conduit::am_flag_reply);
 }
 
 Status AmEngine::system_request(Rank dest, const Send &m) {
@@ -177,9 +250,10 @@ Status AmEngine::system_request(Rank dest, const Send &m) {
 
 Status AmEngine::system_reply(Token *token, const Send &m) {
     token->replied = true;
-    std::uint8_t flags = conduit::am_flag_system | conduit::am_flag_reply |
-                         (token->credit ? conduit::am_flag_credit : 0);
-    return transmit(token->source, m, flags);
+    if (token->credit)
+        return transmit(token->source, m, conduit::am_flag_system | conduit::am_flag_reply | conduit::am_flag_credit,
+                        credit_->reply_byte(token->source, token->credit_byte));
+    return transmit(token->source, m, conduit::am_flag_system | conduit::am_flag_reply);
 }
 
 // The one receive path of every conduit: the handler runs with a token on
@@ -188,7 +262,11 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
                        void *payload) {
     AmEngine &self = *static_cast<AmEngine *>(context);
     Token token{h.source, h.category, !(h.flags & conduit::am_flag_reply),
-                (h.flags & conduit::am_flag_credit) != 0, false};
+                (h.flags & conduit::am_flag_credit) != 0, false, h.credit};
+    if (__builtin_expect(token.credit, 0) && self.credit_) {
+        if (token.request) self.credit_->request_arrived(h.source, h.credit);
+        else self.credit_->reply_arrived(h.source, h.credit);
+    }
     sluice_handler_fn fn = nullptr;
     if (h.flags & conduit::am_flag_system) {
         fn = h.handler < sys_count ? self.system_[h.handler] : nullptr;
@@ -217,21 +295,16 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
 #endif
         current_token = outer;
     }
-    if (token.credit) self.credit_settle(h, token);
+    if (token.credit && token.request && !token.replied && self.credit_) self.credit_settle(token);
 }
 
-void AmEngine::credit_settle(const conduit::AmHeader &h, Token &token) {
-    if (token.request) {
-        if (!token.replied) {
-            // Hidden reply: the sender's credit must come back even when the
-            // handler had nothing to say.
-            Send none;
-            none.handler = sys_noop_reply;
-            (void)system_reply(&token, none);
-        }
-    } else {
-        credits_[h.source].fetch_add(1, std::memory_order_release);
-    }
+// Hidden reply: the sender's credits come back even when the handler had
+// nothing to say, unless the static policy banks them (slack, ibv seed).
+void AmEngine::credit_settle(Token &token) {
+    if (!credit_->reply_needed(token.source, token.credit_byte)) return;
+    Send none;
+    none.handler = sys_noop_reply;
+    (void)system_reply(&token, none);
 }
 
 void AmEngine::dispatch_refuse(const conduit::AmHeader &h) const {

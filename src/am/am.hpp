@@ -4,6 +4,7 @@
 #pragma once
 
 #include "conduits/transport.hpp"
+#include "credit/credit.hpp"
 
 #include <sluice.h>
 
@@ -16,8 +17,9 @@ struct sluice_token {
     sluice::conduit::Rank source;
     sluice::conduit::AmCategory category;
     bool request;   // a request (may reply) or a reply (may not)
-    bool credit;    // the request holds one of the sender's credits
+    bool credit;    // the request holds credits of the sender (src/credit)
     bool replied;
+    std::uint8_t credit_byte;  // the request's credit byte, for its reply
 };
 
 namespace sluice::am {
@@ -44,6 +46,7 @@ enum SystemHandler : std::uint8_t {
     sys_put_ack,
     sys_get,
     sys_get_reply,
+    sys_credit,           // a credit engine system message (ask, grant, revoke, give)
     sys_count
 };
 
@@ -75,10 +78,11 @@ struct Send {
 
 class AmEngine {
 public:
-    // `route[r]` is the transport reaching rank r.  credits > 0 turns on
-    // per-peer request credits with hidden replies.
+    // `route[r]` is the transport reaching rank r.  Request credits
+    // (src/credit) are on when a transport needs them or SLUICE_CREDIT_FLOW
+    // forces them; `notes` gets what the credit knobs adjusted.
     void configure(Rank rank, Rank size, std::vector<Transport *> route,
-                   const SegmentTable *segments, int credits);
+                   const SegmentTable *segments, std::vector<std::string> &notes);
 
     Status handler_register(std::uint8_t index, sluice_handler_fn fn, AmCategory category,
                             unsigned nargs);
@@ -93,17 +97,16 @@ public:
     // calls above, which report what is wrong.
     Status request_short(Rank dest, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                          const char *operation) {
-        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs) && !credits_per_peer_, 1))
+        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs) && !credit_, 1))
             return route_[dest]->send_short(dest, handler, 0, args, nargs);
         return request(dest, short_send(handler, args, nargs), operation);
     }
     Status reply_short(Token *token, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                        const char *operation) {
         if (__builtin_expect(token && token == current_token && token->request && !token->replied &&
-                                 short_ok(handler, args, nargs), 1)) {
+                                 !token->credit && short_ok(handler, args, nargs), 1)) {
             token->replied = true;
-            const std::uint8_t flags = conduit::am_flag_reply | (token->credit ? conduit::am_flag_credit : 0);
-            return route_[token->source]->send_short(token->source, handler, flags, args, nargs);
+            return route_[token->source]->send_short(token->source, handler, conduit::am_flag_reply, args, nargs);
         }
         return reply(token, short_send(handler, args, nargs), operation);
     }
@@ -116,9 +119,15 @@ public:
     int poll(PollMode mode = PollMode::all) {
         int n = 0;
         for (Transport *t : transports_) n += t->poll(mode);
+        if (__builtin_expect(credit_ != nullptr, 0) && credit_->sys_pending()) credit_flush();
         if (n == 0) base::idle();
         return n;
     }
+
+    // The credit engine, null while flow control is off.
+    credit::Engine *credits() const { return credit_.get(); }
+    // Writes SLUICE_CREDIT_STATS, if set (at finalize).
+    void credit_stats_write() const;
 
     std::size_t max_medium() const { return max_medium_; }
     std::size_t max_long() const { return max_long_; }
@@ -163,9 +172,13 @@ private:
     }
     Status check_send(Rank dest, const Send &m, const char *operation) const;
     Status check_send_slow(Rank dest, const Send &m, const char *operation) const;
-    Status transmit(Rank dest, const Send &m, std::uint8_t flags);
-    void credit_acquire(Rank dest);
-    void credit_settle(const conduit::AmHeader &h, Token &token);
+    Status transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte = 0);
+    std::uint8_t credit_acquire(Rank dest, const Send &m);
+    void credit_settle(Token &token);
+    // Sends the credit engine's system messages; only outside handlers
+    // (from poll), so a full wire never nests handlers.
+    [[gnu::noinline]] void credit_flush();
+    static void credit_system_message(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned);
     [[noreturn]] void dispatch_refuse(const conduit::AmHeader &h) const;
 
     Rank rank_ = 0, size_ = 0;
@@ -176,8 +189,8 @@ private:
     Entry user_[256];
     sluice_handler_fn system_[sys_count] = {};
     std::atomic<bool> user_enabled_{true};
-    int credits_per_peer_ = 0;
-    std::unique_ptr<std::atomic<int>[]> credits_;
+    std::unique_ptr<credit::Engine> credit_;
+    std::size_t largest_request_ = 0;  // receive space of the largest request
 };
 
 } // namespace sluice::am

@@ -27,13 +27,14 @@ enum class AmCategory : std::uint8_t { short_ = 0, medium = 1, long_ = 2 };
 // Header flags.
 inline constexpr std::uint8_t am_flag_reply = 1;   // a reply (else a request)
 inline constexpr std::uint8_t am_flag_system = 2;  // runtime-internal handler table
-inline constexpr std::uint8_t am_flag_credit = 4;  // the reply returns a request credit
+inline constexpr std::uint8_t am_flag_credit = 4;  // carries a credit byte (src/credit)
 
 struct AmHeader {
     std::uint8_t handler = 0;
     AmCategory category = AmCategory::short_;
     std::uint8_t nargs = 0;
     std::uint8_t flags = 0;
+    std::uint8_t credit = 0;      // the credit byte (src/credit) when flags has am_flag_credit
     Rank source = 0;
     std::uint64_t payload_length = 0;
     std::uint64_t dest_addr = 0;  // Long: address in the target's segment

@@ -194,6 +194,7 @@ void Runtime::exit_body(int code) {
     am.user_handlers_disable();
     progress_stop_.store(true);
     base::say("exit with code %d", code);
+    if (!exit_in_signal_.load()) am.credit_stats_write();
 
     bool graceful = size_ == 1;
     if (!graceful) {

@@ -88,8 +88,10 @@ Status Runtime::init(int *, char ***) {
     idle_policy_set();
 
     segments.entries.assign(size_, am::SegmentTable::Entry{});
-    int credits = static_cast<int>(base::knob_int(base::Knob::AM_CREDITS));
-    am.configure(rank_, size_, route_, &segments, credits);
+    std::vector<std::string> credit_notes;
+    am.configure(rank_, size_, route_, &segments, credit_notes);
+    if (rank_ == 0)
+        for (const std::string &n : credit_notes) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", n.c_str());
     rma.configure(&am, &segments, size_, base::knob_bool(base::Knob::NATIVE_RMA));
     rma.system_handlers_register(am);
     system_handlers_register();
@@ -173,6 +175,7 @@ Status Runtime::finalize() {
     (void)rma.nbi_sync();
     if (Status s = barrier(); s != Status::ok) return s;
     progress_thread_stop();
+    am.credit_stats_write();
     // Nobody sends to us after the barrier; a bootstrap barrier makes sure
     // nobody still reads our segment before it goes away.
     (void)bootstrap_->barrier();

@@ -1,13 +1,18 @@
 // tests/mp/mp_driver.cpp - runs the cases of sluice-mp-test under sluicerun
 // at 1, 2, 3, 4 and 8 ranks (2 and 4 under SLUICE_TEST_SUBSET), with native
-// and reference RMA and with forced AM credits, each job under a hard time
+// and reference RMA and with forced AM credits under each credit policy
+// (src/credit: static, dynamic, demand, with few credits so senders stall,
+// banks run dry and credits move), each job under a hard time
 // limit.  A job passes when it exits 0, rank 0 printed PASS, no rank printed
 // FAIL, no rank process survives and no shared memory is left.
 #include "tests/harness.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <regex>
+#include <unistd.h>
 
 using namespace sluice_test;
 
@@ -16,18 +21,18 @@ namespace {
 struct Config {
     int ranks = 2;
     bool native_rma = true;
-    int credits = 0;  // SLUICE_AM_CREDITS, 0: not set
+    const char *credits = nullptr;  // SLUICE_CREDIT_POLICY with SLUICE_CREDIT_FLOW=1, null: not set
 };
 
 void PrintTo(const Config &c, std::ostream *os) {
     *os << c.ranks << " ranks, " << (c.native_rma ? "native" : "reference") << " RMA";
-    if (c.credits) *os << ", SLUICE_AM_CREDITS=" << c.credits;
+    if (c.credits) *os << ", SLUICE_CREDIT_FLOW=1 SLUICE_CREDIT_POLICY=" << c.credits;
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config> &info) {
     std::string n = "N" + std::to_string(info.param.ranks);
     n += info.param.native_rma ? "_native" : "_reference";
-    if (info.param.credits) n += "_credits" + std::to_string(info.param.credits);
+    if (info.param.credits) n += std::string("_credits_") + info.param.credits;
     return n;
 }
 
@@ -38,22 +43,29 @@ std::vector<int> rank_counts() {
 
 std::vector<Config> by_ranks() {
     std::vector<Config> v;
-    for (int n : rank_counts()) v.push_back({n, true, 0});
+    for (int n : rank_counts()) v.push_back({n, true, nullptr});
     return v;
 }
+// Static credits at every rank count; the moving policies at the largest
+// two, where credits have somewhere to move.
 std::vector<Config> by_ranks_and_credits() {
     std::vector<Config> v;
-    for (int n : rank_counts()) {
-        v.push_back({n, true, 0});
-        v.push_back({n, true, 4});
+    const std::vector<int> counts = rank_counts();
+    for (int n : counts) {
+        v.push_back({n, true, nullptr});
+        v.push_back({n, true, "static"});
+        if (n >= counts[counts.size() - 2]) {
+            v.push_back({n, true, "dynamic"});
+            v.push_back({n, true, "demand"});
+        }
     }
     return v;
 }
 std::vector<Config> by_ranks_and_rma() {
     std::vector<Config> v;
     for (int n : rank_counts()) {
-        v.push_back({n, true, 0});
-        v.push_back({n, false, 0});
+        v.push_back({n, true, nullptr});
+        v.push_back({n, false, nullptr});
     }
     return v;
 }
@@ -77,7 +89,15 @@ protected:
         for (auto &a : args) spec.program.push_back(a);
         spec.env = std::move(env);
         if (!c.native_rma) spec.env.emplace_back("SLUICE_NATIVE_RMA", "0");
-        if (c.credits) spec.env.emplace_back("SLUICE_AM_CREDITS", std::to_string(c.credits));
+        if (c.credits) {
+            // 4 per peer (static, dynamic) and 16 to lend: senders stall,
+            // the bank runs dry, revokes and reclaims happen.
+            spec.env.emplace_back("SLUICE_CREDIT_FLOW", "1");
+            spec.env.emplace_back("SLUICE_CREDIT_POLICY", c.credits);
+            spec.env.emplace_back("SLUICE_CREDIT_PER_PEER", "4");
+            spec.env.emplace_back("SLUICE_CREDIT_BANKED", "16");
+            spec.env.emplace_back("SLUICE_CREDIT_STATS", "/dev/null");
+        }
         spec.time_limit = limit;
         return run_job(spec);
     }
@@ -146,7 +166,7 @@ TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
     JobResult small = run({"am", "--max-medium=1024"}, 120, {{"SLUICE_SMP_MAX_MEDIUM", "1K"}});
     expect_success(small);
 }
-INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, 0}), config_name);
+INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, nullptr}), config_name);
 
 class AmArguments : public MpTest {};
 TEST_P(AmArguments, ZeroToSixteenInEveryCategoryThroughCAndCpp) { expect_success(run({"args"})); }
@@ -169,6 +189,41 @@ TEST_P(AmFlood, ThousandsOutstandingInBothDirections) {
     expect_success(run({"flood", std::to_string(scaled(5000, 2000, 1000))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmFlood, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+
+// Credit knobs: statistics written per rank; a bad policy named with the
+// choices; a fixed receive space that cannot hold the shares named too.
+class CreditKnobs : public MpTest {};
+TEST_P(CreditKnobs, StatisticsFileAndBadValues) {
+    char dir[] = "/tmp/sluice-credit-stats.XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    const std::string pattern = std::string(dir) + "/stats.%r";
+    JobResult r = run({"hidden", "500"}, 120,
+                      {{"SLUICE_CREDIT_FLOW", "1"}, {"SLUICE_CREDIT_POLICY", "demand"}, {"SLUICE_CREDIT_BANKED", "16"},
+                       {"SLUICE_CREDIT_STATS", pattern}});
+    expect_success(r);
+    for (int rank = 0; rank < GetParam().ranks; ++rank) {
+        const std::string path = std::string(dir) + "/stats." + std::to_string(rank);
+        std::FILE *f = std::fopen(path.c_str(), "r");
+        ASSERT_NE(f, nullptr) << "no statistics file " << path;
+        char line[256] = {};
+        ASSERT_NE(std::fgets(line, sizeof line, f), nullptr);
+        std::fclose(f);
+        EXPECT_NE(std::string(line).find("rank " + std::to_string(rank) + " of"), std::string::npos) << line;
+        EXPECT_NE(std::string(line).find("policy demand"), std::string::npos) << line;
+        std::remove(path.c_str());
+    }
+    ::rmdir(dir);
+
+    JobResult bad = run({"basic"}, 60, {{"SLUICE_CREDIT_FLOW", "1"}, {"SLUICE_CREDIT_POLICY", "greedy"}});
+    expect_success(bad);
+    EXPECT_NE(bad.err.find("SLUICE_CREDIT_POLICY=greedy is not one of auto, static, dynamic, demand"), std::string::npos)
+        << bad.describe();
+    JobResult space = run({"basic"}, 60,
+                          {{"SLUICE_CREDIT_FLOW", "1"}, {"SLUICE_CREDIT_POLICY", "dynamic"}, {"SLUICE_CREDIT_RECV_SPACE", "1K"}});
+    expect_success(space);
+    EXPECT_NE(space.err.find("SLUICE_CREDIT_RECV_SPACE=1024 holds"), std::string::npos) << space.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Mp, CreditKnobs, ::testing::Values(Config{3, true, nullptr}), config_name);
 
 // ---- RMA -------------------------------------------------------------------
 class Rma : public MpTest {};
@@ -219,8 +274,8 @@ TEST_P(Threads, FourThreadsPerRankIssueAMsAndRMA) {
     expect_success(run({"threads", std::to_string(scaled(400, 400, 100)), std::to_string(scaled(150, 150, 30))}, 180));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Threads,
-                         ::testing::Values(Config{2, true, 0}, Config{2, false, 0}, Config{4, true, 0},
-                                           Config{4, false, 0}, Config{2, true, 4}),
+                         ::testing::Values(Config{2, true, nullptr}, Config{2, false, nullptr}, Config{4, true, nullptr},
+                                           Config{4, false, nullptr}, Config{2, true, "static"}),
                          config_name);
 
 // ---- bad input -------------------------------------------------------------
@@ -238,4 +293,4 @@ TEST_P(BadInputQuiet, QuietErrorsStillReturnTheStatus) {
     expect_success(r);
     expect_error_lines(r, GetParam().ranks, true);
 }
-INSTANTIATE_TEST_SUITE_P(Mp, BadInputQuiet, ::testing::Values(Config{2, true, 0}), config_name);
+INSTANTIATE_TEST_SUITE_P(Mp, BadInputQuiet, ::testing::Values(Config{2, true, nullptr}), config_name);

@@ -195,7 +195,7 @@ int case_chain(int argc, char **argv) {
 
 // ---- hidden: request handlers that never reply ------------------------------
 // hidden <messages per destination>
-// With SLUICE_AM_CREDITS=4 every request holds a credit until Sluice's hidden
+// With SLUICE_CREDIT_FLOW=1 and 4 credits per peer every request holds a credit until Sluice's hidden
 // reply returns it: without hidden replies this case deadlocks.
 namespace {
 

@@ -80,7 +80,7 @@ TEST(EditDistance, KnownValues) {
     EXPECT_EQ(edit_distance("ab", "ba"), 2u);
     EXPECT_EQ(edit_distance("SLUICE_VERBOSEENV", "SLUICE_VERBOSEENV"), 0u);
     EXPECT_EQ(edit_distance("SLUICE_VERBOSEEVN", "SLUICE_VERBOSEENV"), 2u);
-    EXPECT_EQ(edit_distance("SLUICE_AM_CREDIT", "SLUICE_AM_CREDITS"), 1u);
+    EXPECT_EQ(edit_distance("SLUICE_CREDIT_EPOC", "SLUICE_CREDIT_EPOCH"), 1u);
 }
 
 TEST(EditDistance, Symmetric) {
@@ -108,7 +108,7 @@ TEST_F(CleanEnvironment, TableIsWellFormed) {
         EXPECT_TRUE(k->internal) << internal;
     }
     for (const char *knob : {"SLUICE_VERBOSEENV", "SLUICE_BACKTRACE", "SLUICE_QUIET_ERRORS", "SLUICE_NATIVE_RMA",
-                             "SLUICE_AM_CREDITS", "SLUICE_JOB_ID", "SLUICE_SMP_MAX_MEDIUM", "SLUICE_EXIT_TIMEOUT"})
+                             "SLUICE_CREDIT_PER_PEER", "SLUICE_JOB_ID", "SLUICE_SMP_MAX_MEDIUM", "SLUICE_EXIT_TIMEOUT"})
         EXPECT_NE(find_knob(knob), nullptr) << knob << " is not declared";
 }
 
@@ -120,7 +120,7 @@ TEST_F(CleanEnvironment, DefaultsParseAndAreNotSet) {
     EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
     EXPECT_TRUE(knob_bool(Knob::NATIVE_RMA));
     EXPECT_FALSE(knob_bool(Knob::QUIET_ERRORS));
-    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
     EXPECT_EQ(knob_string(Knob::JOB_ID), "");
 }
 
@@ -128,7 +128,7 @@ TEST_F(CleanEnvironment, ValuesFromTheEnvironment) {
     set("SLUICE_SMP_RING_SIZE", "1M");
     set("SLUICE_VERBOSEENV", "yes");
     set("SLUICE_NATIVE_RMA", "off");
-    set("SLUICE_AM_CREDITS", "4");
+    set("SLUICE_CREDIT_PER_PEER", "4");
     set("SLUICE_EXIT_TIMEOUT", "2.5");
     set("SLUICE_SPAWNER", "local");
     EXPECT_TRUE(knobs_load().empty());
@@ -137,7 +137,7 @@ TEST_F(CleanEnvironment, ValuesFromTheEnvironment) {
     EXPECT_TRUE(knob_bool(Knob::VERBOSEENV));
     EXPECT_FALSE(knob_bool(Knob::NATIVE_RMA));
     EXPECT_TRUE(knob_is_set(Knob::NATIVE_RMA));
-    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 4);
+    EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 4);
     EXPECT_DOUBLE_EQ(knob_double(Knob::EXIT_TIMEOUT), 2.5);
     EXPECT_EQ(knob_string(Knob::SPAWNER), "local");
     EXPECT_FALSE(knob_is_set(Knob::BACKTRACE));
@@ -159,7 +159,7 @@ TEST_F(CleanEnvironment, BooleanSpellings) {
 TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
     set("SLUICE_SMP_RING_SIZE", "12Q");
     set("SLUICE_BACKTRACE", "maybe");
-    set("SLUICE_AM_CREDITS", "4x");
+    set("SLUICE_CREDIT_PER_PEER", "4x");
     set("SLUICE_EXIT_TIMEOUT", "fast");
     auto errors = knobs_load();
     ASSERT_EQ(errors.size(), 4u);
@@ -172,20 +172,20 @@ TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
     };
     EXPECT_TRUE(mentions("SLUICE_SMP_RING_SIZE", "12Q"));
     EXPECT_TRUE(mentions("SLUICE_BACKTRACE", "maybe"));
-    EXPECT_TRUE(mentions("SLUICE_AM_CREDITS", "4x"));
+    EXPECT_TRUE(mentions("SLUICE_CREDIT_PER_PEER", "4x"));
     EXPECT_TRUE(mentions("SLUICE_EXIT_TIMEOUT", "fast"));
     EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), default_size("SLUICE_SMP_RING_SIZE"));
     EXPECT_FALSE(knob_is_set(Knob::SMP_RING_SIZE));
     EXPECT_FALSE(knob_bool(Knob::BACKTRACE));
-    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
     EXPECT_DOUBLE_EQ(exit_timeout_seconds(0), 2.0);
 }
 
 TEST_F(CleanEnvironment, EmptyNumericValueIsMalformed) {
-    set("SLUICE_AM_CREDITS", "");
+    set("SLUICE_CREDIT_PER_PEER", "");
     set("SLUICE_SMP_MAX_MEDIUM", "");
     EXPECT_EQ(knobs_load().size(), 2u);
-    EXPECT_EQ(knob_int(Knob::AM_CREDITS), 0);
+    EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
     EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
 }
 
@@ -205,7 +205,7 @@ TEST_F(CleanEnvironment, ExitTimeout) {
 }
 
 TEST_F(CleanEnvironment, ListingNamesEveryKnobAndItsSource) {
-    set("SLUICE_AM_CREDITS", "4");
+    set("SLUICE_CREDIT_PER_PEER", "4");
     (void)knobs_load();
     std::string listing = knobs_listing();
     for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
@@ -215,15 +215,15 @@ TEST_F(CleanEnvironment, ListingNamesEveryKnobAndItsSource) {
         if (at == std::string::npos) return std::string();
         return listing.substr(at, listing.find('\n', at) - at);
     };
-    EXPECT_NE(line_of("SLUICE_AM_CREDITS").find("4"), std::string::npos) << line_of("SLUICE_AM_CREDITS");
-    EXPECT_NE(line_of("SLUICE_AM_CREDITS").find("environment"), std::string::npos) << line_of("SLUICE_AM_CREDITS");
+    EXPECT_NE(line_of("SLUICE_CREDIT_PER_PEER").find("4"), std::string::npos) << line_of("SLUICE_CREDIT_PER_PEER");
+    EXPECT_NE(line_of("SLUICE_CREDIT_PER_PEER").find("environment"), std::string::npos) << line_of("SLUICE_CREDIT_PER_PEER");
     EXPECT_NE(line_of("SLUICE_BACKTRACE").find("default"), std::string::npos) << line_of("SLUICE_BACKTRACE");
 }
 
 TEST_F(CleanEnvironment, UnknownVariablesGetDidYouMean) {
     set("SLUICE_VERBOSEEVN", "1");
     set("SLUICE_NATIVE_RAM", "0");
-    set("SLUICE_AM_CREDIT", "4");
+    set("SLUICE_CREDIT_EPOC", "4");
     auto warnings = knobs_unknown();
     ASSERT_EQ(warnings.size(), 3u);
     auto suggests = [&](const char *typo, const char *right) {
@@ -234,7 +234,7 @@ TEST_F(CleanEnvironment, UnknownVariablesGetDidYouMean) {
     };
     EXPECT_TRUE(suggests("SLUICE_VERBOSEEVN", "SLUICE_VERBOSEENV"));
     EXPECT_TRUE(suggests("SLUICE_NATIVE_RAM", "SLUICE_NATIVE_RMA"));
-    EXPECT_TRUE(suggests("SLUICE_AM_CREDIT", "SLUICE_AM_CREDITS"));
+    EXPECT_TRUE(suggests("SLUICE_CREDIT_EPOC", "SLUICE_CREDIT_EPOCH"));
 }
 
 TEST_F(CleanEnvironment, FarOffNamesGetNoSuggestion) {
@@ -248,7 +248,7 @@ TEST_F(CleanEnvironment, FarOffNamesGetNoSuggestion) {
 
 TEST_F(CleanEnvironment, KnownAndForeignNamesGiveNoWarning) {
     set("SLUICE_VERBOSEENV", "0");
-    set("SLUICE_AM_CREDITS", "4");
+    set("SLUICE_CREDIT_PER_PEER", "4");
     set("SLUICE_RANK", "0");        // internal: set by the launcher
     set("SLUICE_LOCAL_FD", "3");
     set("SLUICEX_SOMETHING", "1");  // not the SLUICE_ prefix

@@ -29,7 +29,7 @@ namespace sluice::conduit::smp {
 namespace {
 
 constexpr std::uint64_t region_magic = 0x534c55494345534dull;  // "SLUICESM"
-constexpr std::size_t record_header = 16;  // control word, handler..flags, length, unused
+constexpr std::size_t record_header = 16;  // control word, handler..flags, length, credit byte, unused
 
 // A Long record's target address follows the arguments, 8-aligned.
 constexpr std::size_t long_address_at(unsigned nargs) {
@@ -285,6 +285,7 @@ protected:
         char *r = slot.at;
         const auto length = static_cast<std::uint32_t>(h.payload_length);
         std::memcpy(r + 8, &length, 4);
+        r[12] = static_cast<char>(h.credit);
         record_args(r, m.args, h.nargs);
         if (h.category == AmCategory::long_) {
             std::memcpy(r + long_address_at(h.nargs), &h.dest_addr, 8);
@@ -421,8 +422,8 @@ private:
     }
     // A record: its first word (ring.hpp) carries the control word and the
     // info word: handler, category, argument count and flags.  Bytes 8..11
-    // hold the payload length of a Medium or Long, and the arguments start
-    // at byte 16.  A Short without arguments is one 8-byte store.
+    // hold the payload length of a Medium or Long, byte 12 the credit byte
+    // (general sends only), and the arguments start at byte 16.  A Short without arguments is one 8-byte store.
     static std::uint32_t record_info(std::uint8_t handler, AmCategory category, unsigned nargs,
                                      std::uint8_t flags) {
         return std::uint32_t{handler} | std::uint32_t{static_cast<std::uint8_t>(category)} << 8 | nargs << 16 |
@@ -484,6 +485,7 @@ private:
             h.nargs = static_cast<std::uint8_t>(info >> 16);
             h.flags = static_cast<std::uint8_t>(info >> 24);
             h.source = source;
+            if (h.flags & am_flag_credit) h.credit = static_cast<std::uint8_t>(r[12]);
             void *payload = nullptr;
             if (h.category != AmCategory::short_) {
                 std::uint32_t length;

@@ -1,0 +1,813 @@
+// src/credit/credit.cpp - the credit engine (credit.hpp; the scheme in
+// README.md).  Depends on the standard library only, so the simulator
+// (tests/sim) runs this very file.
+#include "credit/credit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace sluice::credit {
+
+namespace {
+
+enum StateFlag : std::uint8_t {
+    flag_revoke_inflight = 0x01,  // my revoke to the peer awaits its give (seed: SYS_MSG_INFLIGHT)
+    flag_ask_inflight = 0x02,     // my ask to the peer awaits its grant
+    flag_zero_reply = 0x04,       // it gave nothing back this epoch (seed: REVOKE_ZERO_REPLY)
+    flag_reached_epoch = 0x08,    // I ended an epoch it has not heard of (seed: REACHED_EPOCH)
+    flag_ask_waiting = 0x10,      // its ask waits in my askers' queue
+    flag_stalling = 0x20,         // I am stalled sending to it (counts one stall per episode)
+};
+
+constexpr unsigned peers_per_page = 16;
+constexpr unsigned pages_per_mid = 16;
+constexpr unsigned peers_per_mid = peers_per_page * pages_per_mid;
+constexpr unsigned max_loan = 65535 - 2 * max_request_credits;
+
+// Seed: usage statistics decay by a factor of four per epoch.
+inline std::uint16_t decay(std::uint16_t v, std::uint64_t epochs) {
+    return epochs >= 8 ? 0 : static_cast<std::uint16_t>(v >> (2 * epochs));
+}
+
+inline std::uint16_t sat_add(std::uint16_t a, unsigned b) {
+    return static_cast<std::uint16_t>(std::min<unsigned>(65535u, a + b));
+}
+inline std::uint16_t sat_sub(std::uint16_t a, unsigned b) {
+    return static_cast<std::uint16_t>(a > b ? a - b : 0);
+}
+
+// Defaults by job size (credits per peer and banked credits), chosen with
+// tests/sim/creditsim (tests/sim/README.md): generous static shares while
+// they are cheap, then the seed's minimum, then nothing per peer at all.
+struct TablePoint {
+    double nodes;
+    Policy policy;
+    double per_peer;
+    double banked;
+};
+constexpr TablePoint table[] = {
+    {2, Policy::dynamic, 32, 256},
+    {64, Policy::dynamic, 16, 512},
+    {1024, Policy::dynamic, 4, 2048},
+    {1025, Policy::demand, 0, 4096},
+    {100000, Policy::demand, 0, 8192},
+};
+
+} // namespace
+
+const char *policy_name(Policy p) {
+    switch (p) {
+    case Policy::off: return "off";
+    case Policy::fixed: return "fixed";
+    case Policy::dynamic: return "dynamic";
+    case Policy::demand: return "demand";
+    }
+    return "?";
+}
+
+bool policy_parse(const std::string &text, Policy &out) {
+    if (text == "off") out = Policy::off;
+    else if (text == "fixed" || text == "static") out = Policy::fixed;
+    else if (text == "dynamic") out = Policy::dynamic;
+    else if (text == "demand") out = Policy::demand;
+    else return false;
+    return true;
+}
+
+const char *sys_kind_name(SysKind k) {
+    switch (k) {
+    case SysKind::ask: return "ask";
+    case SysKind::grant: return "grant";
+    case SysKind::revoke: return "revoke";
+    case SysKind::give: return "give";
+    }
+    return "?";
+}
+
+// ---- configuration ---------------------------------------------------------
+
+Config Config::defaults(Peer nodes, Peer me) {
+    Config c;
+    c.nodes = std::max<Peer>(nodes, 1);
+    c.me = me;
+    // Interpolate in log(nodes) between the two table points around us;
+    // the policy is the lower point's.
+    const double n = std::max(2.0, static_cast<double>(c.nodes));
+    const TablePoint *lo = &table[0], *hi = &table[0];
+    for (const TablePoint &t : table) {
+        if (t.nodes <= n) lo = &t;
+        if (t.nodes >= n) { hi = &t; break; }
+        hi = &t;
+    }
+    double f = 0;
+    if (hi->nodes > lo->nodes) f = (std::log(n) - std::log(lo->nodes)) / (std::log(hi->nodes) - std::log(lo->nodes));
+    f = std::clamp(f, 0.0, 1.0);
+    c.policy = lo->policy;
+    c.per_peer = static_cast<unsigned>(std::lround(lo->per_peer + f * (hi->per_peer - lo->per_peer)));
+    c.banked = static_cast<unsigned>(std::lround(lo->banked + f * (hi->banked - lo->banked)));
+    if (c.policy == Policy::demand) c.per_peer = 0;
+    c.normalize();
+    return c;
+}
+
+std::vector<std::string> Config::normalize() {
+    std::vector<std::string> changed;
+    auto set = [&](unsigned &field, unsigned value, const char *why) {
+        if (field == value) return;
+        changed.push_back(std::string(why) + " (" + std::to_string(field) + " -> " + std::to_string(value) + ")");
+        field = value;
+    };
+    if (nodes == 0) nodes = 1;
+    if (credit_bytes == 0) credit_bytes = 256;
+    set(min_credits, std::clamp(min_credits, 1u, max_request_credits), "min_credits kept within 1..15");
+    set(max_per_peer, std::clamp(max_per_peer, min_credits, max_loan), "max_per_peer kept within min_credits..65505");
+    set(epoch_length, std::max(epoch_length, 1u), "epoch_length at least 1");
+    set(scavenge_targets, std::max(scavenge_targets, 1u), "scavenge_targets at least 1");
+    set(sys_outstanding, std::max(sys_outstanding, 1u), "sys_outstanding at least 1");
+    switch (policy) {
+    case Policy::off:
+        break;
+    case Policy::fixed:
+        set(per_peer, std::clamp(per_peer, min_credits, max_per_peer), "per_peer raised to min_credits (a full-size request must fit)");
+        // ibv seed: a request handler that does not reply may hold back at
+        // most what still leaves the sender a full-size request.
+        set(slack, std::min(slack, per_peer - min_credits), "slack lowered so the credits held back still leave a full-size request");
+        break;
+    case Policy::dynamic:
+        set(per_peer, std::clamp(per_peer, min_credits, max_per_peer), "per_peer raised to min_credits (seed: every peer holds a full-size Medium)");
+        break;
+    case Policy::demand:
+        set(per_peer, 0, "per_peer is 0 under the demand policy");
+        set(banked, std::max(banked, max_request_credits), "banked raised so the largest ask can be granted");
+        break;
+    }
+    return changed;
+}
+
+std::uint64_t Config::total_credits() const {
+    if (policy == Policy::off) return 0;
+    const std::uint64_t peers = nodes > 0 ? nodes - 1 : 0;
+    return peers * per_peer + (policy == Policy::fixed ? 0 : banked);
+}
+
+// ---- per-peer state ----------------------------------------------------------
+
+struct Engine::State {
+    std::atomic<bool> lock{false};
+    std::uint8_t flags = 0;
+    PeerCredits c;
+    std::uint32_t loan_epoch = 0;     // my epochs decayed into loan_* so far
+    std::uint32_t scavenge_slot = 0;  // index + 1 in scavenge_, 0: not listed
+
+    State() = default;
+    State(const State &o) : flags(o.flags), c(o.c), loan_epoch(o.loan_epoch), scavenge_slot(o.scavenge_slot) {}
+};
+static_assert(sizeof(PeerCredits) == 22);
+
+struct Engine::Page {
+    State states[peers_per_page];
+};
+struct Engine::Mid {
+    std::atomic<Page *> pages[pages_per_mid] = {};
+};
+
+namespace {
+// Spinlock on one peer's state; try_lock for the scavenger, which walks
+// peers while holding the engine lock (the order is state, then engine).
+inline void spin_lock(std::atomic<bool> &l) {
+    for (;;) {
+        if (!l.exchange(true, std::memory_order_acquire)) return;
+        while (l.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+}
+inline bool spin_try_lock(std::atomic<bool> &l) {
+    return !l.load(std::memory_order_relaxed) && !l.exchange(true, std::memory_order_acquire);
+}
+inline void spin_unlock(std::atomic<bool> &l) { l.store(false, std::memory_order_release); }
+
+class Guard {
+public:
+    explicit Guard(std::atomic<bool> &l) : l_(l) { spin_lock(l_); }
+    ~Guard() { spin_unlock(l_); }
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+
+private:
+    std::atomic<bool> &l_;
+};
+} // namespace
+
+Engine::Engine(const Config &config) : config_(config), directory_((config.nodes + peers_per_mid - 1) / peers_per_mid) {
+    config_.normalize();
+    bank_ = config_.policy == Policy::fixed || config_.policy == Policy::off ? 0 : config_.banked;
+    low_water_ = config_.low_water ? config_.low_water : std::max(config_.banked / 8, config_.min_credits);
+}
+
+Engine::~Engine() {
+    for (auto &slot : directory_) {
+        Mid *m = slot.load(std::memory_order_relaxed);
+        if (!m) continue;
+        for (auto &p : m->pages) delete p.load(std::memory_order_relaxed);
+        delete m;
+    }
+}
+
+Engine::State Engine::initial_state() const {
+    State s;
+    const bool lent = config_.policy == Policy::fixed || config_.policy == Policy::dynamic;
+    s.c.send_credits = static_cast<std::uint16_t>(lent ? config_.per_peer : 0);
+    s.c.loan_credits = s.c.send_credits;
+    s.loan_epoch = static_cast<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
+    return s;
+}
+
+Engine::State &Engine::state(Peer p) {
+    std::atomic<Mid *> &slot = directory_[p / peers_per_mid];
+    Mid *m = slot.load(std::memory_order_acquire);
+    if (!m) {
+        auto *fresh = new Mid;
+        if (slot.compare_exchange_strong(m, fresh, std::memory_order_acq_rel)) {
+            m = fresh;
+            mids_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            delete fresh;
+        }
+    }
+    std::atomic<Page *> &page_slot = m->pages[(p / peers_per_page) % pages_per_mid];
+    Page *page = page_slot.load(std::memory_order_acquire);
+    if (!page) {
+        auto *fresh = new Page;
+        const State init = initial_state();
+        const Peer first = p / peers_per_page * peers_per_page;
+        for (unsigned i = 0; i < peers_per_page; ++i) {
+            fresh->states[i].flags = init.flags;
+            fresh->states[i].c = init.c;
+            fresh->states[i].loan_epoch = init.loan_epoch;
+            if (first + i == config_.me) fresh->states[i].c = PeerCredits{};
+        }
+        if (page_slot.compare_exchange_strong(page, fresh, std::memory_order_acq_rel)) {
+            page = fresh;
+            pages_.fetch_add(1, std::memory_order_relaxed);
+            const Peer last = std::min<Peer>(first + peers_per_page, config_.nodes);
+            touched_.fetch_add(last - first - (config_.me >= first && config_.me < last ? 1 : 0),
+                               std::memory_order_relaxed);
+        } else {
+            delete fresh;
+        }
+    }
+    return page->states[p % peers_per_page];
+}
+
+const Engine::State *Engine::state_find(Peer p) const {
+    if (p >= config_.nodes) return nullptr;
+    Mid *m = directory_[p / peers_per_mid].load(std::memory_order_acquire);
+    if (!m) return nullptr;
+    Page *page = m->pages[(p / peers_per_page) % pages_per_mid].load(std::memory_order_acquire);
+    return page ? &page->states[p % peers_per_page] : nullptr;
+}
+
+void Engine::lock_engine() { spin_lock(lock_); }
+void Engine::unlock_engine() { spin_unlock(lock_); }
+
+unsigned Engine::floor_credits() const {
+    return config_.policy == Policy::dynamic ? config_.min_credits : 0;
+}
+
+// Seed, peer-to-peer epochs: my epoch ends every epoch_length received
+// requests; then the loan statistics of every peer decay and every peer is
+// to hear of it.  Applied lazily, per peer, when its state is next touched.
+void Engine::catch_up(State &s) {
+    const auto e = static_cast<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
+    if (s.loan_epoch == e) return;
+    const std::uint32_t d = e - s.loan_epoch;
+    s.c.loan_requested = decay(s.c.loan_requested, d);
+    s.c.loan_given = decay(s.c.loan_given, d);
+    s.flags = static_cast<std::uint8_t>((s.flags & ~flag_zero_reply) | flag_reached_epoch);
+    s.loan_epoch = e;
+}
+
+bool Engine::epoch_flag_take(State &s) {
+    catch_up(s);
+    if (!(s.flags & flag_reached_epoch)) return false;
+    s.flags &= static_cast<std::uint8_t>(~flag_reached_epoch);
+    return true;
+}
+
+// The peer ended an epoch: my statistics of sending to it decay.
+void Engine::send_decay(State &s) {
+    s.c.send_stalls = decay(s.c.send_stalls, 1);
+    s.c.send_max = decay(s.c.send_max, 1);
+    s.c.send_revoked = decay(s.c.send_revoked, 1);
+}
+
+// ---- the scavenge list (engine lock held) -----------------------------------
+
+void Engine::scavenge_list_add(Peer p, State &s) {
+    if (s.scavenge_slot || s.c.loan_credits <= floor_credits()) return;
+    scavenge_.push_back(p);
+    s.scavenge_slot = static_cast<std::uint32_t>(scavenge_.size());
+}
+
+void Engine::scavenge_list_remove(State &s) {
+    if (!s.scavenge_slot) return;
+    const std::size_t i = s.scavenge_slot - 1;
+    const Peer moved = scavenge_.back();
+    scavenge_[i] = moved;
+    scavenge_.pop_back();
+    s.scavenge_slot = 0;
+    if (i < scavenge_.size()) {
+        // `moved` may be the state we hold, or another whose lock we do not
+        // hold: its slot is only read and written under the engine lock.
+        state(moved).scavenge_slot = static_cast<std::uint32_t>(i + 1);
+    }
+    if (scavenge_cursor_ >= scavenge_.size()) scavenge_cursor_ = 0;
+}
+
+// Seed, scavenge_for_credits: revoke from peers lent more than the floor,
+// resuming where the last walk stopped, skipping a peer whose state is
+// busy, that has a revoke in flight, that is at the floor, that gave
+// nothing this epoch, or that asked for more this epoch.  Urgent (askers
+// wait): only the first three skips apply, and a peer whose whole loan is
+// in requests here is skipped too (the replies reclaim those).
+void Engine::scavenge(bool urgent) {
+    std::size_t sent = 0;
+    const std::size_t n = scavenge_.size();
+    for (std::size_t visited = 0; visited < n && sent < config_.scavenge_targets; ++visited) {
+        if (scavenge_cursor_ >= scavenge_.size()) scavenge_cursor_ = 0;
+        const Peer p = scavenge_[scavenge_cursor_++];
+        if (p == config_.me) continue;
+        State &s = state(p);
+        if (!spin_try_lock(s.lock)) continue;
+        catch_up(s);
+        bool skip = (s.flags & flag_revoke_inflight) || s.c.loan_credits <= floor_credits();
+        if (!urgent) skip = skip || (s.flags & flag_zero_reply) || s.c.loan_requested > 0;
+        else skip = skip || s.c.loan_credits <= s.c.loan_busy + floor_credits();
+        if (!skip) {
+            s.flags |= flag_revoke_inflight;
+            SysMessage m;
+            m.peer = p;
+            m.kind = SysKind::revoke;
+            m.urgent = urgent;
+            m.epoch = epoch_flag_take(s);
+            initiate(m);
+            ++sent;
+        }
+        spin_unlock(s.lock);
+    }
+}
+
+// ---- the outbox (engine lock held) ---------------------------------------------
+
+void Engine::initiate(const SysMessage &m) {
+    if (initiations_ >= config_.sys_outstanding) {
+        deferred_.push_back(m);
+        return;
+    }
+    ++initiations_;
+    outbox_.push_back(m);
+    outbox_size_.store(outbox_.size(), std::memory_order_release);
+}
+
+void Engine::answer(const SysMessage &m) {
+    outbox_.push_back(m);
+    outbox_size_.store(outbox_.size(), std::memory_order_release);
+}
+
+void Engine::sys_answered() {
+    if (initiations_) --initiations_;
+    if (!deferred_.empty()) {
+        const SysMessage m = deferred_.front();
+        deferred_.erase(deferred_.begin());
+        initiate(m);
+    }
+}
+
+// Demand: grant waiting asks, first come first served, while the bank
+// holds them.  Called without any state lock held.
+void Engine::askers_serve() {
+    for (;;) {
+        lock_engine();
+        if (askers_head_ == askers_.size() || bank_ < askers_[askers_head_].count) {
+            const bool waiting = askers_head_ != askers_.size();
+            if (waiting) scavenge(true);
+            unlock_engine();
+            return;
+        }
+        const Asker a = askers_[askers_head_++];
+        if (askers_head_ == askers_.size()) {
+            askers_.clear();
+            askers_head_ = 0;
+        } else if (askers_head_ > 1024 && askers_head_ * 2 > askers_.size()) {
+            askers_.erase(askers_.begin(), askers_.begin() + static_cast<std::ptrdiff_t>(askers_head_));
+            askers_head_ = 0;
+        }
+        askers_waiting_.store(askers_.size() - askers_head_, std::memory_order_relaxed);
+        bank_ -= a.count;
+        unlock_engine();
+
+        State &s = state(a.peer);
+        Guard g(s.lock);
+        s.flags &= static_cast<std::uint8_t>(~flag_ask_waiting);
+        lock_engine();
+        grant_send(a.peer, s, a.count);
+        unlock_engine();
+    }
+}
+
+// Lends `count` (already out of the bank) to `p` with a grant message.
+// Its state and the engine lock are held.
+void Engine::grant_send(Peer p, State &s, std::uint16_t count) {
+    s.c.loan_credits = sat_add(s.c.loan_credits, count);
+    counters_.granted.fetch_add(count, std::memory_order_relaxed);
+    scavenge_list_add(p, s);
+    SysMessage m;
+    m.peer = p;
+    m.kind = SysKind::grant;
+    m.count = count;
+    m.epoch = epoch_flag_take(s);
+    answer(m);
+}
+
+// ---- sending a request -----------------------------------------------------------
+
+bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
+    n = std::clamp(n, 1u, max_request_credits);
+    if (config_.policy == Policy::off || p == config_.me) {
+        byte = CreditByte{false, 0, static_cast<std::uint8_t>(n)}.encode();
+        counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+        return true;
+    }
+    State &s = state(p);
+    bool ask = false;
+    SysMessage m;
+    {
+        Guard g(s.lock);
+        const unsigned avail = s.c.send_credits > s.c.send_inuse ? s.c.send_credits - s.c.send_inuse : 0;
+        if (avail < n) {
+            if (!(s.flags & flag_stalling)) {
+                s.flags |= flag_stalling;
+                s.c.send_stalls = sat_add(s.c.send_stalls, 1);
+                counters_.stalls.fetch_add(1, std::memory_order_relaxed);
+            }
+            if (config_.policy != Policy::fixed)
+                s.c.send_wanted = static_cast<std::uint16_t>(std::max<unsigned>(s.c.send_wanted, std::min(7u, n - avail)));
+            // Nothing in flight can bring credits back: ask (demand).
+            if (config_.policy == Policy::demand && s.c.send_inuse == 0 && !(s.flags & flag_ask_inflight)) {
+                s.flags |= flag_ask_inflight;
+                m.peer = p;
+                m.kind = SysKind::ask;
+                m.count = static_cast<std::uint16_t>(std::max(config_.min_credits, n) - avail);
+                m.epoch = epoch_flag_take(s);
+                ask = true;
+            }
+        } else {
+            s.flags &= static_cast<std::uint8_t>(~flag_stalling);
+            s.c.send_inuse = static_cast<std::uint16_t>(s.c.send_inuse + n);
+            s.c.send_max = std::max(s.c.send_max, s.c.send_inuse);
+            CreditByte b;
+            b.count = static_cast<std::uint8_t>(n);
+            b.epoch = epoch_flag_take(s);
+            if (config_.policy == Policy::fixed) {
+                b.extra = static_cast<std::uint8_t>(std::min<unsigned>(7, s.c.owed));
+                s.c.owed = static_cast<std::uint16_t>(s.c.owed - b.extra);
+            } else {
+                b.extra = static_cast<std::uint8_t>(s.c.send_wanted);
+                s.c.send_wanted = 0;
+            }
+            byte = b.encode();
+            counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+            return true;
+        }
+    }
+    if (ask) {
+        lock_engine();
+        initiate(m);
+        unlock_engine();
+    }
+    return false;
+}
+
+// ---- receiving a request ---------------------------------------------------------
+
+void Engine::request_arrived(Peer p, std::uint8_t byte) {
+    if (config_.policy == Policy::off || p == config_.me) return;
+    const CreditByte b = CreditByte::decode(byte);
+    {
+        State &s = state(p);
+        Guard g(s.lock);
+        if (b.epoch) send_decay(s);
+        if (config_.policy == Policy::fixed) {
+            // Credits it had banked for my requests ride on its request.
+            s.c.send_inuse = sat_sub(s.c.send_inuse, b.extra);
+        }
+        s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
+    }
+    const std::uint64_t r = received_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (r % config_.epoch_length == 0) {
+        epoch_.fetch_add(1, std::memory_order_relaxed);
+        counters_.epochs.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
+    const CreditByte in = CreditByte::decode(request_byte);
+    if (config_.policy == Policy::off || p == config_.me) return CreditByte{false, 0, in.count}.encode();
+    CreditByte out;
+    out.count = in.count;
+    bool reclaimed = false, low = false;
+    State &s = state(p);
+    {
+        Guard g(s.lock);
+        out.epoch = epoch_flag_take(s);
+        s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
+        if (config_.policy == Policy::fixed) {
+            const unsigned take = std::min<unsigned>(s.c.owed, max_request_credits - in.count);
+            s.c.owed = static_cast<std::uint16_t>(s.c.owed - take);
+            out.count = static_cast<std::uint8_t>(in.count + take);
+            return out.encode();
+        }
+        const unsigned floor = floor_credits();
+        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_credits >= floor + in.count &&
+            in.count > 0) {
+            // Askers wait: this request's credits go to them, not back.
+            out.extra = CreditByte::reclaim;
+            s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits - in.count);
+            counters_.reclaimed.fetch_add(in.count, std::memory_order_relaxed);
+            lock_engine();
+            bank_ += in.count;
+            if (s.c.loan_credits <= floor) scavenge_list_remove(s);
+            unlock_engine();
+            reclaimed = true;
+        } else if (in.extra > 0) {
+            // Seed: a stalled peer asks for extra on its request; lend it
+            // from the bank within the per-peer and per-epoch limits.
+            s.c.loan_requested = sat_add(s.c.loan_requested, in.extra);
+            unsigned grant = std::min<unsigned>(in.extra, CreditByte::reclaim - 1);
+            grant = std::min<unsigned>(grant, config_.max_per_peer > s.c.loan_credits ? config_.max_per_peer - s.c.loan_credits : 0);
+            if (s.c.loan_given >= config_.lender_limit) grant = 0;
+            if (grant) {
+                lock_engine();
+                if (askers_waiting_.load(std::memory_order_relaxed) != 0 || bank_ < grant) grant = 0;
+                if (grant) {
+                    bank_ -= grant;
+                    s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits + grant);
+                    s.c.loan_given = sat_add(s.c.loan_given, grant);
+                    scavenge_list_add(p, s);
+                    counters_.granted.fetch_add(grant, std::memory_order_relaxed);
+                }
+                low = bank_ < low_water_;
+                unlock_engine();
+            }
+            out.extra = static_cast<std::uint8_t>(grant);
+        }
+    }
+    if (reclaimed) askers_serve();
+    if (low) {
+        lock_engine();
+        scavenge(false);
+        unlock_engine();
+    }
+    return out.encode();
+}
+
+bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
+    if (config_.policy == Policy::off || p == config_.me) return false;
+    if (config_.policy == Policy::fixed) {
+        const CreditByte in = CreditByte::decode(request_byte);
+        State &s = state(p);
+        Guard g(s.lock);
+        // ibv seed: bank up to the slack; beyond it a hidden reply carries
+        // this request's credits and all that were banked.
+        if (s.c.owed + in.count <= config_.slack) {
+            s.c.owed = static_cast<std::uint16_t>(s.c.owed + in.count);
+            s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
+            return false;
+        }
+    }
+    counters_.hidden_replies.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+// ---- receiving a reply -------------------------------------------------------------
+
+void Engine::reply_arrived(Peer p, std::uint8_t byte) {
+    if (config_.policy == Policy::off || p == config_.me) return;
+    const CreditByte b = CreditByte::decode(byte);
+    State &s = state(p);
+    Guard g(s.lock);
+    if (b.epoch) send_decay(s);
+    s.c.send_inuse = sat_sub(s.c.send_inuse, b.count);
+    if (config_.policy == Policy::fixed) return;
+    if (b.extra == CreditByte::reclaim)
+        s.c.send_credits = sat_sub(s.c.send_credits, b.count);
+    else
+        s.c.send_credits = static_cast<std::uint16_t>(std::min<unsigned>(max_loan, s.c.send_credits + b.extra));
+}
+
+// ---- system messages ------------------------------------------------------------------
+
+std::size_t Engine::sys_take(SysMessage *out, std::size_t max) {
+    if (!sys_pending()) return 0;
+    lock_engine();
+    const std::size_t n = std::min(max, outbox_.size());
+    std::copy(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n), out);
+    outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n));
+    outbox_size_.store(outbox_.size(), std::memory_order_release);
+    unlock_engine();
+    counters_.sys_sent.fetch_add(n, std::memory_order_relaxed);
+    return n;
+}
+
+void Engine::sys_refused(const SysMessage &m) {
+    counters_.sys_refused.fetch_add(1, std::memory_order_relaxed);
+    counters_.sys_sent.fetch_sub(1, std::memory_order_relaxed);
+    lock_engine();
+    answer(m);  // same place in the count of initiations: it is still awaited
+    unlock_engine();
+}
+
+void Engine::sys_arrived(const SysMessage &m) {
+    if (m.peer >= config_.nodes || m.peer == config_.me || config_.policy == Policy::off) return;
+    State &s = state(m.peer);
+    bool serve = false;
+    {
+        Guard g(s.lock);
+        if (m.epoch) send_decay(s);
+        switch (m.kind) {
+        case SysKind::ask: {
+            // Demand: a first request waits at the peer.  Granted now if
+            // nobody asked before it and the bank holds it, else queued
+            // and the scavenger goes looking.
+            s.c.loan_requested = sat_add(s.c.loan_requested, m.count);
+            const auto count = static_cast<std::uint16_t>(
+                std::clamp<unsigned>(m.count, 1, std::max<unsigned>(1, config_.max_per_peer - std::min<unsigned>(s.c.loan_credits, config_.max_per_peer))));
+            lock_engine();
+            if (askers_head_ == askers_.size() && bank_ >= count) {
+                bank_ -= count;
+                grant_send(m.peer, s, count);
+            } else if (!(s.flags & flag_ask_waiting)) {
+                s.flags |= flag_ask_waiting;
+                askers_.push_back(Asker{m.peer, count});
+                askers_waiting_.store(askers_.size() - askers_head_, std::memory_order_relaxed);
+                scavenge(true);
+            }
+            unlock_engine();
+            break;
+        }
+        case SysKind::grant:
+            s.c.send_credits = static_cast<std::uint16_t>(std::min<unsigned>(max_loan, s.c.send_credits + m.count));
+            s.flags &= static_cast<std::uint8_t>(~flag_ask_inflight);
+            lock_engine();
+            sys_answered();
+            unlock_engine();
+            break;
+        case SysKind::revoke: {
+            // Seed, SYS_CREDIT_REVOKE: give back what exceeds recent use,
+            // within the per-epoch revoke limit, nothing if I stalled on
+            // this peer lately.  Urgent: everything not in use.
+            const unsigned floor = floor_credits();
+            unsigned give = 0;
+            if (m.urgent) {
+                const unsigned keep = std::max<unsigned>(floor, s.c.send_inuse);
+                give = s.c.send_credits > keep ? s.c.send_credits - keep : 0;
+            } else if (s.c.send_stalls == 0 && s.c.send_revoked < config_.revoke_limit) {
+                const unsigned keep = std::max<unsigned>({floor, s.c.send_max, s.c.send_inuse});
+                give = s.c.send_credits > keep ? s.c.send_credits - keep : 0;
+                give = std::min<unsigned>(give, config_.revoke_limit - s.c.send_revoked);
+            }
+            s.c.send_credits = static_cast<std::uint16_t>(s.c.send_credits - give);
+            s.c.send_revoked = sat_add(s.c.send_revoked, give);
+            SysMessage r;
+            r.peer = m.peer;
+            r.kind = SysKind::give;
+            r.count = static_cast<std::uint16_t>(give);
+            r.epoch = epoch_flag_take(s);
+            lock_engine();
+            answer(r);
+            unlock_engine();
+            break;
+        }
+        case SysKind::give:
+            s.flags &= static_cast<std::uint8_t>(~flag_revoke_inflight);
+            catch_up(s);
+            lock_engine();
+            sys_answered();
+            if (m.count) {
+                s.c.loan_credits = sat_sub(s.c.loan_credits, m.count);
+                bank_ += m.count;
+                counters_.revoked.fetch_add(m.count, std::memory_order_relaxed);
+                if (s.c.loan_credits <= floor_credits()) scavenge_list_remove(s);
+            } else {
+                s.flags |= flag_zero_reply;
+            }
+            serve = askers_head_ != askers_.size();
+            unlock_engine();
+            break;
+        }
+    }
+    if (serve) askers_serve();
+}
+
+// ---- queries ------------------------------------------------------------------------------
+
+PeerCredits Engine::peer(Peer p) const {
+    const State *s = state_find(p);
+    if (!s) return p == config_.me || p >= config_.nodes ? PeerCredits{} : initial_state().c;
+    auto &lock = const_cast<std::atomic<bool> &>(s->lock);
+    Guard g(lock);
+    return s->c;
+}
+
+std::uint32_t Engine::bank() const {
+    auto &self = const_cast<Engine &>(*this);
+    self.lock_engine();
+    const std::uint32_t b = bank_;
+    self.unlock_engine();
+    return b;
+}
+
+std::size_t Engine::waiting_askers() const { return askers_waiting_.load(std::memory_order_relaxed); }
+
+std::size_t Engine::scavenge_list_size() const {
+    auto &self = const_cast<Engine &>(*this);
+    self.lock_engine();
+    const std::size_t n = scavenge_.size();
+    self.unlock_engine();
+    return n;
+}
+
+Totals Engine::totals() const {
+    Totals t;
+    t.requests_sent = counters_.requests_sent.load(std::memory_order_relaxed);
+    t.stalls = counters_.stalls.load(std::memory_order_relaxed);
+    t.granted = counters_.granted.load(std::memory_order_relaxed);
+    t.revoked = counters_.revoked.load(std::memory_order_relaxed);
+    t.reclaimed = counters_.reclaimed.load(std::memory_order_relaxed);
+    t.hidden_replies = counters_.hidden_replies.load(std::memory_order_relaxed);
+    t.sys_sent = counters_.sys_sent.load(std::memory_order_relaxed);
+    t.sys_refused = counters_.sys_refused.load(std::memory_order_relaxed);
+    t.epochs = counters_.epochs.load(std::memory_order_relaxed);
+    return t;
+}
+
+std::size_t Engine::state_bytes() const {
+    auto &self = const_cast<Engine &>(*this);
+    self.lock_engine();
+    const std::size_t queues = scavenge_.capacity() * sizeof(Peer) + askers_.capacity() * sizeof(Asker) +
+                               (outbox_.capacity() + deferred_.capacity()) * sizeof(SysMessage);
+    self.unlock_engine();
+    return sizeof(*this) + directory_.size() * sizeof(std::atomic<Mid *>) +
+           mids_.load(std::memory_order_relaxed) * sizeof(Mid) + pages_.load(std::memory_order_relaxed) * sizeof(Page) +
+           queues;
+}
+
+std::uint64_t Engine::credits_accounted() const {
+    if (config_.policy == Policy::off) return 0;
+    std::uint64_t lent = 0;
+    Peer seen = 0;
+    for (const auto &slot : directory_) {
+        Mid *m = slot.load(std::memory_order_acquire);
+        if (!m) continue;
+        for (const auto &ps : m->pages) {
+            Page *page = ps.load(std::memory_order_acquire);
+            if (!page) continue;
+            for (const State &s : page->states) {
+                auto &lock = const_cast<std::atomic<bool> &>(s.lock);
+                Guard g(lock);
+                lent += s.c.loan_credits;
+            }
+        }
+    }
+    seen = touched_.load(std::memory_order_relaxed);
+    const std::uint64_t others = config_.nodes - 1;
+    lent += (others - std::min<std::uint64_t>(others, seen)) * initial_state().c.loan_credits;
+    return lent + bank();
+}
+
+void Engine::stats_write(std::FILE *out) const {
+    const Totals t = totals();
+    std::fprintf(out,
+                 "# sluice credit statistics: rank %u of %u, policy %s, %llu credits of %zu bytes, %u banked now\n"
+                 "# requests %llu, stalls %llu, granted %llu, revoked %llu, reclaimed %llu, hidden replies %llu, "
+                 "system messages %llu (refused %llu), epochs %llu, state %zu bytes\n"
+                 "# peer send_credits send_inuse send_stalls send_max send_revoked loan_credits loan_requested "
+                 "loan_given loan_busy owed\n",
+                 config_.me, config_.nodes, policy_name(config_.policy),
+                 static_cast<unsigned long long>(config_.total_credits()), config_.credit_bytes, bank(),
+                 static_cast<unsigned long long>(t.requests_sent), static_cast<unsigned long long>(t.stalls),
+                 static_cast<unsigned long long>(t.granted), static_cast<unsigned long long>(t.revoked),
+                 static_cast<unsigned long long>(t.reclaimed), static_cast<unsigned long long>(t.hidden_replies),
+                 static_cast<unsigned long long>(t.sys_sent), static_cast<unsigned long long>(t.sys_refused),
+                 static_cast<unsigned long long>(t.epochs), state_bytes());
+    const PeerCredits initial = initial_state().c;
+    for (Peer p = 0; p < config_.nodes; ++p) {
+        if (!state_find(p) || p == config_.me) continue;
+        const PeerCredits c = peer(p);
+        if (std::memcmp(&c, &initial, sizeof c) == 0) continue;
+        std::fprintf(out, "%u %u %u %u %u %u %u %u %u %u %u\n", p, c.send_credits, c.send_inuse, c.send_stalls,
+                     c.send_max, c.send_revoked, c.loan_credits, c.loan_requested, c.loan_given, c.loan_busy, c.owed);
+    }
+}
+
+} // namespace sluice::credit

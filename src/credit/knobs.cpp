@@ -1,0 +1,58 @@
+// src/credit/knobs.cpp - SLUICE_CREDIT_* knobs (src/base/knobs.def) to Config.
+#include "credit/knobs.hpp"
+
+#include "base/knobs.hpp"
+
+#include <algorithm>
+
+namespace sluice::credit {
+
+Flow flow_from_knobs() {
+    const std::string &v = base::knob_string(base::Knob::CREDIT_FLOW);
+    if (v == "1" || v == "on" || v == "yes" || v == "true") return Flow::forced;
+    if (v == "0" || v == "off" || v == "no" || v == "false") return Flow::disabled;
+    return Flow::automatic;
+}
+
+Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::vector<std::string> &notes) {
+    using base::Knob;
+    Config c = Config::defaults(nodes, me);
+    const std::string &policy = base::knob_string(Knob::CREDIT_POLICY);
+    if (!policy.empty() && policy != "auto" && !policy_parse(policy, c.policy))
+        notes.push_back("SLUICE_CREDIT_POLICY=" + policy + " is not one of auto, static, dynamic, demand; using " +
+                        policy_name(c.policy));
+    auto take = [&](Knob k, unsigned &field) {
+        if (!base::knob_is_set(k)) return;
+        const std::int64_t v = base::knob_int(k);
+        if (v > 0) field = static_cast<unsigned>(std::min<std::int64_t>(v, 1 << 30));
+    };
+    const bool per_peer_set = base::knob_is_set(Knob::CREDIT_PER_PEER) && base::knob_int(Knob::CREDIT_PER_PEER) > 0;
+    take(Knob::CREDIT_PER_PEER, c.per_peer);
+    take(Knob::CREDIT_BANKED, c.banked);
+    take(Knob::CREDIT_MIN, c.min_credits);
+    take(Knob::CREDIT_MAX_PER_PEER, c.max_per_peer);
+    take(Knob::CREDIT_EPOCH, c.epoch_length);
+    take(Knob::CREDIT_REVOKE_LIMIT, c.revoke_limit);
+    take(Knob::CREDIT_LENDER_LIMIT, c.lender_limit);
+    if (base::knob_is_set(Knob::CREDIT_SLACK) && base::knob_int(Knob::CREDIT_SLACK) >= 0)
+        c.slack = static_cast<unsigned>(std::min<std::int64_t>(base::knob_int(Knob::CREDIT_SLACK), 1 << 16));
+    if (c.policy == Policy::demand && per_peer_set)
+        notes.push_back("SLUICE_CREDIT_PER_PEER is ignored by the demand policy (peers start with no credits)");
+    c.min_credits = std::clamp(c.min_credits, 1u, max_request_credits);
+    c.credit_bytes = std::max<std::size_t>(1, (largest_request + c.min_credits - 1) / c.min_credits);
+    // Seed, AMRECV_SPACE: a fixed receive space; the bank is what remains
+    // once every peer has its share.
+    if (const std::size_t space = base::knob_size(Knob::CREDIT_RECV_SPACE); space > 0 && c.policy != Policy::fixed) {
+        const std::uint64_t credits = space / c.credit_bytes;
+        const std::uint64_t shares = std::uint64_t{c.per_peer} * (c.nodes > 0 ? c.nodes - 1 : 0);
+        if (credits < shares + max_request_credits)
+            notes.push_back("SLUICE_CREDIT_RECV_SPACE=" + std::to_string(space) + " holds " + std::to_string(credits) +
+                            " credits, fewer than the per-peer shares need (" + std::to_string(shares) +
+                            ") plus one full request; the bank keeps the minimum");
+        c.banked = static_cast<unsigned>(std::min<std::uint64_t>(credits > shares ? credits - shares : 0, 1u << 30));
+    }
+    for (std::string &line : c.normalize()) notes.push_back("credit configuration: " + line);
+    return c;
+}
+
+} // namespace sluice::credit
