@@ -545,7 +545,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             s.c.loan_requested = sat_add(s.c.loan_requested, in.extra);
             unsigned grant = std::min<unsigned>(in.extra, CreditByte::reclaim - 1);
             grant = std::min<unsigned>(grant, config_.max_per_peer > s.c.loan_credits ? config_.max_per_peer - s.c.loan_credits : 0);
-            if (s.c.loan_given >= config_.lender_limit) grant = 0;
+            grant = std::min<unsigned>(grant, config_.lender_limit > s.c.loan_given ? config_.lender_limit - s.c.loan_given : 0);
             if (grant) {
                 lock_engine();
                 if (askers_waiting_.load(std::memory_order_relaxed) != 0 || bank_ < grant) grant = 0;
@@ -766,13 +766,16 @@ std::uint64_t Engine::credits_accounted() const {
     if (config_.policy == Policy::off) return 0;
     std::uint64_t lent = 0;
     Peer seen = 0;
-    for (const auto &slot : directory_) {
-        Mid *m = slot.load(std::memory_order_acquire);
+    for (std::size_t d = 0; d < directory_.size(); ++d) {
+        Mid *m = directory_[d].load(std::memory_order_acquire);
         if (!m) continue;
-        for (const auto &ps : m->pages) {
-            Page *page = ps.load(std::memory_order_acquire);
+        for (unsigned pi = 0; pi < pages_per_mid; ++pi) {
+            Page *page = m->pages[pi].load(std::memory_order_acquire);
             if (!page) continue;
-            for (const State &s : page->states) {
+            for (unsigned i = 0; i < peers_per_page; ++i) {
+                // Slots past the last rank hold the initial loan but lend nothing.
+                if (d * peers_per_mid + pi * peers_per_page + i >= config_.nodes) break;
+                const State &s = page->states[i];
                 auto &lock = const_cast<std::atomic<bool> &>(s.lock);
                 Guard g(lock);
                 lent += s.c.loan_credits;

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -174,8 +176,9 @@ private:
     std::vector<std::unique_ptr<Engine>> engines_;
 };
 
-// A revoke from `lender` delivered to `borrower`; returns its give, not
-// yet delivered.
+// A revoke from `lender` delivered to `borrower`, made by hand so a test
+// controls its urgent and E bits (the lender's own scavenger is tested in
+// CreditScavenge); returns the borrower's give, not yet delivered.
 SysMessage give_for_revoke(Cluster &c, Peer borrower, Peer lender, bool urgent, bool epoch) {
     c[borrower].sys_arrived(sys(SysKind::revoke, lender, 0, urgent, epoch));
     const auto out = c.take(borrower);
@@ -599,13 +602,12 @@ TEST_F(CreditRevoke, KeepsCreditsInUse) {
 
 TEST_F(CreditRevoke, NothingAfterARecentStall) {
     ASSERT_NO_FATAL_FAILURE(lend16(config_for(Policy::dynamic, 2)));
-    std::uint8_t r[4];
-    for (auto &x : r) x = c->send(1, 0, 4);
+    const std::uint8_t r[2] = {c->send(1, 0, 4), c->send(1, 0, 4)};
     std::uint8_t b = 0;
-    EXPECT_FALSE((*c)[1].request_begin(0, 1, b));
+    EXPECT_FALSE((*c)[1].request_begin(0, 12, b));  // 8 free: a stall, with send_max only 8
     for (std::uint8_t x : r) c->serve(1, 0, x);
     const SysMessage g = give_for_revoke(*c, 1, 0, false, false);
-    EXPECT_EQ(g.count, 0);
+    EXPECT_EQ(g.count, 0);  // 8 beyond recent use, but it stalled
     c->deliver(1, g);
     EXPECT_EQ((*c)[0].peer(1).loan_credits, 16);
     c->expect_balanced();
@@ -635,12 +637,12 @@ TEST_F(CreditRevoke, UrgentGivesAllNotInUseDespiteStallsAndLimit) {
     for (auto &x : r) x = c->send(1, 0, 4);
     std::uint8_t b = 0;
     EXPECT_FALSE((*c)[1].request_begin(0, 1, b));
-    for (int i = 0; i < 3; ++i) c->serve(1, 0, r[i]);
+    for (int i = 0; i < 2; ++i) c->serve(1, 0, r[i]);
     const SysMessage g = give_for_revoke(*c, 1, 0, true, false);
-    EXPECT_EQ(g.count, 12);  // 16 - max(floor 4, 4 in use)
+    EXPECT_EQ(g.count, 8);  // 16 - max(floor 4, 8 in use)
     c->deliver(1, g);
-    c->serve(1, 0, r[3]);
-    EXPECT_EQ((*c)[1].peer(0).send_credits, 4);
+    for (int i = 2; i < 4; ++i) c->serve(1, 0, r[i]);
+    EXPECT_EQ((*c)[1].peer(0).send_credits, 8);
     c->expect_balanced();
 }
 
@@ -998,10 +1000,14 @@ TEST(CreditDemand, AsksAreServedFirstComeFirstServed) {
     auto revokes = c.take(0);
     ASSERT_EQ(destinations(revokes, SysKind::revoke).size(), 4u);
     std::vector<Peer> granted;
+    std::vector<SysMessage> later;  // held back until the order is checked
     auto give_back = [&](std::size_t i) {
         c.deliver(0, revokes[i]);
         c.deliver(revokes[i].peer, c.take(revokes[i].peer).at(0));
-        for (Peer p : destinations(c.pass(0), SysKind::grant)) granted.push_back(p);
+        for (const SysMessage &m : c.take(0)) {
+            if (m.kind == SysKind::grant) granted.push_back(m.peer);
+            later.push_back(m);
+        }
     };
     give_back(0);  // bank 4: the head needs 8, so rank 6 waits too
     EXPECT_TRUE(granted.empty());
@@ -1011,11 +1017,32 @@ TEST(CreditDemand, AsksAreServedFirstComeFirstServed) {
     EXPECT_EQ(c[0].waiting_askers(), 3u);
     for (std::size_t i = 1; i < 4; ++i) give_back(i);
     EXPECT_EQ(granted, (std::vector<Peer>{5, 6, 7}));
+    for (const SysMessage &m : later) c.deliver(0, m);
     c.settle();
-    c.roundtrip(5, 0, 8);
-    c.roundtrip(6, 0, 4);
-    c.roundtrip(7, 0, 4);
+    for (Peer x : {5u, 6u, 7u}) {
+        int tries = 0;
+        while (!c[x].request_begin(0, x == 5 ? 8 : 4, b) && ++tries < 10) c.settle();
+        ASSERT_LT(tries, 10) << x;
+        c.serve(x, 0, b);
+    }
+    c.settle();
     c.expect_balanced();
+}
+
+// An asker whose grant has not been used yet holds credits with nothing in
+// use, like an idle peer; taking them back before its request goes sends
+// it asking again, and two askers can then pass the credits back and forth
+// without either request ever going.
+TEST(CreditDemand, FreshGrantIsNotRevokedBeforeItsRequestGoes) {
+    Cluster c(demand_config(4));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 12));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 4));  // granted, its request not sent yet
+    ASSERT_EQ(c[0].bank(), 0u);
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[3].request_begin(0, 4, b));
+    c.deliver(3, c.take(3).at(0));
+    const auto revokes = destinations(c.take(0), SysKind::revoke);
+    EXPECT_EQ(revokes, std::vector<Peer>{1}) << "rank 2 was revoked before its first request could go";
 }
 
 // ---- limits ------------------------------------------------------------------------
@@ -1060,7 +1087,8 @@ TEST(CreditLimits, NormalizeClampsAndSaysWhy) {
     EXPECT_EQ(one_change(c, "sys_outstanding").sys_outstanding, 1u);
     c = base;
     c.per_peer = 1000;
-    EXPECT_EQ(one_change(c, "max_per_peer").per_peer, 40u);  // lowered to max_per_peer, so say so
+    // Lowered to max_per_peer: the line should say so, not "raised to min_credits".
+    EXPECT_EQ(one_change(c, "max_per_peer").per_peer, 40u);
     c = config_for(Policy::demand, 8);
     c.per_peer = 8;
     c.banked = 3;
@@ -1206,6 +1234,26 @@ TEST(CreditSys, AnswersAreNotLimited) {
     EXPECT_EQ(destinations(c.take(0), SysKind::grant), (std::vector<Peer>{1, 2, 3}));
 }
 
+// Asks and revokes share the sys_outstanding places.  Two lenders whose
+// banks are short each ask the other: if a rank's own waiting ask holds its
+// only place, the urgent revoke that would refill its bank (from an idle
+// borrower) is deferred behind it, and neither ask is ever answered.
+TEST(CreditSys, OwnAsksDoNotHoldBackRevokes) {
+    Config cfg = demand_config(3);
+    cfg.sys_outstanding = 1;
+    Cluster c(cfg);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 15));  // rank 2 holds nearly all, idle
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 1, 15));
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[0].request_begin(1, 4, b));
+    EXPECT_FALSE(c[1].request_begin(0, 4, b));
+    c.settle();
+    EXPECT_TRUE(c[0].request_begin(1, 4, b)) << "rank 0 bank " << c[0].bank() << ", rank 1 bank " << c[1].bank()
+                                             << ", rank 2 still holds " << c[2].peer(0).send_credits << " and "
+                                             << c[2].peer(1).send_credits;
+    EXPECT_TRUE(c[1].request_begin(0, 4, b));
+}
+
 // ---- conservation and defaults ---------------------------------------------------------
 
 TEST(CreditConservation, AccountedEqualsTotalFromTheStart) {
@@ -1261,7 +1309,7 @@ TEST(CreditDefaults, DynamicMemoryMonotoneInJobSize) {
     EXPECT_LT(Config::defaults(1025, 0).receive_bytes(), Config::defaults(1024, 0).receive_bytes());
 }
 
-TEST(CreditDemand, DefaultMemoryBoundedWhateverTheJobSize) {
+TEST(CreditDefaults, DemandMemoryBoundedWhateverTheJobSize) {
     const std::uint64_t cap = Config::defaults(100000, 0).receive_bytes();
     std::uint64_t last = 0;
     for (std::uint64_t n = 1025; n <= (1u << 31); n = n * 3 / 2) {
@@ -1384,11 +1432,6 @@ public:
     }
 
     const std::string &why() const { return why_; }
-    std::uint64_t sys_sent() const {
-        std::uint64_t s = 0;
-        for (const auto &e : e_) s += e->totals().sys_sent;
-        return s;
-    }
 
 private:
     unsigned pick(unsigned n) { return static_cast<unsigned>(rng_() % n); }
@@ -1515,23 +1558,23 @@ private:
                 if (x == y) continue;
                 const std::size_t k = x * n_ + y;
                 const PeerCredits l = e_[y]->peer(x), s = e_[x]->peer(y);
-                const std::string who = " (lender " + std::to_string(y) + ", borrower " + std::to_string(x) + ")";
+                auto who = [&] { return " (lender " + std::to_string(y) + ", borrower " + std::to_string(x) + ")"; };
                 if (l.loan_credits + reclaim_[k] != s.send_credits + grant_[k] + give_[k])
                     return fail("loan " + std::to_string(l.loan_credits) + " != send " +
                                 std::to_string(s.send_credits) + " + grants " + std::to_string(grant_[k]) +
                                 " + gives " + std::to_string(give_[k]) + " - reclaims " +
-                                std::to_string(reclaim_[k]) + who);
+                                std::to_string(reclaim_[k]) + who());
                 const long long inuse = rq_[k] + ar_[k] + rp_[k] + (fixed ? l.owed + ride_[k] : 0);
                 if (s.send_inuse != inuse)
-                    return fail("send_inuse " + std::to_string(s.send_inuse) + " != " + std::to_string(inuse) + who);
+                    return fail("send_inuse " + std::to_string(s.send_inuse) + " != " + std::to_string(inuse) + who());
                 if (l.loan_busy != ar_[k])
-                    return fail("loan_busy " + std::to_string(l.loan_busy) + " != " + std::to_string(ar_[k]) + who);
+                    return fail("loan_busy " + std::to_string(l.loan_busy) + " != " + std::to_string(ar_[k]) + who());
                 if (rq_[k] + ar_[k] > l.loan_credits)
                     return fail("overflow: " + std::to_string(rq_[k] + ar_[k]) + " queued, " +
-                                std::to_string(l.loan_credits) + " lent" + who);
-                if (s.send_inuse > s.send_credits) return fail("in use beyond credits" + who);
+                                std::to_string(l.loan_credits) + " lent" + who());
+                if (s.send_inuse > s.send_credits) return fail("in use beyond credits" + who());
                 if (fixed && (l.owed > cfg_.slack || l.loan_credits != cfg_.per_peer))
-                    return fail("fixed credits moved or slack exceeded" + who);
+                    return fail("fixed credits moved or slack exceeded" + who());
                 queued += rq_[k] + ar_[k];
             }
             if (queued > static_cast<long long>(total)) return fail("overflow at rank " + std::to_string(y));
@@ -1583,15 +1626,17 @@ private:
 class CreditProperty : public ::testing::TestWithParam<Policy> {};
 
 TEST_P(CreditProperty, RandomInterleavingsConserveCredits) {
-    constexpr int seeds = 200, steps = 2000;
-    std::uint64_t sys_sent = 0;
+    // Sanitizer builds (make check SLUICE_TEST_SUBSET=tsan or asan) run 20
+    // seeds: the full 200 take a minute under ThreadSanitizer, and the
+    // plain build covers them.
+    const char *subset = std::getenv("SLUICETEST_SUBSET");
+    const bool reduced = subset && *subset && std::strcmp(subset, "full") != 0;
+    const int seeds = reduced ? 20 : 200, steps = 2000;
     for (int seed = 1; seed <= seeds; ++seed) {
         World w(GetParam(), static_cast<std::uint32_t>(seed));
         for (int i = 0; i < steps; ++i) ASSERT_TRUE(w.step()) << "seed " << seed << " step " << i << ": " << w.why();
         ASSERT_TRUE(w.drain()) << "seed " << seed << " at the end: " << w.why();
-        sys_sent += w.sys_sent();
     }
-    RecordProperty("sys_sent", static_cast<int>(std::min<std::uint64_t>(sys_sent, 1u << 30)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Credit, CreditProperty,
