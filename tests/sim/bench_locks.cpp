@@ -4,7 +4,8 @@
 // thread on a sender engine and a receiver engine.  With several threads the
 // sender is shared: either each thread talks to its own peer (only the
 // engine-wide counters are shared) or all talk to the same peer (one
-// per-peer lock on each side).
+// per-peer lock on each side).  Adjacent peers (1, 2, 3, ...) share cache
+// lines of the sender's per-peer state; far peers (16 apart) do not.
 #include "tests/sim/modes.hpp"
 
 #include <atomic>
@@ -27,8 +28,12 @@ struct Outcome {
     std::uint64_t cycles = 0, refusals = 0;
 };
 
-Outcome bench(unsigned threads, bool same_peer, std::uint64_t iterations, credit::Policy policy) {
-    const Peer nodes = 8;
+enum class Peers { same, adjacent, far };
+
+Outcome bench(unsigned threads, Peers peers, std::uint64_t iterations, credit::Policy policy) {
+    const bool same_peer = peers == Peers::same;
+    const Peer nodes = 80;
+    auto peer_of = [&](unsigned t) -> Peer { return same_peer ? 1 : peers == Peers::adjacent ? t + 1 : 1 + 16 * t; };
     auto config = [&](Peer me) {
         Config c = Config::defaults(nodes, me);
         c.policy = policy;
@@ -37,12 +42,12 @@ Outcome bench(unsigned threads, bool same_peer, std::uint64_t iterations, credit
     };
     Engine sender(config(0));
     std::vector<std::unique_ptr<Engine>> receivers;
-    for (unsigned t = 0; t < (same_peer ? 1u : threads); ++t) receivers.push_back(std::make_unique<Engine>(config(t + 1)));
+    for (unsigned t = 0; t < (same_peer ? 1u : threads); ++t) receivers.push_back(std::make_unique<Engine>(config(peer_of(t))));
     std::atomic<unsigned> ready{0};
     std::atomic<bool> go{false};
     std::atomic<std::uint64_t> refusals{0};
     auto body = [&](unsigned t) {
-        const Peer peer = same_peer ? 1 : t + 1;
+        const Peer peer = peer_of(t);
         Engine &receiver = *receivers[same_peer ? 0 : t];
         credit::SysMessage drop[16];
         std::uint64_t refused = 0;
@@ -83,12 +88,13 @@ int bench_locks_run(const Cli &cli) {
                 "cycles/s", "false");
     for (credit::Policy policy : {credit::Policy::fixed, credit::Policy::dynamic}) {
         for (unsigned threads : {1u, 2u, 4u}) {
-            for (bool same : {false, true}) {
-                if (threads == 1 && same) continue;
-                const Outcome o = bench(threads, same, cli.bench_iterations, policy);
+            for (Peers peers : {Peers::adjacent, Peers::far, Peers::same}) {
+                if (threads == 1 && peers != Peers::adjacent) continue;
+                const Outcome o = bench(threads, peers, cli.bench_iterations, policy);
                 const double ops = 4.0 * static_cast<double>(o.cycles);
-                std::printf("%-8s %7u %-9s %12.1f %12.1f %14.0f %10llu\n", credit::policy_name(policy), threads,
-                            threads == 1 ? "one" : same ? "same" : "different", o.wall_ns / ops,
+                const char *name = threads == 1 ? "one" : peers == Peers::same ? "same" : peers == Peers::far ? "far" : "adjacent";
+                std::printf("%-8s %7u %-9s %12.1f %12.1f %14.0f %10llu\n", credit::policy_name(policy), threads, name,
+                            o.wall_ns / ops,
                             o.wall_ns * threads / ops, static_cast<double>(o.cycles) * 1e9 / o.wall_ns,
                             static_cast<unsigned long long>(o.refusals));
             }

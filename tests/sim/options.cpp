@@ -139,8 +139,10 @@ const std::vector<Option> &options() {
              c.base.credits_max = b;
              return true;
          }},
-        {"window", "W", "requests a sender keeps awaiting replies (default 64)",
-         [](Cli &c, const std::string &v) { return to_unsigned(v, c.base.window) && c.base.window > 0; }},
+        {"window", "W", "requests a sender keeps awaiting replies, 1..65535 (default 64)",
+         [](Cli &c, const std::string &v) {
+             return to_unsigned(v, c.base.window) && c.base.window > 0 && c.base.window < 65536;
+         }},
         {"no-reply", "F", "fraction of request handlers that send no reply (default 0)",
          [](Cli &c, const std::string &v) {
              char *end = nullptr;
@@ -149,20 +151,34 @@ const std::vector<Option> &options() {
          }},
         {"shift-every", "K", "shifting pattern: new partners every K requests (default 2000)",
          u64_field(&RunParams::shift_every)},
+        {"stencil-order", "turn|random",
+         "stencil: the neighbours in turn like a halo exchange (default), or a random one per request",
+         [](Cli &c, const std::string &v) {
+             if (v != "turn" && v != "random") return false;
+             c.base.stencil_random = v == "random";
+             return true;
+         }},
         {"seed", "S", "random seed (default 1)", u64_field(&RunParams::seed)},
         // The machine
-        {"latency-ns", "NS", "one-way latency of every message (default 1000)", i64_field(&RunParams::latency_ns)},
+        {"latency-ns", "NS", "one-way latency of every message, 1 ns to 2 s (default 1000)",
+         [](Cli &c, const std::string &v) {
+             return to_i64(v, c.base.latency_ns) && c.base.latency_ns >= 1 && c.base.latency_ns <= 2'000'000'000;
+         }},
         {"handler-ns", "NS", "a request handler's time on its node's CPU (default 200)",
          i64_field(&RunParams::handler_ns)},
         {"reply-ns", "NS", "processing a reply (default 50)", i64_field(&RunParams::reply_ns)},
         {"sys-ns", "NS", "processing a system message or a refusal (default 50)", i64_field(&RunParams::sys_ns)},
         {"sys-slots", "S", "system receive queue slots per node; a message to a full queue is refused (default 256)",
          [](Cli &c, const std::string &v) { return to_unsigned(v, c.base.sys_slots) && c.base.sys_slots > 0; }},
-        {"sys-order", "first|fifo",
-         "first: a node's CPU serves its system queue before requests and replies (default); fifo: all in arrival order",
+        {"sys-order", "ORDER",
+         "how a node's CPU serves its queues: fifo (all in arrival order, default), first (system messages before "
+         "requests and replies), alternate (one of each in turn)",
          [](Cli &c, const std::string &v) {
-             if (v != "first" && v != "fifo") return false;
-             c.base.sys_first = v == "first";
+             using O = RunParams::SysOrder;
+             if (v == "fifo") c.base.sys_order = O::fifo;
+             else if (v == "first") c.base.sys_order = O::first;
+             else if (v == "alternate") c.base.sys_order = O::alternate;
+             else return false;
              return true;
          }},
         // Config overrides
@@ -191,6 +207,9 @@ const std::vector<Option> &options() {
          u64_field(&RunParams::full_check_every)},
         {"accounted-every", "E", "compare one node's credits_accounted() every E events (default 1024)",
          u64_field(&RunParams::accounted_every)},
+        {"inject-fault", "N",
+         "corrupt the N-th reply on the wire (XXX off by one, a grant nobody made): the checks must fail the run",
+         u64_field(&RunParams::inject_fault)},
         // Output
         {"watch", "NODE", "the node whose credits per peer --series and --plots record (default 0)",
          [](Cli &c, const std::string &v) { return to_unsigned(v, c.base.watch); }},
@@ -222,7 +241,7 @@ const std::vector<Option> &options() {
          [](Cli &c, const std::string &v) { return unsigned_list(v, c.sweep_banked); }},
         {"sweep-epoch", "LIST", "epoch_length values of --sweep (default 256,1024,4096)",
          [](Cli &c, const std::string &v) { return unsigned_list(v, c.sweep_epoch); }},
-        {"bench-locks", nullptr, "time request/reply cycles on one Engine pair: 1, 2, 4 threads, different and same peer",
+        {"bench-locks", nullptr, "time request/reply cycles on one Engine pair: 1, 2, 4 threads; adjacent, far or the same peer",
          [](Cli &c, const std::string &) { return c.bench_locks = true; }},
         {"bench-iterations", "I", "cycles per thread of --bench-locks (default 2000000)",
          [](Cli &c, const std::string &v) { return to_u64(v, c.bench_iterations) && c.bench_iterations > 0; }},

@@ -14,6 +14,10 @@ enum class Pattern : std::uint8_t { uniform, hotspot, stencil, tree, shifting };
 inline constexpr Pattern all_patterns[] = {Pattern::uniform, Pattern::hotspot, Pattern::stencil, Pattern::tree,
                                            Pattern::shifting};
 const char *pattern_name(Pattern p);
+inline const char *sys_order_name(int order) {
+    static const char *const names[] = {"fifo", "first", "alternate"};
+    return names[order & 3];
+}
 bool pattern_parse(const std::string &text, Pattern &out);
 
 // Config fields the user set; the rest come from Config::defaults(N, me).
@@ -38,7 +42,10 @@ struct RunParams {
     std::int64_t reply_ns = 50;      // processing a reply
     std::int64_t sys_ns = 50;        // processing a system message (or a refusal)
     unsigned sys_slots = 256;        // system receive queue per node
-    bool sys_first = true;           // the CPU serves the system queue before requests and replies
+    // The order in which a node's CPU serves its queues: fifo, all in arrival
+    // order (system messages ride as AM system requests); first, the system
+    // queue before requests and replies; alternate, one from each in turn.
+    enum class SysOrder : std::uint8_t { fifo, first, alternate } sys_order = SysOrder::fifo;
 
     std::uint64_t messages = 1000;  // requests per sending node
     unsigned credits_min = 1;       // credits per request, drawn uniformly
@@ -46,6 +53,7 @@ struct RunParams {
     unsigned window = 64;           // requests awaiting a reply per sender
     double no_reply = 0;            // fraction of handlers that send no reply
     std::uint64_t shift_every = 2000;
+    bool stencil_random = false;    // stencil: a random neighbour per request instead of each in turn
     std::uint64_t seed = 1;
 
     std::int64_t stall_bound_ns = 0;      // 0: derived from N and the costs
@@ -54,6 +62,7 @@ struct RunParams {
     credit::Peer watch = 0;               // node whose credits per peer are recorded
     std::size_t series_max = 200000;      // rows of that series kept
     bool series = false;
+    std::uint64_t inject_fault = 0;       // the n-th reply arrives with XXX off by one (tests the checks)
 
     std::string label() const;  // "stencil/dynamic" etc.
     std::string policy_label() const;

@@ -50,15 +50,15 @@ std::vector<RunResult> runs_execute(const std::vector<RunParams> &runs, unsigned
 bool same_workload(const RunParams &a, const RunParams &b) {
     return a.nodes == b.nodes && a.pattern == b.pattern && a.messages == b.messages && a.seed == b.seed &&
            a.latency_ns == b.latency_ns && a.handler_ns == b.handler_ns && a.reply_ns == b.reply_ns &&
-           a.sys_ns == b.sys_ns && a.sys_slots == b.sys_slots && a.sys_first == b.sys_first && a.credits_min == b.credits_min &&
+           a.sys_ns == b.sys_ns && a.sys_slots == b.sys_slots && a.sys_order == b.sys_order && a.credits_min == b.credits_min &&
            a.credits_max == b.credits_max && a.window == b.window && a.no_reply == b.no_reply &&
-           a.shift_every == b.shift_every;
+           a.shift_every == b.shift_every && a.stencil_random == b.stencil_random;
 }
 
 void throughput_fill(std::vector<RunResult> &results) {
     for (RunResult &r : results) {
         for (const RunResult &base : results) {
-            if (base.config.policy == credit::Policy::off && base.ok && same_workload(base.params, r.params) &&
+            if (base.config.policy == credit::Policy::off && base.ok && r.ok && same_workload(base.params, r.params) &&
                 r.makespan_ns > 0) {
                 r.throughput = static_cast<double>(base.makespan_ns) / static_cast<double>(r.makespan_ns);
                 break;
@@ -92,8 +92,10 @@ void table_print(std::FILE *out, const std::vector<RunResult> &results) {
         const credit::Config &c = r.config;
         std::string policy = r.policy;
         if (!r.params.policy) policy = "auto:" + policy;
-        std::string config = "per_peer=" + std::to_string(c.per_peer) + " banked=" + std::to_string(c.banked) +
-                             " epoch=" + std::to_string(c.epoch_length) + " " + r.params.overrides.describe();
+        std::string config = c.policy == credit::Policy::off
+                                 ? "unlimited"
+                                 : "per_peer=" + std::to_string(c.per_peer) + " banked=" + std::to_string(c.banked) +
+                                       " epoch=" + std::to_string(c.epoch_length) + " " + r.params.overrides.describe();
         std::string last = r.last_move_ns < 0 ? "none" : fixed(static_cast<double>(r.last_move_ns) / 1000.0, 1);
         std::string late = c.policy == credit::Policy::off ? "-" : fixed(r.moved_per_epoch_late, 2);
         std::fprintf(out, "%-9s %6u %-13s %10llu %9s %9s %7.3f %10s %9s %6s %6s %9llu %7.2f %7s  %s\n",
@@ -159,6 +161,7 @@ bool csv_write(const std::string &path, const std::vector<RunResult> &results) {
         std::string failure = r.failure;
         std::replace(failure.begin(), failure.end(), '"', '\'');
         std::replace(failure.begin(), failure.end(), '\n', ' ');
+        std::replace(failure.begin(), failure.end(), ',', ';');
         out << pattern_name(p.pattern) << ',' << p.nodes << ',' << p.policy_label() << ',' << r.policy << ','
             << c.per_peer << ',' << c.min_credits << ',' << c.max_per_peer << ',' << c.banked << ','
             << c.epoch_length << ",\"" << p.overrides.describe() << "\"," << p.messages << ',' << r.requests << ','
@@ -225,7 +228,9 @@ unsigned series_blocks(std::ostream &out, const RunResult &r) {
     std::sort(busiest.begin(), busiest.end(), [](auto &a, auto &b) { return a.second < b.second; });
     const bool lent_at_start = r.config.policy == credit::Policy::fixed || r.config.policy == credit::Policy::dynamic;
     const unsigned start = lent_at_start ? r.config.per_peer : 0;
-    const double end_us = static_cast<double>(r.makespan_ns) / 1000.0;
+    // A series cut at --series-max ends where it was cut.
+    const std::int64_t end = r.series_truncated && !r.series.empty() ? r.series.back().time_ns : r.makespan_ns;
+    const double end_us = static_cast<double>(end) / 1000.0;
     for (const auto &[n, peer] : busiest) {
         out << "peer" << peer << " lent held\n0 " << start << ' ' << start << '\n';
         unsigned lent = start, held = start;
@@ -262,19 +267,19 @@ bool plots_write(const std::string &dir, const std::vector<RunResult> &results) 
     for (const RunResult &r : results) {
         const credit::Policy p = r.config.policy;
         if ((p != credit::Policy::dynamic && p != credit::Policy::demand) || r.series.empty()) continue;
-        std::string name = std::string("credits-") + pattern_name(r.params.pattern) + "-" + r.policy + "-" +
-                           std::to_string(r.params.nodes);
+        std::string name = std::string("credits-") + pattern_name(r.params.pattern) + "-" +
+                           (r.params.policy ? "" : "auto-") + r.policy + "-" + std::to_string(r.params.nodes);
         if (seen[name]++) name += "-" + std::to_string(seen[name]);
         std::ofstream data(dir + "/" + name + ".dat");
         const unsigned k = series_blocks(data, r);
         const std::string png = dir + "/" + name + ".png";
         pngs.push_back(png);
-        gp << "set terminal pngcairo size 1100,800\nset output '" << png << "'\n"
+        gp << "reset\nset terminal pngcairo size 1100,800 noenhanced\nset output '" << png << "'\n"
            << "set multiplot layout 2,1 title 'node " << r.params.watch << " of " << r.params.nodes << ", "
            << pattern_name(r.params.pattern) << ", " << r.policy << " (per_peer " << r.config.per_peer << ", banked "
            << r.config.banked << ")'\n"
            << "set key outside right\nset xlabel 'time (us)'\nset ylabel 'credits lent to the peer'\n"
-           << "set y2label 'bank'\nset y2tics\nset ytics nomirror\n"
+           << "set y2label 'bank'\nset y2tics\nset ytics nomirror\nset yrange [0:*]\n"
            << "plot ";
         for (unsigned i = 0; i < k; ++i)
             gp << "'" << dir << "/" << name << ".dat' index " << i << " using 1:2 with steps lw 2 title columnheader(1), ";
@@ -317,7 +322,7 @@ bool plots_write(const std::string &dir, const std::vector<RunResult> &results) 
             }
             const std::string png = dir + "/" + (std::string(what) == "stall" ? "stall-fraction" : "throughput") + ".png";
             pngs.push_back(png);
-            gp << "reset\nset terminal pngcairo size 1000,550\nset output '" << png << "'\n"
+            gp << "reset\nset terminal pngcairo size 1000,550 noenhanced\nset output '" << png << "'\n"
                << "set style data histograms\nset style histogram clustered gap 1\n"
                << "set style fill solid 0.8 border -1\nset datafile missing '-'\nset key outside right\n"
                << "set yrange [0:*]\nset grid ytics\n"
@@ -336,9 +341,10 @@ bool plots_write(const std::string &dir, const std::vector<RunResult> &results) 
                      dir.c_str());
         return true;
     }
-    const std::string cmd = "gnuplot '" + dir + "/plots.gp'";
+    // gnuplot's warnings (flat ranges) go to a log, shown only if it fails.
+    const std::string cmd = "gnuplot '" + dir + "/plots.gp' > '" + dir + "/gnuplot.log' 2>&1";
     if (std::system(cmd.c_str()) != 0) {
-        std::fprintf(stderr, "creditsim: '%s' failed\n", cmd.c_str());
+        std::fprintf(stderr, "creditsim: gnuplot failed, see %s/gnuplot.log\n", dir.c_str());
         return false;
     }
     for (const std::string &p : pngs) std::printf("plot: %s\n", p.c_str());

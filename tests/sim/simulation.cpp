@@ -38,6 +38,14 @@ void Timeline::add(std::int64_t t, std::uint64_t moved, std::uint64_t received) 
     received_[i] += received;
 }
 
+std::int64_t Timeline::last_move_before(std::int64_t to) const {
+    for (std::size_t i = buckets; i-- > 0;) {
+        const std::int64_t start = static_cast<std::int64_t>(i) * width_;
+        if (start < to && moved_[i]) return std::min(start + width_, to);
+    }
+    return -1;
+}
+
 void Timeline::sum(std::int64_t from, std::int64_t to, std::uint64_t &moved, std::uint64_t &received) const {
     moved = received = 0;
     for (std::size_t i = 0; i < buckets; ++i) {
@@ -50,7 +58,8 @@ void Timeline::sum(std::int64_t from, std::int64_t to, std::uint64_t &moved, std
 
 // ---- set-up ---------------------------------------------------------------------
 
-Simulation::Simulation(const RunParams &p) : params_(p), workload_(p) {
+Simulation::Simulation(const RunParams &p)
+    : params_(p), workload_(p), clock_(p.latency_ns, std::max({p.handler_ns, p.reply_ns, p.sys_ns})) {
     result_.params = p;
     result_.workload = workload_.describe();
     const Peer n = p.nodes;
@@ -83,10 +92,6 @@ Simulation::Simulation(const RunParams &p) : params_(p), workload_(p) {
         nodes_[me].rng.next();
         nodes_[me].remaining = workload_.messages_for(me);
     }
-    queue_.delay_set(lane_wire, p.latency_ns);
-    queue_.delay_set(lane_handler, p.handler_ns);
-    queue_.delay_set(lane_reply, p.reply_ns);
-    queue_.delay_set(lane_sys, p.sys_ns);
     const std::int64_t per_node = p.handler_ns + p.reply_ns + p.sys_ns + 1;
     stall_bound_ = p.stall_bound_ns ? p.stall_bound_ns
                                     : std::max<std::int64_t>(20'000'000, 50 * static_cast<std::int64_t>(n) * per_node);
@@ -143,15 +148,20 @@ std::string Simulation::pair_dump(Peer x, Peer y) const {
     return side(x, y) + "\n  " + side(y, x);
 }
 
+// The engine's own statistics of the node a sender waits for (small jobs).
+void Simulation::lender_dump(Peer p) const {
+    if (params_.nodes > 256 || p >= params_.nodes) return;
+    std::lock_guard<std::mutex> g(print_mutex);
+    std::fprintf(stderr, "creditsim: the engine of node %u at t=%lld ns:\n", p, static_cast<long long>(now_));
+    engines_[p]->stats_write(stderr);
+}
+
 // ---- the credit ledger around engine calls --------------------------------------
 
 void Simulation::move_note(std::uint64_t credits) {
     if (!credits) return;
     result_.moved += credits;
-    if (steady_end_ < 0) {
-        last_move_ = now_;
-        timeline_.add(now_, credits, 0);
-    }
+    timeline_.add(now_, credits, 0);
 }
 
 void Simulation::pair_refresh(Peer self, Peer other, std::uint32_t pair) {
@@ -177,13 +187,8 @@ void Simulation::after_call(Peer self, Peer peer, std::uint32_t pair, const char
             const SysMessage &m = out[i];
             const std::uint32_t pq = ledger_ ? ledger_->pair(self, m.peer) : none;
             if (ledger_) {
-                if (m.kind == SysKind::grant) {
-                    ledger_->lent_by(pq, self).grants += m.count;
-                    move_note(m.count);
-                } else if (m.kind == SysKind::give) {
-                    ledger_->lent_by(pq, m.peer).gives += m.count;
-                    move_note(m.count);
-                }
+                if (m.kind == SysKind::grant) ledger_->lent_by(pq, self).grants += m.count;
+                else if (m.kind == SysKind::give) ledger_->lent_by(pq, m.peer).gives += m.count;
                 touched_.push_back(pq);
             }
             const std::uint32_t r = record_new();
@@ -193,7 +198,7 @@ void Simulation::after_call(Peer self, Peer peer, std::uint32_t pair, const char
             x.dst = m.peer;
             x.pair = pq;
             x.sys = m;
-            queue_.push(lane_wire, now_, r);
+            wire(r);
         }
     }
     if (!ledger_) return;
@@ -222,7 +227,7 @@ void Simulation::sends_try(Peer n) {
     Engine &e = *engines_[n];
     while (!failed_ && y.remaining > 0 && y.inflight < params_.window) {
         if (y.pending == none) {
-            y.pending = workload_.draw(n, y.rng);
+            y.pending = workload_.draw(n, workload_.messages_for(n) - y.remaining, y.rng);
             y.pending_credits = static_cast<std::uint8_t>(
                 params_.credits_min + (params_.credits_max > params_.credits_min
                                            ? y.rng.below(params_.credits_max - params_.credits_min + 1)
@@ -257,14 +262,14 @@ void Simulation::sends_try(Peer n) {
         m.credits = y.pending_credits;
         m.byte = byte;
         m.flags = y.pending_flags;
-        queue_.push(lane_wire, now_, r);
+        wire(r);
         ++result_.requests;
         if (y.pending_flags & expects_reply) {
             ++y.inflight;
             ++expected_;
         }
         y.pending = none;
-        if (--y.remaining == 0 && steady_end_ < 0) steady_end_ = now_;
+        if (--y.remaining == 0 && (steady_end_ < 0 || now_ < steady_end_)) steady_end_ = now_;
     }
 }
 
@@ -289,7 +294,7 @@ void Simulation::arrive(std::uint32_t r) {
             ++transport_refusals_;
             m.kind = Kind::refused;
             std::swap(m.src, m.dst);
-            queue_.push(lane_wire, now_, r);
+            wire(r);
             return;
         }
         ++y.sys_used;
@@ -299,25 +304,37 @@ void Simulation::arrive(std::uint32_t r) {
         break;
     }
     const Peer n = m.dst;
-    const bool system = (m.kind == Kind::sys || m.kind == Kind::refused) && params_.sys_first;
+    const bool system =
+        (m.kind == Kind::sys || m.kind == Kind::refused) && params_.sys_order != RunParams::SysOrder::fifo;
     fifo_push(system ? y.system : y.data, r);
     if (y.current == none) cpu_next(n);
 }
 
 void Simulation::cpu_next(Peer n) {
     Node &y = nodes_[n];
-    std::uint32_t r = fifo_pop(y.system);
-    if (r == none) r = fifo_pop(y.data);
+    std::uint32_t r = none;
+    if (params_.sys_order == RunParams::SysOrder::alternate && y.system_last) {
+        r = fifo_pop(y.data);
+        y.system_last = r == none;
+        if (r == none) r = fifo_pop(y.system);
+    } else {
+        r = fifo_pop(y.system);
+        y.system_last = r != none;
+        if (r == none) r = fifo_pop(y.data);
+    }
     y.current = r;
-    if (r == none) return;
+    if (r == none) {
+        y.cpu_done = WindowClock::never;
+        return;
+    }
     switch (rec(r).kind) {
     case Kind::request:
-        queue_.push(lane_handler, now_, r);
+        y.cpu_done = now_ + params_.handler_ns;
         request_start(n, r);
         break;
-    case Kind::reply: queue_.push(lane_reply, now_, r); break;
+    case Kind::reply: y.cpu_done = now_ + params_.reply_ns; break;
     case Kind::sys:
-    case Kind::refused: queue_.push(lane_sys, now_, r); break;
+    case Kind::refused: y.cpu_done = now_ + params_.sys_ns; break;
     }
 }
 
@@ -329,7 +346,7 @@ void Simulation::request_start(Peer n, std::uint32_t r) {
     }
     engines_[n]->request_arrived(m.src, m.byte);
     after_call(n, m.src, m.pair, "request_arrived");
-    if (steady_end_ < 0) timeline_.add(now_, 0, 1);
+    timeline_.add(now_, 0, 1);
     // fixed: the request may have returned credits this node waits for.
     if (nodes_[n].stalled && nodes_[n].pending == m.src) sends_try(n);
 }
@@ -380,13 +397,8 @@ void Simulation::request_done(std::uint32_t r) {
         if (reply) {
             const CreditByte out = CreditByte::decode(out_byte);
             d.returning += out.count;
-            if (out.extra == CreditByte::reclaim) {
-                d.reclaims += out.count;
-                move_note(out.count);
-            } else if (out.extra) {
-                d.grants += out.extra;
-                move_note(out.extra);
-            }
+            if (out.extra == CreditByte::reclaim) d.reclaims += out.count;
+            else d.grants += out.extra;
         }
     }
     if (reply) {
@@ -394,7 +406,7 @@ void Simulation::request_done(std::uint32_t r) {
         m.src = y;
         m.dst = x;
         m.byte = out_byte;
-        queue_.push(lane_wire, now_, r);
+        wire(r);
     } else {
         record_free(r);
     }
@@ -411,8 +423,17 @@ void Simulation::reply_done(std::uint32_t r) {
         d.returning -= b.count;
         if (b.extra == CreditByte::reclaim) d.reclaims -= b.count;
         else d.grants -= b.extra;
+        // Credits move when the borrower applies them (a message refused
+        // and sent again counts once).
+        if (!fixed_) move_note(b.extra == CreditByte::reclaim ? b.count : b.extra);
     }
-    engines_[a]->reply_arrived(p, m.byte);
+    std::uint8_t byte = m.byte;
+    if (++replies_seen_ == params_.inject_fault) {
+        CreditByte b = CreditByte::decode(byte);
+        b.extra = static_cast<std::uint8_t>(b.extra < 6 ? b.extra + 1 : b.extra - 1);
+        byte = b.encode();
+    }
+    engines_[a]->reply_arrived(p, byte);
     after_call(a, p, m.pair, "reply_arrived");
     Node &y = nodes_[a];
     if (m.flags & expects_reply) {
@@ -432,6 +453,7 @@ void Simulation::sys_done(std::uint32_t r) {
     if (ledger_) {
         if (s.kind == SysKind::grant) ledger_->lent_by(m.pair, p).grants -= s.count;
         else if (s.kind == SysKind::give) ledger_->lent_by(m.pair, a).gives -= s.count;
+        if (s.kind == SysKind::grant || s.kind == SysKind::give) move_note(s.count);
     }
     engines_[a]->sys_arrived(s);
     static const char *const calls[] = {"sys_arrived(ask)", "sys_arrived(grant)", "sys_arrived(revoke)",
@@ -463,6 +485,7 @@ void Simulation::watchdog() {
             continue;
         }
         if (now_ - since > stall_bound_) {
+            lender_dump(nodes_[n].pending);
             fail("watchdog", "node " + num(n) + " has been stalled on node " + num(nodes_[n].pending) + " since t=" +
                                  num(since) + " ns, longer than the bound " + num(stall_bound_) +
                                  " ns (--stall-bound-ns)\n  " + pair_dump(n, nodes_[n].pending));
@@ -471,39 +494,75 @@ void Simulation::watchdog() {
     }
 }
 
-RunResult Simulation::run() {
-    const auto start = std::chrono::steady_clock::now();
-    for (Peer n = 0; n < params_.nodes && !failed_; ++n) sends_try(n);
-    Event ev;
-    unsigned lane = 0;
-    std::vector<const Engine *> view;
-    while (!failed_ && queue_.pop(ev, lane)) {
-        now_ = ev.time;
+void Simulation::node_window(Peer n, std::size_t a, std::size_t end) {
+    Node &y = nodes_[n];
+    const std::vector<WindowClock::Arrival> &arrivals = clock_.arrivals();
+    const std::int64_t window_end = clock_.end();
+    std::string why;
+    for (;;) {
+        const std::int64_t ta = a < end ? clock_.time_of(arrivals[a]) : WindowClock::never;
+        const std::int64_t td = y.cpu_done < window_end ? y.cpu_done : WindowClock::never;
+        if (ta == WindowClock::never && td == WindowClock::never) break;
+        // An arrival goes before a completion at the same time.
+        if (ta <= td) {
+            now_ = ta;
+            if (a + 4 < end) __builtin_prefetch(&rec(arrivals[a + 4].record));
+            arrive(arrivals[a++].record);
+        } else {
+            now_ = td;
+            finish(y.current);
+        }
         ++result_.events;
-        // The run is bound by memory latency: fetch the records a few
-        // events ahead, and the nodes and engines of those nearer.
-        queue_.ahead(6, [&](std::uint32_t r) { __builtin_prefetch(&rec(r)); });
-        queue_.ahead(2, [&](std::uint32_t r) {
-            const Peer n = rec(r).dst;
-            __builtin_prefetch(&nodes_[n]);
-            __builtin_prefetch(engines_[n].get());
-        });
-        watchdog();
-        if (failed_) break;
-        if (lane == lane_wire) arrive(ev.record);
-        else finish(ev.record);
-        if (failed_ || !ledger_) continue;
-        std::string why;
+        if (failed_) return;
+        if (!ledger_) continue;
         if (params_.accounted_every && result_.events % params_.accounted_every == 0) {
-            if (!ledger_->accounted_check(accounted_next_, *engines_[accounted_next_], why)) fail("spot check", why);
+            if (!ledger_->accounted_check(accounted_next_, *engines_[accounted_next_], why)) return fail("spot check", why);
             accounted_next_ = (accounted_next_ + 1) % params_.nodes;
         }
         if (params_.full_check_every && result_.events % params_.full_check_every == 0) {
-            if (view.empty())
-                for (const auto &e : engines_) view.push_back(e.get());
-            if (!ledger_->sweep(view, why)) fail("full sweep", why);
+            std::vector<const Engine *> view;
+            for (const auto &e : engines_) view.push_back(e.get());
+            if (!ledger_->sweep(view, why)) return fail("full sweep", why);
         }
     }
+    last_event_ = std::max(last_event_, now_);
+    if (y.cpu_done != WindowClock::never && !y.in_ring) {
+        y.in_ring = true;
+        clock_.done_later(n, y.cpu_done);
+    }
+}
+
+RunResult Simulation::run() {
+    const auto start = std::chrono::steady_clock::now();
+    for (Peer n = 0; n < params_.nodes && !failed_; ++n) sends_try(n);
+    while (!failed_ && clock_.advance()) {
+        const std::vector<WindowClock::Arrival> &arrivals = clock_.arrivals();
+        const std::vector<Peer> &done = clock_.done_nodes();
+        std::size_t a = 0, d = 0;
+        while (!failed_ && (a < arrivals.size() || d < done.size())) {
+            const Peer from_arrivals = a < arrivals.size() ? WindowClock::node_of(arrivals[a]) : none;
+            const Peer from_done = d < done.size() ? done[d] : none;
+            const Peer n = std::min(from_arrivals, from_done);
+            std::size_t end = a;
+            while (end < arrivals.size() && WindowClock::node_of(arrivals[end]) == n) ++end;
+            if (from_done == n) {
+                nodes_[n].in_ring = false;
+                ++d;
+            }
+            // The next node's state is fetched while this one runs.
+            if (end < arrivals.size()) {
+                const Peer next = WindowClock::node_of(arrivals[end]);
+                __builtin_prefetch(&nodes_[next]);
+                __builtin_prefetch(engines_[next].get());
+                __builtin_prefetch(&rec(arrivals[end].record));
+            }
+            node_window(n, a, end);
+            a = end;
+        }
+        now_ = clock_.end();
+        watchdog();
+    }
+    now_ = last_event_;
     if (!failed_) end_checks();
     metrics_collect();
     result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -514,6 +573,7 @@ void Simulation::end_checks() {
     for (Peer n = 0; n < params_.nodes; ++n) {
         const Node &y = nodes_[n];
         if (y.remaining || y.stalled) {
+            lender_dump(y.pending);
             return fail("end of run",
                         "deadlock: no event left, node " + num(n) + " still has " + num(static_cast<long long>(y.remaining)) +
                             " requests to send and is stalled on node " + num(y.pending) + " since t=" +
@@ -571,7 +631,7 @@ void Simulation::metrics_collect() {
         r.state_max = std::max(r.state_max, state);
     }
     r.memory_mean = sum / params_.nodes;
-    r.last_move_ns = last_move_;
+    r.last_move_ns = timeline_.last_move_before(r.steady_end_ns);
     std::uint64_t moved = 0, received = 0;
     timeline_.sum(r.steady_end_ns / 2, r.steady_end_ns, moved, received);
     r.settled = moved == 0;
@@ -582,7 +642,7 @@ void Simulation::metrics_collect() {
                      static_cast<double>(hot_last_ - hot_first_);
     }
     r.checks = ledger_ ? ledger_->counts() : LedgerCounts{};
-    r.sim_bytes = nodes_.capacity() * sizeof(Node) + chunks_.size() * chunk_size * sizeof(Record) + queue_.bytes() +
+    r.sim_bytes = nodes_.capacity() * sizeof(Node) + chunks_.size() * chunk_size * sizeof(Record) + clock_.bytes() +
                   (ledger_ ? ledger_->bytes() : 0) + workload_.bytes() + engines_.capacity() * sizeof(void *) +
                   params_.nodes * sizeof(Engine);
 }

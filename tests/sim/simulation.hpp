@@ -3,9 +3,9 @@
 // messages over a wire of fixed latency.  README.md describes the model.
 #pragma once
 
-#include "tests/sim/event_queue.hpp"
 #include "tests/sim/ledger.hpp"
 #include "tests/sim/results.hpp"
+#include "tests/sim/window.hpp"
 #include "tests/sim/workload.hpp"
 
 #include <deque>
@@ -23,9 +23,11 @@ public:
     void add(std::int64_t t, std::uint64_t moved, std::uint64_t received);
     // Sums over the buckets that lie wholly inside [from, to).
     void sum(std::int64_t from, std::int64_t to, std::uint64_t &moved, std::uint64_t &received) const;
+    // The end of the last bucket before `to` with movement, at most `to`; -1 if none.
+    std::int64_t last_move_before(std::int64_t to) const;
 
 private:
-    static constexpr std::size_t buckets = 4096;
+    static constexpr std::size_t buckets = 65536;
     std::int64_t width_ = 256;
     std::vector<std::uint64_t> moved_ = std::vector<std::uint64_t>(buckets), received_ = std::vector<std::uint64_t>(buckets);
 };
@@ -42,7 +44,6 @@ public:
 private:
     static constexpr std::uint32_t none = 0xffffffffu;
     enum class Kind : std::uint8_t { request, reply, sys, refused };
-    enum Lane : unsigned { lane_wire, lane_handler, lane_reply, lane_sys, lane_count };
     enum RecordFlag : std::uint8_t { expects_reply = 1 };
 
     // A message on the wire or waiting for a node's CPU.
@@ -62,7 +63,7 @@ private:
     };
     struct Node {
         Fifo data;                               // requests and replies (everything under --sys-order fifo)
-        Fifo system;                             // system messages and refusals, served first
+        Fifo system;                             // system messages and refusals
         std::uint32_t current = none;            // on the CPU
         std::uint32_t inflight = 0;              // requests awaiting a reply
         std::uint64_t remaining = 0;             // requests still to send
@@ -70,9 +71,12 @@ private:
         std::uint32_t pending_pair = none;
         std::uint8_t pending_credits = 0, pending_flags = 0;
         bool stalled = false;
+        bool system_last = false;                // alternate: the CPU last served the system queue
         std::uint16_t sys_used = 0;              // system queue slots taken
         std::uint32_t buffered = 0;              // credits of requests in the request buffer
+        bool in_ring = false;                    // the clock holds its CPU completion for a later window
         std::int64_t stall_since = 0;
+        std::int64_t cpu_done = WindowClock::never;  // when the item on the CPU is done
         Rng rng;
     };
 
@@ -85,6 +89,9 @@ private:
     void fifo_push(Fifo &f, std::uint32_t r);
     std::uint32_t fifo_pop(Fifo &f);
 
+    void wire(std::uint32_t r) { clock_.send(rec(r).dst, now_, r); }
+    // Node n's events of this window: its arrivals [a, end) and its CPU.
+    void node_window(credit::Peer n, std::size_t a, std::size_t end);
     void arrive(std::uint32_t r);
     void cpu_next(credit::Peer n);
     void request_start(credit::Peer n, std::uint32_t r);
@@ -102,6 +109,7 @@ private:
     void watchdog();
     void fail(const std::string &where, const std::string &why);
     std::string pair_dump(credit::Peer x, credit::Peer y) const;
+    void lender_dump(credit::Peer p) const;
     void end_checks();
     void metrics_collect();
 
@@ -114,8 +122,8 @@ private:
     bool fixed_ = false;
     std::uint64_t total_credits_ = 0;
     unsigned epoch_length_ = 1;
-    EventQueue<lane_count> queue_;
-    std::int64_t now_ = 0;
+    WindowClock clock_;
+    std::int64_t now_ = 0, last_event_ = 0;
     bool failed_ = false;
 
     static constexpr unsigned chunk_bits = 12, chunk_size = 1u << chunk_bits;
@@ -125,9 +133,10 @@ private:
     std::deque<std::pair<std::int64_t, credit::Peer>> stalls_;  // oldest first
     std::int64_t stall_bound_ = 0;
     Timeline timeline_;
-    std::int64_t steady_end_ = -1, last_move_ = -1;
+    std::int64_t steady_end_ = -1;
     std::int64_t hot_first_ = -1, hot_last_ = 0;
     std::uint64_t hot_handled_ = 0;
+    std::uint64_t replies_seen_ = 0;
     std::uint64_t handled_ = 0, expected_ = 0, transport_refusals_ = 0;
     credit::Peer accounted_next_ = 0;
     std::vector<std::uint32_t> touched_;  // pairs of the system messages one call queued

@@ -145,10 +145,11 @@ int sweep_run(const Cli &cli) {
     for (std::size_t i = 1; i < results.size(); ++i) {
         const RunResult &r = results[i];
         ok = ok && r.ok;
-        std::printf("%8u %8u %8u %10s %10s %8.3f %7.3f %9.2f %10.1f %7s\n", r.config.per_peer, r.config.banked,
+        const std::string last = r.last_move_ns < 0 ? "none" : fmt("%.1f", static_cast<double>(r.last_move_ns) / 1000.0);
+        std::printf("%8u %8u %8u %10s %10s %8.3f %7.3f %9.2f %10s %7s\n", r.config.per_peer, r.config.banked,
                     r.config.epoch_length, kib(r.memory_max).c_str(), kib(r.memory_mean).c_str(),
-                    100.0 * r.stall_fraction(), r.throughput, r.moved_per_epoch_late,
-                    static_cast<double>(r.last_move_ns) / 1000.0, r.ok ? "ok" : "FAILED");
+                    100.0 * r.stall_fraction(), r.throughput, r.moved_per_epoch_late, last.c_str(),
+                    r.ok ? "ok" : "FAILED");
     }
     for (const RunResult &r : results)
         if (!r.ok) std::printf("FAILED, %s: %s\n", r.params.label().c_str(), r.failure.c_str());

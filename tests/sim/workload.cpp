@@ -9,7 +9,8 @@ namespace sluice::sim {
 using credit::Peer;
 
 Workload::Workload(const RunParams &p)
-    : pattern_(p.pattern), nodes_(p.nodes), messages_(p.messages), shift_every_(std::max<std::uint64_t>(p.shift_every, 1)) {
+    : pattern_(p.pattern), nodes_(p.nodes), messages_(p.messages), shift_every_(std::max<std::uint64_t>(p.shift_every, 1)),
+      stencil_random_(p.stencil_random) {
     if (pattern_ == Pattern::stencil) {
         dims_ = grid(nodes_);
         for (unsigned d = 0; d < 3; ++d) {
@@ -77,7 +78,7 @@ void Workload::partners_draw(Peer n, Rng &rng) {
     left_[n] = static_cast<std::uint32_t>(std::min<std::uint64_t>(shift_every_, 0xffffffffu));
 }
 
-Peer Workload::draw(Peer n, Rng &rng) {
+Peer Workload::draw(Peer n, std::uint64_t seq, Rng &rng) {
     switch (pattern_) {
     case Pattern::uniform: {
         Peer q = rng.below(nodes_ - 1);
@@ -86,7 +87,9 @@ Peer Workload::draw(Peer n, Rng &rng) {
     case Pattern::hotspot:
         return 0;
     case Pattern::stencil:
-        return stencil_neighbour(n, rng.below(static_cast<std::uint32_t>(moves_.size())));
+        if (stencil_random_) return stencil_neighbour(n, rng.below(static_cast<std::uint32_t>(moves_.size())));
+        // A halo exchange: the neighbours in turn, each node starting at its own.
+        return stencil_neighbour(n, static_cast<unsigned>((seq + n) % moves_.size()));
     case Pattern::tree:
         return tree_partner(n, rng);
     case Pattern::shifting:
@@ -103,7 +106,7 @@ std::string Workload::describe() const {
     case Pattern::hotspot: return "all to node 0";
     case Pattern::stencil:
         return "grid " + std::to_string(dims_[0]) + "x" + std::to_string(dims_[1]) + "x" + std::to_string(dims_[2]) +
-               ", " + std::to_string(moves_.size()) + " neighbours";
+               ", " + std::to_string(moves_.size()) + (stencil_random_ ? " neighbours at random" : " neighbours in turn");
     case Pattern::tree: return "binomial tree partners";
     case Pattern::shifting:
         return std::to_string(partner_count_) + " partners, new every " + std::to_string(shift_every_);

@@ -33,8 +33,9 @@ public:
 
     // Requests node `n` sends in the whole run.
     std::uint64_t messages_for(credit::Peer n) const;
-    // The next destination of node `n`; never `n` itself.
-    credit::Peer draw(credit::Peer n, Rng &rng);
+    // The destination of node `n`'s request number `seq` (0, 1, ...);
+    // never `n` itself.
+    credit::Peer draw(credit::Peer n, std::uint64_t seq, Rng &rng);
     // "grid 25x20x20", "binomial tree", ...
     std::string describe() const;
     std::size_t bytes() const { return partners_.capacity() * sizeof(credit::Peer) + left_.capacity() * 4; }
@@ -51,6 +52,7 @@ private:
     credit::Peer nodes_;
     std::uint64_t messages_;
     std::uint64_t shift_every_;
+    bool stencil_random_;
     std::array<credit::Peer, 3> dims_{1, 1, 1};
     // Stencil moves: (dimension, +1 or -1), without duplicates on short axes.
     std::vector<std::pair<unsigned, int>> moves_;
