@@ -218,7 +218,7 @@ Engine::State Engine::initial_state() const {
     const bool lent = config_.policy == Policy::fixed || config_.policy == Policy::dynamic;
     s.c.send_credits = static_cast<std::uint16_t>(lent ? config_.per_peer : 0);
     s.c.loan_credits = s.c.send_credits;
-    s.loan_epoch = static_cast<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
+    s.loan_epoch = static_cast<std::uint32_t>(epoch());
     return s;
 }
 
@@ -278,7 +278,7 @@ unsigned Engine::floor_credits() const {
 // requests; then the loan statistics of every peer decay and every peer is
 // to hear of it.  Applied lazily, per peer, when its state is next touched.
 void Engine::catch_up(State &s) {
-    const auto e = static_cast<std::uint32_t>(epoch_.load(std::memory_order_relaxed));
+    const auto e = static_cast<std::uint32_t>(epoch());
     if (s.loan_epoch == e) return;
     const std::uint32_t d = e - s.loan_epoch;
     s.c.loan_requested = decay(s.c.loan_requested, d);
@@ -503,11 +503,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
         }
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
     }
-    const std::uint64_t r = received_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (r % config_.epoch_length == 0) {
-        epoch_.fetch_add(1, std::memory_order_relaxed);
-        counters_.epochs.fetch_add(1, std::memory_order_relaxed);
-    }
+    received_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
@@ -747,7 +743,7 @@ Totals Engine::totals() const {
     t.hidden_replies = counters_.hidden_replies.load(std::memory_order_relaxed);
     t.sys_sent = counters_.sys_sent.load(std::memory_order_relaxed);
     t.sys_refused = counters_.sys_refused.load(std::memory_order_relaxed);
-    t.epochs = counters_.epochs.load(std::memory_order_relaxed);
+    t.epochs = epoch();
     return t;
 }
 

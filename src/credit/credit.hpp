@@ -208,7 +208,8 @@ public:
     std::uint32_t bank() const;
     std::size_t waiting_askers() const;  // demand: asks not yet granted
     std::size_t scavenge_list_size() const;
-    std::uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
+    // Epochs ended: one per epoch_length requests received.
+    std::uint64_t epoch() const { return received_.load(std::memory_order_relaxed) / config_.epoch_length; }
     Totals totals() const;
     // Bytes of per-peer state and queues this engine holds (not counting
     // the request buffers, which are config().receive_bytes()).
@@ -231,7 +232,7 @@ private:
     };
     struct Counters {
         std::atomic<std::uint64_t> requests_sent{0}, stalls{0}, granted{0}, revoked{0}, reclaimed{0},
-            hidden_replies{0}, sys_sent{0}, sys_refused{0}, epochs{0};
+            hidden_replies{0}, sys_sent{0}, sys_refused{0};
     };
 
     // Per-peer state lives in pages allocated on first touch (two levels:
@@ -260,7 +261,6 @@ private:
     std::vector<std::atomic<Mid *>> directory_;
     std::atomic<std::size_t> pages_{0}, mids_{0};
     std::atomic<Peer> touched_{0};  // peers other than me with state
-    std::atomic<std::uint64_t> epoch_{0};
     std::atomic<std::uint64_t> received_{0};
     std::atomic<std::size_t> askers_waiting_{0};
     std::atomic<std::size_t> outbox_size_{0};
