@@ -172,7 +172,7 @@ void AmEngine::credit_flush() {
             const credit::SysMessage &m = batch[i];
             const std::uint32_t args[2] = {static_cast<std::uint32_t>(m.kind) | (m.epoch ? 0x100u : 0u) |
                                                (m.urgent ? 0x200u : 0u),
-                                           m.count};
+                                           static_cast<std::uint32_t>(m.count) | static_cast<std::uint32_t>(m.returned) << 16};
             Send s;
             s.handler = sys_credit;
             s.args = args;
@@ -190,7 +190,8 @@ void AmEngine::credit_system_message(sluice_token_t token, void *, std::size_t, 
     m.kind = static_cast<credit::SysKind>(args[0] & 0xff);
     m.epoch = (args[0] & 0x100u) != 0;
     m.urgent = (args[0] & 0x200u) != 0;
-    m.count = static_cast<std::uint16_t>(args[1]);
+    m.count = static_cast<std::uint16_t>(args[1] & 0xffffu);
+    m.returned = static_cast<std::uint16_t>(args[1] >> 16);
     self->credit_->sys_arrived(m);
 }
 

@@ -18,7 +18,12 @@ enum StateFlag : std::uint8_t {
     flag_reached_epoch = 0x08,    // I ended an epoch it has not heard of (seed: REACHED_EPOCH)
     flag_ask_waiting = 0x10,      // its ask waits in my askers' queue
     flag_stalling = 0x20,         // I am stalled sending to it (counts one stall per episode)
+    flag_fresh_grant = 0x40,      // I granted its ask and no request of it has arrived since
+    flag_grant_unused = 0x80,     // its grant to me arrived and my waiting request has not gone yet
 };
+
+constexpr std::size_t ask_budget = 0, revoke_budget = 1;
+inline std::size_t budget_of(SysKind k) { return k == SysKind::ask ? ask_budget : revoke_budget; }
 
 constexpr unsigned peers_per_page = 16;
 constexpr unsigned pages_per_mid = 16;
@@ -104,42 +109,60 @@ Config Config::defaults(Peer nodes, Peer me) {
     if (hi->nodes > lo->nodes) f = (std::log(n) - std::log(lo->nodes)) / (std::log(hi->nodes) - std::log(lo->nodes));
     f = std::clamp(f, 0.0, 1.0);
     c.policy = lo->policy;
-    c.per_peer = static_cast<unsigned>(std::lround(lo->per_peer + f * (hi->per_peer - lo->per_peer)));
-    c.banked = static_cast<unsigned>(std::lround(lo->banked + f * (hi->banked - lo->banked)));
-    if (c.policy == Policy::demand) c.per_peer = 0;
+    // The total (peers x per_peer + banked) is interpolated, not its parts
+    // rounded one by one, so memory never shrinks as the job grows within
+    // a policy: per_peer is rounded down and the bank takes the remainder.
+    const double per_peer = lo->per_peer + f * (hi->per_peer - lo->per_peer);
+    const double banked = lo->banked + f * (hi->banked - lo->banked);
+    const double peers = static_cast<double>(c.nodes - 1);
+    c.per_peer = c.policy == Policy::demand ? 0 : static_cast<unsigned>(std::floor(per_peer));
+    c.banked = static_cast<unsigned>(std::llround(peers * per_peer + banked - peers * c.per_peer));
+    if (c.policy == Policy::demand) c.banked = static_cast<unsigned>(std::llround(banked));
     c.normalize();
     return c;
 }
 
 std::vector<std::string> Config::normalize() {
     std::vector<std::string> changed;
-    auto set = [&](unsigned &field, unsigned value, const char *why) {
+    // One line per changed field: "per_peer lowered to max_per_peer (1000 -> 40)".
+    auto set = [&](auto &field, auto value, const char *name, const char *why) {
         if (field == value) return;
-        changed.push_back(std::string(why) + " (" + std::to_string(field) + " -> " + std::to_string(value) + ")");
+        changed.push_back(std::string(name) + (value < field ? " lowered" : " raised") + " to " + why + " (" +
+                          std::to_string(field) + " -> " + std::to_string(value) + ")");
         field = value;
     };
-    if (nodes == 0) nodes = 1;
-    if (credit_bytes == 0) credit_bytes = 256;
-    set(min_credits, std::clamp(min_credits, 1u, max_request_credits), "min_credits kept within 1..15");
-    set(max_per_peer, std::clamp(max_per_peer, min_credits, max_loan), "max_per_peer kept within min_credits..65505");
-    set(epoch_length, std::max(epoch_length, 1u), "epoch_length at least 1");
-    set(scavenge_targets, std::max(scavenge_targets, 1u), "scavenge_targets at least 1");
-    set(sys_outstanding, std::max(sys_outstanding, 1u), "sys_outstanding at least 1");
+    auto clamp = [&](unsigned &field, unsigned lo, unsigned hi, const char *name, const char *lo_why,
+                     const char *hi_why) {
+        if (field < lo) set(field, lo, name, lo_why);
+        else if (field > hi) set(field, hi, name, hi_why);
+    };
+    set(nodes, std::max<Peer>(nodes, 1), "nodes", "1 (a job has at least one rank)");
+    set(credit_bytes, credit_bytes ? credit_bytes : std::size_t{256}, "credit_bytes", "256 (a credit stands for some space)");
+    clamp(min_credits, 1, max_request_credits, "min_credits", "1", "15 (the largest request the credit byte counts)");
+    clamp(max_per_peer, min_credits, max_loan, "max_per_peer", "min_credits (a full-size request must fit)",
+          "65505 (loans are 16-bit with room for two requests in flight)");
+    clamp(epoch_length, 1, ~0u, "epoch_length", "1", "");
+    clamp(scavenge_targets, 1, ~0u, "scavenge_targets", "1", "");
+    clamp(sys_outstanding, 1, ~0u, "sys_outstanding", "1 (asks and revokes could never go)", "");
+    clamp(ask_extra, 0, max_per_peer - min_credits, "ask_extra", "", "max_per_peer - min_credits");
     switch (policy) {
     case Policy::off:
         break;
     case Policy::fixed:
-        set(per_peer, std::clamp(per_peer, min_credits, max_per_peer), "per_peer raised to min_credits (a full-size request must fit)");
+        clamp(per_peer, min_credits, max_per_peer, "per_peer", "min_credits (a full-size request must fit)",
+              "max_per_peer");
         // ibv seed: a request handler that does not reply may hold back at
         // most what still leaves the sender a full-size request.
-        set(slack, std::min(slack, per_peer - min_credits), "slack lowered so the credits held back still leave a full-size request");
+        clamp(slack, 0, per_peer - min_credits, "slack", "",
+              "per_peer - min_credits (what is held back must leave a full-size request)");
         break;
     case Policy::dynamic:
-        set(per_peer, std::clamp(per_peer, min_credits, max_per_peer), "per_peer raised to min_credits (seed: every peer holds a full-size Medium)");
+        clamp(per_peer, min_credits, max_per_peer, "per_peer",
+              "min_credits (seed: every peer holds a full-size Medium)", "max_per_peer");
         break;
     case Policy::demand:
-        set(per_peer, 0, "per_peer is 0 under the demand policy");
-        set(banked, std::max(banked, max_request_credits), "banked raised so the largest ask can be granted");
+        clamp(per_peer, 0, 0, "per_peer", "", "0 (the demand policy lends nothing at start)");
+        clamp(banked, max_request_credits, ~0u, "banked", "15 (the largest ask must be grantable)", "");
         break;
     }
     return changed;
@@ -329,7 +352,10 @@ void Engine::scavenge_list_remove(State &s) {
 // busy, that has a revoke in flight, that is at the floor, that gave
 // nothing this epoch, or that asked for more this epoch.  Urgent (askers
 // wait): only the first three skips apply, and a peer whose whole loan is
-// in requests here is skipped too (the replies reclaim those).
+// in requests here is skipped too (the replies reclaim those).  Always
+// skipped: a peer granted an ask whose request has not arrived yet (taking
+// the grant back would send it asking again, and two askers could pass
+// the same credits back and forth with neither request ever going).
 void Engine::scavenge(bool urgent) {
     std::size_t sent = 0;
     const std::size_t n = scavenge_.size();
@@ -340,7 +366,7 @@ void Engine::scavenge(bool urgent) {
         State &s = state(p);
         if (!spin_try_lock(s.lock)) continue;
         catch_up(s);
-        bool skip = (s.flags & flag_revoke_inflight) || s.c.loan_credits <= floor_credits();
+        bool skip = (s.flags & (flag_revoke_inflight | flag_fresh_grant)) || s.c.loan_credits <= floor_credits();
         if (!urgent) skip = skip || (s.flags & flag_zero_reply) || s.c.loan_requested > 0;
         else skip = skip || s.c.loan_credits <= s.c.loan_busy + floor_credits();
         if (!skip) {
@@ -360,11 +386,12 @@ void Engine::scavenge(bool urgent) {
 // ---- the outbox (engine lock held) ---------------------------------------------
 
 void Engine::initiate(const SysMessage &m) {
-    if (initiations_ >= config_.sys_outstanding) {
-        deferred_.push_back(m);
+    const std::size_t b = budget_of(m.kind);
+    if (initiations_[b] >= config_.sys_outstanding) {
+        deferred_[b].push_back(m);
         return;
     }
-    ++initiations_;
+    ++initiations_[b];
     outbox_.push_back(m);
     outbox_size_.store(outbox_.size(), std::memory_order_release);
 }
@@ -374,11 +401,12 @@ void Engine::answer(const SysMessage &m) {
     outbox_size_.store(outbox_.size(), std::memory_order_release);
 }
 
-void Engine::sys_answered() {
-    if (initiations_) --initiations_;
-    if (!deferred_.empty()) {
-        const SysMessage m = deferred_.front();
-        deferred_.erase(deferred_.begin());
+void Engine::sys_answered(SysKind initiated) {
+    const std::size_t b = budget_of(initiated);
+    if (initiations_[b]) --initiations_[b];
+    if (!deferred_[b].empty()) {
+        const SysMessage m = deferred_[b].front();
+        deferred_[b].erase(deferred_[b].begin());
         initiate(m);
     }
 }
@@ -419,6 +447,7 @@ void Engine::askers_serve() {
 // Its state and the engine lock are held.
 void Engine::grant_send(Peer p, State &s, std::uint16_t count) {
     s.c.loan_credits = sat_add(s.c.loan_credits, count);
+    s.flags |= flag_fresh_grant;
     counters_.granted.fetch_add(count, std::memory_order_relaxed);
     scavenge_list_add(p, s);
     SysMessage m;
@@ -439,8 +468,6 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
         return true;
     }
     State &s = state(p);
-    bool ask = false;
-    SysMessage m;
     {
         Guard g(s.lock);
         const unsigned avail = s.c.send_credits > s.c.send_inuse ? s.c.send_credits - s.c.send_inuse : 0;
@@ -450,19 +477,41 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
                 s.c.send_stalls = sat_add(s.c.send_stalls, 1);
                 counters_.stalls.fetch_add(1, std::memory_order_relaxed);
             }
-            if (config_.policy != Policy::fixed)
-                s.c.send_wanted = static_cast<std::uint16_t>(std::max<unsigned>(s.c.send_wanted, std::min(7u, n - avail)));
-            // Nothing in flight can bring credits back: ask (demand).
+            // Seed: the request after a stall asks for extra credits.
+            // Beyond the seed, a stall asks for as many again as are held
+            // (the next send_wanted requests each ask for 7, a reply
+            // grants at most 6): a pair whose demand creeps up doubles its
+            // loan per stall instead of creeping after it by a few credits
+            // at a time, which the simulator saw go on moving credits late
+            // in long static runs.  The lender's limits still apply.
+            if (config_.policy != Policy::fixed && s.c.send_wanted == 0)
+                s.c.send_wanted = static_cast<std::uint16_t>(std::max(1u, (s.c.send_credits + 1u) / 2u));
+            // Nothing in flight can bring credits back: ask (demand), for
+            // the whole request and a little beyond, so that the grant
+            // alone lets it go (asking for the difference could livelock
+            // with revokes taking what is held).  The credits held, too
+            // few for it, go back with the ask if it leaves now (one that
+            // waits for a place keeps them: until it leaves they are not
+            // in flight).  The ask is the request for more: the request
+            // does not repeat it.
             if (config_.policy == Policy::demand && s.c.send_inuse == 0 && !(s.flags & flag_ask_inflight)) {
                 s.flags |= flag_ask_inflight;
+                SysMessage m;
                 m.peer = p;
                 m.kind = SysKind::ask;
-                m.count = static_cast<std::uint16_t>(std::max(config_.min_credits, n) - avail);
+                m.count = static_cast<std::uint16_t>(std::max(config_.min_credits, n) + config_.ask_extra);
                 m.epoch = epoch_flag_take(s);
-                ask = true;
+                s.c.send_wanted = 0;
+                lock_engine();
+                if (initiations_[ask_budget] < config_.sys_outstanding) {
+                    m.returned = static_cast<std::uint16_t>(avail);
+                    s.c.send_credits = static_cast<std::uint16_t>(s.c.send_credits - avail);
+                }
+                initiate(m);
+                unlock_engine();
             }
         } else {
-            s.flags &= static_cast<std::uint8_t>(~flag_stalling);
+            s.flags &= static_cast<std::uint8_t>(~(flag_stalling | flag_grant_unused));
             s.c.send_inuse = static_cast<std::uint16_t>(s.c.send_inuse + n);
             s.c.send_max = std::max(s.c.send_max, s.c.send_inuse);
             CreditByte b;
@@ -472,18 +521,15 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
                 b.extra = static_cast<std::uint8_t>(std::min<unsigned>(7, s.c.owed));
                 s.c.owed = static_cast<std::uint16_t>(s.c.owed - b.extra);
             } else {
-                b.extra = static_cast<std::uint8_t>(s.c.send_wanted);
-                s.c.send_wanted = 0;
+                if (s.c.send_wanted) {
+                    b.extra = 7;
+                    --s.c.send_wanted;
+                }
             }
             byte = b.encode();
             counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
             return true;
         }
-    }
-    if (ask) {
-        lock_engine();
-        initiate(m);
-        unlock_engine();
     }
     return false;
 }
@@ -502,6 +548,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
             s.c.send_inuse = sat_sub(s.c.send_inuse, b.extra);
         }
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
+        s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
     }
     received_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -632,13 +679,21 @@ void Engine::sys_arrived(const SysMessage &m) {
         if (m.epoch) send_decay(s);
         switch (m.kind) {
         case SysKind::ask: {
-            // Demand: a first request waits at the peer.  Granted now if
-            // nobody asked before it and the bank holds it, else queued
-            // and the scavenger goes looking.
+            // Demand: a request waits at the peer.  What it held comes
+            // back first; the ask is granted now if nobody asked before it
+            // and the bank holds it, else queued and the scavenger goes
+            // looking.
+            catch_up(s);
+            s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
+            const unsigned back = std::min<unsigned>(m.returned, s.c.loan_credits);
+            s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits - back);
             s.c.loan_requested = sat_add(s.c.loan_requested, m.count);
-            const auto count = static_cast<std::uint16_t>(
-                std::clamp<unsigned>(m.count, 1, std::max<unsigned>(1, config_.max_per_peer - std::min<unsigned>(s.c.loan_credits, config_.max_per_peer))));
+            const unsigned room = config_.max_per_peer - std::min<unsigned>(s.c.loan_credits, config_.max_per_peer);
+            const auto count = static_cast<std::uint16_t>(std::clamp<unsigned>(m.count, 1, std::max(1u, room)));
             lock_engine();
+            bank_ += back;
+            counters_.revoked.fetch_add(back, std::memory_order_relaxed);
+            if (s.c.loan_credits <= floor_credits()) scavenge_list_remove(s);
             if (askers_head_ == askers_.size() && bank_ >= count) {
                 bank_ -= count;
                 grant_send(m.peer, s, count);
@@ -653,19 +708,22 @@ void Engine::sys_arrived(const SysMessage &m) {
         }
         case SysKind::grant:
             s.c.send_credits = static_cast<std::uint16_t>(std::min<unsigned>(max_loan, s.c.send_credits + m.count));
-            s.flags &= static_cast<std::uint8_t>(~flag_ask_inflight);
+            s.flags = static_cast<std::uint8_t>((s.flags & ~flag_ask_inflight) | flag_grant_unused);
             lock_engine();
-            sys_answered();
+            sys_answered(SysKind::ask);
             unlock_engine();
             break;
         case SysKind::revoke: {
             // Seed, SYS_CREDIT_REVOKE: give back what exceeds recent use,
             // within the per-epoch revoke limit, nothing if I stalled on
-            // this peer lately.  Urgent: everything not in use.
+            // this peer lately.  Urgent: everything not in use, unless
+            // they were granted for a request of mine that has not gone
+            // yet (the grant crossed this revoke).
             const unsigned floor = floor_credits();
             unsigned give = 0;
             if (m.urgent) {
-                const unsigned keep = std::max<unsigned>(floor, s.c.send_inuse);
+                const unsigned keep =
+                    s.flags & flag_grant_unused ? s.c.send_credits : std::max<unsigned>(floor, s.c.send_inuse);
                 give = s.c.send_credits > keep ? s.c.send_credits - keep : 0;
             } else if (s.c.send_stalls == 0 && s.c.send_revoked < config_.revoke_limit) {
                 const unsigned keep = std::max<unsigned>({floor, s.c.send_max, s.c.send_inuse});
@@ -688,7 +746,7 @@ void Engine::sys_arrived(const SysMessage &m) {
             s.flags &= static_cast<std::uint8_t>(~flag_revoke_inflight);
             catch_up(s);
             lock_engine();
-            sys_answered();
+            sys_answered(SysKind::revoke);
             if (m.count) {
                 s.c.loan_credits = sat_sub(s.c.loan_credits, m.count);
                 bank_ += m.count;
@@ -751,7 +809,8 @@ std::size_t Engine::state_bytes() const {
     auto &self = const_cast<Engine &>(*this);
     self.lock_engine();
     const std::size_t queues = scavenge_.capacity() * sizeof(Peer) + askers_.capacity() * sizeof(Asker) +
-                               (outbox_.capacity() + deferred_.capacity()) * sizeof(SysMessage);
+                               (outbox_.capacity() + deferred_[0].capacity() + deferred_[1].capacity()) *
+                                   sizeof(SysMessage);
     self.unlock_engine();
     return sizeof(*this) + directory_.size() * sizeof(std::atomic<Mid *>) +
            mids_.load(std::memory_order_relaxed) * sizeof(Mid) + pages_.load(std::memory_order_relaxed) * sizeof(Page) +

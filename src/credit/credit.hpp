@@ -72,7 +72,8 @@ struct Config {
     unsigned scavenge_targets = 4;   // revokes sent per scavenge
     unsigned low_water = 0;          // scavenge below this many banked; 0: banked / 8
     unsigned slack = 1;              // fixed: credits banked before a hidden reply
-    unsigned sys_outstanding = 64;   // asks and revokes awaiting an answer at once
+    unsigned sys_outstanding = 64;   // asks awaiting a grant at once, and revokes awaiting a give
+    unsigned ask_extra = 4;          // demand: an ask wants this many beyond its waiting request
 
     // The defaults for a job of `nodes`, interpolated from the table in
     // credit.cpp (chosen with tests/sim/creditsim): dynamic for small jobs,
@@ -90,8 +91,9 @@ struct Config {
 // The credit byte of every request and reply: E XXX NNNN.
 //   E     the sender ended an epoch since its last message to this peer
 //         (the receiver decays its usage statistics for the sender).
-//   XXX   on a request: extra credits the sender was stalled for (dynamic,
-//         demand), or credits it returns that it had banked (fixed);
+//   XXX   on a request: extra credits the sender wants (dynamic, demand:
+//         7 on the requests after a stall, see request_begin), or credits
+//         it returns that it had banked (fixed);
 //         on a reply: extra credits granted, 0..6, or `reclaim` (7): the
 //         credits of the request go back to the lender's bank, not to the
 //         requester.
@@ -113,10 +115,13 @@ struct CreditByte {
 
 // System messages travel out of band (src/am system requests, or a conduit's
 // own control channel) and take no credits.  Each side initiates at most one
-// per peer at a time and at most `sys_outstanding` in all; answers are sent
-// as soon as they are known.
+// per peer at a time, at most `sys_outstanding` asks and as many revokes
+// (two budgets: a rank's own waiting asks never hold back the revokes that
+// refill its bank for others); answers are sent as soon as they are known.
+// They may arrive in any order, also relative to requests and replies.
 enum class SysKind : std::uint8_t {
-    ask,      // -> lender: lend me `count` (demand: a first request is waiting)
+    ask,      // -> lender: lend me `count` (demand: a request is waiting); the
+              //    `returned` credits I held but could not use come back with it
     grant,    // -> borrower: here are `count` credits (answers ask)
     revoke,   // -> borrower: give back what you do not use; `urgent`: askers wait
     give,     // -> lender: `count` credits back (answers revoke; 0 = none this epoch)
@@ -129,6 +134,7 @@ struct SysMessage {
     bool epoch = false;     // E bit, as on the credit byte
     bool urgent = false;    // revoke only
     std::uint16_t count = 0;
+    std::uint16_t returned = 0;  // ask only
 };
 
 // One peer's state as the engine keeps it (the seed's conn_state).  Send*
@@ -139,7 +145,7 @@ struct PeerCredits {
     std::uint16_t send_stalls = 0;     // times I waited for them (decayed)
     std::uint16_t send_max = 0;        // most in use at once (decayed)
     std::uint16_t send_revoked = 0;    // given back this epoch (decayed)
-    std::uint16_t send_wanted = 0;     // extra I was stalled for, not yet asked
+    std::uint16_t send_wanted = 0;     // my next requests that ask for extra (after a stall)
     std::uint16_t loan_credits = 0;    // lent by me to the peer
     std::uint16_t loan_requested = 0;  // extra it asked for (decayed)
     std::uint16_t loan_given = 0;      // extra I gave it (decayed)
@@ -152,7 +158,7 @@ struct Totals {
     std::uint64_t requests_sent = 0;
     std::uint64_t stalls = 0;            // request_begin() answered false
     std::uint64_t granted = 0;           // extra credits lent (reply XXX and grants)
-    std::uint64_t revoked = 0;           // credits that came back by give
+    std::uint64_t revoked = 0;           // credits that came back by give or with an ask
     std::uint64_t reclaimed = 0;         // credits taken back by reclaiming replies
     std::uint64_t hidden_replies = 0;    // reply_needed() answered true without a handler reply
     std::uint64_t sys_sent = 0;
@@ -252,7 +258,7 @@ private:
     void scavenge(bool urgent);
     void initiate(const SysMessage &m);
     void answer(const SysMessage &m);
-    void sys_answered();
+    void sys_answered(SysKind initiated);
     void askers_serve();
     void grant_send(Peer p, State &s, std::uint16_t count);
     unsigned floor_credits() const;
@@ -275,8 +281,10 @@ private:
     std::vector<Asker> askers_;         // demand: asks waiting for credits, FIFO
     std::size_t askers_head_ = 0;
     std::vector<SysMessage> outbox_;
-    std::vector<SysMessage> deferred_;  // initiations beyond sys_outstanding
-    unsigned initiations_ = 0;          // asks and revokes awaiting an answer
+    // [0] asks, [1] revokes: initiations awaiting an answer, and those
+    // beyond sys_outstanding waiting their turn.
+    std::vector<SysMessage> deferred_[2];
+    unsigned initiations_[2] = {0, 0};
 };
 
 } // namespace sluice::credit

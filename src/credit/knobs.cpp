@@ -34,8 +34,13 @@ Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::
     take(Knob::CREDIT_EPOCH, c.epoch_length);
     take(Knob::CREDIT_REVOKE_LIMIT, c.revoke_limit);
     take(Knob::CREDIT_LENDER_LIMIT, c.lender_limit);
-    if (base::knob_is_set(Knob::CREDIT_SLACK) && base::knob_int(Knob::CREDIT_SLACK) >= 0)
-        c.slack = static_cast<unsigned>(std::min<std::int64_t>(base::knob_int(Knob::CREDIT_SLACK), 1 << 16));
+    // Knobs for which 0 means something (none), unlike the ones above.
+    auto take0 = [&](Knob k, unsigned &field) {
+        if (base::knob_is_set(k) && base::knob_int(k) >= 0)
+            field = static_cast<unsigned>(std::min<std::int64_t>(base::knob_int(k), 1 << 16));
+    };
+    take0(Knob::CREDIT_SLACK, c.slack);
+    take0(Knob::CREDIT_ASK_EXTRA, c.ask_extra);
     if (c.policy == Policy::demand && per_peer_set)
         notes.push_back("SLUICE_CREDIT_PER_PEER is ignored by the demand policy (peers start with no credits)");
     c.min_credits = std::clamp(c.min_credits, 1u, max_request_credits);

@@ -193,6 +193,7 @@ const std::vector<Option> &options() {
         {"low-water", "C", "Config::low_water", override_field(&ConfigOverrides::low_water)},
         {"slack", "C", "Config::slack", override_field(&ConfigOverrides::slack)},
         {"sys-outstanding", "K", "Config::sys_outstanding", override_field(&ConfigOverrides::sys_outstanding)},
+        {"ask-extra", "C", "Config::ask_extra", override_field(&ConfigOverrides::ask_extra)},
         {"credit-bytes", "B", "Config::credit_bytes",
          [](Cli &c, const std::string &v) {
              std::uint64_t b = 0;

@@ -40,6 +40,7 @@ credit::Config ConfigOverrides::apply(credit::Config c, std::optional<credit::Po
     set(c.low_water, low_water);
     set(c.slack, slack);
     set(c.sys_outstanding, sys_outstanding);
+    set(c.ask_extra, ask_extra);
     if (credit_bytes) c.credit_bytes = *credit_bytes;
     const std::vector<std::string> changed = c.normalize();
     if (notes) {
@@ -64,6 +65,7 @@ std::string ConfigOverrides::describe() const {
     add("low_water", low_water);
     add("slack", slack);
     add("sys_outstanding", sys_outstanding);
+    add("ask_extra", ask_extra);
     add("credit_bytes", credit_bytes);
     return out;
 }

@@ -23,7 +23,7 @@ bool pattern_parse(const std::string &text, Pattern &out);
 // Config fields the user set; the rest come from Config::defaults(N, me).
 struct ConfigOverrides {
     std::optional<unsigned> per_peer, min_credits, max_per_peer, banked, epoch_length, revoke_limit, lender_limit,
-        scavenge_targets, low_water, slack, sys_outstanding;
+        scavenge_targets, low_water, slack, sys_outstanding, ask_extra;
     std::optional<std::size_t> credit_bytes;
     // Applies the policy (none: the defaults' own) and the overrides, then
     // normalizes.  `notes` gets what normalize() changed.

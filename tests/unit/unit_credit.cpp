@@ -50,6 +50,7 @@ Config config_for(Policy policy, Peer nodes) {
     c.epoch_length = 1u << 30;
     c.low_water = 1;
     c.slack = 0;
+    c.ask_extra = 0;
     return c;
 }
 
@@ -148,7 +149,9 @@ public:
         ASSERT_EQ((*this)[y].epoch(), e + 1);
     }
     // Demand: x's first request to y stalls, asks, and is granted.
-    void borrow(Peer x, Peer y, unsigned n) {
+    // Demand: x asks y for n and is granted them; its waiting request
+    // then goes and is answered unless `fresh` (granted, not yet sent).
+    void borrow(Peer x, Peer y, unsigned n, bool fresh = false) {
         std::uint8_t b = 0;
         ASSERT_FALSE((*this)[x].request_begin(y, n, b));
         const auto asks = take(x);
@@ -158,6 +161,7 @@ public:
         ASSERT_EQ(grants.size(), 1u);
         ASSERT_EQ(grants[0].kind, SysKind::grant);
         deliver(y, grants[0]);
+        if (!fresh) roundtrip(x, y, n);
     }
     // With nothing in flight every loan matches the borrower's view and
     // every lender accounts for all its credits.
@@ -452,39 +456,55 @@ TEST(CreditDynamic, StalledSenderAsksOnItsNextRequest) {
     const std::uint8_t b1 = c.send(1, 0, 4);
     std::uint8_t b = 0;
     EXPECT_FALSE(c[1].request_begin(0, 4, b));
-    EXPECT_EQ(c[1].peer(0).send_wanted, 4);
+    EXPECT_EQ(c[1].peer(0).send_wanted, 2);  // two requests ask, each for as many as a reply may grant
     c.serve(1, 0, b1);
     const std::uint8_t b2 = c.send(1, 0, 4);
-    EXPECT_EQ(decode(b2).extra, 4);
-    EXPECT_EQ(c[1].peer(0).send_wanted, 0);
+    EXPECT_EQ(decode(b2).extra, 7);  // on a request 7 is a wish, not a reclaim
     const CreditByte r = decode(c.serve(1, 0, b2));
-    EXPECT_EQ(r.extra, 4);
+    EXPECT_EQ(r.extra, 6);           // a reply grants at most 6
     EXPECT_EQ(r.count, 4);
     const PeerCredits loan = c[0].peer(1);
-    EXPECT_EQ(loan.loan_credits, 8);
-    EXPECT_EQ(loan.loan_given, 4);
-    EXPECT_EQ(loan.loan_requested, 4);
-    EXPECT_EQ(c[0].bank(), 16u);
-    EXPECT_EQ(c[0].totals().granted, 4u);
+    EXPECT_EQ(loan.loan_credits, 10);
+    EXPECT_EQ(loan.loan_given, 6);
+    EXPECT_EQ(loan.loan_requested, 7);
+    EXPECT_EQ(c[0].bank(), 14u);
+    EXPECT_EQ(c[0].totals().granted, 6u);
     EXPECT_EQ(c[0].scavenge_list_size(), 1u);
-    EXPECT_EQ(c[1].peer(0).send_credits, 8);
-    EXPECT_EQ(decode(c.send(1, 0, 1)).extra, 0);  // asked once only
+    EXPECT_EQ(c[1].peer(0).send_credits, 10);
+    EXPECT_EQ(c[1].peer(0).send_wanted, 1);
+    EXPECT_EQ(decode(c.roundtrip(1, 0, 1)).extra, 6);  // the second
+    EXPECT_EQ(c[1].peer(0).send_credits, 16);          // 4 x 4
+    EXPECT_EQ(decode(c.send(1, 0, 1)).extra, 0);       // and no more
+    EXPECT_EQ(c[1].peer(0).send_wanted, 0);
     c.expect_balanced();
 }
 
-TEST(CreditDynamic, SevenWantedOnARequestIsGrantedAtMostSix) {
+// Beyond the seed: a stall makes enough requests ask for 7 that the loan
+// grows fourfold (a reply grants at most 6), instead of creeping up a few
+// credits per stall.
+TEST(CreditDynamic, StallAsksToQuadrupleTheLoan) {
     Config cfg = config_for(Policy::dynamic, 2);
-    cfg.banked = 20;
+    cfg.per_peer = 10;
+    cfg.banked = 100;
     Cluster c(cfg);
-    const std::uint8_t b1 = c.send(1, 0, 4);
+    std::vector<std::uint8_t> out;
+    for (int i = 0; i < 10; ++i) out.push_back(c.send(1, 0, 1));
     std::uint8_t b = 0;
-    EXPECT_FALSE(c[1].request_begin(0, 15, b));
-    EXPECT_EQ(c[1].peer(0).send_wanted, 7);
-    c.serve(1, 0, b1);
-    const std::uint8_t b2 = c.send(1, 0, 1);
-    EXPECT_EQ(decode(b2).extra, 7);  // on a request 7 is a wish, not a reclaim
-    EXPECT_EQ(decode(c.serve(1, 0, b2)).extra, 6);
-    EXPECT_EQ(c[1].peer(0).send_credits, 10);
+    EXPECT_FALSE(c[1].request_begin(0, 1, b));
+    EXPECT_EQ(c[1].peer(0).send_wanted, 5);  // 5 x 6 = 30 more
+    c.serve(1, 0, out[0]);
+    out.erase(out.begin());
+    unsigned asked = 0;
+    for (int i = 0; i < 6; ++i) {
+        const std::uint8_t x = c.send(1, 0, 1);
+        asked += decode(x).extra == 7;
+        c.serve(1, 0, x);  // each grants 6
+    }
+    EXPECT_EQ(asked, 5u);
+    EXPECT_EQ(c[1].peer(0).send_credits, 40);
+    EXPECT_FALSE(c[1].request_begin(0, 1, b) && decode(b).extra != 0) << "asked beyond the five";
+    for (std::uint8_t x : out) c.serve(1, 0, x);
+    if (c[1].peer(0).send_inuse) c.serve(1, 0, b);
     c.expect_balanced();
 }
 
@@ -1036,13 +1056,78 @@ TEST(CreditDemand, AsksAreServedFirstComeFirstServed) {
 TEST(CreditDemand, FreshGrantIsNotRevokedBeforeItsRequestGoes) {
     Cluster c(demand_config(4));
     ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 12));
-    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 4));  // granted, its request not sent yet
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 4, true));  // granted, its request not sent yet
     ASSERT_EQ(c[0].bank(), 0u);
     std::uint8_t b = 0;
     EXPECT_FALSE(c[3].request_begin(0, 4, b));
     c.deliver(3, c.take(3).at(0));
     const auto revokes = destinations(c.take(0), SysKind::revoke);
     EXPECT_EQ(revokes, std::vector<Peer>{1}) << "rank 2 was revoked before its first request could go";
+}
+
+// A rank holding fewer credits than its waiting request needs hands them
+// back with its ask (and asks for the whole request): holding some while
+// waiting for more is how two askers deadlock on an empty bank.
+TEST(CreditDemand, AskReturnsCreditsTooFewForTheRequest) {
+    Cluster c(demand_config(3));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 4));
+    ASSERT_EQ(c[0].bank(), 12u);
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[1].request_begin(0, 6, b));  // holds 4, needs 6
+    const auto asks = c.take(1);
+    ASSERT_EQ(asks.size(), 1u);
+    EXPECT_EQ(asks[0].count, 6);
+    EXPECT_EQ(asks[0].returned, 4);
+    EXPECT_EQ(c[1].peer(0).send_credits, 0);
+    c.deliver(1, asks[0]);
+    EXPECT_EQ(c[0].peer(1).loan_credits, 6);  // 4 back, 6 lent
+    EXPECT_EQ(c[0].bank(), 10u);
+    c.deliver(0, c.take(0).at(0));
+    EXPECT_TRUE(c[1].request_begin(0, 6, b));
+    c.serve(1, 0, b);
+    c.expect_balanced();
+}
+
+// ask_extra: an ask wants that many beyond its request, so a rank that
+// goes on sending does not stall again on its next request.
+TEST(CreditDemand, AskWantsAskExtraBeyondTheRequest) {
+    Config cfg = demand_config(2);
+    cfg.ask_extra = 5;
+    Cluster c(cfg);
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[1].request_begin(0, 2, b));
+    const auto asks = c.take(1);
+    ASSERT_EQ(asks.size(), 1u);
+    EXPECT_EQ(asks[0].count, 9);  // min_credits 4 + 5
+    c.deliver(1, asks[0]);
+    c.deliver(0, c.take(0).at(0));
+    EXPECT_EQ(c[1].peer(0).send_credits, 9);
+    c.roundtrip(1, 0, 2);
+    c.expect_balanced();
+}
+
+// System messages may overtake each other: an urgent revoke sent before a
+// grant can arrive after it.  The grant is for a request still waiting,
+// so the borrower keeps it (its next ask would return it if too few).
+TEST(CreditDemand, RevokeThatCrossedAGrantLeavesItForTheRequest) {
+    Cluster c(demand_config(4));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 12));
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[2].request_begin(0, 4, b));
+    c.deliver(2, c.take(2).at(0));
+    const auto grant = c.take(0);  // bank 4: granted at once
+    ASSERT_EQ(destinations(grant, SysKind::grant), std::vector<Peer>{2});
+    EXPECT_FALSE(c[3].request_begin(0, 4, b));
+    c.deliver(3, c.take(3).at(0));  // bank 0: rank 3 waits, rank 1 is revoked
+    EXPECT_EQ(destinations(c.take(0), SysKind::revoke), std::vector<Peer>{1});
+    // As if an urgent revoke had been sent to rank 2 before its grant (rank
+    // 0 would not send one now: the grant is fresh, see above).
+    c.deliver(0, grant[0]);
+    c[2].sys_arrived(SysMessage{0, SysKind::revoke, false, true, 0, 0});
+    const auto give = c.take(2);
+    ASSERT_EQ(give.size(), 1u);
+    EXPECT_EQ(give[0].count, 0) << "the grant for the waiting request was given back";
+    EXPECT_TRUE(c[2].request_begin(0, 4, b));
 }
 
 // ---- limits ------------------------------------------------------------------------
@@ -1547,6 +1632,7 @@ private:
         for (const Sys &s : sys_) {
             if (s.m.kind == SysKind::grant) grant_[s.m.peer * n_ + s.from] += s.m.count;
             if (s.m.kind == SysKind::give) give_[s.from * n_ + s.m.peer] += s.m.count;
+            if (s.m.kind == SysKind::ask) give_[s.from * n_ + s.m.peer] += s.m.returned;  // held, handed back
         }
         for (Peer y = 0; y < n_; ++y) {
             const std::uint64_t total = e_[y]->config().total_credits();
