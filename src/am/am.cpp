@@ -239,10 +239,7 @@ Status AmEngine::reply(Token *token, const Send &m, const char *op) {
                             "second reply to the request from rank %u", token->source);
     if (Status s = check_send(token->source, m, op); s != Status::ok) return s;
     token->replied = true;
-    if (token->credit)
-        return transmit(token->source, m, conduit::am_flag_reply | conduit::am_flag_credit,
-                        credit_->reply_byte(token->source, token->credit_byte));
-    return transmit(token->source, m, conduit::am_flag_reply);
+    return reply_transmit(token, m, conduit::am_flag_reply);
 }
 
 Status AmEngine::system_request(Rank dest, const Send &m) {
@@ -251,10 +248,15 @@ Status AmEngine::system_request(Rank dest, const Send &m) {
 
 Status AmEngine::system_reply(Token *token, const Send &m) {
     token->replied = true;
-    if (token->credit)
-        return transmit(token->source, m, conduit::am_flag_system | conduit::am_flag_reply | conduit::am_flag_credit,
-                        credit_->reply_byte(token->source, token->credit_byte));
-    return transmit(token->source, m, conduit::am_flag_system | conduit::am_flag_reply);
+    return reply_transmit(token, m, conduit::am_flag_system | conduit::am_flag_reply);
+}
+
+// A reply to a request that took credits gives them back (and may grant
+// or reclaim: the engine's reply byte).
+Status AmEngine::reply_transmit(Token *token, const Send &m, std::uint8_t flags) {
+    if (!token->credit) return transmit(token->source, m, flags);
+    return transmit(token->source, m, flags | conduit::am_flag_credit,
+                    credit_->reply_byte(token->source, token->credit_byte));
 }
 
 // The one receive path of every conduit: the handler runs with a token on

@@ -172,6 +172,7 @@ private:
     }
     Status check_send(Rank dest, const Send &m, const char *operation) const;
     Status check_send_slow(Rank dest, const Send &m, const char *operation) const;
+    Status reply_transmit(Token *token, const Send &m, std::uint8_t flags);
     Status transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte = 0);
     std::uint8_t credit_acquire(Rank dest, const Send &m);
     void credit_settle(Token &token);

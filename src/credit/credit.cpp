@@ -383,6 +383,16 @@ void Engine::scavenge(bool urgent) {
     }
 }
 
+// Credits lent to the peer of `s` come back to the bank (a give, an ask's
+// returned credits, a reclaiming reply); a loan down to the floor leaves
+// the scavenge list.  Its state and the engine lock are held.
+void Engine::loan_return(State &s, unsigned n) {
+    n = std::min<unsigned>(n, s.c.loan_credits);
+    s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits - n);
+    bank_ += n;
+    if (s.c.loan_credits <= floor_credits()) scavenge_list_remove(s);
+}
+
 // ---- the outbox (engine lock held) ---------------------------------------------
 
 void Engine::initiate(const SysMessage &m) {
@@ -575,11 +585,9 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             in.count > 0) {
             // Askers wait: this request's credits go to them, not back.
             out.extra = CreditByte::reclaim;
-            s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits - in.count);
             counters_.reclaimed.fetch_add(in.count, std::memory_order_relaxed);
             lock_engine();
-            bank_ += in.count;
-            if (s.c.loan_credits <= floor) scavenge_list_remove(s);
+            loan_return(s, in.count);
             unlock_engine();
             reclaimed = true;
         } else if (in.extra > 0) {
@@ -686,14 +694,12 @@ void Engine::sys_arrived(const SysMessage &m) {
             catch_up(s);
             s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
             const unsigned back = std::min<unsigned>(m.returned, s.c.loan_credits);
-            s.c.loan_credits = static_cast<std::uint16_t>(s.c.loan_credits - back);
             s.c.loan_requested = sat_add(s.c.loan_requested, m.count);
+            counters_.revoked.fetch_add(back, std::memory_order_relaxed);
+            lock_engine();
+            loan_return(s, back);
             const unsigned room = config_.max_per_peer - std::min<unsigned>(s.c.loan_credits, config_.max_per_peer);
             const auto count = static_cast<std::uint16_t>(std::clamp<unsigned>(m.count, 1, std::max(1u, room)));
-            lock_engine();
-            bank_ += back;
-            counters_.revoked.fetch_add(back, std::memory_order_relaxed);
-            if (s.c.loan_credits <= floor_credits()) scavenge_list_remove(s);
             if (askers_head_ == askers_.size() && bank_ >= count) {
                 bank_ -= count;
                 grant_send(m.peer, s, count);
@@ -748,10 +754,8 @@ void Engine::sys_arrived(const SysMessage &m) {
             lock_engine();
             sys_answered(SysKind::revoke);
             if (m.count) {
-                s.c.loan_credits = sat_sub(s.c.loan_credits, m.count);
-                bank_ += m.count;
                 counters_.revoked.fetch_add(m.count, std::memory_order_relaxed);
-                if (s.c.loan_credits <= floor_credits()) scavenge_list_remove(s);
+                loan_return(s, m.count);
             } else {
                 s.flags |= flag_zero_reply;
             }

@@ -255,6 +255,7 @@ private:
     static void send_decay(State &s);
     void scavenge_list_add(Peer p, State &s);
     void scavenge_list_remove(State &s);
+    void loan_return(State &s, unsigned n);
     void scavenge(bool urgent);
     void initiate(const SysMessage &m);
     void answer(const SysMessage &m);
