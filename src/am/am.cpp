@@ -46,7 +46,7 @@ AmEngine *credit_owner = nullptr;
 
 } // namespace
 
-thread_local Token *AmEngine::current_token = nullptr;
+constinit thread_local Token *AmEngine::current_token = nullptr;
 
 void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
                          const SegmentTable *segments, std::vector<std::string> &notes) {
@@ -231,14 +231,14 @@ Status AmEngine::reply(Token *token, const Send &m, const char *op) {
     if (!token || token != current_token)
         return base::report(Status::context, op, "reply only from a request handler, with the token it was given",
                             "reply outside the handler that owns the token");
-    if (!token->request)
+    if (!token->request())
         return base::report(Status::context, op, "a reply handler may send nothing; act in the request handler",
                             "reply from a reply handler (to rank %u)", token->source);
-    if (token->replied)
+    if (token->replied())
         return base::report(Status::context, op, "send at most one reply per request",
                             "second reply to the request from rank %u", token->source);
     if (Status s = check_send(token->source, m, op); s != Status::ok) return s;
-    token->replied = true;
+    token->state |= Token::token_replied;
     return reply_transmit(token, m, conduit::am_flag_reply);
 }
 
@@ -247,14 +247,14 @@ Status AmEngine::system_request(Rank dest, const Send &m) {
 }
 
 Status AmEngine::system_reply(Token *token, const Send &m) {
-    token->replied = true;
+    token->state |= Token::token_replied;
     return reply_transmit(token, m, conduit::am_flag_system | conduit::am_flag_reply);
 }
 
 // A reply to a request that took credits gives them back (and may grant
 // or reclaim: the engine's reply byte).
 Status AmEngine::reply_transmit(Token *token, const Send &m, std::uint8_t flags) {
-    if (!token->credit) return transmit(token->source, m, flags);
+    if (!token->credit()) return transmit(token->source, m, flags);
     return transmit(token->source, m, flags | conduit::am_flag_credit,
                     credit_->reply_byte(token->source, token->credit_byte));
 }
@@ -264,20 +264,26 @@ Status AmEngine::reply_transmit(Token *token, const Send &m, std::uint8_t flags)
 void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                        void *payload) {
     AmEngine &self = *static_cast<AmEngine *>(context);
-    Token token{h.source, h.category, !(h.flags & conduit::am_flag_reply),
-                (h.flags & conduit::am_flag_credit) != 0, false, h.credit};
-    if (__builtin_expect(token.credit, 0) && self.credit_) {
-        if (token.request) self.credit_->request_arrived(h.source, h.credit);
+    static_assert(conduit::am_flag_reply == Token::token_request && conduit::am_flag_credit == Token::token_credit,
+                  "the token state is the header flags, with the request bit inverted");
+    Token token{h.source,
+                static_cast<std::uint8_t>((h.flags ^ conduit::am_flag_reply) &
+                                          (Token::token_request | Token::token_credit)),
+                h.credit};
+    if (__builtin_expect(token.credit(), 0) && self.credit_) {
+        if (token.request()) self.credit_->request_arrived(h.source, h.credit);
         else self.credit_->reply_arrived(h.source, h.credit);
     }
     sluice_handler_fn fn = nullptr;
-    if (h.flags & conduit::am_flag_system) {
+    if (__builtin_expect(!(h.flags & conduit::am_flag_system), 1)) {
+        if (__builtin_expect(self.user_enabled_.load(std::memory_order_relaxed), 1)) {
+            const Entry &e = self.user_[h.handler];
+            if (__builtin_expect(e.signature != signature(h.category, h.nargs), 0)) self.dispatch_refuse(h);
+            fn = e.fn;
+        }
+    } else {
         fn = h.handler < sys_count ? self.system_[h.handler] : nullptr;
         if (!fn) self.dispatch_refuse(h);
-    } else if (self.user_enabled_.load(std::memory_order_relaxed)) {
-        const Entry &e = self.user_[h.handler];
-        if (e.signature != signature(h.category, h.nargs)) self.dispatch_refuse(h);
-        fn = e.fn;
     }
     if (fn) {
         Token *outer = current_token;
@@ -298,7 +304,9 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
 #endif
         current_token = outer;
     }
-    if (token.credit && token.request && !token.replied && self.credit_) self.credit_settle(token);
+    // A request that held credits and got no reply: the hidden one.
+    if (__builtin_expect(token.state == (Token::token_request | Token::token_credit), 0) && self.credit_)
+        self.credit_settle(token);
 }
 
 // Hidden reply: the sender's credits come back even when the handler had

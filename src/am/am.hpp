@@ -12,14 +12,20 @@
 #include <memory>
 #include <vector>
 
-// The object behind sluice_token_t: one per running handler.
+// The object behind sluice_token_t: one per running handler.  Its state is
+// one byte of bits so the reply fast path tests every rule with one compare:
+// a request (may reply) that holds no credits and has not replied yet.
 struct sluice_token {
     sluice::conduit::Rank source;
-    sluice::conduit::AmCategory category;
-    bool request;   // a request (may reply) or a reply (may not)
-    bool credit;    // the request holds credits of the sender (src/credit)
-    bool replied;
+    std::uint8_t state;        // token_request | token_credit | token_replied
     std::uint8_t credit_byte;  // the request's credit byte, for its reply
+
+    static constexpr std::uint8_t token_request = 1;  // a request, else a reply (may send nothing)
+    static constexpr std::uint8_t token_credit = 4;   // holds credits of the sender (src/credit)
+    static constexpr std::uint8_t token_replied = 8;
+    bool request() const { return state & token_request; }
+    bool credit() const { return state & token_credit; }
+    bool replied() const { return state & token_replied; }
 };
 
 namespace sluice::am {
@@ -103,9 +109,9 @@ public:
     }
     Status reply_short(Token *token, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                        const char *operation) {
-        if (__builtin_expect(token && token == current_token && token->request && !token->replied &&
-                                 !token->credit && short_ok(handler, args, nargs), 1)) {
-            token->replied = true;
+        if (__builtin_expect(token == current_token && token && token->state == Token::token_request &&
+                                 short_ok(handler, args, nargs), 1)) {
+            token->state |= Token::token_replied;
             return route_[token->source]->send_short(token->source, handler, conduit::am_flag_reply, args, nargs);
         }
         return reply(token, short_send(handler, args, nargs), operation);
@@ -141,7 +147,9 @@ public:
     static bool in_handler() { return current_token != nullptr; }
     // The innermost handler running on this thread (handlers nest only when
     // a reply waits for room and polls replies).
-    static thread_local Token *current_token;
+    // constinit: no dynamic initialization, so other files read it without
+    // a call to a TLS wrapper.
+    static constinit thread_local Token *current_token;
 
     static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                         void *payload);

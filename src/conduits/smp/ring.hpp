@@ -94,12 +94,20 @@ public:
     // ring is full now.  Fill the record after its first 4 bytes, then
     // commit() it.
     RingSlot reserve(std::size_t size) {
+        const RingSlot slot = reserve_inline(size);
+        if (__builtin_expect(slot.at != nullptr, 1)) return slot;
+        return reserve_slow(size);
+    }
+    // The common case alone, with no call: the record fits before the end
+    // of the ring in the room last seen.  `at` is null otherwise, and then
+    // reserve() knows more.
+    RingSlot reserve_inline(std::size_t size) const {
         const std::size_t need = line_align(size);
         const std::size_t offset = tail_ & (bytes_ - 1);
         if (__builtin_expect(offset + need <= bytes_ && tail_ + need - cached_head_ <= bytes_, 1))
             return {data_ + offset, static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_),
                     static_cast<std::uint32_t>(need)};
-        return reserve_slow(size);
+        return {};
     }
 
     // Publishes a reserved record: its first word (the control word and
