@@ -160,11 +160,11 @@ struct alignas(line_size) Outgoing {
 struct InRing {
     std::atomic<bool> busy{false};
     RingConsumer ring;
+    Rank source = 0;  // the producer
 };
 
 struct alignas(line_size) Incoming {
     InRing q[2];  // [0] requests, [1] replies
-    Rank source = 0;
 };
 
 // The ring whose head record this thread is dispatching, so exit from
@@ -264,7 +264,7 @@ protected:
                 out_[p].ring[kind].attach(ring_at(p, me_, kind), ring_bytes_);
                 in_[p].q[kind].ring.attach(ring_at(me_, p, kind), ring_bytes_);
             }
-            in_[p].source = locals_[p];
+            in_[p].q[0].source = in_[p].q[1].source = locals_[p];
             if (p != me_) peers_in_.push_back(&in_[p]);
         }
         views_.assign(s.size, nullptr);
@@ -336,8 +336,9 @@ protected:
     // in a leaf scan and drain only rings with something in them.  My own
     // rings are looked at only once a message to myself has been sent.
     int poll_impl(PollMode mode) override {
-        if (__builtin_expect(!anything_ready(mode), 1)) return 0;
-        return poll_rings(mode);
+        InRing *first = first_ready(mode);
+        if (__builtin_expect(!first, 1)) return 0;
+        return poll_rings(first, mode);
     }
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
@@ -466,22 +467,30 @@ private:
     }
 
     // A leaf scan (no calls, so nothing to save and restore) of every ring
-    // this poll covers.
-    bool anything_ready(PollMode mode) const {
+    // this poll covers: the first ring with a record in it, or null.
+    InRing *first_ready(PollMode mode) {
         const bool requests = mode == PollMode::all;
-        for (const Incoming *in : peers_in_)
-            if ((requests && in->q[0].ring.ready()) || in->q[1].ring.ready()) return true;
-        if (__builtin_expect(self_used_.load(std::memory_order_relaxed), 0)) {
-            const Incoming &in = in_[me_];
-            if ((requests && in.q[0].ring.ready()) || in.q[1].ring.ready()) return true;
+        for (Incoming *in : peers_in_) {
+            if (requests && in->q[0].ring.ready()) return &in->q[0];
+            if (in->q[1].ring.ready()) return &in->q[1];
         }
-        return false;
+        if (__builtin_expect(self_used_.load(std::memory_order_relaxed), 0)) {
+            Incoming &in = in_[me_];
+            if (requests && in.q[0].ring.ready()) return &in.q[0];
+            if (in.q[1].ring.ready()) return &in.q[1];
+        }
+        return nullptr;
     }
-    [[gnu::noinline]] int poll_rings(PollMode mode) {
-        int n = 0;
+    // Runs the first ready ring's record, then one record of each later
+    // ring that has one.
+    [[gnu::noinline]] int poll_rings(InRing *first, PollMode mode) {
+        int n = drain(*first);
+        bool after = false;
         const auto both = [&](Incoming &in) {
-            if (mode == PollMode::all && in.q[0].ring.ready()) n += drain(in.q[0], in.source);
-            if (in.q[1].ring.ready()) n += drain(in.q[1], in.source);
+            for (int kind = mode == PollMode::all ? 0 : 1; kind < 2; ++kind) {
+                if (after && in.q[kind].ring.ready()) n += drain(in.q[kind]);
+                after |= &in.q[kind] == first;
+            }
         };
         for (Incoming *in : peers_in_) both(*in);
         if (self_used_.load(std::memory_order_relaxed)) both(in_[me_]);
@@ -496,7 +505,7 @@ private:
     // 2 ns per message, sluice-bench am_short_flood).  The consumer's head goes
     // back to the producer every quarter ring (RingConsumer::release), not
     // per record: a store to a line the producer reads is a transfer.
-    __attribute__((noinline)) int drain(InRing &in, Rank source) {
+    __attribute__((noinline)) int drain(InRing &in) {
         RingConsumer &ring = in.ring;
         if (!flag_try_take(in.busy)) return 0;
         std::uint32_t size, info;
@@ -511,7 +520,7 @@ private:
         h.category = static_cast<AmCategory>(info >> 8 & 0xff);
         h.nargs = static_cast<std::uint8_t>(info >> 16);
         h.flags = static_cast<std::uint8_t>(info >> 24);
-        h.source = source;
+        h.source = in.source;
         void *payload = nullptr;
         if (__builtin_expect(info & (0xff00u | std::uint32_t{am_flag_credit} << 24), 0)) {
             if (h.flags & am_flag_credit) h.credit = static_cast<std::uint8_t>(r[12]);
