@@ -1,0 +1,110 @@
+// src/conduits/udp/wire.hpp - the udp conduit's datagram format: one encoder,
+// and the one decoder every received byte goes through before anything else
+// looks at it.
+//
+// Every field is little-endian at a fixed offset (no struct is laid over the
+// bytes).  A datagram is a 48-byte header, then for the first datagram of a
+// message its AM section (16 bytes and 4 per argument), then payload bytes.
+// The full layout, with the rules the decoder checks, is in README.md
+// ("Wire format").
+//
+// The decoder reads only inside the `n` bytes it is given, checks the job
+// secret before any other field is believed, and accepts exactly the
+// datagrams the encoder can produce (reserved bits zero, lengths that add
+// up), so a datagram decodes and re-encodes to the same bytes.  It never
+// allocates and never throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::conduit::udp::wire {
+
+inline constexpr std::uint32_t magic = 0x31554c53;  // "SLU1" in memory; the '1' is the version
+inline constexpr std::size_t header_bytes = 48;
+inline constexpr std::size_t am_fixed_bytes = 16;  // handler..credit, 3 reserved, Long target address
+inline constexpr unsigned max_args = 16;
+inline constexpr std::size_t max_datagram = 65507;  // the largest UDP payload over IPv4
+
+enum class Kind : std::uint8_t {
+    data = 1,   // carries (part of) one AM; has a sequence number
+    ack = 2,    // acknowledgement alone (piggybacked acks ride on data)
+    probe = 3,  // liveness: "are you there", answered by an ack
+};
+
+// AM header flags the wire carries (src/conduits/transport.hpp's am_flag_*).
+inline constexpr std::uint8_t am_flags_known = 1 | 2 | 4;
+
+struct Header {
+    Kind kind = Kind::data;
+    std::uint64_t secret = 0;        // the job's, from bootstrap
+    std::uint32_t source = 0;        // sender's rank
+    std::uint32_t dest = 0;          // receiver's rank
+    std::uint32_t seq = 0;           // data: this datagram's number from source to dest (from 1); else 0
+    std::uint32_t ack = 0;           // every kind: the highest number received in order from dest
+    std::uint32_t sack = 0;          // bit i: number ack + 2 + i also received (selective ack)
+    std::uint32_t message_length = 0;   // data: payload bytes of the whole message
+    std::uint32_t fragment_offset = 0;  // data: where this datagram's payload bytes go in it
+};
+
+// The AM section, present in the first datagram of a message (offset 0).
+struct Am {
+    std::uint8_t handler = 0;
+    std::uint8_t category = 0;  // 0 Short, 1 Medium, 2 Long (conduit::AmCategory)
+    std::uint8_t nargs = 0;
+    std::uint8_t flags = 0;     // am_flag_* bits
+    std::uint8_t credit = 0;    // credit byte (src/credit) when flags has am_flag_credit
+    std::uint64_t dest_addr = 0;  // Long: address in the target's segment
+    std::uint32_t args[max_args] = {};
+};
+
+// A decoded datagram.  `payload` points into the bytes given to decode().
+struct Datagram {
+    Header header;
+    bool has_am = false;
+    Am am;
+    const std::uint8_t *payload = nullptr;
+    std::size_t payload_length = 0;
+};
+
+// Why a datagram was dropped; the conduit counts each (udp README).
+enum class Drop : std::uint8_t {
+    none = 0,
+    truncated,   // shorter than its header, or than its AM section says
+    magic,       // not a Sluice udp datagram of this version
+    secret,      // not this job's secret: a stranger, or a datagram from an older job
+    misrouted,   // addressed to another rank
+    source,      // source rank outside the job, or this rank itself
+    kind,        // unknown kind, or fields a kind must leave zero are not
+    am,          // AM section malformed: category, argument count, flags, reserved bytes
+    fragment,    // offsets and lengths do not add up, or exceed the largest message
+    count_
+};
+inline constexpr std::size_t drop_reasons = static_cast<std::size_t>(Drop::count_);
+const char *drop_name(Drop d);
+
+// What the receiver knows: the datagram must match these.
+struct Expect {
+    std::uint64_t secret = 0;
+    std::uint32_t me = 0;
+    std::uint32_t size = 0;            // ranks in the job
+    std::uint32_t max_message = 0;     // largest message payload (max Medium/Long)
+};
+
+// Checks and decodes `n` bytes.  On Drop::none `out` holds the datagram;
+// otherwise `out` is unspecified and nothing else of the bytes may be used.
+Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out);
+
+// Bytes a datagram takes on the wire.
+inline constexpr std::size_t encoded_size(bool has_am, unsigned nargs, std::size_t payload_length) {
+    return header_bytes + (has_am ? am_fixed_bytes + 4 * std::size_t{nargs} : 0) + payload_length;
+}
+
+// Writes a datagram into `buf` (of `capacity` bytes) and returns its size,
+// or 0 if it does not fit or would not decode (the encoder's own checks are
+// the decoder's, so nothing it writes is dropped as malformed).  `am` is
+// given for the first datagram of a data message and null otherwise.
+std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
+                   std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message);
+
+} // namespace sluice::conduit::udp::wire
