@@ -37,9 +37,15 @@ bool kind_known(std::uint8_t k) {
            k == static_cast<std::uint8_t>(Kind::probe);
 }
 
+// The fields of an AM section that size and name it; the decoder checks
+// them before reading the arguments.
+bool am_shape_ok(const Am &am) {
+    return am.category <= category_long && am.nargs <= max_args && !(am.flags & ~am_flags_known);
+}
+
 // The rules of an AM section, shared by both directions.
 Drop am_rules(const Am &am, std::uint32_t message_length) {
-    if (am.category > category_long || am.nargs > max_args || (am.flags & ~am_flags_known)) return Drop::am;
+    if (!am_shape_ok(am)) return Drop::am;
     if (am.category == category_short && message_length != 0) return Drop::am;
     if (am.category != category_long && am.dest_addr != 0) return Drop::am;
     if (am.credit != 0 && !(am.flags & flag_credit)) return Drop::am;
@@ -118,9 +124,7 @@ Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datag
         am.flags = a[am_flags];
         am.credit = a[am_credit];
         am.dest_addr = load64(a + am_dest_addr);
-        if (am.category > category_long || am.nargs > max_args || (am.flags & ~am_flags_known) ||
-            a[am_reserved] || a[am_reserved + 1] || a[am_reserved + 2])
-            return Drop::am;
+        if (!am_shape_ok(am) || a[am_reserved] || a[am_reserved + 1] || a[am_reserved + 2]) return Drop::am;
         used += am_fixed_bytes + 4u * am.nargs;
         if (n < used) return Drop::truncated;
         for (unsigned i = 0; i < am.nargs; ++i) am.args[i] = load32(a + am_args + 4 * i);
@@ -136,7 +140,6 @@ Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datag
 std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                    std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message) {
     const bool has_am = am != nullptr;
-    if (has_am && (h.kind != Kind::data || am->nargs > max_args)) return 0;
     if (header_rules(h, has_am, payload_length, max_message) != Drop::none) return 0;
     if (has_am && am_rules(*am, h.message_length) != Drop::none) return 0;
     if (payload_rules(h, has_am, payload_length) != Drop::none) return 0;
