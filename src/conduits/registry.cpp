@@ -7,6 +7,9 @@
 #ifdef SLUICE_CONDUIT_SMP
 #include "conduits/smp/smp.hpp"
 #endif
+#ifdef SLUICE_CONDUIT_UDP
+#include "conduits/udp/udp.hpp"
+#endif
 #ifdef SLUICE_CONDUIT_TEMPLATE
 #include "conduits/template/template.hpp"
 #endif
@@ -18,6 +21,10 @@ const std::vector<TransportInfo> &transport_registry() {
 #ifdef SLUICE_CONDUIT_SMP
         {"smp", "shared memory between ranks of one host (AM rings, mapped segments)", false,
          smp::make_smp_transport},
+#endif
+#ifdef SLUICE_CONDUIT_UDP
+        {"udp", "reliable AMs over UDP datagrams to other hosts (Put/Get over AM)", true,
+         udp::make_udp_transport},
 #endif
 #ifdef SLUICE_CONDUIT_TEMPLATE
         {"template", "documented skeleton for new conduits (loopback only, never selected)", false,

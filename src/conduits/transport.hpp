@@ -165,6 +165,12 @@ public:
     // hand its message back so the queue it came from keeps moving.
     void dispatch_abandon() { dispatch_abandon_impl(); }
 
+    // Finalize, after the last barrier: a conduit that acknowledges what it
+    // receives makes sure what it sent has arrived (or `deadline_ns`
+    // passes) before the rank stops polling, so a peer still waiting for a
+    // lost datagram gets its retransmission.
+    void quiesce(std::uint64_t deadline_ns) { quiesce_impl(deadline_ns); }
+
     // Releases every resource, in reverse order of creation.
     void fini() { fini_impl(); }
 
@@ -203,6 +209,7 @@ protected:
     virtual Status get_impl(void *, Rank, const void *, std::size_t) { return Status::transport; }
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
     virtual void dispatch_abandon_impl() {}
+    virtual void quiesce_impl(std::uint64_t) {}
     virtual void fini_impl() {}
 
 private:

@@ -122,20 +122,34 @@ Status Runtime::init_hosts() {
     return Status::ok;
 }
 
-// Routing per peer: same-host peers go over the same-host conduit; a network
-// conduit would take the rest.
+// Routing per peer: same-host peers go over the same-host conduit, the rest
+// over the network conduit; SLUICE_ROUTE=network sends every peer but the
+// rank itself over the network conduit.  Every rank decides alike (the
+// network conduit's start-up is collective).
 Status Runtime::init_transports() {
+    const char *op = "init";
     const conduit::TransportInfo *same_host = nullptr, *network = nullptr;
     for (const auto &info : conduit::transport_registry()) {
         if (std::strcmp(info.name, "template") == 0) continue;  // a skeleton, never selected
         if (!info.network && !same_host) same_host = &info;
         if (info.network && !network) network = &info;
     }
-    if (host_count_ > 1 && !network)
-        return base::report(Status::transport, "init", "run on one host, or build a network conduit",
-                            "the job spans %u hosts but this build has no network conduit", host_count_);
-    if (!same_host && !network)
-        return base::report(Status::transport, "init", "configure with a conduit (--enable-smp)", "no conduit is compiled in");
+    const std::string &route = base::knob_string(base::Knob::ROUTE);
+    if (route != "auto" && route != "network")
+        return base::report(Status::argument, op, "set SLUICE_ROUTE to auto or network", "SLUICE_ROUTE=%s", route.c_str());
+    const bool all_network = route == "network";
+    if ((host_count_ > 1 || all_network) && !network)
+        return base::report(Status::transport, op,
+                            all_network ? "unset SLUICE_ROUTE, or build a network conduit (configure --enable-udp)"
+                                        : "run on one host, or build a network conduit (configure --enable-udp)",
+                            "%s but this build has no network conduit",
+                            all_network ? "SLUICE_ROUTE=network" : "the job spans hosts");
+    // The rank itself always goes over the same-host conduit (which also
+    // owns the segment): a network conduit never carries a rank's messages
+    // to itself.
+    if (!same_host)
+        return base::report(Status::transport, op, "configure with the smp conduit (--enable-smp)",
+                            "no same-host conduit is compiled in");
     route_.assign(size_, nullptr);
     auto start = [&](const conduit::TransportInfo &info, std::vector<Rank> peers) -> Status {
         auto t = info.create();
@@ -153,17 +167,16 @@ Status Runtime::init_transports() {
         transports_.push_back(std::move(t));
         return Status::ok;
     };
-    if (same_host) {
-        if (Status s = start(*same_host, local_ranks_); s != Status::ok) return s;
-    }
-    if (host_count_ > 1) {
-        std::vector<Rank> remote;
-        for (Rank r = 0; r < size_; ++r)
-            if (host_of_[r] != host_of_[rank_]) remote.push_back(r);
+    std::vector<Rank> local = all_network ? std::vector<Rank>{rank_} : local_ranks_, remote;
+    for (Rank r = 0; r < size_; ++r)
+        if (std::find(local.begin(), local.end(), r) == local.end()) remote.push_back(r);
+    if (Status s = start(*same_host, local); s != Status::ok) return s;
+    if (size_ > 1 && (host_count_ > 1 || all_network)) {
         if (Status s = start(*network, remote); s != Status::ok) return s;
     }
-    native_barrier_ = host_count_ == 1 && transports_.size() == 1 &&
-                      transports_[0]->capabilities().native_barrier;
+    native_barrier_ = transports_.size() == 1 && transports_[0]->capabilities().native_barrier;
+    base::say("routing: %zu peers over %s, %zu over %s", local.size(), transports_[0]->name(), remote.size(),
+              transports_.size() > 1 ? transports_[1]->name() : "nothing");
     return Status::ok;
 }
 
@@ -174,6 +187,10 @@ Status Runtime::finalize() {
         return base::report(Status::context, op, "finalize after the handler returns", "called from a handler");
     (void)rma.nbi_sync();
     if (Status s = barrier(); s != Status::ok) return s;
+    // What this rank sent must arrive before it stops polling: a peer may
+    // still wait for the retransmission of a lost datagram.
+    const std::uint64_t linger = base::now_ns() + 1'000'000'000;
+    for (auto &t : transports_) t->quiesce(linger);
     progress_thread_stop();
     am.credit_stats_write();
     // Nobody sends to us after the barrier; a bootstrap barrier makes sure

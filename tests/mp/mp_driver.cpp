@@ -22,17 +22,20 @@ struct Config {
     int ranks = 2;
     bool native_rma = true;
     const char *credits = nullptr;  // SLUICE_CREDIT_POLICY with SLUICE_CREDIT_FLOW=1, null: not set
+    bool udp = false;               // SLUICE_ROUTE=network: every peer over the udp conduit
 };
 
 void PrintTo(const Config &c, std::ostream *os) {
     *os << c.ranks << " ranks, " << (c.native_rma ? "native" : "reference") << " RMA";
     if (c.credits) *os << ", SLUICE_CREDIT_FLOW=1 SLUICE_CREDIT_POLICY=" << c.credits;
+    if (c.udp) *os << ", SLUICE_ROUTE=network (udp)";
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config> &info) {
     std::string n = "N" + std::to_string(info.param.ranks);
     n += info.param.native_rma ? "_native" : "_reference";
     if (info.param.credits) n += std::string("_credits_") + info.param.credits;
+    if (info.param.udp) n += "_udp";
     return n;
 }
 
@@ -70,6 +73,15 @@ std::vector<Config> by_ranks_and_rma() {
     return v;
 }
 
+// Every peer but the rank itself over the udp conduit (issue 6): the AM and
+// RMA suites on the network path, on one host.  The udp conduit needs
+// credits, so its own credit engine runs (dynamic policy).
+std::vector<Config> over_udp() {
+    std::vector<Config> v;
+    for (int n : reduced() ? std::vector<int>{2} : std::vector<int>{2, 3, 4}) v.push_back({n, true, nullptr, true});
+    return v;
+}
+
 // Preconditions every job needs; a missing piece is a build problem, not a skip.
 void require_programs() {
     ASSERT_TRUE(executable(launcher_path())) << "launcher not built: " << launcher_path();
@@ -89,6 +101,7 @@ protected:
         for (auto &a : args) spec.program.push_back(a);
         spec.env = std::move(env);
         if (!c.native_rma) spec.env.emplace_back("SLUICE_NATIVE_RMA", "0");
+        if (c.udp) spec.env.emplace_back("SLUICE_ROUTE", "network");
         if (c.credits) {
             // 4 per peer (static, dynamic) and 16 to lend: senders stall,
             // the bank runs dry, revokes and reclaims happen.
@@ -157,6 +170,7 @@ TEST_P(AmCategories, PayloadsZeroOneMaxAndMaxPlusOne) {
     expect_error_lines(r, GetParam().ranks, false);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmCategories, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, AmCategories, ::testing::ValuesIn(over_udp()), config_name);
 
 class AmMaxMediumKnob : public MpTest {};
 TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
@@ -171,24 +185,28 @@ INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, 
 class AmArguments : public MpTest {};
 TEST_P(AmArguments, ZeroToSixteenInEveryCategoryThroughCAndCpp) { expect_success(run({"args"})); }
 INSTANTIATE_TEST_SUITE_P(Mp, AmArguments, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, AmArguments, ::testing::ValuesIn(over_udp()), config_name);
 
 class AmChains : public MpTest {};
 TEST_P(AmChains, RequestReplyRoundTripsAndMultiHopTokens) {
     expect_success(run({"chain", std::to_string(scaled(300, 100, 60)), std::to_string(scaled(20, 8, 5))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmChains, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, AmChains, ::testing::ValuesIn(over_udp()), config_name);
 
 class AmHiddenReplies : public MpTest {};
 TEST_P(AmHiddenReplies, HandlersThatNeverReplyDoNotStallTheSender) {
     expect_success(run({"hidden", std::to_string(scaled(2000, 500, 300))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmHiddenReplies, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, AmHiddenReplies, ::testing::ValuesIn(over_udp()), config_name);
 
 class AmFlood : public MpTest {};
 TEST_P(AmFlood, ThousandsOutstandingInBothDirections) {
     expect_success(run({"flood", std::to_string(scaled(5000, 2000, 1000))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmFlood, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, AmFlood, ::testing::ValuesIn(over_udp()), config_name);
 
 // Credit knobs: statistics written per rank; a bad policy named with the
 // choices; a fixed receive space that cannot hold the shares named too.
@@ -229,6 +247,7 @@ INSTANTIATE_TEST_SUITE_P(Mp, CreditKnobs, ::testing::Values(Config{3, true, null
 class Rma : public MpTest {};
 TEST_P(Rma, PutGetOneByteTo16MiBEveryCompletionMode) { expect_success(run({"rma"}, 240)); }
 INSTANTIATE_TEST_SUITE_P(Mp, Rma, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, Rma, ::testing::ValuesIn(over_udp()), config_name);
 
 // ---- collectives, queries ---------------------------------------------------
 class BarrierStorm : public MpTest {};
@@ -237,12 +256,14 @@ TEST_P(BarrierStorm, ThousandsOfBarriersWithAMsInterleaved) {
                        180));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, BarrierStorm, ::testing::ValuesIn(by_ranks()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, BarrierStorm, ::testing::ValuesIn(over_udp()), config_name);
 
 class Allgather : public MpTest {};
 TEST_P(Allgather, EveryLengthUpToMaxMedium) {
     expect_success(run({"allgather", std::to_string(scaled(20, 8, 5))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Allgather, ::testing::ValuesIn(by_ranks()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, Allgather, ::testing::ValuesIn(over_udp()), config_name);
 
 class HostQueries : public MpTest {};
 TEST_P(HostQueries, RanksHostsAndSegments) {
@@ -257,6 +278,7 @@ TEST_P(Basic, InitPutGetBarrierFinalize) {
     expect_success(run({"basic", std::to_string(GetParam().ranks)}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Basic, ::testing::ValuesIn(by_ranks()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, Basic, ::testing::ValuesIn(over_udp()), config_name);
 
 // Without a launcher a Sluice program is a 1-rank job.
 TEST(Singleton, WithoutLauncherIsOneRank) {
@@ -277,6 +299,7 @@ INSTANTIATE_TEST_SUITE_P(Mp, Threads,
                          ::testing::Values(Config{2, true, nullptr}, Config{2, false, nullptr}, Config{4, true, nullptr},
                                            Config{4, false, nullptr}, Config{2, true, "static"}),
                          config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, Threads, ::testing::Values(Config{2, true, nullptr, true}), config_name);
 
 // ---- bad input -------------------------------------------------------------
 class BadInput : public MpTest {};
@@ -286,6 +309,7 @@ TEST_P(BadInput, ClearErrorsAndNoCorruption) {
     expect_error_lines(r, GetParam().ranks, false);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, BadInput, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
+INSTANTIATE_TEST_SUITE_P(Udp, BadInput, ::testing::ValuesIn(over_udp()), config_name);
 
 class BadInputQuiet : public MpTest {};
 TEST_P(BadInputQuiet, QuietErrorsStillReturnTheStatus) {

@@ -174,4 +174,9 @@ std::size_t encode(const Header &h, const Am *am, const void *payload, std::size
     return size;
 }
 
+void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack) {
+    store32(datagram + at_ack, ack);
+    store32(datagram + at_sack, sack);
+}
+
 } // namespace sluice::conduit::udp::wire

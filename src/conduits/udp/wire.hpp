@@ -107,4 +107,8 @@ inline constexpr std::size_t encoded_size(bool has_am, unsigned nargs, std::size
 std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                    std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message);
 
+// Rewrites the cumulative and selective ack of an encoded datagram, so a
+// retransmission carries what the sender knows now.
+void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack);
+
 } // namespace sluice::conduit::udp::wire

@@ -1,0 +1,900 @@
+// src/conduits/udp/udp.cpp - the udp conduit: reliable active messages over
+// UDP datagrams (README.md has the design, the knobs and the wire format).
+//
+// One non-blocking UDP socket per rank.  Each ordered pair of ranks has its
+// own sequence numbers: the sender numbers every datagram and keeps it until
+// the receiver acknowledges it, sending it again after a timeout that follows
+// the measured round trip and doubles on every retry; the receiver accepts
+// datagrams in order, holding early ones in a window, so every handler runs
+// exactly once and the fragments of a message arrive one after the other.
+// Acks ride on data going back, or go alone after SLUICE_UDP_ACK_DELAY; a
+// selective-ack bitmap lets the sender resend only the holes.  Sends and
+// receives are batched with sendmmsg and recvmmsg.
+//
+// Locking: `lock_` covers the socket, every peer's state and the buffers.
+// Handlers run outside it, on one thread at a time (`deliver_flag_`), in
+// each peer's order.  A handler whose send waits for room polls
+// (Transport::send_retry); that nested poll receives and processes acks but
+// delivers nothing: room comes back with acks alone.
+#include "conduits/udp/udp.hpp"
+
+#include "base/knobs.hpp"
+#include "conduits/udp/wire.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::conduit::udp {
+namespace {
+
+constexpr unsigned batch = 32;                   // datagrams per recvmmsg / sendmmsg
+constexpr std::size_t max_medium_bytes = 65536;
+constexpr std::size_t max_long_bytes = 1u << 20;
+constexpr std::uint64_t rto_max_ns = 200'000'000;
+constexpr unsigned sack_bits = 32;
+constexpr unsigned ip_udp_header_bytes = 28;
+constexpr Rank no_rank = ~Rank{0};
+
+// Sequence numbers wrap: they are compared by signed distance.
+inline std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b); }
+
+// Set while this thread is inside one of the conduit's socket calls.
+thread_local bool in_socket_call = false;
+// This thread's identity for Lock (the address of a thread-local).
+thread_local char thread_marker;
+
+// A spinlock that its holder may take again from inside one of the
+// conduit's socket calls: an exit that starts in a signal handler which
+// interrupted recvmmsg or sendmmsg must still send and receive.  The
+// interrupted call never resumes (exit does not return).
+class Lock {
+public:
+    // False when this was such a re-entry: the caller must not unlock.
+    bool lock() {
+        if (in_socket_call && owner_.load(std::memory_order_relaxed) == &thread_marker) return false;
+        for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
+            while (flag_.load(std::memory_order_relaxed)) {
+                if (++spins < 256) __builtin_ia32_pause();
+                else ::sched_yield();  // the holder may be descheduled
+            }
+        }
+        owner_.store(&thread_marker, std::memory_order_relaxed);
+        return true;
+    }
+    void unlock() {
+        owner_.store(nullptr, std::memory_order_relaxed);
+        flag_.store(false, std::memory_order_release);
+    }
+
+private:
+    std::atomic<bool> flag_{false};
+    std::atomic<const char *> owner_{nullptr};
+};
+
+class Guard {
+public:
+    explicit Guard(Lock &l) : lock_(l), taken_(l.lock()) {}
+    ~Guard() {
+        if (taken_) lock_.unlock();
+    }
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+
+private:
+    Lock &lock_;
+    bool taken_;
+};
+
+// Datagram-sized buffers, reused: a datagram sent stays in its buffer until
+// it is acknowledged, a datagram received until its handler has run.
+class Buffers {
+public:
+    void configure(std::size_t bytes) { bytes_ = bytes; }
+    std::uint8_t *get() {
+        if (free_.empty()) {
+            all_.emplace_back(new std::uint8_t[bytes_]);  // not zeroed: pages are touched only as used
+            return all_.back().get();
+        }
+        std::uint8_t *b = free_.back();
+        free_.pop_back();
+        return b;
+    }
+    void put(std::uint8_t *b) { free_.push_back(b); }
+    std::size_t bytes() const { return bytes_; }
+    void clear() {
+        free_.clear();
+        all_.clear();
+    }
+
+private:
+    std::size_t bytes_ = 0;
+    std::vector<std::uint8_t *> free_;
+    std::vector<std::unique_ptr<std::uint8_t[]>> all_;
+};
+
+// A datagram I sent (or will send when the window has room) to a peer.
+struct Outbound {
+    std::uint8_t *bytes = nullptr;
+    std::uint32_t length = 0;
+    std::uint32_t seq = 0;
+    std::uint64_t sent_ns = 0;  // last transmission
+    std::uint16_t tries = 0;    // transmissions so far
+    bool sacked = false;        // the receiver has it (selective ack); not yet freed
+};
+
+// A datagram received in order (or early), waiting for its handler.
+struct Received {
+    Rank source = 0;
+    std::uint8_t *buffer = nullptr;
+    wire::Datagram datagram;
+};
+
+// The message whose fragments are arriving from one peer.  Touched only by
+// the thread that holds the delivery flag.
+struct Assembly {
+    bool open = false;
+    AmHeader header;
+    std::uint32_t args[wire::max_args] = {};
+    std::uint32_t received = 0;
+    std::vector<std::uint8_t> medium;  // a Medium payload of several datagrams
+};
+
+struct Peer {
+    sockaddr_in address{};
+    bool reachable = false;  // routed over this transport
+    bool active = false;     // in UdpTransport::active_
+    // sending
+    std::uint32_t next_seq = 1;
+    std::deque<Outbound> out;       // [0, in_flight) sent and unacknowledged, then waiting for the window
+    std::size_t in_flight = 0;
+    std::size_t waiting_bytes = 0;  // bytes of out beyond in_flight
+    std::uint64_t waiting_since_ns = 0;  // in_flight became non-zero, or an ack last freed some
+    std::uint64_t heard_ns = 0;          // a valid datagram last came from the peer
+    std::uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
+    // receiving
+    std::uint32_t expected = 1;     // next sequence number accepted in order
+    std::vector<Received> early;    // held out of order, by seq % window (allocated on first use)
+    std::size_t early_count = 0;
+    bool ack_owed = false;          // received data not yet acknowledged
+    bool ack_now = false;           // acknowledge at the next flush (a hole, a duplicate, a probe)
+    std::uint64_t ack_due_ns = 0;
+    unsigned ack_pending = 0;       // datagrams received since the last ack
+    std::array<std::uint8_t, wire::header_bytes> ack_datagram{};
+    Assembly assembly;
+};
+
+struct Counters {
+    std::uint64_t sent = 0, retransmitted = 0, acks_sent = 0, received = 0, send_errors = 0;
+    std::uint64_t wire[wire::drop_reasons] = {};
+    std::uint64_t address = 0, duplicate = 0, window = 0;
+};
+
+std::string address_text(const sockaddr_in &a) {
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+    return std::string(ip) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+// The local IPv4 address to use and the interface it is on.
+bool address_pick(bool one_host, in_addr &address, std::string &interface, std::string &error) {
+    const std::string &want = base::knob_string(base::Knob::UDP_ADDRESS);
+    if (want.empty() && one_host) {
+        address.s_addr = htonl(INADDR_LOOPBACK);
+        interface = "lo";
+        return true;
+    }
+    in_addr literal{};
+    const bool is_literal = !want.empty() && ::inet_pton(AF_INET, want.c_str(), &literal) == 1;
+    if (is_literal && literal.s_addr == htonl(INADDR_ANY)) {
+        error = "SLUICE_UDP_ADDRESS=0.0.0.0 is not an address peers can send to";
+        return false;
+    }
+    ifaddrs *list = nullptr;
+    if (::getifaddrs(&list) != 0) {
+        error = std::string("getifaddrs: ") + std::strerror(errno);
+        return false;
+    }
+    std::string seen;
+    bool found = false;
+    for (ifaddrs *i = list; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+        const in_addr a = reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr;
+        char text[INET_ADDRSTRLEN];
+        ::inet_ntop(AF_INET, &a, text, sizeof text);
+        seen += std::string(seen.empty() ? "" : ", ") + i->ifa_name + " " + text;
+        if (is_literal ? a.s_addr == literal.s_addr
+                       : want.empty() ? !(i->ifa_flags & IFF_LOOPBACK) : want == i->ifa_name) {
+            address = a;
+            interface = i->ifa_name;
+            found = true;
+        }
+    }
+    ::freeifaddrs(list);
+    if (found) return true;
+    if (want.empty())
+        error = "the job spans hosts but this host has no up non-loopback IPv4 interface (it has: " + seen + ")";
+    else
+        error = "SLUICE_UDP_ADDRESS=" + want + " is neither an address of this host nor an interface with an IPv4 "
+                "address (this host has: " + seen + ")";
+    return false;
+}
+
+int interface_mtu(int fd, const std::string &interface) {
+    ifreq r{};
+    std::snprintf(r.ifr_name, sizeof r.ifr_name, "%s", interface.c_str());
+    if (::ioctl(fd, SIOCGIFMTU, &r) != 0) return 1500;
+    return r.ifr_mtu;
+}
+
+// What every rank tells the others at start-up.
+struct AddressRecord {
+    std::uint32_t ip;    // network order
+    std::uint16_t port;  // network order
+    std::uint16_t unused;
+    std::uint32_t mtu;
+    std::uint32_t window;
+};
+
+class UdpTransport final : public Transport {
+public:
+    UdpTransport() : Transport("udp", Capabilities{}) {}
+    ~UdpTransport() override { close_socket(); }
+
+protected:
+    Status init_impl() override {
+        const TransportSetup &s = setup();
+        const char *op = "init (udp)";
+        Capabilities &caps = capabilities_mutable();
+        caps.max_medium = max_medium_bytes;
+        caps.max_long = max_long_bytes;
+        caps.needs_credits = true;  // a flood would overrun the peer's socket buffer
+
+        window_ = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_WINDOW), 8, 1024));
+        ack_delay_ns_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_ACK_DELAY))) * 1000;
+        rto_min_ns_ = static_cast<std::uint64_t>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_RTO_MIN), 10, 1'000'000)) * 1000;
+        peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::UDP_PEER_TIMEOUT));
+        peer_timeout_ns_ = static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
+
+        bool one_host = true;
+        for (std::uint32_t h : s.host_of) one_host &= h == s.host_of[s.rank];
+        in_addr ip{};
+        std::string interface, error;
+        if (!address_pick(one_host, ip, interface, error))
+            return base::report(Status::transport, op, "set SLUICE_UDP_ADDRESS to an address or interface of this host",
+                                "%s", error.c_str());
+        fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd_ < 0)
+            return base::report(Status::resource, op, "check the limit on open files (ulimit -n)", "socket: %s",
+                                std::strerror(errno));
+        sockaddr_in mine{};
+        mine.sin_family = AF_INET;
+        mine.sin_addr = ip;
+        socklen_t length = sizeof mine;
+        if (::bind(fd_, reinterpret_cast<sockaddr *>(&mine), sizeof mine) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr *>(&mine), &length) != 0)
+            return base::report(Status::resource, op, "set SLUICE_UDP_ADDRESS to an address of this host",
+                                "cannot bind a UDP socket to %s: %s", address_text(mine).c_str(), std::strerror(errno));
+        socket_buffers_set();
+
+        int mtu = static_cast<int>(base::knob_int(base::Knob::UDP_MTU));
+        const bool mtu_given = mtu != 0;
+        if (!mtu_given) mtu = std::min(interface_mtu(fd_, interface), 65535);  // lo says 65536
+        if (mtu < 576 || mtu > 65535)
+            return base::report(Status::argument, op, "set SLUICE_UDP_MTU between 576 and 65535 (0: the interface's)",
+                                "MTU of %d bytes", mtu);
+
+        // The secret: rank 0's random 64 bits, through the bootstrap.
+        std::string secret(8, '\0');
+        if (s.rank == 0 && ::getrandom(secret.data(), 8, 0) != 8)
+            return base::report(Status::resource, op, nullptr, "getrandom failed: %s", std::strerror(errno));
+        if (!s.bootstrap->broadcast(0, secret) || secret.size() != 8)
+            return base::report(Status::bootstrap, op, "check that every rank started", "broadcast of the job secret failed");
+        std::memcpy(&expect_.secret, secret.data(), 8);
+
+        const AddressRecord record{mine.sin_addr.s_addr, mine.sin_port, 0, static_cast<std::uint32_t>(mtu), window_};
+        std::vector<std::string> all;
+        if (!s.bootstrap->allgather(&record, sizeof record, all))
+            return base::report(Status::bootstrap, op, "check that every rank started", "allgather of udp addresses failed");
+        peers_ = std::vector<Peer>(s.size);
+        recv_window_ = window_;
+        std::uint32_t path_mtu = static_cast<std::uint32_t>(mtu);
+        for (Rank r : s.peers) {
+            AddressRecord theirs{};
+            if (all[r].size() != sizeof theirs)
+                return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                    "rank %u sent a udp address record of %zu bytes", r, all[r].size());
+            std::memcpy(&theirs, all[r].data(), sizeof theirs);
+            Peer &p = peers_[r];
+            p.address.sin_family = AF_INET;
+            p.address.sin_addr.s_addr = theirs.ip;
+            p.address.sin_port = theirs.port;
+            p.reachable = true;
+            p.rto_ns = std::max(rto_min_ns_, std::uint64_t{10'000'000});  // before any round trip is measured
+            recv_window_ = std::max(recv_window_, theirs.window);
+            if (!mtu_given) path_mtu = std::min(path_mtu, theirs.mtu);
+        }
+        datagram_max_ = std::min<std::size_t>(path_mtu - ip_udp_header_bytes, wire::max_datagram);
+        buffers_.configure(datagram_max_);
+        for (auto &b : rx_) b = buffers_.get();
+        expect_.me = s.rank;
+        expect_.size = s.size;
+        expect_.max_message = static_cast<std::uint32_t>(std::max(max_medium_bytes, max_long_bytes));
+        queue_limit_ = std::max<std::size_t>(2 * max_long_bytes, std::size_t{window_} * datagram_max_);
+
+        // With same-host peers on another conduit, a poll that finds nothing
+        // here backs off further: their round trips must not pay a system
+        // call on every poll.
+        max_stride_ = 8;
+        for (Rank r = 0; r < s.size; ++r)
+            if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
+        stride_.store(1, std::memory_order_relaxed);
+        me_address_ = mine;
+        base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, window_);
+        return Status::ok;
+    }
+
+    Status send_impl(Rank peer, const AmMessage &m) override {
+        const AmHeader &h = m.header;
+        const std::size_t total = h.category == AmCategory::short_ ? 0 : h.payload_length;
+        if (h.nargs > wire::max_args || total > expect_.max_message)
+            return base::report(Status::too_large, "send (udp)", "this is a Sluice bug: src/am checks sizes first",
+                                "message of %zu bytes with %u arguments to rank %u", total, h.nargs, peer);
+        Peer &p = peers_[peer];
+        Guard g(lock_);
+        if (p.waiting_bytes > queue_limit_) return Status::not_ready;
+        wire::Header w;
+        w.kind = wire::Kind::data;
+        w.secret = expect_.secret;
+        w.source = setup().rank;
+        w.dest = peer;
+        w.message_length = static_cast<std::uint32_t>(total);
+        wire::Am am;
+        am.handler = h.handler;
+        am.category = static_cast<std::uint8_t>(h.category);
+        am.nargs = h.nargs;
+        am.flags = h.flags;
+        am.credit = (h.flags & am_flag_credit) ? h.credit : 0;
+        am.dest_addr = h.category == AmCategory::long_ ? h.dest_addr : 0;
+        std::copy(m.args, m.args + h.nargs, am.args);
+        const auto *payload = static_cast<const std::uint8_t *>(m.payload);
+        std::size_t offset = 0;
+        do {
+            const bool first = offset == 0;
+            const std::size_t room = datagram_max_ - wire::encoded_size(first, first ? h.nargs : 0, 0);
+            const std::size_t n = std::min(room, total - offset);
+            w.seq = p.next_seq++;
+            w.fragment_offset = static_cast<std::uint32_t>(offset);
+            std::uint8_t *buf = buffers_.get();
+            const std::size_t length =
+                wire::encode(w, first ? &am : nullptr, payload + offset, n, buf, datagram_max_, expect_.max_message);
+            p.out.push_back(Outbound{buf, static_cast<std::uint32_t>(length), w.seq});
+            p.waiting_bytes += length;
+            offset += n;
+        } while (offset < total);
+        const std::uint64_t now = base::now_ns();
+        window_fill(peer, p, now);
+        tx_flush();
+        return Status::ok;
+    }
+
+    int poll_impl(PollMode) override {
+        if (ready_count_.load(std::memory_order_relaxed) == 0) {
+            const unsigned s = skipped_.load(std::memory_order_relaxed) + 1;
+            if (s < stride_.load(std::memory_order_relaxed)) {
+                skipped_.store(s, std::memory_order_relaxed);
+                return 0;
+            }
+        }
+        skipped_.store(0, std::memory_order_relaxed);
+        progress(false);
+        return deliver_ready();
+    }
+
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
+        // Only when no same-host conduit owns the segment: private memory.
+        key.clear();
+        *base = nullptr;
+        if (size == 0) return Status::ok;
+        void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return base::report(Status::resource, "segment_attach (udp)", "ask for a smaller segment",
+                                "cannot map %zu bytes: %s", size, std::strerror(errno));
+        own_segment_ = p;
+        own_segment_bytes_ = size;
+        *base = p;
+        return Status::ok;
+    }
+
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override {
+        segment_base_ = all[setup().rank].base;
+        segment_bytes_ = all[setup().rank].size;
+        return Status::ok;
+    }
+
+    // Exit from inside a handler: that handler never returns, so the next
+    // poll on this thread must be free to deliver (the exit messages).
+    void dispatch_abandon_impl() override {
+        if (!delivering_) return;
+        delivering_ = false;
+        deliver_flag_.store(false, std::memory_order_release);
+    }
+
+    void quiesce_impl(std::uint64_t deadline_ns) override {
+        for (;;) {
+            const bool idle = progress(true);
+            deliver_ready();
+            if (idle || base::now_ns() > deadline_ns) break;
+            base::idle();
+        }
+    }
+
+    void fini_impl() override {
+        if (fd_ >= 0 && base::knob_bool(base::Knob::UDP_STATS)) stats_print();
+        close_socket();
+        Guard g(lock_);
+        peers_.clear();
+        ready_.clear();
+        buffers_.clear();
+        if (own_segment_) ::munmap(own_segment_, own_segment_bytes_);
+        own_segment_ = nullptr;
+    }
+
+private:
+    void close_socket() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    void socket_buffers_set() {
+        const int want = static_cast<int>(std::min<std::size_t>(base::knob_size(base::Knob::UDP_SOCKET_BUFFER), 1u << 30));
+        // Root may go beyond net.core.[rw]mem_max; anyone else gets at most that.
+        if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
+            (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+        if (::setsockopt(fd_, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof want) != 0)
+            (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
+    }
+
+    // One round of protocol work: receive a batch, run the timers, send
+    // what is due.  `quiescing`: acknowledge everything owed at once.
+    // Returns true when nothing I sent is unacknowledged and no ack is owed.
+    bool progress(bool quiescing) {
+        Rank silent = no_rank;
+        bool idle = true;
+        {
+            Guard g(lock_);
+            if (fd_ < 0) return true;
+            const std::uint64_t now = base::now_ns();
+            const int got = receive(now);
+            timers(now, quiescing, silent);
+            tx_flush();
+            const unsigned stride = stride_.load(std::memory_order_relaxed);
+            stride_.store(got ? 1 : std::min(stride * 2, max_stride_), std::memory_order_relaxed);
+            idle = active_.empty();
+        }
+        if (silent != no_rank) peer_silent(silent);
+        return idle;
+    }
+
+    // Under lock_.  Returns how many datagrams arrived.
+    int receive(std::uint64_t now) {
+        mmsghdr msgs[batch];
+        iovec iov[batch];
+        sockaddr_in from[batch];
+        for (unsigned i = 0; i < batch; ++i) {
+            iov[i] = {rx_[i], datagram_max_};
+            msgs[i] = {};
+            msgs[i].msg_hdr.msg_name = &from[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        in_socket_call = true;
+        const int n = ::recvmmsg(fd_, msgs, batch, MSG_DONTWAIT, nullptr);
+        in_socket_call = false;
+        for (int i = 0; i < n; ++i) {
+            const bool truncated = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 ||
+                                   msgs[i].msg_hdr.msg_namelen != sizeof(sockaddr_in);
+            if (arrived(rx_[i], truncated ? 0 : msgs[i].msg_len, from[i], now)) rx_[i] = buffers_.get();
+        }
+        return std::max(n, 0);
+    }
+
+    // Under lock_.  One datagram; true when it was kept (its buffer is taken).
+    bool arrived(std::uint8_t *buf, std::size_t n, const sockaddr_in &from, std::uint64_t now) {
+        wire::Datagram d;
+        if (const wire::Drop why = wire::decode(buf, n, expect_, d); why != wire::Drop::none) {
+            ++counters_.wire[static_cast<std::size_t>(why)];
+            return false;
+        }
+        const Rank source = d.header.source;
+        Peer &p = peers_[source];
+        if (!p.reachable || from.sin_addr.s_addr != p.address.sin_addr.s_addr || from.sin_port != p.address.sin_port) {
+            ++counters_.address;
+            return false;
+        }
+        ++counters_.received;
+        p.heard_ns = now;
+        acked(source, p, d.header.ack, d.header.sack, now);
+        switch (d.header.kind) {
+        case wire::Kind::ack: return false;
+        case wire::Kind::probe:
+            ack_owe(source, p, now, true);
+            return false;
+        case wire::Kind::data: break;
+        }
+        const std::int32_t ahead = seq_diff(d.header.seq, p.expected);
+        if (ahead < 0) {  // had it: the ack was lost
+            ++counters_.duplicate;
+            ack_owe(source, p, now, true);
+            return false;
+        }
+        if (ahead >= static_cast<std::int32_t>(recv_window_)) {
+            ++counters_.window;
+            return false;
+        }
+        if (ahead > 0) {  // early: hold it, and tell the sender of the hole at once
+            if (p.early.empty()) p.early.resize(recv_window_);
+            Received &slot = p.early[d.header.seq % recv_window_];
+            const bool keep = slot.buffer == nullptr;
+            if (keep) {
+                slot = Received{source, buf, d};
+                ++p.early_count;
+            } else {
+                ++counters_.duplicate;
+            }
+            ack_owe(source, p, now, true);
+            return keep;
+        }
+        ready_.push_back(Received{source, buf, d});
+        ++p.expected;
+        while (p.early_count) {
+            Received &slot = p.early[p.expected % recv_window_];
+            if (!slot.buffer) break;
+            ready_.push_back(slot);
+            slot.buffer = nullptr;
+            --p.early_count;
+            ++p.expected;
+        }
+        ready_count_.store(ready_.size(), std::memory_order_release);
+        ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
+        return true;
+    }
+
+    void ack_owe(Rank r, Peer &p, std::uint64_t now, bool at_once) {
+        if (!p.ack_owed) p.ack_due_ns = now + ack_delay_ns_;
+        p.ack_owed = true;
+        p.ack_now |= at_once;
+        activate(r, p);
+    }
+
+    // Under lock_: the peer's cumulative and selective ack.
+    void acked(Rank r, Peer &p, std::uint32_t ack, std::uint32_t sack, std::uint64_t now) {
+        bool freed = false;
+        while (p.in_flight && seq_diff(p.out.front().seq, ack) <= 0) {
+            const Outbound &o = p.out.front();
+            if (o.tries == 1) rtt_sample(p, now - o.sent_ns);  // Karn: never from a retransmission
+            buffers_.put(o.bytes);
+            p.out.pop_front();
+            --p.in_flight;
+            freed = true;
+        }
+        if (freed) p.waiting_since_ns = now;
+        if (sack && p.in_flight) {
+            const std::uint32_t front = p.out.front().seq;
+            for (unsigned i = 0; i < sack_bits; ++i) {
+                if (!(sack >> i & 1)) continue;
+                const std::uint32_t index = ack + 2 + i - front;
+                if (index < p.in_flight) p.out[index].sacked = true;
+            }
+            // The receiver has later datagrams but not this one: resend it
+            // now rather than at its timeout (once; then the timer rules).
+            Outbound &hole = p.out.front();
+            if (!hole.sacked && hole.tries == 1) stage(r, p, hole, now);
+        }
+        if (freed) window_fill(r, p, now);
+    }
+
+    void rtt_sample(Peer &p, std::uint64_t sample) {
+        if (!p.srtt_ns) {
+            p.srtt_ns = sample;
+            p.rttvar_ns = sample / 2;
+        } else {
+            const std::uint64_t delta = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
+            p.rttvar_ns = (3 * p.rttvar_ns + delta) / 4;
+            p.srtt_ns = (7 * p.srtt_ns + sample) / 8;
+        }
+        p.rto_ns = std::clamp(p.srtt_ns + 4 * p.rttvar_ns, rto_min_ns_, rto_max_ns);
+    }
+
+    // Under lock_: sends what the window allows.
+    void window_fill(Rank r, Peer &p, std::uint64_t now) {
+        while (p.in_flight < p.out.size() && p.in_flight < window_) {
+            Outbound &o = p.out[p.in_flight++];
+            p.waiting_bytes -= o.length;
+            if (p.in_flight == 1) p.waiting_since_ns = now;
+            stage(r, p, o, now);
+        }
+    }
+
+    // Under lock_: queues one data datagram for the next tx_flush, with the
+    // freshest ack (which then need not go alone).
+    void stage(Rank r, Peer &p, Outbound &o, std::uint64_t now) {
+        wire::ack_update(o.bytes, p.expected - 1, sack_of(p));
+        p.ack_owed = p.ack_now = false;
+        p.ack_pending = 0;
+        if (o.tries++) ++counters_.retransmitted;
+        o.sent_ns = now;
+        tx_add(o.bytes, o.length, p.address);
+        activate(r, p);
+    }
+
+    std::uint32_t sack_of(const Peer &p) const {
+        if (!p.early_count) return 0;
+        std::uint32_t bits = 0;
+        for (unsigned i = 0; i < sack_bits && i + 1 < recv_window_; ++i) {
+            const Received &slot = p.early[(p.expected + 1 + i) % recv_window_];
+            if (slot.buffer && slot.datagram.header.seq == p.expected + 1 + i) bits |= 1u << i;
+        }
+        return bits;
+    }
+
+    void activate(Rank r, Peer &p) {
+        if (p.active) return;
+        p.active = true;
+        active_.push_back(r);
+    }
+
+    // Under lock_: retransmissions, acks that are due, peers gone silent.
+    void timers(std::uint64_t now, bool quiescing, Rank &silent) {
+        for (std::size_t i = 0; i < active_.size();) {
+            const Rank r = active_[i];
+            Peer &p = peers_[r];
+            for (std::size_t j = 0; j < p.in_flight; ++j) {
+                Outbound &o = p.out[j];
+                if (o.sacked) continue;
+                const std::uint64_t timeout = std::min(p.rto_ns << std::min<unsigned>(o.tries - 1, 16), rto_max_ns);
+                if (now - o.sent_ns >= timeout) stage(r, p, o, now);
+            }
+            if (p.in_flight && now - std::max(p.heard_ns, p.waiting_since_ns) > peer_timeout_ns_ && !silent_reported_) {
+                silent = r;
+                silent_reported_ = true;
+            }
+            if (p.ack_owed && (p.ack_now || quiescing || now >= p.ack_due_ns)) ack_send(r, p);
+            if (p.out.empty() && !p.ack_owed) {
+                p.active = false;
+                active_[i] = active_.back();
+                active_.pop_back();
+                continue;
+            }
+            ++i;
+        }
+    }
+
+    void ack_send(Rank r, Peer &p) {
+        wire::Header h;
+        h.kind = wire::Kind::ack;
+        h.secret = expect_.secret;
+        h.source = setup().rank;
+        h.dest = r;
+        h.ack = p.expected - 1;
+        h.sack = sack_of(p);
+        const std::size_t n = wire::encode(h, nullptr, nullptr, 0, p.ack_datagram.data(), p.ack_datagram.size(), 0);
+        p.ack_owed = p.ack_now = false;
+        p.ack_pending = 0;
+        ++counters_.acks_sent;
+        tx_add(p.ack_datagram.data(), n, p.address);
+    }
+
+    void tx_add(std::uint8_t *bytes, std::size_t n, sockaddr_in &to) {
+        if (tx_count_ == batch) tx_flush();
+        tx_[tx_count_++] = Staged{bytes, n, &to};
+    }
+
+    // Under lock_: sends what was staged.  A datagram the kernel refuses
+    // (a full socket buffer, a firewall) is as good as lost: its timer
+    // sends it again.
+    void tx_flush() {
+        mmsghdr msgs[batch];
+        iovec iov[batch];
+        for (unsigned i = 0; i < tx_count_; ++i) {
+            iov[i] = {tx_[i].bytes, tx_[i].length};
+            msgs[i] = {};
+            msgs[i].msg_hdr.msg_name = tx_[i].to;
+            msgs[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        unsigned done = 0;
+        while (done < tx_count_) {
+            in_socket_call = true;
+            const int n = ::sendmmsg(fd_, msgs + done, tx_count_ - done, 0);
+            in_socket_call = false;
+            if (n > 0) {
+                done += static_cast<unsigned>(n);
+                counters_.sent += static_cast<unsigned>(n);
+            } else if (errno != EINTR) {
+                ++counters_.send_errors;
+                ++done;
+            }
+        }
+        tx_count_ = 0;
+    }
+
+    // Runs the handlers of datagrams received in order, a batch at most,
+    // on one thread at a time and never nested in a handler.
+    int deliver_ready() {
+        if (delivering_ || ready_count_.load(std::memory_order_acquire) == 0) return 0;
+        if (deliver_flag_.exchange(true, std::memory_order_acquire)) return 0;
+        delivering_ = true;
+        int n = 0;
+        for (unsigned k = 0; k < batch && delivering_; ++k) {
+            Received r;
+            {
+                Guard g(lock_);
+                if (ready_.empty()) break;
+                r = ready_.front();
+                ready_.pop_front();
+                ready_count_.store(ready_.size(), std::memory_order_relaxed);
+            }
+            n += consume(r);
+            Guard g(lock_);
+            buffers_.put(r.buffer);
+        }
+        if (delivering_) {
+            delivering_ = false;
+            deliver_flag_.store(false, std::memory_order_release);
+        }
+        return n;
+    }
+
+    // One in-order datagram: starts or continues its peer's message and runs
+    // the handler once the message is whole.  Returns 1 if a handler ran.
+    int consume(const Received &r) {
+        const wire::Datagram &d = r.datagram;
+        Assembly &a = peers_[r.source].assembly;
+        if (d.has_am) {
+            a.open = true;
+            a.received = 0;
+            a.header = AmHeader{};
+            a.header.handler = d.am.handler;
+            a.header.category = static_cast<AmCategory>(d.am.category);
+            a.header.nargs = d.am.nargs;
+            a.header.flags = d.am.flags;
+            a.header.credit = d.am.credit;
+            a.header.source = r.source;
+            a.header.payload_length = d.header.message_length;
+            a.header.dest_addr = d.am.dest_addr;
+            std::copy(d.am.args, d.am.args + d.am.nargs, a.args);
+            if (a.header.category == AmCategory::long_ && !segment_holds(a.header.dest_addr, d.header.message_length))
+                base::fatal("AM receive (udp)", "this is a Sluice bug: senders check Long targets",
+                            "a Long of %u bytes from rank %u to %#llx is outside this rank's segment",
+                            d.header.message_length, r.source, static_cast<unsigned long long>(a.header.dest_addr));
+            if (a.header.category == AmCategory::medium && d.payload_length < d.header.message_length)
+                a.medium.resize(d.header.message_length);
+        } else if (!a.open || d.header.fragment_offset != a.received) {
+            base::fatal("AM receive (udp)", "this is a Sluice bug",
+                        "fragment at offset %u of a message from rank %u, expected offset %u", d.header.fragment_offset,
+                        r.source, a.open ? a.received : 0);
+        }
+        const std::uint32_t offset = d.header.fragment_offset;
+        void *payload = nullptr;
+        if (a.header.category == AmCategory::long_) {
+            payload = reinterpret_cast<void *>(a.header.dest_addr);
+            if (d.payload_length) std::memcpy(static_cast<char *>(payload) + offset, d.payload, d.payload_length);
+        } else if (a.header.category == AmCategory::medium) {
+            if (d.has_am && d.payload_length == d.header.message_length) {
+                payload = const_cast<std::uint8_t *>(d.payload);  // whole in one datagram: no copy
+            } else {
+                std::memcpy(a.medium.data() + offset, d.payload, d.payload_length);
+                payload = a.medium.data();
+            }
+        }
+        a.received += static_cast<std::uint32_t>(d.payload_length);
+        if (a.received < d.header.message_length) return 0;
+        a.open = false;
+        deliver(a.header, a.args, payload);
+        return 1;
+    }
+
+    bool segment_holds(std::uint64_t addr, std::uint64_t n) const {
+        return addr >= segment_base_ && n <= segment_bytes_ && addr - segment_base_ <= segment_bytes_ - n;
+    }
+
+    [[noreturn]] void peer_silent(Rank r) {
+        std::string where;
+        {
+            Guard g(lock_);
+            where = address_text(peers_[r].address);
+        }
+        char fix[200];
+        std::snprintf(fix, sizeof fix,
+                      "check that rank %u is alive and polls; a rank that computes without polling for longer "
+                      "needs a larger SLUICE_UDP_PEER_TIMEOUT or SLUICE_PROGRESS_THREAD=1", r);
+        base::fatal("udp", fix, "rank %u (%s) has acknowledged nothing for %.1f s (SLUICE_UDP_PEER_TIMEOUT=%g): taking it for dead",
+                    r, where.c_str(), peer_timeout_s_, peer_timeout_s_);
+    }
+
+    void stats_print() {
+        Guard g(lock_);
+        std::string drops;
+        for (std::size_t i = 1; i < wire::drop_reasons; ++i)
+            drops += std::string(wire::drop_name(static_cast<wire::Drop>(i))) + " " + std::to_string(counters_.wire[i]) + ", ";
+        std::fprintf(stderr,
+                     "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu), "
+                     "received %llu; dropped: %saddress %llu, duplicate %llu, beyond window %llu\n",
+                     setup().rank, static_cast<unsigned long long>(counters_.sent),
+                     static_cast<unsigned long long>(counters_.retransmitted),
+                     static_cast<unsigned long long>(counters_.acks_sent),
+                     static_cast<unsigned long long>(counters_.send_errors),
+                     static_cast<unsigned long long>(counters_.received), drops.c_str(),
+                     static_cast<unsigned long long>(counters_.address),
+                     static_cast<unsigned long long>(counters_.duplicate),
+                     static_cast<unsigned long long>(counters_.window));
+        for (Rank r = 0; r < peers_.size(); ++r)
+            if (peers_[r].reachable && peers_[r].srtt_ns)
+                std::fprintf(stderr, "sluice[rank %u] udp: to rank %u: round trip %.1f us (+- %.1f), retransmission timeout %.1f us\n",
+                             setup().rank, r, peers_[r].srtt_ns / 1e3, peers_[r].rttvar_ns / 1e3, peers_[r].rto_ns / 1e3);
+    }
+
+    struct Staged {
+        std::uint8_t *bytes;
+        std::size_t length;
+        sockaddr_in *to;
+    };
+
+    Lock lock_;
+    int fd_ = -1;
+    sockaddr_in me_address_{};
+    wire::Expect expect_;
+    std::size_t datagram_max_ = 0;
+    std::size_t queue_limit_ = 0;
+    unsigned window_ = 64, recv_window_ = 64;
+    std::uint64_t ack_delay_ns_ = 0, rto_min_ns_ = 0, peer_timeout_ns_ = 0;
+    double peer_timeout_s_ = 0;
+    bool silent_reported_ = false;
+    std::vector<Peer> peers_;
+    std::vector<Rank> active_;  // peers with data in flight or an ack owed
+    Buffers buffers_;
+    std::array<std::uint8_t *, batch> rx_{};
+    std::array<Staged, batch> tx_{};
+    unsigned tx_count_ = 0;
+    std::deque<Received> ready_;
+    std::atomic<std::size_t> ready_count_{0};
+    std::atomic<bool> deliver_flag_{false};
+    static thread_local bool delivering_;
+    // Polls skipped since the last receive, and how many to skip while
+    // nothing arrives (1 after traffic, doubling to max_stride_).
+    std::atomic<unsigned> skipped_{0}, stride_{1};
+    unsigned max_stride_ = 8;
+    Counters counters_;
+    void *own_segment_ = nullptr;
+    std::size_t own_segment_bytes_ = 0;
+    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+};
+
+thread_local bool UdpTransport::delivering_ = false;
+
+} // namespace
+
+std::unique_ptr<Transport> make_udp_transport() { return std::make_unique<UdpTransport>(); }
+
+} // namespace sluice::conduit::udp
