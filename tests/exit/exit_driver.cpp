@@ -69,9 +69,12 @@ std::vector<ExitCase> exit_cases() {
 struct Param {
     int ranks;
     ExitCase c;
+    bool udp = false;  // SLUICE_ROUTE=network: every peer over the udp conduit
 };
 
-void PrintTo(const Param &p, std::ostream *os) { *os << p.c.what << " " << p.c.value << " at " << p.ranks << " ranks"; }
+void PrintTo(const Param &p, std::ostream *os) {
+    *os << p.c.what << " " << p.c.value << " at " << p.ranks << " ranks" << (p.udp ? " over udp" : "");
+}
 
 std::vector<Param> params() {
     std::vector<int> ranks = reduced() ? std::vector<int>{2, 4} : std::vector<int>{1, 2, 3, 4, 8};
@@ -81,8 +84,20 @@ std::vector<Param> params() {
     return v;
 }
 
+// The same cases with every peer on udp (issue 6), plus a peer that stops
+// answering: the others end the job once SLUICE_UDP_PEER_TIMEOUT passes,
+// with an error naming the silent rank.
+std::vector<Param> udp_params() {
+    std::vector<ExitCase> cases = exit_cases();
+    cases.push_back({"PeerStoppedTimesOut", "stopped", Who::last, "", 1, {{"SLUICE_UDP_PEER_TIMEOUT", "1.5"}}, 0, false,
+                     "SLUICE_UDP_PEER_TIMEOUT"});
+    std::vector<Param> v;
+    for (const auto &c : cases) v.push_back({reduced() ? 2 : 3, c, true});
+    return v;
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param> &info) {
-    return info.param.c.name + "_N" + std::to_string(info.param.ranks);
+    return info.param.c.name + "_N" + std::to_string(info.param.ranks) + (info.param.udp ? "_udp" : "");
 }
 
 void require_programs() {
@@ -111,6 +126,7 @@ TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
     if (p.c.who != Who::none) spec.program.push_back(std::to_string(p.c.who == Who::first ? 0 : p.ranks - 1));
     if (!p.c.value.empty()) spec.program.push_back(p.c.value);
     spec.env = p.c.env;
+    if (p.udp) spec.env.emplace_back("SLUICE_ROUTE", "network");
     spec.time_limit = hard_limit;
     if (p.c.launcher_signal) {
         spec.ready_line = "READY";
@@ -129,9 +145,14 @@ TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
     if (!p.c.expect_in_err.empty()) {
         EXPECT_NE(r.err.find(p.c.expect_in_err), std::string::npos) << r.describe();
     }
+    if (p.c.what == "stopped") {
+        const std::string silent = "rank " + std::to_string(p.ranks - 1) + " (";
+        EXPECT_NE(r.err.find(silent), std::string::npos) << "the error must name the silent rank\n" << r.describe();
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Exit, JobExit, ::testing::ValuesIn(params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Udp, JobExit, ::testing::ValuesIn(udp_params()), param_name);
 
 // ---- the launcher itself ---------------------------------------------------
 

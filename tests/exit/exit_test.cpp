@@ -112,7 +112,9 @@ void usage() {
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
                  "  errors-fatal RANK          SLUICE_ERRORS_FATAL=1: RANK makes a bad call\n"
-                 "  ready                      print READY, then every rank polls until killed\n");
+                 "  ready                      print READY, then every rank polls until killed\n"
+                 "  stopped RANK               RANK stops itself (SIGSTOP); the others send it AMs until the\n"
+                 "                             udp conduit's peer timeout ends the job (SLUICE_ROUTE=network)\n");
 }
 
 } // namespace
@@ -190,6 +192,20 @@ int main(int argc, char **argv) {
         if (me != exiter) wait_forever(Wait::barrier, exiter);
         wait_for_notices(exiter);
         die_by(sig);
+    }
+    if (which == "stopped") {
+        setup();
+        if (me == exiter) {
+            std::fflush(nullptr);
+            ::raise(SIGSTOP);  // a hung peer: alive, but it never answers
+            fail_at(__FILE__, __LINE__, "stopped", "rank %u was continued", me);
+        }
+        // Requests to the stopped rank are never acknowledged: the job must
+        // end with an error naming it once SLUICE_UDP_PEER_TIMEOUT passes.
+        for (;;) {
+            (void)sluice_am_request_short(exiter, h_notice, nullptr, 0);
+            for (int i = 0; i < 1000; ++i) (void)sluice_poll();
+        }
     }
     if (which == "before-attach") {
         setup(0);  // handlers and a barrier, no segment
