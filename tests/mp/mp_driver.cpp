@@ -249,6 +249,39 @@ TEST_P(Rma, PutGetOneByteTo16MiBEveryCompletionMode) { expect_success(run({"rma"
 INSTANTIATE_TEST_SUITE_P(Mp, Rma, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Udp, Rma, ::testing::ValuesIn(over_udp()), config_name);
 
+// ---- udp: strangers on the sockets ------------------------------------------
+// Random bytes, a well-formed datagram with another job's secret, and
+// stubs: each receiver's counters (SLUICE_UDP_STATS) show every one dropped
+// for its reason, and the job's own traffic is unaffected.
+class UdpIntruders : public MpTest {};
+TEST_P(UdpIntruders, StrangersDatagramsAreDroppedAndCounted) {
+    const int per_kind = 100;
+    JobResult r = run({"intruder", std::to_string(per_kind)}, 120, {{"SLUICE_UDP_STATS", "1"}});
+    expect_success(r);
+    const int n = GetParam().ranks;
+    EXPECT_EQ(count_occurrences(r.out, "INTRUDER rank"), n) << r.describe();
+    std::regex sent("INTRUDER rank [0-9]+ magic ([0-9]+) secret ([0-9]+) truncated ([0-9]+)");
+    std::regex dropped("udp: .*dropped: truncated ([0-9]+), magic ([0-9]+), secret ([0-9]+)");
+    long sent_magic = 0, sent_secret = 0, sent_truncated = 0, got_magic = 0, got_secret = 0, got_truncated = 0;
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), sent), end; it != end; ++it) {
+        sent_magic += std::stol((*it)[1]);
+        sent_secret += std::stol((*it)[2]);
+        sent_truncated += std::stol((*it)[3]);
+    }
+    int lines = 0;
+    for (std::sregex_iterator it(r.err.begin(), r.err.end(), dropped), end; it != end; ++it, ++lines) {
+        got_truncated += std::stol((*it)[1]);
+        got_magic += std::stol((*it)[2]);
+        got_secret += std::stol((*it)[3]);
+    }
+    EXPECT_EQ(lines, n) << "every rank prints its udp counters\n" << r.describe();
+    EXPECT_EQ(sent_magic, long{per_kind} * n) << r.describe();
+    EXPECT_EQ(got_magic, sent_magic) << r.describe();
+    EXPECT_EQ(got_secret, sent_secret) << r.describe();
+    EXPECT_EQ(got_truncated, sent_truncated) << r.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Udp, UdpIntruders, ::testing::ValuesIn(over_udp()), config_name);
+
 // ---- collectives, queries ---------------------------------------------------
 class BarrierStorm : public MpTest {};
 TEST_P(BarrierStorm, ThousandsOfBarriersWithAMsInterleaved) {

@@ -1,0 +1,133 @@
+// tests/mp/mp_udp.cpp - strangers on the udp conduit's sockets.
+//
+// intruder [datagrams]: run with SLUICE_ROUTE=network and SLUICE_UDP_STATS=1.
+// Every rank finds its own udp socket (its port in /proc/net/udp, by the
+// inode of a descriptor in /proc/self/fd), the ranks allgather the ports,
+// and each rank sends the next one, from an ordinary socket of its own,
+// `datagrams` of each kind of garbage: random bytes (dropped as "magic"),
+// a well-formed header with a wrong job secret, as a datagram from another
+// job would carry ("secret"), and 10-byte stubs that start like a Sluice
+// datagram ("truncated").  Meanwhile the ranks run request/reply round
+// trips to each other, which must all complete.  Each rank prints
+// "INTRUDER rank R magic N secret N truncated N" with what it sent; the driver
+// checks the receivers' udp counters against those figures.
+#include "tests/mp/mp_cases.hpp"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace sluice_test::mp {
+namespace {
+
+enum : sluice_handler_t { h_ask = 90, h_answer };
+
+std::atomic<std::uint64_t> answers{0};
+
+void on_ask(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    std::uint32_t back = args[0] + 1;
+    TOK(sluice_am_reply_short(token, h_answer, &back, 1));
+}
+void on_answer(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { answers.fetch_add(1); }
+
+// The local port of this process's IPv4 UDP socket (there is one: the
+// conduit's), from /proc/net/udp and the socket inodes of /proc/self/fd.
+std::uint16_t own_udp_port() {
+    std::set<unsigned long> inodes;
+    DIR *d = ::opendir("/proc/self/fd");
+    TCHECK(d != nullptr, "cannot list /proc/self/fd");
+    while (dirent *e = ::readdir(d)) {
+        char link[64] = {}, path[300];
+        std::snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        unsigned long inode = 0;
+        if (::readlink(path, link, sizeof link - 1) > 0 && std::sscanf(link, "socket:[%lu]", &inode) == 1)
+            inodes.insert(inode);
+    }
+    ::closedir(d);
+    std::FILE *f = std::fopen("/proc/net/udp", "r");
+    TCHECK(f != nullptr, "cannot read /proc/net/udp");
+    char line[512];
+    std::uint16_t port = 0;
+    while (std::fgets(line, sizeof line, f)) {
+        unsigned address = 0, local_port = 0;
+        unsigned long inode = 0;
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+        if (std::sscanf(line, " %*d: %x:%x %*x:%*x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &address, &local_port, &inode) == 3 &&
+            inodes.count(inode))
+            port = static_cast<std::uint16_t>(local_port);
+    }
+    std::fclose(f);
+    TCHECK(port != 0, "no udp socket of this process in /proc/net/udp (run with SLUICE_ROUTE=network)");
+    return port;
+}
+
+void store32(std::uint8_t *p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> 8 * i);
+}
+
+} // namespace
+
+int case_intruder(int argc, char **argv) {
+    const int per_kind = argc > 2 ? std::atoi(argv[2]) : 100;
+    TOK(sluice_handler_register(h_ask, on_ask, SLUICE_AM_SHORT, 1));
+    TOK(sluice_handler_register(h_answer, on_answer, SLUICE_AM_SHORT, 1));
+    attach(1 << 16);
+    std::vector<std::uint32_t> ports(nranks);
+    const std::uint32_t mine = own_udp_port();
+    TOK(sluice_allgather(&mine, ports.data(), sizeof mine));
+    const sluice_rank_t next = (me + 1) % nranks;
+
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    TCHECK(fd >= 0, "socket");
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(static_cast<std::uint16_t>(ports[next]));
+    int sent[3] = {0, 0, 0};  // magic, secret, truncated
+    const int round_trips = std::max(200, per_kind);
+    for (int i = 0; i < round_trips; ++i) {
+        std::uint32_t n = static_cast<std::uint32_t>(i);
+        TOK(sluice_am_request_short(next, h_ask, &n, 1));
+        // Strangers' datagrams between the job's own, one of each kind per
+        // round trip.
+        if (i < per_kind) {
+            std::uint8_t d[200];
+            TCHECK(::getrandom(d, sizeof d, 0) == sizeof d, "getrandom");
+            const std::size_t len = 48 + d[0] % 150;
+            d[0] = 0;  // never the magic by chance
+            if (::sendto(fd, d, len, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(len)) ++sent[0];
+            // A well-formed Short from rank `me` with another secret.
+            std::uint8_t h[48 + 16] = {};
+            store32(h, 0x31554c53);  // magic
+            h[4] = 1;                // data
+            h[5] = 1;                // AM section follows
+            std::memcpy(h + 8, d + 8, 8);  // a secret, random
+            store32(h + 16, me);
+            store32(h + 20, next);
+            store32(h + 24, 1 + static_cast<std::uint32_t>(i));
+            h[48] = h_ask;
+            if (::sendto(fd, h, sizeof h, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof h) ++sent[1];
+            if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[2];
+        }
+        WAIT_UNTIL(answers.load() == static_cast<std::uint64_t>(i) + 1);
+    }
+    ::close(fd);
+    TOK(sluice_barrier());
+    std::printf("INTRUDER rank %u magic %d secret %d truncated %d\n", me, sent[0], sent[1], sent[2]);
+    std::fflush(stdout);
+    TOK(sluice_finalize());  // the conduit prints its counters (SLUICE_UDP_STATS=1)
+    return 0;
+}
+
+} // namespace sluice_test::mp
