@@ -151,11 +151,9 @@ std::uint8_t AmEngine::credit_acquire(Rank dest, const Send &m) {
         n = static_cast<unsigned>((bytes + credit_->config().credit_bytes - 1) / credit_->config().credit_bytes);
     }
     std::uint8_t byte = 0;
-    while (!credit_->request_begin(dest, n, byte)) {
-        route_[dest]->poll(PollMode::all);
-        credit_flush();
-        base::idle();
-    }
+    // Every transport is polled while waiting, not only the one to `dest`:
+    // the credits may be held up by a peer that waits on us over another.
+    while (!credit_->request_begin(dest, n, byte)) poll(PollMode::all);
     if (credit_->sys_pending()) credit_flush();
     return byte;
 }

@@ -65,6 +65,8 @@ struct Capabilities {
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
 };
 
+enum class PollMode { all, replies_only };
+
 // What a conduit is told at start-up.
 struct TransportSetup {
     Rank rank = 0;
@@ -74,6 +76,11 @@ struct TransportSetup {
     spawner::Bootstrap *bootstrap = nullptr;
     DeliverFn deliver = nullptr;
     void *deliver_context = nullptr;
+    // Polls every transport of the rank (src/am): what a send waiting for
+    // room runs, since the peer it waits on may itself wait on us over
+    // another transport.  Null: this transport alone.
+    int (*progress)(void *context, PollMode mode) = nullptr;
+    void *progress_context = nullptr;
     std::string job_id;                   // for names of shared objects
 };
 
@@ -89,8 +96,6 @@ struct SegmentRecord {
 struct TransportStats {
     std::atomic<std::uint64_t> send_full{0};  // sends that had to poll and retry
 };
-
-enum class PollMode { all, replies_only };
 
 class Transport {
 public:
@@ -213,8 +218,8 @@ protected:
     virtual void fini_impl() {}
 
 private:
-    // The queue was full: poll (replies only, for a reply) and try again
-    // until it fits or the send deadline passes.
+    // The queue was full: poll every transport (replies only, for a reply)
+    // and try again until it fits or the send deadline passes.
     Status send_retry(Rank peer, const AmMessage &m);
 
     const char *name_;

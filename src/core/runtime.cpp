@@ -161,6 +161,8 @@ Status Runtime::init_transports() {
         setup.bootstrap = bootstrap_.get();
         setup.deliver = am::AmEngine::deliver;
         setup.deliver_context = &am;
+        setup.progress = [](void *engine, conduit::PollMode mode) { return static_cast<am::AmEngine *>(engine)->poll(mode); };
+        setup.progress_context = &am;
         setup.job_id = job_id_;
         if (Status s = t->init(setup); s != Status::ok) return s;
         for (Rank r : peers) route_[r] = t.get();

@@ -282,6 +282,36 @@ TEST_P(UdpIntruders, StrangersDatagramsAreDroppedAndCounted) {
 }
 INSTANTIATE_TEST_SUITE_P(Udp, UdpIntruders, ::testing::ValuesIn(over_udp()), config_name);
 
+// ---- smp and udp in one job --------------------------------------------------
+// Two "hosts" on this machine: each rank runs in its own UTS namespace named
+// after rank / 2 (`unshare --uts`, root), so pairs of ranks share a host and
+// talk over smp while the rest of the job goes over udp.  A rank waiting on
+// one transport must keep the other moving (the credit wait and a full
+// queue poll every transport), or the job deadlocks.
+class MixedRoutes : public ::testing::TestWithParam<std::vector<std::string>> {};
+TEST_P(MixedRoutes, SameHostPairsOverSmpTheRestOverUdp) {
+    require_programs();
+    ASSERT_EQ(::geteuid(), 0u) << "this test needs root for unshare --uts (CI runs as root)";
+    JobSpec spec;
+    spec.ranks = 4;
+    std::string command = "hostname mixed-$((SLUICE_RANK / 2)) && exec \"$0\" \"$@\"";
+    spec.program = {"unshare", "--uts", "sh", "-c", command, mp_program()};
+    for (const auto &a : GetParam()) spec.program.push_back(a);
+    spec.env = {{"SLUICE_UDP_ADDRESS", "127.0.0.1"}, {"SLUICE_UDP_PEER_TIMEOUT", "20"}, {"SLUICE_VERBOSE", "1"}};
+    spec.time_limit = 120;
+    JobResult r = run_job(spec);
+    expect_success(r);
+    // Each rank routed one peer over smp and two over udp.
+    EXPECT_EQ(count_occurrences(r.err, "routing: 2 peers over smp, 2 over udp"), 4) << r.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Udp, MixedRoutes,
+                         ::testing::ValuesIn(reduced() ? std::vector<std::vector<std::string>>{{"flood", "1000"}}
+                                                       : std::vector<std::vector<std::string>>{{"flood", "2000"},
+                                                                                               {"hidden", "1000"},
+                                                                                               {"chain", "100", "5"},
+                                                                                               {"rma"}}),
+                         [](const ::testing::TestParamInfo<std::vector<std::string>> &info) { return info.param[0]; });
+
 // ---- collectives, queries ---------------------------------------------------
 class BarrierStorm : public MpTest {};
 TEST_P(BarrierStorm, ThousandsOfBarriersWithAMsInterleaved) {

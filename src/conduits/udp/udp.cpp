@@ -341,9 +341,10 @@ protected:
         queue_limit_ = std::max<std::size_t>(2 * max_long_bytes, std::size_t{window_} * datagram_max_);
 
         // With same-host peers on another conduit, a poll that finds nothing
-        // here backs off further: their round trips must not pay a system
-        // call on every poll.
-        max_stride_ = 8;
+        // here makes the next ones skip the socket (up to 63 of them): their
+        // round trips must not pay a system call on every poll.  Without
+        // them every poll looks, as a bare socket loop would.
+        max_stride_ = 1;
         for (Rank r = 0; r < s.size; ++r)
             if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
         stride_.store(1, std::memory_order_relaxed);
@@ -396,7 +397,10 @@ protected:
         return Status::ok;
     }
 
-    int poll_impl(PollMode) override {
+    // A poll for replies only (a reply waiting for room on some transport)
+    // runs no handler here: room on udp comes back with acks alone, and a
+    // request handler must not run nested inside another handler.
+    int poll_impl(PollMode mode) override {
         if (ready_count_.load(std::memory_order_relaxed) == 0) {
             const unsigned s = skipped_.load(std::memory_order_relaxed) + 1;
             if (s < stride_.load(std::memory_order_relaxed)) {
@@ -406,7 +410,7 @@ protected:
         }
         skipped_.store(0, std::memory_order_relaxed);
         progress(false);
-        return deliver_ready();
+        return mode == PollMode::all ? deliver_ready() : 0;
     }
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
