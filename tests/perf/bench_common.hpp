@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -86,8 +87,10 @@ public:
     ResultFile(const ResultFile &) = delete;
     ResultFile &operator=(const ResultFile &) = delete;
     bool ok() const { return file_ != nullptr; }
+    // A figure that could not be measured (NaN) is left out: the reader
+    // stops at a value it cannot parse.
     void add(std::string_view metric, std::size_t size, double value) {
-        if (!file_)
+        if (!file_ || std::isnan(value))
             return;
         std::fprintf(file_, "%.*s %zu %.6g\n", static_cast<int>(metric.size()),
                      metric.data(), size, value);
@@ -105,6 +108,8 @@ struct CommonOptions {
     bool all_sizes = false;
     std::string only;          // measure only metrics whose name contains this
     std::size_t only_size = 0; // --size N: sized figures at N bytes only
+    long count = 0;            // --count N: messages of the exactly-once worker
+    bool any_transport = false; // --any-transport: udp kinds accept any conduit
     Scale scale;
 
     bool wanted(std::string_view metric, std::size_t size = 0) const {
@@ -127,6 +132,10 @@ inline CommonOptions parse_common(int argc, char **argv) {
             o.only = argv[++i];
         else if (a == "--size" && i + 1 < argc)
             o.only_size = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--count" && i + 1 < argc)
+            o.count = std::atol(argv[++i]);
+        else if (a == "--any-transport")
+            o.any_transport = true;
         else if (a == "--longer" && i + 1 < argc)
             o.scale.multiplier = std::max(1L, std::atol(argv[++i]));
     }

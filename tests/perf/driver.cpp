@@ -7,13 +7,22 @@
 // here.  Jobs write "metric size value" lines into a temporary folder; every
 // figure is the median over the repetitions.  Launch times and shared memory
 // per rank come after.  Every job runs under a hard time limit.
+//
+// The udp section (when the build has the udp conduit, or --udp alone) adds
+// to each repetition a job over udp (SLUICE_ROUTE=network, sluice-bench
+// --worker udp) and the forked bare UDP ping-pong, and after the repetitions
+// one exactly-once job.
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
+#include "tests/perf/sockets.hpp"
+
+#include "conduits/transport.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -57,6 +66,15 @@ void usage(std::FILE *to) {
         "  --shm-ranks LIST    rank counts of the memory measurement (2,8,32)\n"
         "  --skip-launch       no launch-time comparison\n"
         "  --skip-shm          no shared-memory measurement\n"
+        "  --udp               only the udp section: the udp conduit (SLUICE_ROUTE=network)\n"
+        "                      against bare UDP and TCP on 127.0.0.1, exactly-once\n"
+        "                      delivery, default routing; a full run includes it when\n"
+        "                      the build has the udp conduit\n"
+        "  --no-udp            no udp section\n"
+        "  --udp-count N       AM Short requests each way of the exactly-once check\n"
+        "                      (1000000; --quick 50000)\n"
+        "  --udp-any-transport run the udp section on whatever conduit the job gets\n"
+        "                      (tests the benchmark itself; the figures are not udp's)\n"
         "  --timeout SECONDS   hard limit per job (300)\n"
         "  --wait-idle SECONDS before each repetition, wait up to this long for the\n"
         "                      machine to be quiet (5; 0: do not wait)\n"
@@ -112,6 +130,14 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.skip_launch = true;
         } else if (a == "--skip-shm") {
             o.skip_shm = true;
+        } else if (a == "--udp") {
+            o.udp = Options::Udp::only;
+        } else if (a == "--no-udp") {
+            o.udp = Options::Udp::skip;
+        } else if (a == "--udp-count") {
+            o.udp_count = std::max(1L, std::atol(value("--udp-count").c_str()));
+        } else if (a == "--udp-any-transport") {
+            o.udp_any_transport = true;
         } else if (a == "--timeout") {
             o.timeout = std::atof(value("--timeout").c_str());
         } else if (a == "--wait-idle") {
@@ -135,7 +161,21 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
+    if (o.udp == Options::Udp::only)
+        o.skip_launch = o.skip_shm = o.no_mpi = true;
     return true;
+}
+
+bool build_has_udp() {
+    for (const auto &t : conduit::transport_registry())
+        if (t.network && std::strcmp(t.name, "udp") == 0)
+            return true;
+    return false;
+}
+
+// --only NAME keeps `metric` (a name as the jobs write it)?
+bool only_keeps(const Options &o, const std::string &metric) {
+    return o.only.empty() || metric.find(o.only) != std::string::npos;
 }
 
 } // namespace
@@ -156,6 +196,31 @@ int driver_main(int argc, char **argv) {
     if (geteuid() == 0) {
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    }
+    // Routing is the benchmark's to choose: default for the suite,
+    // SLUICE_ROUTE=network for the udp jobs only.
+    if (const char *route = std::getenv("SLUICE_ROUTE")) {
+        std::printf("  (SLUICE_ROUTE=%s ignored: the suite runs with default routing, the "
+                    "udp section sets its own)\n", route);
+        unsetenv("SLUICE_ROUTE");
+    }
+    const bool udp_only = o.udp == Options::Udp::only;
+    std::string udp_note;
+    bool udp = false;
+    if (o.udp == Options::Udp::skip) {
+        udp_note = "udp section skipped (--no-udp)";
+    } else if (o.udp_any_transport) {
+        udp = true;
+        udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
+                   "its figures are not udp's unless the build routes them there";
+    } else if (build_has_udp()) {
+        udp = o.only != "launch" && o.only != "shm";
+    } else if (udp_only) {
+        std::fprintf(stderr, "sluice-bench: --udp: this build has no udp conduit "
+                             "(sluice-info --conduits)\n");
+        return 2;
+    } else {
+        udp_note = "udp section skipped: this build has no udp conduit (sluice-info --conduits)";
     }
 
     const std::string self = self_path();
@@ -195,7 +260,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -238,11 +303,20 @@ int driver_main(int argc, char **argv) {
         sluice_cmd.push_back(a);
     sluice_cmd.push_back(self);
     std::vector<std::string> mpi_cmd{o.mpirun, "-n", "2", o.mpi_reference, "--suite"};
-    std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
+    // The udp jobs print the conduit's counters at finalize (into their logs).
+    const std::vector<std::string> network_route{"SLUICE_ROUTE=network", "SLUICE_UDP_STATS=1"};
+    std::vector<std::string> udp_extra = extra;
+    if (o.udp_any_transport)
+        udp_extra.push_back("--any-transport");
+    if (!udp_only)
+        std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
-    else
+    else if (!mpi_note.empty())
         std::printf("  %s\n", mpi_note.c_str());
+    if (udp)
+        std::printf("  udp:    SLUICE_ROUTE=network %s --worker udp (and exactly-once)\n",
+                    describe(sluice_cmd).c_str());
     std::fflush(stdout);
 
     Samples samples;
@@ -250,8 +324,29 @@ int driver_main(int argc, char **argv) {
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
     double busiest = 0;
-    const bool run_suite = o.only != "launch" && o.only != "shm";
-    for (int rep = 0; run_suite && rep < o.reps; ++rep) {
+    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only;
+    // --udp alone: the default-routing AM round trip comes from a suite job
+    // of its own (the full run has it from the suite).
+    const bool default_job = udp_only && only_keeps(o, "am_short_rtt");
+    bool udp_failed = false; // a failed udp job is not run again (each may take --timeout)
+    // Runs one worker job writing NAME.txt and NAME.log in the temporary
+    // folder, collects its figures (and, with `udp_prefix`, the conduit's
+    // counters from its log) and reports a failure as `what`.
+    auto collect = [&](std::vector<std::string> cmd, const std::string &name, const char *what,
+                       const std::vector<std::string> &env = {}, const char *udp_prefix = nullptr) {
+        cmd.push_back(tmp.path + "/" + name + ".txt");
+        const std::string log = tmp.path + "/" + name + ".log";
+        JobResult r = run_job(cmd, log, o.timeout, env);
+        read_results(tmp.path + "/" + name + ".txt", samples);
+        if (udp_prefix)
+            read_udp_stats(log, udp_prefix, samples);
+        if (!r.ok) {
+            ++job_failures;
+            show_failure(what, cmd, r, log);
+        }
+        return r;
+    };
+    for (int rep = 0; (run_suite || udp) && rep < o.reps; ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
             ++busy_reps;
@@ -259,40 +354,78 @@ int driver_main(int argc, char **argv) {
         std::fprintf(stderr, "rep %d/%d (machine %.0f%% busy before):", rep + 1, o.reps,
                      busy * 100);
         const std::string tag = std::to_string(rep);
-        {
+        if (run_suite) {
             auto cmd = sluice_cmd;
-            for (const char *a : {"--worker", "suite", "--out"})
+            for (const char *a : {"--worker", "suite"})
                 cmd.push_back(a);
-            cmd.push_back(tmp.path + "/sluice-" + tag + ".txt");
             cmd.insert(cmd.end(), extra.begin(), extra.end());
-            const std::string log = tmp.path + "/sluice-" + tag + ".log";
-            JobResult r = run_job(cmd, log, o.timeout);
-            read_results(tmp.path + "/sluice-" + tag + ".txt", samples);
-            if (!r.ok) {
-                ++job_failures;
-                show_failure("Sluice suite", cmd, r, log);
-            }
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "sluice-" + tag, "Sluice suite");
             std::fprintf(stderr, " sluice %.1fs", r.seconds);
         }
         if (have_mpi) {
             auto cmd = mpi_cmd;
-            cmd.push_back("--out");
-            cmd.push_back(tmp.path + "/mpi-" + tag + ".txt");
             cmd.insert(cmd.end(), extra.begin(), extra.end());
-            const std::string log = tmp.path + "/mpi-" + tag + ".log";
-            JobResult r = run_job(cmd, log, o.timeout);
-            read_results(tmp.path + "/mpi-" + tag + ".txt", samples);
-            if (!r.ok) {
-                ++job_failures;
-                show_failure("MPI reference", cmd, r, log);
-            }
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "mpi-" + tag, "MPI reference");
             std::fprintf(stderr, ", mpi %.1fs", r.seconds);
         }
-        const double t0 = now_ns();
-        samples[{"pingpong", 0}].push_back(cacheline_pingpong(pingpong_iters, 60));
-        samples[{"pause", 0}].push_back(pause_cost());
-        measure_memcpy(common, samples);
-        std::fprintf(stderr, ", ping-pong+memcpy %.1fs\n", (now_ns() - t0) / 1e9);
+        if (run_suite) {
+            const double t0 = now_ns();
+            samples[{"pingpong", 0}].push_back(cacheline_pingpong(pingpong_iters, 60));
+            samples[{"pause", 0}].push_back(pause_cost());
+            measure_memcpy(common, samples);
+            std::fprintf(stderr, ", ping-pong+memcpy %.1fs", (now_ns() - t0) / 1e9);
+        }
+        if (udp && default_job) {
+            auto cmd = sluice_cmd;
+            for (const char *a : {"--worker", "suite", "--only", "am_short_rtt"})
+                cmd.push_back(a);
+            if (o.quick)
+                cmd.push_back("--quick");
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "default-" + tag, "Sluice AM round trip, default routing");
+            std::fprintf(stderr, " default-routing %.1fs", r.seconds);
+        }
+        if (udp && !udp_failed) {
+            auto cmd = sluice_cmd;
+            for (const char *a : {"--worker", "udp"})
+                cmd.push_back(a);
+            cmd.insert(cmd.end(), udp_extra.begin(), udp_extra.end());
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "udp-" + tag, "Sluice over udp (SLUICE_ROUTE=network)", network_route,
+                                  "udp_job");
+            if (!r.ok) {
+                udp_failed = true;
+                std::fprintf(stderr, "sluice-bench: the udp job is not run again in the "
+                                     "later repetitions\n");
+            }
+            std::fprintf(stderr, "%sudp %.1fs", udp_only && !default_job ? " " : ", ",
+                         r.seconds);
+            if (only_keeps(o, "udp_pingpong_forked")) {
+                const double t0 = now_ns();
+                samples[{"udp_pingpong_forked", 0}].push_back(udp_pingpong_forked(
+                    rtt_iterations(0, common.scale), UdpWait::spin, 60));
+                std::fprintf(stderr, ", udp ping-pong %.1fs", (now_ns() - t0) / 1e9);
+            }
+        }
+        std::fprintf(stderr, "\n");
+    }
+    if (udp && !udp_failed && only_keeps(o, "udp_once")) {
+        auto cmd = sluice_cmd;
+        for (const char *a : {"--worker", "exactly-once"})
+            cmd.push_back(a);
+        if (o.quick)
+            cmd.push_back("--quick");
+        if (o.udp_count > 0) {
+            cmd.push_back("--count");
+            cmd.push_back(std::to_string(o.udp_count));
+        }
+        if (o.udp_any_transport)
+            cmd.push_back("--any-transport");
+        cmd.push_back("--out");
+        JobResult r = collect(cmd, "once", "exactly-once over udp (SLUICE_ROUTE=network)", network_route, "udp_once");
+        std::fprintf(stderr, "exactly-once over udp: %.1fs\n", r.seconds);
     }
 
     if (!o.skip_launch) {
@@ -361,6 +494,8 @@ int driver_main(int argc, char **argv) {
 
     findings.have_mpi = have_mpi;
     findings.mpi_note = mpi_note;
+    findings.udp = udp;
+    findings.udp_note = udp_note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <sys/types.h>
 #include <limits>
 #include <map>
 #include <string>
@@ -42,6 +43,11 @@ struct Options {
     double wait_idle = 5;
     bool keep = false;
     bool strict = false;
+    // The udp section (issue 6): auto (when the build has the udp conduit),
+    // only (--udp), skip (--no-udp).
+    enum class Udp { auto_, only, skip } udp = Udp::auto_;
+    long udp_count = 0;          // --udp-count: AMs each way of the exactly-once check
+    bool udp_any_transport = false; // --udp-any-transport: the benchmark's own test
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -65,10 +71,11 @@ struct JobResult {
     double seconds = 0;
 };
 std::string describe(const std::vector<std::string> &argv);
-// fork/exec `argv` in its own process group, stdout and stderr into `log`;
-// past `timeout` seconds the group gets SIGTERM, then SIGKILL.
+// fork/exec `argv` in its own process group, stdout and stderr into `log`,
+// with `env` ("NAME=value") added to the environment; past `timeout` seconds
+// the group gets SIGTERM, then SIGKILL.
 JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
-                  double timeout);
+                  double timeout, const std::vector<std::string> &env = {});
 void show_failure(const char *what, const std::vector<std::string> &argv,
                   const JobResult &r, const std::string &log);
 
@@ -90,6 +97,14 @@ std::string cpu_model();
 // ---- references.cpp ------------------------------------------------------------
 bool read_results(const std::string &path, Samples &samples);
 double median(std::vector<double> v);
+void read_udp_stats(const std::string &log, const std::string &prefix, Samples &samples);
+// The first `n` CPUs this process may run on, and pinning to one of them
+// (the forked ping-pongs: like the 2-rank jobs, one CPU each).
+std::vector<int> usable_cpus(std::size_t n);
+void pin_to(int cpu);
+// Waits for the two processes of a forked ping-pong, killing both once
+// `timeout` seconds have passed.
+void reap_pair(pid_t responder, pid_t measurer, double timeout);
 // ns per round trip of the bare cross-process cache-line ping-pong.
 double cacheline_pingpong(long iters, double timeout);
 // ns per x86 PAUSE instruction (NaN elsewhere).
@@ -110,6 +125,8 @@ ShmFigure aggregate_shm(const std::string &dir, int ranks);
 struct Findings {
     bool have_mpi = false;
     std::string mpi_note;
+    bool udp = false;    // the udp section ran
+    std::string udp_note;
     int busy_reps = 0;   // repetitions that started on a busy machine
     double busiest = 0;  // the busiest share seen
     std::map<int, ShmFigure> shm;

@@ -138,7 +138,7 @@ std::string describe(const std::vector<std::string> &argv) {
 }
 
 JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
-                  double timeout) {
+                  double timeout, const std::vector<std::string> &env) {
     JobResult r;
     std::vector<char *> args;
     for (const auto &a : argv)
@@ -159,6 +159,11 @@ JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
         if (out >= 0) {
             dup2(out, 1);
             dup2(out, 2);
+        }
+        for (const auto &e : env) {
+            const auto eq = e.find('=');
+            if (eq != std::string::npos)
+                setenv(e.substr(0, eq).c_str(), e.c_str() + eq + 1, 1);
         }
         execv(args[0], args.data());
         std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -38,12 +40,80 @@ bool read_results(const std::string &path, Samples &samples) {
     return any;
 }
 
+// The udp conduit's counters (SLUICE_UDP_STATS=1: one line per rank at
+// finalize, in the job's log), summed over the ranks: {prefix}_sent,
+// _retransmitted, _refused (by the kernel), _duplicates (dropped).
+void read_udp_stats(const std::string &log, const std::string &prefix, Samples &samples) {
+    std::ifstream f(log);
+    std::string line;
+    double sums[4] = {};
+    bool any = false;
+    while (std::getline(f, line)) {
+        const auto at = line.find("] udp: sent ");
+        if (at == std::string::npos)
+            continue;
+        unsigned long long sent = 0, retransmitted = 0, acks = 0, refused = 0, duplicates = 0;
+        if (std::sscanf(line.c_str() + at,
+                        "] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the "
+                        "kernel %llu)",
+                        &sent, &retransmitted, &acks, &refused) != 4)
+            continue;
+        const auto dup = line.find("duplicate ");
+        if (dup != std::string::npos)
+            duplicates = std::strtoull(line.c_str() + dup + 10, nullptr, 10);
+        sums[0] += static_cast<double>(sent);
+        sums[1] += static_cast<double>(retransmitted);
+        sums[2] += static_cast<double>(refused);
+        sums[3] += static_cast<double>(duplicates);
+        any = true;
+    }
+    if (!any)
+        return;
+    const char *names[4] = {"_sent", "_retransmitted", "_refused", "_duplicates"};
+    for (int i = 0; i < 4; ++i)
+        samples[{prefix + names[i], 0}].push_back(sums[i]);
+}
+
 double median(std::vector<double> v) {
     if (v.empty())
         return nan_value;
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::vector<int> usable_cpus(std::size_t n) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE && cpus.size() < n; ++c)
+        if (CPU_ISSET(c, &allowed))
+            cpus.push_back(c);
+    return cpus;
+}
+void pin_to(int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+}
+
+void reap_pair(pid_t responder, pid_t measurer, double timeout) {
+    const double end = now_ns() + timeout * 1e9;
+    for (pid_t child : {responder, measurer}) {
+        if (child <= 0)
+            continue;
+        while (waitpid(child, nullptr, WNOHANG) == 0) {
+            if (now_ns() > end) {  // both spin: bound the wait, then reap
+                kill(responder, SIGKILL);
+                kill(measurer, SIGKILL);
+                waitpid(child, nullptr, 0);
+                break;
+            }
+            usleep(1000);
+        }
+    }
 }
 
 // Two processes on two CPUs, two flags in separate cache lines of a shared
@@ -59,20 +129,10 @@ double cacheline_pingpong(long iters, double timeout) {
     auto *result = reinterpret_cast<double *>(static_cast<char *>(page) + 512);
     *result = nan_value;
 
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    std::vector<int> cpus;
-    for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-        if (CPU_ISSET(c, &allowed))
-            cpus.push_back(c);
+    const std::vector<int> cpus = usable_cpus(2);
     auto pin = [&](std::size_t which) {
-        if (cpus.size() < 2)
-            return;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[which], &one);
-        sched_setaffinity(0, sizeof one, &one);
+        if (cpus.size() == 2)
+            pin_to(cpus[which]);
     };
     const long warmup = warmup_of(iters);
     const std::uint64_t total = static_cast<std::uint64_t>(warmup + iters);
@@ -105,21 +165,7 @@ double cacheline_pingpong(long iters, double timeout) {
         *result = (now_ns() - t0) / static_cast<double>(iters);
         _exit(0);
     }
-    // Both spin: bound the wait, then reap.
-    const double end = now_ns() + timeout * 1e9;
-    for (pid_t child : {responder, measurer}) {
-        if (child <= 0)
-            continue;
-        while (waitpid(child, nullptr, WNOHANG) == 0) {
-            if (now_ns() > end) {
-                kill(responder, SIGKILL);
-                kill(measurer, SIGKILL);
-                waitpid(child, nullptr, 0);
-                break;
-            }
-            usleep(1000);
-        }
-    }
+    reap_pair(responder, measurer, timeout);
     const double ns = *result;
     munmap(page, bytes);
     return ns;

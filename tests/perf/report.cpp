@@ -2,6 +2,7 @@
 // One row per (figure, reference); a row may carry a target of the issue.
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/sockets.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -122,6 +123,65 @@ struct Report {
         r.check = check;
         r.threshold = threshold;
         r.title = std::move(title);
+    }
+
+    // The udp section (issue 6): every reference measured in the same job,
+    // except the forked ping-pong.
+    void build_udp() {
+        const std::string rtt = "udp conduit (2 ranks, SLUICE_ROUTE=network, 127.0.0.1; ns "
+                                "per round trip or operation)";
+        const double am = med("udp_am_short_rtt", 0);
+        const double bare = med("udp_pingpong_job", 0);
+        target(add(rtt, "udp_am_short_rtt_ns", 0, am, "udp_pingpong_rtt_ns", bare),
+               Check::ratio_at_most, 1.1,
+               "udp AM Short round trip <= 1.1 x bare UDP 8 B round trip");
+        add(rtt, "udp_am_short_rtt_ns", 0, am, "udp_pingpong_block_rtt_ns",
+            med("udp_pingpong_job_block", 0));
+        add(rtt, "udp_am_short_rtt_ns", 0, am, "udp_pingpong_forked_rtt_ns",
+            med("udp_pingpong_forked", 0));
+        add(rtt, "udp_am_short_rtt_ns", 0, am, "smp_am_short_rtt_ns", med("am_short_rtt", 0));
+        add(rtt, "udp_am_short_rtt_p50_ns", 0, med("udp_am_short_rtt_p50", 0),
+            "udp_pingpong_rtt_ns", bare);
+        add(rtt, "udp_am_short_rtt_p99_ns", 0, med("udp_am_short_rtt_p99", 0),
+            "udp_pingpong_rtt_ns", bare);
+        target(add(rtt, "udp_put_lat_ns", 8, med("udp_put_lat", 8), "udp_pingpong_rtt_ns", bare),
+               Check::ratio_at_most, 1.2, "udp 8 B blocking Put <= 1.2 x bare UDP round trip");
+        target(add(rtt, "udp_get_lat_ns", 8, med("udp_get_lat", 8), "udp_pingpong_rtt_ns", bare),
+               Check::ratio_at_most, 1.2, "udp 8 B blocking Get <= 1.2 x bare UDP round trip");
+        // The conduit's own counters over the whole job (SLUICE_UDP_STATS), both ranks.
+        add(rtt, "udp_job_retransmitted", 0, med("udp_job_retransmitted", 0), "udp_job_sent",
+            med("udp_job_sent", 0));
+
+        const std::string bw = "udp bandwidth (nbi, as above; GB/s)";
+        const double tcp = bandwidth(med("udp_tcp_stream", largest_rma), largest_rma);
+        target(add(bw, "udp_put_bw_GBps", largest_rma,
+                   bandwidth(med("udp_put_bw", largest_rma), largest_rma), "tcp_stream_GBps",
+                   tcp),
+               Check::ratio_at_least, 0.6, "udp 4 MiB Put bandwidth >= 0.6 x bare TCP stream");
+        add(bw, "udp_get_bw_GBps", largest_rma,
+            bandwidth(med("udp_get_bw", largest_rma), largest_rma), "tcp_stream_GBps", tcp);
+
+        const std::string once = "udp exactly-once (AM Short, both ways at once; messages)";
+        const double count = med("udp_once_count", 0);
+        const auto z = std::isnan(count) ? std::size_t{0} : static_cast<std::size_t>(count);
+        target(add(once, "udp_once_lost", z, med("udp_once_lost", 0)), Check::value_at_most, 0,
+               "udp: no AM lost (exactly-once run)");
+        target(add(once, "udp_once_repeated", z, med("udp_once_repeated", 0)),
+               Check::value_at_most, 0, "udp: no AM delivered twice (exactly-once run)");
+        add(once, "udp_once_ns_per_am", z, med("udp_once_ns", 0));
+        // The conduit's own counters (SLUICE_UDP_STATS), both ranks.
+        add(once, "udp_once_datagrams_sent", z, med("udp_once_sent", 0));
+        add(once, "udp_once_retransmitted", z, med("udp_once_retransmitted", 0));
+        add(once, "udp_once_duplicates_dropped", z, med("udp_once_duplicates", 0));
+
+        // One host, default routing: smp carries every peer and udp never
+        // starts, so the round trip is smp's; the socket count checks that.
+        const std::string route = "Default routing on one host (udp built in)";
+        add(route, "default_am_short_rtt_ns", 0, med("am_short_rtt", 0),
+            "cacheline_pingpong_rtt_ns", med("pingpong_job", 0));
+        target(add(route, "default_udp_sockets", 0, med("route_udp_sockets", 0)),
+               Check::value_at_most, 0,
+               "one host, default routing: no UDP socket open (AM path = smp)");
     }
 
     void build(const std::map<int, ShmFigure> &shm) {
@@ -249,8 +309,8 @@ struct Report {
     // Prints the targets; returns the number that did not pass.
     int print_targets() const {
         int failed = 0;
-        std::printf("\nTargets (issue 2; 2 ranks; medians of %d runs, references in the "
-                    "same run):\n",
+        std::printf("\nTargets (issues 2 and 6; 2 ranks; medians of %d runs, references in "
+                    "the same run):\n",
                     options.reps);
         for (const Row &r : rows) {
             if (r.check == Check::none)
@@ -278,7 +338,10 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     const auto &shm = f.shm;
     const auto &mpi_note = f.mpi_note;
     Report report{o, samples, {}, have_mpi};
-    report.build(shm);
+    if (o.udp != Options::Udp::only)
+        report.build(shm);
+    if (f.udp)
+        report.build_udp();
     if (!o.only.empty() || !o.only_size.empty())
         std::erase_if(report.rows, [](const Row &r) {
             return std::isnan(r.sluice) && std::isnan(r.reference);
@@ -294,6 +357,21 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         std::printf("   (AM max Medium %.0f B, max Long %.0f B)\n", mm, ml);
     if (!mpi_note.empty())
         std::printf("   %s\n", mpi_note.c_str());
+    if (f.udp) {
+        const double sockets = report.med("udp_conduit_sockets", 0);
+        const double resends = report.med("udp_pingpong_resends", 0);
+        if (!std::isnan(sockets))
+            std::printf("   (udp jobs: %.0f UDP socket(s) per rank open before the bare "
+                        "references)\n", sockets);
+        if (!std::isnan(resends))
+            std::printf("   (bare UDP ping-pong: %.0f ping(s) sent again after %.0f us "
+                        "without an answer, median per job)\n",
+                        resends, UdpPingPong::resend_ns / 1e3);
+        std::printf("   (udp_am_short_rtt_p50/p99: over the single round trips of a job; "
+                    "the other round trips are means, as everywhere)\n");
+    }
+    if (!f.udp_note.empty())
+        std::printf("   %s\n", f.udp_note.c_str());
     if (f.busy_reps > 0)
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",

@@ -6,10 +6,18 @@
 //          barrier (2 ranks; rank 0 measures, rank 1 serves), and the bare
 //          cache-line ping-pong between the same two processes, interleaved
 //          with the AM Short round trip;
+//   udp    the same job over the udp conduit (the driver sets
+//          SLUICE_ROUTE=network): AM Short round trip interleaved with a bare
+//          UDP 8 B ping-pong between the same two processes, 8 B Put/Get,
+//          4 MiB Put/Get bandwidth interleaved with a bare TCP stream;
+//   exactly-once  numbered AMs both ways, lost and repeated counted
+//          (exactly_once.cpp);
 //   empty  init and finalize (the launch-time comparison);
 //   shm    records the shared-memory mappings of this rank (memory per rank).
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/sockets.hpp"
+#include "tests/perf/worker.hpp"
 
 #include <sluice.h>
 
@@ -46,7 +54,16 @@ enum : sluice_handler_t {
     h_flood_end,
     h_flood_ack,
     h_stop,
-    h_pingpong,
+    h_serve,
+};
+
+// What rank 1 serves outside Sluice when rank 0 asks (h_serve): the bare
+// references, which need both processes.
+enum Serve : std::uint32_t {
+    serve_cacheline = 1, // cache-line ping-pong
+    serve_udp_spin,      // UDP ping-pong, recv(MSG_DONTWAIT) in a loop
+    serve_udp_block,     // UDP ping-pong, blocking recv
+    serve_tcp,           // read a TCP stream of 4 MiB messages
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -56,21 +73,10 @@ struct HandlerState {
     std::atomic<bool> stop{false};
     std::atomic<std::uint64_t> flood_received{0};
     std::atomic<std::uint64_t> flood_acknowledged{0};
-    std::atomic<std::uint32_t> pingpong_asked{0}; // round trips rank 0 asked for
+    std::atomic<std::uint64_t> serve_asked{0}; // Serve << 32 | count, from rank 0
     void *peer_base = nullptr; // the other rank's segment, for Long replies
 };
 HandlerState state;
-
-[[noreturn]] void fail(const char *what, sluice_status_t status) {
-    std::fprintf(stderr, "sluice-bench worker rank %u: %s failed: %s: %s\n",
-                 sluice_rank(), what, sluice_status_string(status),
-                 sluice_last_error());
-    sluice_exit(3);
-}
-inline void check(sluice_status_t status, const char *what) {
-    if (__builtin_expect(status != SLUICE_OK, 0))
-        fail(what, status);
-}
 
 // ---- handlers ----------------------------------------------------------------
 void on_short_ping(sluice_token_t t, void *, size_t, const uint32_t *, unsigned) {
@@ -108,8 +114,12 @@ void on_flood_ack(sluice_token_t, void *, size_t, const uint32_t *args, unsigned
 void on_stop(sluice_token_t, void *, size_t, const uint32_t *, unsigned) {
     state.stop.store(true, std::memory_order_relaxed);
 }
-void on_pingpong(sluice_token_t, void *, size_t, const uint32_t *args, unsigned) {
-    state.pingpong_asked.store(args[0], std::memory_order_relaxed);
+void on_serve(sluice_token_t t, void *, size_t, const uint32_t *args, unsigned) {
+    // The socket references answer (Suite::ask), the cache-line one does not.
+    if (args[0] != serve_cacheline)
+        check(sluice_am_reply_short(t, h_short_pong, nullptr, 0), "sluice_am_reply_short");
+    state.serve_asked.store(static_cast<std::uint64_t>(args[0]) << 32 | args[1],
+                            std::memory_order_relaxed);
 }
 
 void register_handlers() {
@@ -132,7 +142,7 @@ void register_handlers() {
         {h_flood_end, on_flood_end, SLUICE_AM_SHORT, 0},
         {h_flood_ack, on_flood_ack, SLUICE_AM_SHORT, 2},
         {h_stop, on_stop, SLUICE_AM_SHORT, 0},
-        {h_pingpong, on_pingpong, SLUICE_AM_SHORT, 1},
+        {h_serve, on_serve, SLUICE_AM_SHORT, 2},
     };
     for (const Entry &e : table)
         check(sluice_handler_register(e.index, e.fn, e.category, e.nargs),
@@ -155,6 +165,8 @@ struct Suite {
     sluice_rank_t peer = 1;
     void *peer_base = nullptr; // peer's segment, in the peer's address space
     std::vector<char> local;   // RMA local buffer, outside the segment
+    UdpPingPong udp;           // the udp kind's bare references
+    TcpStream tcp;
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -217,7 +229,7 @@ struct Suite {
     // Rank 0's side: asks rank 1 to answer `n` round trips, times the last
     // `n - lead` of them (the first ones wait for rank 1 to get the request).
     double pingpong_chunk(std::uint32_t n, std::uint32_t lead) {
-        check(sluice_am_request_short(peer, h_pingpong, &n, 1), "sluice_am_request_short");
+        ask(serve_cacheline, n);
         double t0 = 0;
         for (std::uint32_t i = 0; i < n; ++i) {
             if (i == lead)
@@ -230,14 +242,59 @@ struct Suite {
         return now_ns() - t0;
     }
 
+    // Rank 0 asks rank 1 to serve `n` rounds of a bare reference.  Neither
+    // rank polls Sluice during a socket reference, so first both settle: the
+    // ask is answered, and both poll a while so that a network conduit's
+    // delayed acknowledgements go out; otherwise its timers would fire
+    // during the reference and its next round trips would pay for that.
+    void ask(Serve what, std::uint32_t n) {
+        const std::uint32_t args[2] = {what, n};
+        check(sluice_am_request_short(peer, h_serve, args, 2), "sluice_am_request_short");
+        if (what != serve_cacheline) {
+            wait_reply();
+            settle();
+        }
+    }
+    static void settle() {
+        const double end = now_ns() + settle_ns;
+        while (now_ns() < end)
+            check(sluice_poll(), "sluice_poll");
+    }
+    static constexpr double settle_ns = 300e3; // > SLUICE_UDP_ACK_DELAY (50 us)
+    // Rank 1 polls until rank 0 starts a socket chunk: under loss, the
+    // answer to the ask may need sending again, and rank 0 waits for it.
+    static void poll_once() { check(sluice_poll(), "sluice_poll"); }
+    void serve(std::uint64_t asked) {
+        const auto n = static_cast<std::uint32_t>(asked);
+        if ((asked >> 32) != serve_cacheline)
+            settle();
+        switch (static_cast<Serve>(asked >> 32)) {
+        case serve_cacheline:
+            pingpong_respond(n);
+            break;
+        case serve_udp_spin:
+            udp.pong(n, UdpWait::spin, poll_once);
+            break;
+        case serve_udp_block:
+            udp.pong(n, UdpWait::block, poll_once);
+            break;
+        case serve_tcp:
+            if (!tcp.read_messages(n, largest_rma, poll_once)) {
+                std::fprintf(stderr, "sluice-bench worker rank %u: TCP stream read failed\n", me);
+                sluice_exit(3);
+            }
+            break;
+        }
+    }
+
     // Rank 1 polls until rank 0 says a measurement is over, then both meet.
     void serve_until_stop() {
         while (!state.stop.load(std::memory_order_relaxed)) {
             check(sluice_poll(), "sluice_poll");
             // A plain load first: a locked exchange on every poll would
             // slow the loop the AM round trip is measured against.
-            if (state.pingpong_asked.load(std::memory_order_relaxed) != 0)
-                pingpong_respond(state.pingpong_asked.exchange(0, std::memory_order_relaxed));
+            if (state.serve_asked.load(std::memory_order_relaxed) != 0)
+                serve(state.serve_asked.exchange(0, std::memory_order_relaxed));
         }
         state.stop.store(false, std::memory_order_relaxed);
     }
@@ -353,20 +410,21 @@ struct Suite {
     }
     // Bandwidth: rma_window implicit operations between two syncs; the clock
     // stops after the last sync.
+    // ns for `count` operations, synced every rma_window and at the end.
+    template <class Issue> double nbi_count(long count, Issue issue) {
+        const double t0 = now_ns();
+        for (long i = 0; i < count; ++i) {
+            issue();
+            if ((i + 1) % rma_window == 0)
+                check(sluice_nbi_sync(), "sluice_nbi_sync");
+        }
+        check(sluice_nbi_sync(), "sluice_nbi_sync");
+        return now_ns() - t0;
+    }
     template <class Issue> double nbi_stream(std::size_t n, Issue issue) {
         const long iters = rma_iterations(n, options.scale);
-        auto stream = [&](long count) {
-            for (long i = 0; i < count; ++i) {
-                issue();
-                if ((i + 1) % rma_window == 0)
-                    check(sluice_nbi_sync(), "sluice_nbi_sync");
-            }
-            check(sluice_nbi_sync(), "sluice_nbi_sync");
-        };
-        stream(warmup_of(iters));
-        const double t0 = now_ns();
-        stream(iters);
-        return (now_ns() - t0) / static_cast<double>(iters);
+        nbi_count(warmup_of(iters), issue);
+        return nbi_count(iters, issue) / static_cast<double>(iters);
     }
     double put_bandwidth_ns(std::size_t n) {
         return nbi_stream(n, [&] {
@@ -396,21 +454,173 @@ struct Suite {
         return (now_ns() - t0) / static_cast<double>(iters);
     }
 
-    int run() {
+    // ---- the udp kind ----------------------------------------------------------
+    // A UDP socket per rank, connected to the other's; rank 1 listens for
+    // the TCP stream and rank 0 connects.
+    void sockets_open() {
+        struct Ports {
+            std::uint16_t udp, tcp;
+        };
+        bool ok = udp.open() && (me == 0 || tcp.listen_any());
+        const Ports mine{udp.port(), tcp.port()};
+        Ports all[2] = {};
+        check(sluice_allgather(&mine, all, sizeof mine), "sluice_allgather");
+        ok = ok && udp.connect_to(all[peer].udp) && (me == 1 || tcp.connect_to(all[1].tcp));
+        check(sluice_barrier(), "sluice_barrier");
+        ok = ok && (me == 0 || tcp.accept_one());
+        if (!ok) {
+            std::fprintf(stderr, "sluice-bench worker rank %u: cannot set up the bare UDP "
+                                 "and TCP sockets on 127.0.0.1\n", me);
+            sluice_exit(3);
+        }
+        check(sluice_barrier(), "sluice_barrier");
+    }
+    double udp_chunk(std::uint32_t n, std::uint32_t lead, UdpWait wait) {
+        ask(wait == UdpWait::spin ? serve_udp_spin : serve_udp_block, n);
+        return udp.ping(n, lead, wait);
+    }
+
+    struct UdpRtt {
+        double am = 0, am_p50 = 0, am_p99 = 0; // mean, and over single round trips
+        double spin = 0, block = 0;            // bare UDP, ns per round trip
+    };
+    // The AM Short round trip over udp in chunks alternating with the bare
+    // UDP ping-pong (spinning, then blocking) between the same two processes,
+    // so all three see the same machine.
+    UdpRtt udp_rtt_with_references() {
+        const long iters = rtt_iterations(0, options.scale);
+        constexpr int chunks = 5;
+        const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 200));
+        const std::uint32_t lead = per / 10;
+        for (std::uint32_t i = 0; i < per; ++i) { // warm-up of every path
+            request(AmKind::short_, h_short_ping, 0);
+            wait_reply();
+        }
+        (void)udp_chunk(per, lead, UdpWait::spin);
+        (void)udp_chunk(lead + 1, lead, UdpWait::block);
+        std::vector<double> trips;
+        trips.reserve(static_cast<std::size_t>(per) * chunks);
+        UdpRtt r;
+        for (int c = 0; c < chunks; ++c) {
+            r.spin += udp_chunk(per + lead, lead, UdpWait::spin);
+            r.block += udp_chunk(per + lead, lead, UdpWait::block);
+            const double t0 = now_ns();
+            double t = t0;
+            for (std::uint32_t i = 0; i < per; ++i) {
+                request(AmKind::short_, h_short_ping, 0);
+                wait_reply();
+                const double t1 = now_ns();
+                trips.push_back(t1 - t);
+                t = t1;
+            }
+            r.am += t - t0;
+        }
+        const double n = static_cast<double>(trips.size());
+        r.am /= n;
+        r.spin /= n;
+        r.block /= n;
+        std::sort(trips.begin(), trips.end());
+        r.am_p50 = trips[trips.size() / 2];
+        r.am_p99 = trips[trips.size() * 99 / 100];
+        return r;
+    }
+
+    // 4 MiB Put bandwidth (nbi, as put_bw) in chunks alternating with the
+    // bare TCP stream of 4 MiB messages: {Put ns, TCP ns} per message.
+    std::pair<double, double> put_bw_with_tcp() {
+        const long iters = rma_iterations(largest_rma, options.scale);
+        constexpr int chunks = 3;
+        const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 4));
+        auto put = [&] {
+            check(sluice_put_nbi(peer, peer_base, local.data(), largest_rma), "sluice_put_nbi");
+        };
+        auto stream = [&](std::uint32_t n) {
+            ask(serve_tcp, n);
+            return tcp.write_messages(n, largest_rma);
+        };
+        (void)nbi_count(per / 2 + 1, put);
+        (void)stream(per / 2 + 1);
+        double put_ns = 0, tcp_ns = 0;
+        for (int c = 0; c < chunks; ++c) {
+            tcp_ns += stream(per);
+            put_ns += nbi_count(per, put);
+        }
+        const double n = static_cast<double>(per) * chunks;
+        return {put_ns / n, tcp_ns / n};
+    }
+
+    template <class How> void measure(const char *metric, std::size_t size, How how) {
+        if (options.wanted(metric, size))
+            phase([&] { results.add(metric, size, how()); });
+    }
+
+    // What both kinds start with: 2 ranks, handlers, segments, buffers.
+    bool start(std::size_t &peer_size) {
         me = sluice_rank();
         if (sluice_size() != 2) {
             if (me == 0)
                 std::fprintf(stderr, "sluice-bench: the suite needs 2 ranks, got %u\n",
                              sluice_size());
-            return 2;
+            return false;
         }
         peer = 1 - me;
         register_handlers();
         check(sluice_segment_attach(segment_bytes), "sluice_segment_attach");
-        std::size_t peer_size = 0;
         check(sluice_segment_info(peer, &peer_base, &peer_size), "sluice_segment_info");
         state.peer_base = peer_base;
         local.assign(largest_rma, 1);
+        return true;
+    }
+
+    int run_udp() {
+        std::size_t peer_size = 0;
+        if (!start(peer_size))
+            return 2;
+        const int conduit_sockets = udp_transport_sockets(options); // before ours
+        sockets_open();
+        if (me == 0)
+            results.add("udp_conduit_sockets", 0, conduit_sockets);
+        // The bare UDP round trip is also the 8 B Put/Get latencies' reference.
+        if (options.wanted("udp_am_short_rtt") || options.wanted("udp_pingpong") ||
+            options.wanted("udp_put_lat", 8) || options.wanted("udp_get_lat", 8))
+            phase([&] {
+                const UdpRtt r = udp_rtt_with_references();
+                results.add("udp_am_short_rtt", 0, r.am);
+                results.add("udp_am_short_rtt_p50", 0, r.am_p50);
+                results.add("udp_am_short_rtt_p99", 0, r.am_p99);
+                results.add("udp_pingpong_job", 0, r.spin);
+                results.add("udp_pingpong_job_block", 0, r.block);
+                results.add("udp_pingpong_resends", 0, static_cast<double>(udp.resends()));
+            });
+        const long lat_iters = rtt_iterations(0, options.scale);
+        measure("udp_put_lat", 8, [&] {
+            return time_loop(lat_iters, [&] {
+                check(sluice_put(peer, peer_base, local.data(), 8), "sluice_put");
+            });
+        });
+        measure("udp_get_lat", 8, [&] {
+            return time_loop(lat_iters, [&] {
+                check(sluice_get(local.data(), peer, peer_base, 8), "sluice_get");
+            });
+        });
+        if (options.wanted("udp_put_bw", largest_rma))
+            phase([&] {
+                const auto [put, stream] = put_bw_with_tcp();
+                results.add("udp_put_bw", largest_rma, put);
+                results.add("udp_tcp_stream", largest_rma, stream);
+            });
+        measure("udp_get_bw", largest_rma, [&] { return get_bandwidth_ns(largest_rma); });
+        check(sluice_finalize(), "sluice_finalize");
+        return 0;
+    }
+
+    int run() {
+        std::size_t peer_size = 0;
+        if (!start(peer_size))
+            return 2;
+        // A one-host job with default routing must not start udp.
+        if (me == 0)
+            results.add("route_udp_sockets", 0, udp_sockets_open());
         pingpong_page_open();
         check(sluice_barrier(), "sluice_barrier");
 
@@ -422,10 +632,6 @@ struct Suite {
         }
 
         // Each figure in its own phase; --only NAME keeps the matching ones.
-        auto measure = [&](const char *metric, std::size_t size, auto how) {
-            if (options.wanted(metric, size))
-                phase([&] { results.add(metric, size, how()); });
-        };
         measure("poll_empty", 0, [&] { return empty_poll(); });
         if (options.wanted("am_short_rtt"))
             phase([&] {
@@ -519,13 +725,15 @@ int worker_main(int argc, char **argv, std::string_view kind) {
     }
     if (kind == "shm")
         return record_shared_memory(o);
-    if (kind == "suite") {
+    if (kind == "exactly-once")
+        return exactly_once_main(o);
+    if (kind == "suite" || kind == "udp") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
             sluice_exit(2);
         }
-        return suite.run();
+        return kind == "udp" ? suite.run_udp() : suite.run();
     }
     std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",
                  static_cast<int>(kind.size()), kind.data());

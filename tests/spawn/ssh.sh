@@ -31,25 +31,8 @@ lines_case() {
     fi
 }
 
-# Waits (at most 5 s) until nothing of job $1 is left: processes, sshd
-# sessions, shared memory.  Prints what is left and fails if anything is.
-leftovers_check() {
-    local job=$1 label=$2 i left sessions shm
-    for i in $(seq 50); do
-        left=$(job_processes "$job")
-        sessions=$(ssh_sessions)
-        shm=$(ls /dev/shm 2> /dev/null | grep "^sluice\\.$job\\.")
-        [ -z "$left$sessions$shm" ] && return 0
-        sleep 0.1
-    done
-    fail "$label: left behind after the launcher returned:"
-    [ -n "$left" ] && printf '    process %s\n' "$left"
-    [ -n "$sessions" ] && echo "    sshd sessions: $sessions"
-    [ -n "$shm" ] && printf '    /dev/shm/%s\n' $shm
-    for i in $(job_processes "$job" | cut -d' ' -f1); do kill -9 "$i" 2> /dev/null; done
-    for i in $shm; do rm -f "/dev/shm/$i"; done
-    return 1
-}
+# leftovers_check JOB LABEL: nothing of the job may be left (hosts.sh).
+leftovers_check() { ssh_leftovers_check "$@"; }
 
 # hub_sluicerun JOB [ENV-ARGS...] -- ARGS...: `sluicerun -spawner=ssh ARGS`
 # in the hub as job JOB, under a 60 s limit, output in $out and $err.

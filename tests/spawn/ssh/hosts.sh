@@ -3,6 +3,11 @@
 #
 #   ssh_hosts_skip_reason   why this machine cannot (not root, no sshd, no
 #                           `ip netns`, no bridge); empty when it can
+#   ssh_hosts_own_names=1   (set before ssh_hosts_start, opt-in) each of A,
+#                           B, C runs its sshd in its own UTS namespace with
+#                           its own host name, sluice-a, sluice-b, sluice-c,
+#                           so ranks started there see three hosts; unset,
+#                           every host shares this machine's name
 #   ssh_hosts_start         an sshd on 127.0.0.1 (a high port), and three
 #                           network namespaces A, B, C on one bridge in a
 #                           fourth, the hub, each host running its own sshd
@@ -24,6 +29,8 @@
 #   ssh_port                the port every sshd listens on
 #   ssh_hosts               "10.213.47.11,10.213.47.12,10.213.47.13" (A, B, C)
 #   ssh_hub_address         10.213.47.1, the hub's address on the bridge
+#   ssh_host_names          "sluice-a sluice-b sluice-c" with
+#                           ssh_hosts_own_names=1, else empty
 #   SLUICE_SSH_OPTIONS      exported: port, key, a private known_hosts file
 # Addresses are from 10.213.47.0/24, which exists only inside these
 # namespaces, so nothing outside them is ever contacted.
@@ -33,6 +40,7 @@ ssh_sshd=/usr/sbin/sshd
 ssh_pids=""
 ssh_namespaces=""
 ssh_work=""
+ssh_host_names=""
 
 ssh_hosts_skip_reason() {
     if [ "$(id -u)" != 0 ]; then echo "not root (network namespaces and sshd need it)"; return; fi
@@ -40,6 +48,10 @@ ssh_hosts_skip_reason() {
     if ! command -v ssh > /dev/null; then echo "no ssh client (apt-get install openssh-client)"; return; fi
     if ! command -v ssh-keygen > /dev/null; then echo "no ssh-keygen"; return; fi
     if ! ip netns list > /dev/null 2>&1; then echo "no \`ip netns\` (apt-get install iproute2)"; return; fi
+    if [ "${ssh_hosts_own_names:-0}" = 1 ] && ! command -v unshare > /dev/null; then
+        echo "no unshare (apt-get install util-linux)"
+        return
+    fi
     local probe="slprobe$$"
     if ! ip netns add "$probe" 2> /dev/null; then echo "cannot create a network namespace"; return; fi
     if ! ip -n "$probe" link add slbr type bridge 2> /dev/null; then
@@ -57,9 +69,10 @@ in_host() {
     ip netns exec "sl$$$ns" "$@"
 }
 
-# sshd_start NAME ADDRESS [NAMESPACE]: one sshd, its pid added to ssh_pids.
+# sshd_start NAME ADDRESS [NAMESPACE [HOSTNAME]]: one sshd, its pid added to
+# ssh_pids; with HOSTNAME, in a new UTS namespace of that host name.
 sshd_start() {
-    local name=$1 address=$2 ns=${3:-} config="$ssh_work/sshd-$1.conf"
+    local name=$1 address=$2 ns=${3:-} hostname=${4:-} config="$ssh_work/sshd-$1.conf"
     cat > "$config" <<EOF
 Port $ssh_port
 ListenAddress $address
@@ -75,7 +88,11 @@ MaxStartups 100:30:200
 MaxSessions 100
 EOF
     rm -f "$ssh_work/sshd-$name.pid"
-    if [ -n "$ns" ]; then
+    if [ -n "$hostname" ]; then
+        # sshd and every session it starts keep the namespace and its name.
+        ip netns exec "$ns" unshare --uts sh -c 'hostname "$1" && exec "$2" -f "$3" -E "$4"' sh \
+            "$hostname" "$ssh_sshd" "$config" "$ssh_work/sshd-$name.log" || return 1
+    elif [ -n "$ns" ]; then
         ip netns exec "$ns" "$ssh_sshd" -f "$config" -E "$ssh_work/sshd-$name.log" || return 1
     else
         "$ssh_sshd" -f "$config" -E "$ssh_work/sshd-$name.log" || return 1
@@ -115,7 +132,8 @@ ssh_hosts_start() {
     ip -n "$ssh_hub" link set lo up
     ssh_hub_address="$ssh_net.1"
     ssh_hosts=""
-    local name number=11
+    ssh_host_names=""
+    local name number=11 hostname=""
     for name in A B C; do
         local ns="sl$$$name"
         ip netns add "$ns" || return 1
@@ -128,7 +146,11 @@ ssh_hosts_start() {
         ip -n "$ns" link set lo up
         ip -n "$ssh_hub" link set "to$name" master br0
         ip -n "$ssh_hub" link set "to$name" up
-        sshd_start "$name" "$ssh_net.$number" "$ns" ||
+        if [ "${ssh_hosts_own_names:-0}" = 1 ]; then
+            hostname="sluice-${name,,}"
+            ssh_host_names="$ssh_host_names${ssh_host_names:+ }$hostname"
+        fi
+        sshd_start "$name" "$ssh_net.$number" "$ns" "$hostname" ||
             { echo "cannot start sshd in $ns (see $ssh_work/sshd-$name.log)"; return 1; }
         ssh_hosts="$ssh_hosts${ssh_hosts:+,}$ssh_net.$number"
         number=$((number + 1))
@@ -224,4 +246,29 @@ ssh_hosts_begin() {
     fi
     export SLUICE_SSH_NODES=$ssh_hosts
     unset SLUICE_SSH_NODEFILE SLUICE_SSH_OUT_DEGREE SLUICE_SSH_REMOTE_CMD SLUICE_SSH_CMD SLURM_JOB_NODELIST PBS_NODEFILE
+}
+
+# ssh_leftovers_check JOB LABEL: waits (at most 5 s) until nothing of job
+# JOB is left: processes (stopped ones too), sshd sessions, shared memory.
+# Prints what is left, kills and removes it, and fails (the sourcing
+# script's `fail`).
+ssh_leftovers_check() {
+    local job=$1 label=$2 i left sessions shm
+    for i in $(seq 50); do
+        left=$(job_processes "$job")
+        sessions=$(ssh_sessions)
+        shm=$(ls /dev/shm 2> /dev/null | grep "^sluice\\.$job\\.")
+        [ -z "$left$sessions$shm" ] && return 0
+        sleep 0.1
+    done
+    fail "$label: left behind after the launcher returned:"
+    [ -n "$left" ] && printf '    process %s\n' "$left"
+    [ -n "$sessions" ] && echo "    sshd sessions: $sessions"
+    [ -n "$shm" ] && printf '    /dev/shm/%s\n' $shm
+    for i in $(job_processes "$job" | cut -d' ' -f1); do
+        kill -CONT "$i" 2> /dev/null
+        kill -9 "$i" 2> /dev/null
+    done
+    for i in $shm; do rm -f "/dev/shm/$i"; done
+    return 1
 }
