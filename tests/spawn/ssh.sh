@@ -13,13 +13,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 ssh_hosts_begin "ssh spawner"
 out="$ssh_work/out"
 err="$ssh_work/err"
-failed=0
-pass() { echo "PASS: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-show() { sed 's/^/    /' "$@" | tail -25; }
 
 # lines_case LABEL PATTERN COUNT: passes if COUNT lines of $out match PATTERN.
 lines_case() {

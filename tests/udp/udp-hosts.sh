@@ -59,13 +59,6 @@ export SLUICETEST_RANK_TIMEOUT=$((50 * scale)) SLUICETEST_SUBSET=${SLUICETEST_SU
 
 out="$ssh_work/out"
 err="$ssh_work/err"
-failed=0
-pass() { echo "PASS: $*"; }
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-show() { sed 's/^/    /' "$@" | tail -25; }
 script_start=$(date +%s.%N)
 
 # ---- UDP datagram counters and loss, per host (nftables) --------------------

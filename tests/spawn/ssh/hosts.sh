@@ -248,6 +248,16 @@ ssh_hosts_begin() {
     unset SLUICE_SSH_NODEFILE SLUICE_SSH_OUT_DEGREE SLUICE_SSH_REMOTE_CMD SLUICE_SSH_CMD SLURM_JOB_NODELIST PBS_NODEFILE
 }
 
+# Reporting for the scripts that source this: one PASS:/FAIL: line per
+# check, `failed` counts the failures, `show FILE` prints its last lines.
+failed=0
+pass() { echo "PASS: $*"; }
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+show() { sed 's/^/    /' "$@" | tail -25; }
+
 # ssh_leftovers_check JOB LABEL: waits (at most 5 s) until nothing of job
 # JOB is left: processes (stopped ones too), sshd sessions, shared memory.
 # Prints what is left, kills and removes it, and fails (the sourcing
