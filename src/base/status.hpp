@@ -4,6 +4,7 @@
 // line naming the rank, the operation, what went wrong and the fix.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace sluice::base {
@@ -53,6 +54,13 @@ void backtrace_print();
 // Handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: print the rank and
 // signal (and a backtrace under SLUICE_BACKTRACE), then die by the signal.
 void fatal_signals_install();
+
+// A termination signal that arrived while a conduit was in the middle of
+// updating its state (Transport::signal_exit_safe): the exit it asks for
+// runs when the conduit leaves that section (signal_deferred_run).
+extern std::atomic<int> signal_deferred;
+void signal_deferred_hook_set(void (*hook)(int sig));
+void signal_deferred_run();
 
 std::uint64_t now_ns();
 void idle_yield();

@@ -176,6 +176,11 @@ public:
     // lost datagram gets its retransmission.
     void quiesce(std::uint64_t deadline_ns) { quiesce_impl(deadline_ns); }
 
+    // False while this thread is in the middle of updating the conduit's
+    // state, where an exit run from a signal handler could not use it; the
+    // conduit then runs base::signal_deferred_run() when it leaves.
+    bool signal_exit_safe() const { return signal_exit_safe_impl(); }
+
     // Releases every resource, in reverse order of creation.
     void fini() { fini_impl(); }
 
@@ -215,6 +220,7 @@ protected:
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
     virtual void dispatch_abandon_impl() {}
     virtual void quiesce_impl(std::uint64_t) {}
+    virtual bool signal_exit_safe_impl() const { return true; }
     virtual void fini_impl() {}
 
 private:

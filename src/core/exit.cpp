@@ -152,6 +152,13 @@ void Runtime::exit_from_process_end(int code) {
 
 void Runtime::exit_from_signal(int sig) {
     if (exit_started_.load()) ::_exit(exit_code_.load());  // a second signal: hurry
+    // The signal interrupted a conduit mid-update on this thread: the exit
+    // runs when the conduit leaves that section, outside the handler.
+    for (auto &t : transports_)
+        if (!t->signal_exit_safe()) {
+            base::signal_deferred.store(sig);
+            return;
+        }
     exit_in_signal_.store(true);
     exit(128 + sig);
 }

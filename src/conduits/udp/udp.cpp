@@ -84,6 +84,11 @@ public:
         owner_.store(nullptr, std::memory_order_relaxed);
         flag_.store(false, std::memory_order_release);
     }
+    // Held by this thread outside a socket call: its state may be half
+    // updated, so an exit must not run here (Transport::signal_exit_safe).
+    bool held_mid_update() const {
+        return owner_.load(std::memory_order_relaxed) == &thread_marker && !in_socket_call;
+    }
 
 private:
     std::atomic<bool> flag_{false};
@@ -94,7 +99,10 @@ class Guard {
 public:
     explicit Guard(Lock &l) : lock_(l), taken_(l.lock()) {}
     ~Guard() {
-        if (taken_) lock_.unlock();
+        if (!taken_) return;
+        lock_.unlock();
+        // A termination signal arrived while the lock was held: exit now.
+        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
     }
     Guard(const Guard &) = delete;
     Guard &operator=(const Guard &) = delete;
@@ -441,6 +449,8 @@ protected:
         delivering_ = false;
         deliver_flag_.store(false, std::memory_order_release);
     }
+
+    bool signal_exit_safe_impl() const override { return !lock_.held_mid_update(); }
 
     void quiesce_impl(std::uint64_t deadline_ns) override {
         for (;;) {
