@@ -127,7 +127,6 @@ public:
         return b;
     }
     void put(std::uint8_t *b) { free_.push_back(b); }
-    std::size_t bytes() const { return bytes_; }
     void clear() {
         free_.clear();
         all_.clear();
@@ -151,7 +150,6 @@ struct Outbound {
 
 // A datagram received in order (or early), waiting for its handler.
 struct Received {
-    Rank source = 0;
     std::uint8_t *buffer = nullptr;
     wire::Datagram datagram;
 };
@@ -356,7 +354,6 @@ protected:
         for (Rank r = 0; r < s.size; ++r)
             if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
         stride_.store(1, std::memory_order_relaxed);
-        me_address_ = mine;
         base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, window_);
         return Status::ok;
     }
@@ -576,7 +573,7 @@ private:
             Received &slot = p.early[d.header.seq % recv_window_];
             const bool keep = slot.buffer == nullptr;
             if (keep) {
-                slot = Received{source, buf, d};
+                slot = Received{buf, d};
                 ++p.early_count;
             } else {
                 ++counters_.duplicate;
@@ -584,7 +581,7 @@ private:
             ack_owe(source, p, now, true);
             return keep;
         }
-        ready_.push_back(Received{source, buf, d});
+        ready_.push_back(Received{buf, d});
         ++p.expected;
         while (p.early_count) {
             Received &slot = p.early[p.expected % recv_window_];
@@ -735,7 +732,7 @@ private:
     void tx_flush() {
         mmsghdr msgs[batch];
         iovec iov[batch];
-        for (unsigned i = 0; i < tx_count_; ++i) {
+        for (unsigned i = 0; tx_count_ > 1 && i < tx_count_; ++i) {
             iov[i] = {tx_[i].bytes, tx_[i].length};
             msgs[i] = {};
             msgs[i].msg_hdr.msg_name = tx_[i].to;
@@ -744,18 +741,14 @@ private:
             msgs[i].msg_hdr.msg_iovlen = 1;
         }
         unsigned done = 0;
-        if (tx_count_ == 1) {  // the common case of a round trip: one datagram
-            in_socket_call = true;
-            const ssize_t n = ::sendto(fd_, tx_[0].bytes, tx_[0].length, 0, reinterpret_cast<sockaddr *>(tx_[0].to),
-                                       sizeof(sockaddr_in));
-            in_socket_call = false;
-            if (n >= 0) ++counters_.sent;
-            else if (errno != EINTR) ++counters_.send_errors;
-            if (n >= 0 || errno != EINTR) done = 1;
-        }
         while (done < tx_count_) {
             in_socket_call = true;
-            const int n = ::sendmmsg(fd_, msgs + done, tx_count_ - done, 0);
+            // A lone datagram (a round trip's) goes with sendto.
+            const int n = tx_count_ == 1 ? (::sendto(fd_, tx_[0].bytes, tx_[0].length, 0,
+                                                     reinterpret_cast<sockaddr *>(tx_[0].to), sizeof(sockaddr_in)) >= 0
+                                                ? 1
+                                                : -1)
+                                         : ::sendmmsg(fd_, msgs + done, tx_count_ - done, 0);
             in_socket_call = false;
             if (n > 0) {
                 done += static_cast<unsigned>(n);
@@ -799,7 +792,8 @@ private:
     // the handler once the message is whole.  Returns 1 if a handler ran.
     int consume(const Received &r) {
         const wire::Datagram &d = r.datagram;
-        Assembly &a = peers_[r.source].assembly;
+        const Rank source = d.header.source;
+        Assembly &a = peers_[source].assembly;
         if (d.has_am) {
             a.open = true;
             a.received = 0;
@@ -809,20 +803,20 @@ private:
             a.header.nargs = d.am.nargs;
             a.header.flags = d.am.flags;
             a.header.credit = d.am.credit;
-            a.header.source = r.source;
+            a.header.source = source;
             a.header.payload_length = d.header.message_length;
             a.header.dest_addr = d.am.dest_addr;
             std::copy(d.am.args, d.am.args + d.am.nargs, a.args);
             if (a.header.category == AmCategory::long_ && !segment_holds(a.header.dest_addr, d.header.message_length))
                 base::fatal("AM receive (udp)", "this is a Sluice bug: senders check Long targets",
                             "a Long of %u bytes from rank %u to %#llx is outside this rank's segment",
-                            d.header.message_length, r.source, static_cast<unsigned long long>(a.header.dest_addr));
+                            d.header.message_length, source, static_cast<unsigned long long>(a.header.dest_addr));
             if (a.header.category == AmCategory::medium && d.payload_length < d.header.message_length)
                 a.medium.resize(d.header.message_length);
         } else if (!a.open || d.header.fragment_offset != a.received) {
             base::fatal("AM receive (udp)", "this is a Sluice bug",
                         "fragment at offset %u of a message from rank %u, expected offset %u", d.header.fragment_offset,
-                        r.source, a.open ? a.received : 0);
+                        source, a.open ? a.received : 0);
         }
         const std::uint32_t offset = d.header.fragment_offset;
         void *payload = nullptr;
@@ -892,7 +886,6 @@ private:
 
     Lock lock_;
     int fd_ = -1;
-    sockaddr_in me_address_{};
     wire::Expect expect_;
     std::size_t datagram_max_ = 0;
     std::size_t queue_limit_ = 0;
