@@ -13,6 +13,8 @@
 // checks the receivers' udp counters against those figures.
 #include "tests/mp/mp_cases.hpp"
 
+#include "conduits/udp/wire.hpp"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -72,10 +74,6 @@ std::uint16_t own_udp_port() {
     return port;
 }
 
-void store32(std::uint8_t *p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> 8 * i);
-}
-
 } // namespace
 
 int case_intruder(int argc, char **argv) {
@@ -107,17 +105,21 @@ int case_intruder(int argc, char **argv) {
             const std::size_t len = 48 + d[0] % 150;
             d[0] = 0;  // never the magic by chance
             if (::sendto(fd, d, len, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(len)) ++sent[0];
-            // A well-formed Short from rank `me` with another secret.
-            std::uint8_t h[48 + 16] = {};
-            store32(h, 0x31554c53);  // magic
-            h[4] = 1;                // data
-            h[5] = 1;                // AM section follows
-            std::memcpy(h + 8, d + 8, 8);  // a secret, random
-            store32(h + 16, me);
-            store32(h + 20, next);
-            store32(h + 24, 1 + static_cast<std::uint32_t>(i));
-            h[48] = h_ask;
-            if (::sendto(fd, h, sizeof h, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof h) ++sent[1];
+            // A well-formed Short from rank `me` with another secret, as the
+            // conduit's own encoder writes it.
+            namespace wire = sluice::conduit::udp::wire;
+            wire::Header w;
+            w.kind = wire::Kind::data;
+            std::memcpy(&w.secret, d + 8, 8);  // random
+            w.source = me;
+            w.dest = next;
+            w.seq = 1 + static_cast<std::uint32_t>(i);
+            wire::Am am;
+            am.handler = h_ask;
+            std::uint8_t h[wire::header_bytes + wire::am_fixed_bytes];
+            const std::size_t hn = wire::encode(w, &am, nullptr, 0, h, sizeof h, 1u << 20);
+            TCHECK(hn == sizeof h, "encoded %zu bytes", hn);
+            if (::sendto(fd, h, hn, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(hn)) ++sent[1];
             if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[2];
         }
         WAIT_UNTIL(answers.load() == static_cast<std::uint64_t>(i) + 1);
