@@ -27,19 +27,12 @@ lines_case() {
 # leftovers_check JOB LABEL: nothing of the job may be left (hosts.sh).
 leftovers_check() { ssh_leftovers_check "$@"; }
 
-# hub_sluicerun JOB [ENV-ARGS...] -- ARGS...: `sluicerun -spawner=ssh ARGS`
-# in the hub as job JOB, under a 60 s limit, output in $out and $err.
-# ENV-ARGS go to env(1): VAR=value, or -u VAR first.
+# hub_sluicerun JOB [ENV-ARGS...] -- ARGS...: job JOB under a 60 s limit
+# (hosts.sh).
 hub_sluicerun() {
     local job=$1
     shift
-    local vars=()
-    while [ "$1" != -- ]; do
-        vars+=("$1")
-        shift
-    done
-    shift
-    in_hub env "${vars[@]}" SLUICE_JOB_ID="$job" timeout -k 5 60 "$sluicerun" -spawner=ssh "$@" > "$out" 2> "$err"
+    ssh_hub_sluicerun "$job" 60 "$@"
 }
 
 # timed CMD...: runs CMD; its code in $rc, its wall time in $took.

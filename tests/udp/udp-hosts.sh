@@ -142,20 +142,13 @@ next_job() {
     job="udp$$n$n"
 }
 
-# hub_sluicerun LIMIT [ENV-ARGS...] -- ARGS...: `sluicerun -spawner=ssh ARGS`
-# in the hub as job $job under a hard limit of LIMIT x scale seconds, output
-# in $out and $err.  ENV-ARGS go to env(1).
+# hub_sluicerun LIMIT [ENV-ARGS...] -- ARGS...: job $job under a hard limit
+# of LIMIT x scale seconds (hosts.sh), the test programs' variables sent along.
+ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET)
 hub_sluicerun() {
     local limit=$(($1 * scale))
     shift
-    local vars=()
-    while [ "$1" != -- ]; do
-        vars+=("$1")
-        shift
-    done
-    shift
-    in_hub env "${vars[@]}" SLUICE_JOB_ID="$job" timeout -k 5 "$limit" "$sluicerun" -spawner=ssh \
-        -E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET "$@" > "$out" 2> "$err"
+    ssh_hub_sluicerun "$job" "$limit" "$@"
 }
 
 # run_job LIMIT [ENV-ARGS...] -- ARGS...: a new job in the foreground, after
@@ -386,8 +379,7 @@ bg_abort() {
 # --- 3. kill -9 of one rank in host B ------------------------------------------
 label="kill -9 of rank 3 (host sluice-b) in a long once job at 6 ranks"
 if bg_start 6 5000000; then
-    victim=$(pid_of 3 sluice-b)
-    sleep 1
+    victim=$(pid_of 3 sluice-b)  # every rank has said it is sending: mid-run
     bg_mark=$(date +%s.%N)
     if [ -z "$victim" ] || ! kill -9 "$victim"; then
         fail "$label: no pid for rank 3 on sluice-b in:"
@@ -481,7 +473,7 @@ if bg_start 3 10000 SLUICE_UDP_PEER_TIMEOUT=$((peer_timeout * scale)); then
     victim=$(pid_of 1 sluice-b)
     bg_mark=$(date +%s.%N)
     if [ -n "$victim" ] && kill -STOP "$victim"; then
-        sleep 1.5
+        sleep 1.5  # the length of the stop is what this case is about
         kill -CONT "$victim"
         bg_wait
         succeeded "$label" "every AM exactly once; "

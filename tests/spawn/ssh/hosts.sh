@@ -248,6 +248,24 @@ ssh_hosts_begin() {
     unset SLUICE_SSH_NODEFILE SLUICE_SSH_OUT_DEGREE SLUICE_SSH_REMOTE_CMD SLUICE_SSH_CMD SLURM_JOB_NODELIST PBS_NODEFILE
 }
 
+# ssh_hub_sluicerun JOB LIMIT [ENV-ARGS...] -- ARGS...: `sluicerun
+# -spawner=ssh ${ssh_hub_options[@]} ARGS` in the hub as job JOB, under a hard
+# limit of LIMIT seconds, output in $out and $err.  ENV-ARGS go to env(1):
+# VAR=value, or -u VAR first.
+ssh_hub_options=()
+ssh_hub_sluicerun() {
+    local job=$1 limit=$2
+    shift 2
+    local vars=()
+    while [ "$1" != -- ]; do
+        vars+=("$1")
+        shift
+    done
+    shift
+    in_hub env "${vars[@]}" SLUICE_JOB_ID="$job" timeout -k 5 "$limit" "$sluicerun" -spawner=ssh \
+        "${ssh_hub_options[@]}" "$@" > "$out" 2> "$err"
+}
+
 # Reporting for the scripts that source this: one PASS:/FAIL: line per
 # check, `failed` counts the failures, `show FILE` prints its last lines.
 failed=0
