@@ -82,6 +82,7 @@ struct ExitHandlers {
         Runtime &rt = runtime();
         (void)rt.am.system_reply(token, short_message(am::sys_exit_ack, nullptr, 0));
         rt.exit_leader_code_.store(static_cast<int>(args[0]));
+        rt.exit_leader_heard_.store(true);
         int expected = 0;
         rt.exit_role_.compare_exchange_strong(expected, 2);
         if (rt.exit_role_.load() == 1) rt.exit_role_.store(2);  // two leaders: the other one wins here
@@ -177,11 +178,12 @@ bool Runtime::exit_wait(std::uint64_t deadline, bool (Runtime::*done)() const) {
 }
 
 bool Runtime::exit_reduced() const {
-    if (exit_role_.load() == 2) return true;  // a leader reached us: as good as done
+    if (exit_leader_heard_.load()) return true;  // a leader reached us: as good as done
     return rank_ == 0 ? exit_arrivals_.load() >= static_cast<int>(size_) : exit_done_.load();
 }
 bool Runtime::exit_elected() const { return exit_elect_answered_.load() || exit_role_.load() != 0; }
 bool Runtime::exit_acked() const { return exit_acks_.load() >= static_cast<int>(size_) - 1; }
+bool Runtime::exit_leader_known() const { return exit_leader_heard_.load(); }
 
 void Runtime::exit_body(int code) {
     const double timeout = base::exit_timeout_seconds(size_);
@@ -222,9 +224,9 @@ void Runtime::exit_body(int code) {
     // The job's code: the leader's if one reached us, the largest of a
     // collective exit, else ours.
     int job_code = code;
-    if (exit_role_.load() == 2) job_code = exit_leader_code_.load();
+    if (exit_leader_heard_.load()) job_code = exit_leader_code_.load();
     else if (graceful && size_ > 1) job_code = exit_max_code_.load();
-    if (!graceful && exit_role_.load() == 2) graceful = true;  // a leader reached us
+    if (!graceful && exit_leader_heard_.load()) graceful = true;  // a leader reached us
     if (!graceful) {
         if (rank_ == 0) {
             int expected = -1;
@@ -245,10 +247,13 @@ void Runtime::exit_body(int code) {
                 if (r != rank_) (void)am.system_request(r, short_message(am::sys_exit_request, &c, 1));
             graceful = exit_wait(at(0.95), &Runtime::exit_acked);
         } else {
-            graceful = true;  // a member: the leader reaches everyone or aborts
+            // A member (the election said so): the leader's request carries
+            // the job's code, and this rank must not report a code before it
+            // has it.  The leader reaches everyone or aborts.
+            graceful = exit_wait(at(0.95), &Runtime::exit_leader_known);
         }
     }
-    if (exit_role_.load() == 2) job_code = exit_leader_code_.load();
+    if (exit_leader_heard_.load()) job_code = exit_leader_code_.load();
     exit_code_.store(job_code);
     alarm_code.store(job_code);
     std::fflush(nullptr);

@@ -79,6 +79,7 @@ private:
     bool exit_reduced() const;
     bool exit_elected() const;
     bool exit_acked() const;
+    bool exit_leader_known() const;
 
     std::atomic<State> state_{State::none};
     Rank rank_ = 0, size_ = 1;
@@ -120,6 +121,7 @@ private:
     std::atomic<bool> exit_elect_answered_{false};
     std::atomic<int> exit_acks_{0};
     std::atomic<int> exit_leader_code_{0};
+    std::atomic<bool> exit_leader_heard_{false};  // a leader's request (with its code) arrived
 };
 
 extern Runtime *const runtime_instance;
