@@ -250,13 +250,13 @@ INSTANTIATE_TEST_SUITE_P(Mp, Rma, ::testing::ValuesIn(by_ranks_and_rma()), confi
 INSTANTIATE_TEST_SUITE_P(Udp, Rma, ::testing::ValuesIn(over_udp()), config_name);
 
 // ---- udp: strangers on the sockets ------------------------------------------
-// Random bytes, a well-formed datagram with another job's secret, and
-// stubs: each receiver's counters (SLUICE_UDP_STATS) show every one dropped
-// for its reason, and the job's own traffic is unaffected.
+// Random bytes, a well-formed datagram with another job's secret, stubs
+// and oversized datagrams: each receiver's counters (SLUICE_UDP_STATS) show
+// every one dropped for its reason, and the job's own traffic is unaffected.
 class UdpIntruders : public MpTest {};
 TEST_P(UdpIntruders, StrangersDatagramsAreDroppedAndCounted) {
     const int per_kind = 100;
-    JobResult r = run({"intruder", std::to_string(per_kind)}, 120, {{"SLUICE_UDP_STATS", "1"}});
+    JobResult r = run({"intruder", std::to_string(per_kind)}, 120, {{"SLUICE_UDP_STATS", "1"}, {"SLUICE_UDP_MTU", "576"}});
     expect_success(r);
     const int n = GetParam().ranks;
     EXPECT_EQ(count_occurrences(r.out, "INTRUDER rank"), n) << r.describe();

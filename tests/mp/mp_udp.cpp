@@ -7,7 +7,7 @@
 // `datagrams` of each kind of garbage: random bytes (dropped as "magic"),
 // a well-formed header with a wrong job secret, as a datagram from another
 // job would carry ("secret"), and 10-byte stubs that start like a Sluice
-// datagram ("truncated").  Meanwhile the ranks run request/reply round
+// datagram and datagrams longer than the job's MTU allows ("truncated").  Meanwhile the ranks run request/reply round
 // trips to each other, which must all complete.  Each rank prints
 // "INTRUDER rank R magic N secret N truncated N" with what it sent; the driver
 // checks the receivers' udp counters against those figures.
@@ -121,6 +121,12 @@ int case_intruder(int argc, char **argv) {
             TCHECK(hn == sizeof h, "encoded %zu bytes", hn);
             if (::sendto(fd, h, hn, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(hn)) ++sent[1];
             if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[2];
+            // Longer than the job's datagrams (the driver sets
+            // SLUICE_UDP_MTU=576): the receive truncates it, so it is
+            // dropped as truncated whatever its header says.
+            std::uint8_t big[1200] = {};
+            std::memcpy(big, h, hn);
+            if (::sendto(fd, big, sizeof big, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof big) ++sent[2];
         }
         WAIT_UNTIL(answers.load() == static_cast<std::uint64_t>(i) + 1);
     }

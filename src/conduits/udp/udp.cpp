@@ -50,6 +50,7 @@ constexpr unsigned batch = 32;                   // datagrams per recvmmsg / sen
 constexpr std::size_t max_medium_bytes = 65536;
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::uint64_t rto_max_ns = 200'000'000;
+constexpr std::uint64_t no_deadline = ~std::uint64_t{0};
 constexpr unsigned sack_bits = 32;
 constexpr unsigned ip_udp_header_bytes = 28;
 constexpr Rank no_rank = ~Rank{0};
@@ -495,8 +496,10 @@ private:
             if (fd_ < 0) return true;
             const std::uint64_t now = base::now_ns();
             const int got = receive(now);
-            timers(now, quiescing, silent);
-            tx_flush();
+            // What arrives may make an ack due now; otherwise nothing is
+            // due before the earliest deadline the last pass saw.
+            if (got || quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
+            if (tx_count_) tx_flush();
             const unsigned stride = stride_.load(std::memory_order_relaxed);
             stride_.store(got ? 1 : std::min(stride * 2, max_stride_), std::memory_order_relaxed);
             idle = active_.empty();
@@ -506,32 +509,51 @@ private:
     }
 
     // Under lock_.  Returns how many datagrams arrived.
+    //
+    // recvmmsg tries one datagram more than it finds: with a batch of 32 a
+    // lone datagram costs a second, failed receive.  So the batch follows
+    // the traffic: 1 while datagrams come one at a time (a round trip: a
+    // poll that finds one is followed by polls that find none), doubling
+    // while full batches come back to back (a flood).  A batch of one is a
+    // recvfrom, which copies in no message header: it is the system call
+    // an idle or round-trip poll spins on.
     int receive(std::uint64_t now) {
-        mmsghdr msgs[batch];
-        iovec iov[batch];
         sockaddr_in from[batch];
-        for (unsigned i = 0; i < rx_batch_; ++i) {
-            iov[i] = {rx_[i], datagram_max_};
-            msgs[i] = {};
-            msgs[i].msg_hdr.msg_name = &from[i];
-            msgs[i].msg_hdr.msg_namelen = sizeof from[i];
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        // recvmmsg tries one datagram more than it finds: with a batch of
-        // 32 a lone datagram costs a second, failed receive.  So the batch
-        // follows the traffic: 1 while datagrams come one at a time (a round
-        // trip), doubling while every slot fills (a flood).
+        std::size_t length[batch];
+        int n;
         in_socket_call = true;
-        const int n = ::recvmmsg(fd_, msgs, rx_batch_, MSG_DONTWAIT, nullptr);
-        in_socket_call = false;
-        if (n == static_cast<int>(rx_batch_)) rx_batch_ = std::min(2 * rx_batch_, batch);
-        else if (n > 0) rx_batch_ = std::max(1u, rx_batch_ / 2);
-        for (int i = 0; i < n; ++i) {
-            const bool truncated = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 ||
-                                   msgs[i].msg_hdr.msg_namelen != sizeof(sockaddr_in);
-            if (arrived(rx_[i], truncated ? 0 : msgs[i].msg_len, from[i], now)) rx_[i] = buffers_.get();
+        if (rx_batch_ == 1) {
+            socklen_t from_length = sizeof from[0];
+            const ssize_t got = ::recvfrom(fd_, rx_[0], datagram_max_, MSG_DONTWAIT | MSG_TRUNC,
+                                           reinterpret_cast<sockaddr *>(&from[0]), &from_length);
+            n = got < 0 ? -1 : 1;
+            // MSG_TRUNC: a longer datagram reports its whole length.
+            length[0] = got > static_cast<ssize_t>(datagram_max_) || from_length != sizeof from[0] ? 0 : got;
+        } else {
+            mmsghdr msgs[batch];
+            iovec iov[batch];
+            for (unsigned i = 0; i < rx_batch_; ++i) {
+                iov[i] = {rx_[i], datagram_max_};
+                msgs[i] = {};
+                msgs[i].msg_hdr.msg_name = &from[i];
+                msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+                msgs[i].msg_hdr.msg_iov = &iov[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+            }
+            n = ::recvmmsg(fd_, msgs, rx_batch_, MSG_DONTWAIT, nullptr);
+            for (int i = 0; i < n; ++i)
+                length[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 ||
+                                    msgs[i].msg_hdr.msg_namelen != sizeof(sockaddr_in)
+                                ? 0
+                                : msgs[i].msg_len;
         }
+        in_socket_call = false;
+        const bool full = n == static_cast<int>(rx_batch_);
+        if (full && rx_busy_) rx_batch_ = std::min(2 * rx_batch_, batch);
+        else if (n > 0 && !full) rx_batch_ = std::max(1u, rx_batch_ / 2);
+        rx_busy_ = n > 0;
+        for (int i = 0; i < n; ++i)
+            if (arrived(rx_[i], length[i], from[i], now)) rx_[i] = buffers_.get();  // a truncated one: length 0
         return std::max(n, 0);
     }
 
@@ -660,8 +682,14 @@ private:
         p.ack_pending = 0;
         if (o.tries++) ++counters_.retransmitted;
         o.sent_ns = now;
+        timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, o));
         tx_add(o.bytes, o.length, p.address);
         activate(r, p);
+    }
+
+    // How long `o` waits for its ack before it is sent again.
+    std::uint64_t timeout_of(const Peer &p, const Outbound &o) const {
+        return std::min(p.rto_ns << std::min<unsigned>(o.tries - 1, 16), rto_max_ns);
     }
 
     std::uint32_t sack_of(const Peer &p) const {
@@ -681,21 +709,28 @@ private:
     }
 
     // Under lock_: retransmissions, acks that are due, peers gone silent.
+    // Sets timer_due_ns_ to the earliest deadline left.
     void timers(std::uint64_t now, bool quiescing, Rank &silent) {
+        std::uint64_t due = no_deadline;
         for (std::size_t i = 0; i < active_.size();) {
             const Rank r = active_[i];
             Peer &p = peers_[r];
             for (std::size_t j = 0; j < p.in_flight; ++j) {
                 Outbound &o = p.out[j];
                 if (o.sacked) continue;
-                const std::uint64_t timeout = std::min(p.rto_ns << std::min<unsigned>(o.tries - 1, 16), rto_max_ns);
-                if (now - o.sent_ns >= timeout) stage(r, p, o, now);
+                if (now - o.sent_ns >= timeout_of(p, o)) stage(r, p, o, now);
+                due = std::min(due, o.sent_ns + timeout_of(p, o));
             }
-            if (p.in_flight && now - std::max(p.heard_ns, p.waiting_since_ns) > peer_timeout_ns_ && !silent_reported_) {
-                silent = r;
-                silent_reported_ = true;
+            if (p.in_flight && !silent_reported_) {
+                const std::uint64_t since = std::max(p.heard_ns, p.waiting_since_ns);
+                if (now - since > peer_timeout_ns_) {
+                    silent = r;
+                    silent_reported_ = true;
+                }
+                due = std::min(due, since + peer_timeout_ns_ + 1);
             }
             if (p.ack_owed && (p.ack_now || quiescing || now >= p.ack_due_ns)) ack_send(r, p);
+            if (p.ack_owed) due = std::min(due, p.ack_due_ns);
             if (p.out.empty() && !p.ack_owed) {
                 p.active = false;
                 active_[i] = active_.back();
@@ -704,6 +739,7 @@ private:
             }
             ++i;
         }
+        timer_due_ns_ = due;
     }
 
     void ack_send(Rank r, Peer &p) {
@@ -895,9 +931,11 @@ private:
     bool silent_reported_ = false;
     std::vector<Peer> peers_;
     std::vector<Rank> active_;  // peers with data in flight or an ack owed
+    std::uint64_t timer_due_ns_ = no_deadline;  // timers() has nothing to do before
     Buffers buffers_;
     std::array<std::uint8_t *, batch> rx_{};
     unsigned rx_batch_ = 1;  // slots offered to the next recvmmsg
+    bool rx_busy_ = false;   // the last receive found datagrams
     std::array<Staged, batch> tx_{};
     unsigned tx_count_ = 0;
     std::deque<Received> ready_;
