@@ -155,6 +155,35 @@ struct Received {
     wire::Datagram datagram;
 };
 
+// A first-in first-out queue on one growing power-of-two array: a round
+// trip pushes and pops one element without allocating (std::deque would
+// allocate a block every two of these).
+template <class T> class Fifo {
+public:
+    bool empty() const { return head_ == tail_; }
+    std::size_t size() const { return tail_ - head_; }
+    void push_back(const T &v) {
+        if (size() == slots_.size()) grow();
+        slots_[tail_++ & (slots_.size() - 1)] = v;
+    }
+    T pop_front() { return slots_[head_++ & (slots_.size() - 1)]; }
+    void clear() {
+        slots_.clear();
+        head_ = tail_ = 0;
+    }
+
+private:
+    void grow() {
+        std::vector<T> bigger(std::max<std::size_t>(16, 2 * slots_.size()));
+        for (std::size_t i = 0; i < size(); ++i) bigger[i] = slots_[(head_ + i) & (slots_.size() - 1)];
+        tail_ = size();
+        head_ = 0;
+        slots_.swap(bigger);
+    }
+    std::vector<T> slots_;
+    std::size_t head_ = 0, tail_ = 0;
+};
+
 // The message whose fragments are arriving from one peer.  Touched only by
 // the thread that holds the delivery flag.
 struct Assembly {
@@ -496,9 +525,10 @@ private:
             if (fd_ < 0) return true;
             const std::uint64_t now = base::now_ns();
             const int got = receive(now);
-            // What arrives may make an ack due now; otherwise nothing is
-            // due before the earliest deadline the last pass saw.
-            if (got || quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
+            // Nothing is due before the earliest deadline: the last pass of
+            // the timers left it, and every new one lowers it (stage,
+            // ack_owe).
+            if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
             if (tx_count_) tx_flush();
             const unsigned stride = stride_.load(std::memory_order_relaxed);
             stride_.store(got ? 1 : std::min(stride * 2, max_stride_), std::memory_order_relaxed);
@@ -622,6 +652,7 @@ private:
         if (!p.ack_owed) p.ack_due_ns = now + ack_delay_ns_;
         p.ack_owed = true;
         p.ack_now |= at_once;
+        timer_due_ns_ = std::min(timer_due_ns_, p.ack_now ? now : p.ack_due_ns);
         activate(r, p);
     }
 
@@ -803,19 +834,22 @@ private:
         if (delivering_ || ready_count_.load(std::memory_order_acquire) == 0) return 0;
         if (deliver_flag_.exchange(true, std::memory_order_acquire)) return 0;
         delivering_ = true;
+        // One lock per datagram: it returns the last one's buffer and takes
+        // the next.  One at a time, so a handler that exits leaves the rest
+        // queued for the exit's own polls.
         int n = 0;
-        for (unsigned k = 0; k < batch && delivering_; ++k) {
+        std::uint8_t *done = nullptr;
+        for (unsigned k = 0; k <= batch && delivering_; ++k) {
             Received r;
             {
                 Guard g(lock_);
-                if (ready_.empty()) break;
-                r = ready_.front();
-                ready_.pop_front();
+                if (done) buffers_.put(done);
+                if (ready_.empty() || k == batch) break;
+                r = ready_.pop_front();
                 ready_count_.store(ready_.size(), std::memory_order_relaxed);
             }
+            done = r.buffer;
             n += consume(r);
-            Guard g(lock_);
-            buffers_.put(r.buffer);
         }
         if (delivering_) {
             delivering_ = false;
@@ -938,7 +972,7 @@ private:
     bool rx_busy_ = false;   // the last receive found datagrams
     std::array<Staged, batch> tx_{};
     unsigned tx_count_ = 0;
-    std::deque<Received> ready_;
+    Fifo<Received> ready_;
     std::atomic<std::size_t> ready_count_{0};
     std::atomic<bool> deliver_flag_{false};
     static thread_local bool delivering_;
