@@ -282,6 +282,30 @@ TEST_P(UdpIntruders, StrangersDatagramsAreDroppedAndCounted) {
 }
 INSTANTIATE_TEST_SUITE_P(Udp, UdpIntruders, ::testing::ValuesIn(over_udp()), config_name);
 
+// ---- udp: connected send sockets ----------------------------------------------
+// With SLUICE_UDP_CONNECTED_PEERS=0 every send goes through the receiving
+// socket; with 1, each rank sends to one peer through a connected socket
+// and to the others through the receiving one, so every receiver accepts
+// a peer's two source ports.  Nothing may be dropped for its address.
+class UdpConnectedPeers : public ::testing::TestWithParam<std::string> {};
+TEST_P(UdpConnectedPeers, FloodAndRmaWithSomeOrNoConnectedSockets) {
+    require_programs();
+    for (const char *which : {"flood", "rma"}) {
+        JobSpec spec;
+        spec.ranks = 4;
+        spec.program = {mp_program(), which};
+        if (std::string(which) == "flood") spec.program.push_back("2000");
+        spec.env = {{"SLUICE_ROUTE", "network"}, {"SLUICE_UDP_CONNECTED_PEERS", GetParam()}, {"SLUICE_UDP_STATS", "1"}};
+        spec.time_limit = 180;
+        JobResult r = run_job(spec);
+        expect_success(r);
+        EXPECT_EQ(count_occurrences(r.err, ", address 0,"), 4) << "no datagram dropped for its source address\n"
+                                                             << r.describe();
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Udp, UdpConnectedPeers, ::testing::Values("0", "1"),
+                         [](const ::testing::TestParamInfo<std::string> &info) { return "limit" + info.param; });
+
 // ---- smp and udp in one job --------------------------------------------------
 // Two "hosts" on this machine: each rank runs in its own UTS namespace named
 // after rank / 2 (`unshare --uts`, root), so pairs of ranks share a host and

@@ -43,8 +43,9 @@ void on_ask(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
 }
 void on_answer(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { answers.fetch_add(1); }
 
-// The local port of this process's IPv4 UDP socket (there is one: the
-// conduit's), from /proc/net/udp and the socket inodes of /proc/self/fd.
+// The local port of this process's unconnected IPv4 UDP socket (there is
+// one: the conduit's receiving socket; its sockets connected to peers only
+// send), from /proc/net/udp and the socket inodes of /proc/self/fd.
 std::uint16_t own_udp_port() {
     std::set<unsigned long> inodes;
     DIR *d = ::opendir("/proc/self/fd");
@@ -62,12 +63,17 @@ std::uint16_t own_udp_port() {
     char line[512];
     std::uint16_t port = 0;
     while (std::fgets(line, sizeof line, f)) {
-        unsigned address = 0, local_port = 0;
+        unsigned address = 0, local_port = 0, remote = 0, remote_port = 0;
         unsigned long inode = 0;
         // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-        if (std::sscanf(line, " %*d: %x:%x %*x:%*x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &address, &local_port, &inode) == 3 &&
-            inodes.count(inode))
+        if (std::sscanf(line, " %*d: %x:%x %x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &address, &local_port, &remote,
+                        &remote_port, &inode) == 5 &&
+            inodes.count(inode) && remote == 0 && remote_port == 0) {
+            // The file is read in pieces while other processes' connects
+            // move sockets in the table: a line may come twice.
+            TCHECK(port == 0 || port == local_port, "more than one unconnected udp socket in this process");
             port = static_cast<std::uint16_t>(local_port);
+        }
     }
     std::fclose(f);
     TCHECK(port != 0, "no udp socket of this process in /proc/net/udp (run with SLUICE_ROUTE=network)");
