@@ -336,9 +336,7 @@ protected:
                                 "cannot bind a UDP socket to %s: %s", address_text(mine).c_str(), std::strerror(errno));
         socket_buffers_set(fd_);
         std::uint16_t send_port = 0;
-        if (!connected_socket_open(ip, send_port))
-            return base::report(Status::resource, op, "check the limit on open files (ulimit -n), or set SLUICE_UDP_CONNECTED_PEERS=0",
-                                "cannot open a UDP socket on %s: %s", address_text(mine).c_str(), std::strerror(errno));
+        connected_socket_open(ip, send_port);
 
         int mtu = static_cast<int>(base::knob_int(base::Knob::UDP_MTU));
         const bool mtu_given = mtu != 0;
@@ -541,31 +539,39 @@ private:
     //
     // At init: the first of those sockets, bound so that the port is known
     // (`anchor_`, connected to the first peer once addresses are known).
-    // False only when no socket could be opened at all; a port that cannot
-    // be shared leaves every send on the receiving socket (send_port 0).
-    bool connected_socket_open(in_addr ip, std::uint16_t &port) {
+    // If it cannot be opened, every send goes through the receiving socket
+    // (send port 0).
+    void connected_socket_open(in_addr ip, std::uint16_t &port) {
         connected_limit_ = static_cast<unsigned>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_CONNECTED_PEERS)));
         port = 0;
-        if (connected_limit_ == 0) return true;
-        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) return false;
-        const int on = 1;
+        if (connected_limit_ == 0) return;
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr = ip;
-        socklen_t length = sizeof a;
-        if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
-            ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-            ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &length) != 0) {
-            ::close(fd);
+        anchor_ = send_socket_open(a);
+        if (anchor_ < 0) {
             base::say("udp: no connected sockets (%s): every send goes through the receiving socket", std::strerror(errno));
-            return true;
+            return;
         }
-        socket_buffers_set(fd);
-        anchor_ = fd;
         send_address_ = a;
         port = a.sin_port;
-        return true;
+    }
+
+    // A socket on the shared send port `at` (port 0: a new one, written
+    // back), or -1.
+    int send_socket_open(sockaddr_in &at) {
+        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -1;
+        const int on = 1;
+        socklen_t length = sizeof at;
+        if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+            ::bind(fd, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0 ||
+            ::getsockname(fd, reinterpret_cast<sockaddr *>(&at), &length) != 0) {
+            ::close(fd);
+            return -1;
+        }
+        socket_buffers_set(fd);
+        return fd;
     }
 
     // Under lock_ (or at init): gives `p` its connected socket, `fd` or a
@@ -574,15 +580,8 @@ private:
         p.connect_tried = true;
         if (fd < 0) {
             if (send_address_.sin_port == 0 || connected_ >= connected_limit_) return;
-            fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-            const int on = 1;
-            if (fd < 0) return;
-            if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
-                ::bind(fd, reinterpret_cast<const sockaddr *>(&send_address_), sizeof send_address_) != 0) {
-                ::close(fd);
-                return;
-            }
-            socket_buffers_set(fd);
+            sockaddr_in at = send_address_;
+            if ((fd = send_socket_open(at)) < 0) return;
         }
         if (::connect(fd, reinterpret_cast<const sockaddr *>(&p.address), sizeof p.address) != 0) {
             ::close(fd);
