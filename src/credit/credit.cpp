@@ -1,7 +1,9 @@
 // src/credit/credit.cpp - the credit engine (credit.hpp; the scheme in
-// README.md).  Depends on the standard library only, so the simulator
-// (tests/sim) runs this very file.
+// README.md).  Depends on the standard library and the header-only
+// base/flag.hpp only, so the simulator (tests/sim) runs this very file.
 #include "credit/credit.hpp"
+
+#include "base/flag.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -198,16 +200,10 @@ struct Engine::Mid {
 namespace {
 // Spinlock on one peer's state; try_lock for the scavenger, which walks
 // peers while holding the engine lock (the order is state, then engine).
-inline void spin_lock(std::atomic<bool> &l) {
-    for (;;) {
-        if (!l.exchange(true, std::memory_order_acquire)) return;
-        while (l.load(std::memory_order_relaxed)) __builtin_ia32_pause();
-    }
-}
-inline bool spin_try_lock(std::atomic<bool> &l) {
-    return !l.load(std::memory_order_relaxed) && !l.exchange(true, std::memory_order_acquire);
-}
-inline void spin_unlock(std::atomic<bool> &l) { l.store(false, std::memory_order_release); }
+// (base/flag.hpp: no locked instruction while the process has one thread.)
+inline void spin_lock(std::atomic<bool> &l) { base::flag_take(l); }
+inline bool spin_try_lock(std::atomic<bool> &l) { return base::flag_try_take(l); }
+inline void spin_unlock(std::atomic<bool> &l) { base::flag_release(l); }
 
 class Guard {
 public:
@@ -474,7 +470,7 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
     n = std::clamp(n, 1u, max_request_credits);
     if (config_.policy == Policy::off || p == config_.me) {
         byte = CreditByte{false, 0, static_cast<std::uint8_t>(n)}.encode();
-        counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+        base::count_add<std::uint64_t>(counters_.requests_sent, 1);
         return true;
     }
     State &s = state(p);
@@ -537,7 +533,7 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
                 }
             }
             byte = b.encode();
-            counters_.requests_sent.fetch_add(1, std::memory_order_relaxed);
+            base::count_add<std::uint64_t>(counters_.requests_sent, 1);
             return true;
         }
     }
@@ -560,7 +556,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
         s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
     }
-    received_.fetch_add(1, std::memory_order_relaxed);
+    base::count_add<std::uint64_t>(received_, 1);
 }
 
 std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
@@ -636,7 +632,7 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
             return false;
         }
     }
-    counters_.hidden_replies.fetch_add(1, std::memory_order_relaxed);
+    base::count_add<std::uint64_t>(counters_.hidden_replies, 1);
     return true;
 }
 

@@ -9,6 +9,7 @@
 // them; the launcher also learns each name, to unlink it after a crash.
 #include "conduits/smp/smp.hpp"
 
+#include "base/flag.hpp"
 #include "base/knobs.hpp"
 #include "conduits/smp/ring.hpp"
 
@@ -20,7 +21,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -120,31 +120,13 @@ private:
     bool owner_ = false;
 };
 
-// Takes `flag` if it is free.  While the process has only ever had one
-// thread (glibc's __libc_single_threaded), nothing else can race for it, so
-// a plain load and store do, without the locked exchange that would wait for
-// the store buffer to drain on every message.  A signal handler on this
-// thread still sees the flag taken.  A thread created later is created by
-// this thread, outside any flag, and sees every flag through pthread_create;
-// from then on the exchange is used.  Release is a release store either way.
-inline bool flag_try_take(std::atomic<bool> &flag) {
-    if (__libc_single_threaded) {
-        if (flag.load(std::memory_order_relaxed)) return false;
-        flag.store(true, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        return true;
-    }
-    return !flag.exchange(true, std::memory_order_acquire);
-}
+using base::flag_try_take;
 
 // Spinlock in private memory, serializing the producers of one ring.
 class SpinLock {
 public:
-    void lock() {
-        while (!flag_try_take(flag_))
-            while (flag_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
-    }
-    void unlock() { flag_.store(false, std::memory_order_release); }
+    void lock() { base::flag_take(flag_); }
+    void unlock() { base::flag_release(flag_); }
     std::atomic<bool> &flag() { return flag_; }
 
 private:
