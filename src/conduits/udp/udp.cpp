@@ -20,6 +20,7 @@
 // delivers nothing: room comes back with acks alone.
 #include "conduits/udp/udp.hpp"
 
+#include "base/flag.hpp"
 #include "base/knobs.hpp"
 #include "conduits/udp/wire.hpp"
 
@@ -74,7 +75,7 @@ public:
     // False when this was such a re-entry: the caller must not unlock.
     bool lock() {
         if (in_socket_call && owner_.load(std::memory_order_relaxed) == &thread_marker) return false;
-        for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
+        for (unsigned spins = 0; !base::flag_try_take(flag_);) {
             while (flag_.load(std::memory_order_relaxed)) {
                 if (++spins < 256) __builtin_ia32_pause();
                 else ::sched_yield();  // the holder may be descheduled
@@ -85,7 +86,7 @@ public:
     }
     void unlock() {
         owner_.store(nullptr, std::memory_order_relaxed);
-        flag_.store(false, std::memory_order_release);
+        base::flag_release(flag_);
     }
     // Held by this thread outside a socket call: its state may be half
     // updated, so an exit must not run here (Transport::signal_exit_safe).
@@ -443,7 +444,10 @@ protected:
             p.waiting_bytes += length;
             offset += n;
         } while (offset < total);
-        const std::uint64_t now = base::now_ns();
+        // A handler this thread's poll runs (a reply, most often) sends
+        // at that poll's time: it is at most the handlers' run time old,
+        // which only lengthens the round trip samples a little.
+        const std::uint64_t now = delivering_ && poll_now_ ? poll_now_ : base::now_ns();
         window_fill(peer, p, now);
         tx_flush();
         return Status::ok;
@@ -606,15 +610,23 @@ private:
     bool progress(bool quiescing) {
         Rank silent = no_rank;
         bool idle = true;
+        poll_now_ = 0;
         {
             Guard g(lock_);
             if (fd_ < 0) return true;
-            const std::uint64_t now = base::now_ns();
+            std::uint64_t now = 0;
             const int got = receive(now);
-            // Nothing is due before the earliest deadline: the last pass of
-            // the timers left it, and every new one lowers it (stage,
-            // ack_owe).
-            if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
+            // The clock is read when datagrams came, and otherwise only on
+            // every clock_every-th empty poll: a spinning rank's poll then
+            // is little more than its receive call.  Nothing is due before
+            // the earliest deadline: the last pass of the timers left it,
+            // and every new one lowers it (stage, ack_owe).
+            if (!now && (quiescing || ++polls_unclocked_ >= clock_every)) now = base::now_ns();
+            if (now) {
+                polls_unclocked_ = 0;
+                if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
+            }
+            poll_now_ = now;
             if (tx_count_) tx_flush();
             const unsigned stride = stride_.load(std::memory_order_relaxed);
             stride_.store(got ? 1 : std::min(stride * 2, max_stride_), std::memory_order_relaxed);
@@ -633,7 +645,8 @@ private:
     // while full batches come back to back (a flood).  A batch of one is a
     // recvfrom, which copies in no message header: it is the system call
     // an idle or round-trip poll spins on.
-    int receive(std::uint64_t now) {
+    // `now` is read once datagrams are in.
+    int receive(std::uint64_t &now) {
         sockaddr_in from[batch];
         std::size_t length[batch];
         int n;
@@ -668,6 +681,7 @@ private:
         if (full && rx_busy_) rx_batch_ = std::min(2 * rx_batch_, batch);
         else if (n > 0 && !full) rx_batch_ = std::max(1u, rx_batch_ / 2);
         rx_busy_ = n > 0;
+        if (n > 0) now = base::now_ns();
         for (int i = 0; i < n; ++i)
             if (arrived(rx_[i], length[i], from[i], now)) rx_[i] = buffers_.get();  // a truncated one: length 0
         return std::max(n, 0);
@@ -936,7 +950,7 @@ private:
     // on one thread at a time and never nested in a handler.
     int deliver_ready() {
         if (delivering_ || ready_count_.load(std::memory_order_acquire) == 0) return 0;
-        if (deliver_flag_.exchange(true, std::memory_order_acquire)) return 0;
+        if (!base::flag_try_take(deliver_flag_)) return 0;
         delivering_ = true;
         // One lock per datagram: it returns the last one's buffer and takes
         // the next.  One at a time, so a handler that exits leaves the rest
@@ -1084,6 +1098,11 @@ private:
     std::atomic<std::size_t> ready_count_{0};
     std::atomic<bool> deliver_flag_{false};
     static thread_local bool delivering_;
+    // The clock of this thread's last progress (0: not read), for sends
+    // from the handlers it delivers next.
+    static thread_local std::uint64_t poll_now_;
+    static constexpr unsigned clock_every = 16;
+    unsigned polls_unclocked_ = 0;  // under lock_
     // Polls skipped since the last receive, and how many to skip while
     // nothing arrives (1 after traffic, doubling to max_stride_).
     std::atomic<unsigned> skipped_{0}, stride_{1};
@@ -1095,6 +1114,7 @@ private:
 };
 
 thread_local bool UdpTransport::delivering_ = false;
+thread_local std::uint64_t UdpTransport::poll_now_ = 0;
 
 } // namespace
 
