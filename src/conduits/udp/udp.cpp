@@ -54,6 +54,8 @@ constexpr std::size_t max_medium_bytes = 65536;
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::uint64_t rto_max_ns = 200'000'000;
 constexpr std::uint64_t no_deadline = ~std::uint64_t{0};
+// The time of a datagram send_impl stages before reading the clock.
+constexpr std::uint64_t unstamped = 0;
 constexpr unsigned sack_bits = 32;
 constexpr unsigned ip_udp_header_bytes = 28;
 constexpr Rank no_rank = ~Rank{0};
@@ -447,9 +449,24 @@ protected:
         // A handler this thread's poll runs (a reply, most often) sends
         // at that poll's time: it is at most the handlers' run time old,
         // which only lengthens the round trip samples a little.
-        const std::uint64_t now = delivering_ && poll_now_ ? poll_now_ : base::now_ns();
-        window_fill(peer, p, now);
+        if (delivering_ && poll_now_) {
+            window_fill(peer, p, poll_now_);
+            tx_flush();
+            return Status::ok;
+        }
+        // Anywhere else the clock is read once the datagrams have left, not
+        // before: it is then off the round trip's path.  The lock is held
+        // throughout, so no one sees the datagrams unstamped; a round trip
+        // sample then leaves out the send call itself.
+        const std::size_t first = p.in_flight;
+        window_fill(peer, p, unstamped);
         tx_flush();
+        const std::uint64_t now = base::now_ns();
+        if (first == 0 && p.in_flight) p.waiting_since_ns = now;
+        for (std::size_t j = first; j < p.in_flight; ++j) {
+            p.out[j].sent_ns = now;
+            timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, p.out[j]));
+        }
         return Status::ok;
     }
 
@@ -814,7 +831,7 @@ private:
         p.ack_pending = 0;
         if (o.tries++) ++counters_.retransmitted;
         o.sent_ns = now;
-        timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, o));
+        if (now != unstamped) timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, o));
         tx_add(o.bytes, o.length, p);
         activate(r, p);
     }
