@@ -631,18 +631,12 @@ private:
         {
             Guard g(lock_);
             if (fd_ < 0) return true;
-            std::uint64_t now = 0;
+            const std::uint64_t now = base::now_ns();
             const int got = receive(now);
-            // The clock is read when datagrams came, and otherwise only on
-            // every clock_every-th empty poll: a spinning rank's poll then
-            // is little more than its receive call.  Nothing is due before
-            // the earliest deadline: the last pass of the timers left it,
-            // and every new one lowers it (stage, ack_owe).
-            if (!now && (quiescing || ++polls_unclocked_ >= clock_every)) now = base::now_ns();
-            if (now) {
-                polls_unclocked_ = 0;
-                if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
-            }
+            // Nothing is due before the earliest deadline: the last pass of
+            // the timers left it, and every new one lowers it (stage,
+            // ack_owe).
+            if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
             poll_now_ = now;
             if (tx_count_) tx_flush();
             const unsigned stride = stride_.load(std::memory_order_relaxed);
@@ -662,8 +656,7 @@ private:
     // while full batches come back to back (a flood).  A batch of one is a
     // recvfrom, which copies in no message header: it is the system call
     // an idle or round-trip poll spins on.
-    // `now` is read once datagrams are in.
-    int receive(std::uint64_t &now) {
+    int receive(std::uint64_t now) {
         sockaddr_in from[batch];
         std::size_t length[batch];
         int n;
@@ -698,7 +691,6 @@ private:
         if (full && rx_busy_) rx_batch_ = std::min(2 * rx_batch_, batch);
         else if (n > 0 && !full) rx_batch_ = std::max(1u, rx_batch_ / 2);
         rx_busy_ = n > 0;
-        if (n > 0) now = base::now_ns();
         for (int i = 0; i < n; ++i)
             if (arrived(rx_[i], length[i], from[i], now)) rx_[i] = buffers_.get();  // a truncated one: length 0
         return std::max(n, 0);
@@ -1118,8 +1110,6 @@ private:
     // The clock of this thread's last progress (0: not read), for sends
     // from the handlers it delivers next.
     static thread_local std::uint64_t poll_now_;
-    static constexpr unsigned clock_every = 16;
-    unsigned polls_unclocked_ = 0;  // under lock_
     // Polls skipped since the last receive, and how many to skip while
     // nothing arrives (1 after traffic, doubling to max_stride_).
     std::atomic<unsigned> skipped_{0}, stride_{1};
