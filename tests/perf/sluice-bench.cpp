@@ -390,13 +390,17 @@ struct Suite {
         return (now_ns() - t0) / static_cast<double>(iters);
     }
 
-    template <class Op> double time_loop(long iters, Op op) {
-        for (long i = 0; i < warmup_of(iters); ++i)
-            op();
+    // ns for `n` calls of `op`.
+    template <class Op> static double timed(long n, Op op) {
         const double t0 = now_ns();
-        for (long i = 0; i < iters; ++i)
+        for (long i = 0; i < n; ++i)
             op();
-        return (now_ns() - t0) / static_cast<double>(iters);
+        return now_ns() - t0;
+    }
+    // ns per call, after a warm-up.
+    template <class Op> double time_loop(long iters, Op op) {
+        (void)timed(warmup_of(iters), op);
+        return timed(iters, op) / static_cast<double>(iters);
     }
     double put_latency(std::size_t n) {
         return time_loop(rma_iterations(n, options.scale), [&] {
@@ -482,11 +486,15 @@ struct Suite {
 
     struct UdpRtt {
         double am = 0, am_p50 = 0, am_p99 = 0; // mean, and over single round trips
+        double put = 0, get = 0;               // 8 B blocking Put and Get
         double spin = 0, block = 0;            // bare UDP, ns per round trip
     };
-    // The AM Short round trip over udp in chunks alternating with the bare
-    // UDP ping-pong (spinning, then blocking) between the same two processes,
-    // so all three see the same machine.
+    void put8() { check(sluice_put(peer, peer_base, local.data(), 8), "sluice_put"); }
+    void get8() { check(sluice_get(local.data(), peer, peer_base, 8), "sluice_get"); }
+    // The AM Short round trip and the 8 B blocking Put and Get over udp, in
+    // chunks alternating with the bare UDP ping-pong (spinning, then
+    // blocking) between the same two processes, so all of them see the same
+    // machine.
     UdpRtt udp_rtt_with_references() {
         const long iters = rtt_iterations(0, options.scale);
         constexpr int chunks = 5;
@@ -496,6 +504,8 @@ struct Suite {
             request(AmKind::short_, h_short_ping, 0);
             wait_reply();
         }
+        (void)timed(lead, [&] { put8(); });
+        (void)timed(lead, [&] { get8(); });
         (void)udp_chunk(per, lead, UdpWait::spin);
         (void)udp_chunk(lead + 1, lead, UdpWait::block);
         std::vector<double> trips;
@@ -514,9 +524,13 @@ struct Suite {
                 t = t1;
             }
             r.am += t - t0;
+            r.put += timed(per, [&] { put8(); });
+            r.get += timed(per, [&] { get8(); });
         }
         const double n = static_cast<double>(trips.size());
         r.am /= n;
+        r.put /= n;
+        r.get /= n;
         r.spin /= n;
         r.block /= n;
         std::sort(trips.begin(), trips.end());
@@ -580,7 +594,8 @@ struct Suite {
         sockets_open();
         if (me == 0)
             results.add("udp_conduit_sockets", 0, conduit_sockets);
-        // The bare UDP round trip is also the 8 B Put/Get latencies' reference.
+        // The bare UDP round trip is also the 8 B Put/Get latencies' reference,
+        // measured in the same alternation.
         if (options.wanted("udp_am_short_rtt") || options.wanted("udp_pingpong") ||
             options.wanted("udp_put_lat", 8) || options.wanted("udp_get_lat", 8))
             phase([&] {
@@ -591,18 +606,9 @@ struct Suite {
                 results.add("udp_pingpong_job", 0, r.spin);
                 results.add("udp_pingpong_job_block", 0, r.block);
                 results.add("udp_pingpong_resends", 0, static_cast<double>(udp.resends()));
+                results.add("udp_put_lat", 8, r.put);
+                results.add("udp_get_lat", 8, r.get);
             });
-        const long lat_iters = rtt_iterations(0, options.scale);
-        measure("udp_put_lat", 8, [&] {
-            return time_loop(lat_iters, [&] {
-                check(sluice_put(peer, peer_base, local.data(), 8), "sluice_put");
-            });
-        });
-        measure("udp_get_lat", 8, [&] {
-            return time_loop(lat_iters, [&] {
-                check(sluice_get(local.data(), peer, peer_base, 8), "sluice_get");
-            });
-        });
         if (options.wanted("udp_put_bw", largest_rma))
             phase([&] {
                 const auto [put, stream] = put_bw_with_tcp();
