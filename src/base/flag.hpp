@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include <sched.h>
 #include <sys/single_threaded.h>
 
 namespace sluice::base {
@@ -31,10 +32,14 @@ inline bool flag_try_take(std::atomic<bool> &flag) {
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
-// Takes `flag`, spinning while another thread holds it.
+// Takes `flag`, spinning while another thread holds it; after 256 spins
+// it yields the core, since the holder may be descheduled.
 inline void flag_take(std::atomic<bool> &flag) {
-    while (!flag_try_take(flag))
-        while (flag.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    for (unsigned spins = 0; !flag_try_take(flag);)
+        while (flag.load(std::memory_order_relaxed)) {
+            if (++spins < 256) __builtin_ia32_pause();
+            else sched_yield();
+        }
 }
 
 inline void flag_release(std::atomic<bool> &flag) { flag.store(false, std::memory_order_release); }

@@ -77,12 +77,7 @@ public:
     // False when this was such a re-entry: the caller must not unlock.
     bool lock() {
         if (in_socket_call && owner_.load(std::memory_order_relaxed) == &thread_marker) return false;
-        for (unsigned spins = 0; !base::flag_try_take(flag_);) {
-            while (flag_.load(std::memory_order_relaxed)) {
-                if (++spins < 256) __builtin_ia32_pause();
-                else ::sched_yield();  // the holder may be descheduled
-            }
-        }
+        base::flag_take(flag_);
         owner_.store(&thread_marker, std::memory_order_relaxed);
         return true;
     }
