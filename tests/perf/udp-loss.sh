@@ -42,6 +42,9 @@ fi
 bench=$(cd "$(dirname "$bench")" && pwd)/$(basename "$bench")
 loss_percent=5
 
+# shellcheck source=../spawn/ssh/hosts.sh
+. "$(dirname "$0")/../spawn/ssh/hosts.sh"
+netns_stale_remove '^sluice-udp-loss-([0-9]+)$'
 ns=sluice-udp-loss-$$
 work=$(mktemp -d /tmp/sluice-udp-loss.XXXXXX) || exit 2
 # shellcheck disable=SC2317 # run by the trap

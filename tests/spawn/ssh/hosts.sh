@@ -23,6 +23,12 @@
 #                           SLUICE_SSH_NODES set to them
 #   elapsed START [DIGITS]  seconds since START (a `date +%s.%N`), 2 decimals
 #                           unless given
+#   netns_stale_remove RE   deletes the network namespaces whose name matches
+#                           the extended regular expression RE, its group 1
+#                           the pid of the script that made them, when that
+#                           pid is gone (a run killed by SIGKILL runs no
+#                           trap), killing what still runs in them first;
+#                           ssh_hosts_start does it for its own names
 #
 # After ssh_hosts_start:
 #   ssh_work                the temporary folder (keys, configs, logs)
@@ -108,7 +114,20 @@ EOF
     return 1
 }
 
+netns_stale_remove() {
+    local ns pid p
+    for ns in $(ip netns list 2> /dev/null | cut -d' ' -f1); do
+        [[ $ns =~ $1 ]] || continue
+        pid=${BASH_REMATCH[1]}
+        # The pid alive (this run, another run, or a reused pid): kept.
+        kill -0 "$pid" 2> /dev/null && continue
+        for p in $(ip netns pids "$ns" 2> /dev/null); do kill -9 "$p" 2> /dev/null; done
+        ip netns del "$ns" 2> /dev/null && echo "removed network namespace $ns, left by a killed run (pid $pid)"
+    done
+}
+
 ssh_hosts_start() {
+    netns_stale_remove '^sl([0-9]+)(hub|A|B|C)$'
     ssh_work=$(mktemp -d /tmp/sluice-ssh.XXXXXX) || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/host_key" || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/user_key" || return 1
