@@ -259,6 +259,33 @@ Status AmEngine::reply_transmit(Token *token, const Send &m, std::uint8_t flags)
 
 // The one receive path of every conduit: the handler runs with a token on
 // this thread; a request that held a credit gets its (possibly hidden) reply.
+namespace {
+
+// Runs a handler with `token` as this thread's current one.
+inline void handler_run(sluice_handler_fn fn, Token &token, void *payload, std::size_t length,
+                        const std::uint32_t *args, unsigned nargs, [[maybe_unused]] Rank rank,
+                        [[maybe_unused]] std::uint8_t handler) {
+    Token *outer = AmEngine::current_token;
+    AmEngine::current_token = &token;
+#ifdef SLUICE_DEBUG
+    // Debug builds check that handlers do not block: a long handler
+    // stalls every rank waiting on this one.
+    const std::uint64_t started = base::now_ns();
+#endif
+    fn(&token, payload, length, args, nargs);
+#ifdef SLUICE_DEBUG
+    const std::uint64_t took = base::now_ns() - started;
+    if (took > handler_warn_ns)
+        std::fprintf(stderr,
+                     "sluice[rank %u] warning: handler %u (from rank %u) ran for %.1f ms; handlers must not "
+                     "block: do long work after the handler returns\n",
+                     rank, handler, token.source, took / 1e6);
+#endif
+    AmEngine::current_token = outer;
+}
+
+} // namespace
+
 void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                        void *payload) {
     AmEngine &self = *static_cast<AmEngine *>(context);
@@ -283,28 +310,32 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
         fn = h.handler < sys_count ? self.system_[h.handler] : nullptr;
         if (!fn) self.dispatch_refuse(h);
     }
-    if (fn) {
-        Token *outer = current_token;
-        current_token = &token;
-#ifdef SLUICE_DEBUG
-        // Debug builds check that handlers do not block: a long handler
-        // stalls every rank waiting on this one.
-        const std::uint64_t started = base::now_ns();
-#endif
-        fn(&token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs);
-#ifdef SLUICE_DEBUG
-        const std::uint64_t took = base::now_ns() - started;
-        if (took > handler_warn_ns)
-            std::fprintf(stderr,
-                         "sluice[rank %u] warning: handler %u (from rank %u) ran for %.1f ms; handlers must not "
-                         "block: do long work after the handler returns\n",
-                         self.rank_, h.handler, h.source, took / 1e6);
-#endif
-        current_token = outer;
-    }
+    if (fn) handler_run(fn, token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs, self.rank_, h.handler);
     // A request that held credits and got no reply: the hidden one.
     if (__builtin_expect(token.state == (Token::token_request | Token::token_credit), 0) && self.credit_)
         self.credit_settle(token);
+}
+
+// The Short latency path: a registered user handler of this shape, no
+// credit byte (so no credits to count and no hidden reply), user handlers
+// enabled.  Anything else, errors included, is deliver()'s.
+void AmEngine::deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
+                             const std::uint32_t *args, unsigned nargs) {
+    AmEngine &self = *static_cast<AmEngine *>(context);
+    const Entry &e = self.user_[handler];
+    if (__builtin_expect(!(flags & (conduit::am_flag_system | conduit::am_flag_credit)) &&
+                             e.signature == signature(AmCategory::short_, nargs) &&
+                             self.user_enabled_.load(std::memory_order_relaxed), 1)) {
+        Token token{source, static_cast<std::uint8_t>((flags ^ conduit::am_flag_reply) & Token::token_request), 0};
+        handler_run(e.fn, token, nullptr, 0, args, nargs, self.rank_, handler);
+        return;
+    }
+    conduit::AmHeader h;
+    h.handler = handler;
+    h.nargs = static_cast<std::uint8_t>(nargs);
+    h.flags = flags;
+    h.source = source;
+    deliver(context, h, args, nullptr);
 }
 
 // Hidden reply: the sender's credits come back even when the handler had

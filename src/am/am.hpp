@@ -153,6 +153,10 @@ public:
 
     static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                         void *payload);
+    // A Short without a credit byte (conduit::DeliverShortFn): a user
+    // handler runs with no header built; anything else goes to deliver().
+    static void deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
+                              const std::uint32_t *args, unsigned nargs);
 
 private:
     // A handler's category and argument count in one word, so a message is

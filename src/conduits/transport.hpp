@@ -53,6 +53,10 @@ struct AmMessage {
 // rank's segment where the conduit has already placed the bytes.
 using DeliverFn = void (*)(void *context, const AmHeader &header, const std::uint32_t *args,
                            void *payload);
+// The same for a Short message without a credit byte, the latency path: no
+// header to build.  Conduits call it through Transport::deliver_short.
+using DeliverShortFn = void (*)(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
+                                const std::uint32_t *args, unsigned nargs);
 
 struct Capabilities {
     std::size_t max_medium = 0;        // largest Medium payload
@@ -75,6 +79,7 @@ struct TransportSetup {
     std::vector<Rank> peers;              // the ranks this transport must reach
     spawner::Bootstrap *bootstrap = nullptr;
     DeliverFn deliver = nullptr;
+    DeliverShortFn deliver_short = nullptr;  // null: deliver_short goes through `deliver`
     void *deliver_context = nullptr;
     // Polls every transport of the rank (src/am): what a send waiting for
     // room runs, since the peer it waits on may itself wait on us over
@@ -190,6 +195,20 @@ protected:
     const TransportSetup &setup() const { return setup_; }
     void deliver(const AmHeader &h, const std::uint32_t *args, void *payload) {
         setup_.deliver(setup_.deliver_context, h, args, payload);
+    }
+    // A Short message whose flags carry no credit byte (am_flag_credit clear).
+    void deliver_short(Rank source, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
+                       unsigned nargs) {
+        if (__builtin_expect(setup_.deliver_short != nullptr, 1)) {
+            setup_.deliver_short(setup_.deliver_context, source, handler, flags, args, nargs);
+            return;
+        }
+        AmHeader h;
+        h.handler = handler;
+        h.nargs = static_cast<std::uint8_t>(nargs);
+        h.flags = flags;
+        h.source = source;
+        deliver(h, args, nullptr);
     }
     Capabilities &capabilities_mutable() { return caps_; }
 

@@ -161,6 +161,7 @@ Status Runtime::init_transports() {
         setup.peers = peers;
         setup.bootstrap = bootstrap_.get();
         setup.deliver = am::AmEngine::deliver;
+        setup.deliver_short = am::AmEngine::deliver_short;
         setup.deliver_context = &am;
         setup.progress = [](void *engine, conduit::PollMode mode) { return static_cast<am::AmEngine *>(engine)->poll(mode); };
         setup.progress_context = &am;

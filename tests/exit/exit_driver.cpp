@@ -96,6 +96,22 @@ std::vector<Param> udp_params() {
     return v;
 }
 
+// A message the target cannot run (bad input: handlers registered
+// differently across ranks): the target's fatal error ends the job, on smp
+// (whose Shorts take the header-less delivery path) and on udp.
+std::vector<Param> refused_params() {
+    const std::vector<ExitCase> cases = {
+        {"UnregisteredAtTarget", "unregistered", Who::last, "", 1, {}, 0, false, "which is not registered here"},
+        {"RegisteredDifferently", "mismatched", Who::last, "", 1, {}, 0, false, "register the handler identically"},
+    };
+    std::vector<Param> v;
+    for (const auto &c : cases) {
+        for (int n : {2, 3}) v.push_back({n, c});
+        v.push_back({2, c, true});
+    }
+    return v;
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param> &info) {
     return info.param.c.name + "_N" + std::to_string(info.param.ranks) + (info.param.udp ? "_udp" : "");
 }
@@ -153,6 +169,7 @@ TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
 
 INSTANTIATE_TEST_SUITE_P(Exit, JobExit, ::testing::ValuesIn(params()), param_name);
 INSTANTIATE_TEST_SUITE_P(Udp, JobExit, ::testing::ValuesIn(udp_params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Refused, JobExit, ::testing::ValuesIn(refused_params()), param_name);
 
 // ---- the launcher itself ---------------------------------------------------
 

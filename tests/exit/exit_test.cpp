@@ -20,7 +20,7 @@ using namespace sluice_test;
 
 namespace {
 
-enum : sluice_handler_t { h_notice = 1, h_exit_in_request = 2, h_ask_reply = 3, h_exit_in_reply = 4 };
+enum : sluice_handler_t { h_notice = 1, h_exit_in_request = 2, h_ask_reply = 3, h_exit_in_reply = 4, h_late = 5 };
 
 std::atomic<unsigned> notices{0};
 int exit_code = 3;
@@ -112,6 +112,8 @@ void usage() {
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
                  "  errors-fatal RANK          SLUICE_ERRORS_FATAL=1: RANK makes a bad call\n"
+                 "  unregistered RANK          the others send RANK a Short for a handler it never registered\n"
+                 "  mismatched RANK            ... for a handler RANK registered with another argument count\n"
                  "  ready                      print READY, then every rank polls until killed\n"
                  "  stopped RANK               RANK stops itself (SIGSTOP); the others send it AMs until the\n"
                  "                             udp conduit's peer timeout ends the job (SLUICE_ROUTE=network)\n");
@@ -222,6 +224,25 @@ int main(int argc, char **argv) {
             fail_at(__FILE__, __LINE__, "errors-fatal", "a failed call returned under SLUICE_ERRORS_FATAL=1");
         }
         wait_forever(Wait::poll, exiter);
+    }
+    if (which == "unregistered" || which == "mismatched") {
+        // Every rank but RANK registers h_late as a Short of 1 argument;
+        // RANK has none, or one of 0 arguments.  The sender's own checks
+        // pass, so RANK must refuse the message when it arrives and end the
+        // job with an error naming the sender and the handler.
+        if (nranks < 2) {
+            std::fprintf(stderr, "sluice-exit-test: %s needs 2 ranks or more\n", which.c_str());
+            sluice_exit(2);
+        }
+        setup();
+        if (me != exiter) TOK(sluice_handler_register(h_late, on_notice, SLUICE_AM_SHORT, 1));
+        else if (which == "mismatched") TOK(sluice_handler_register(h_late, on_notice, SLUICE_AM_SHORT, 0));
+        TOK(sluice_barrier());
+        if (me != exiter) {
+            const std::uint32_t one = 1;
+            TOK(sluice_am_request_short(exiter, h_late, &one, 1));
+        }
+        for (;;) (void)sluice_poll();
     }
     if (which == "ready") {
         setup();

@@ -497,14 +497,22 @@ private:
             return 0;
         }
         assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
-        AmHeader h;
-        h.handler = static_cast<std::uint8_t>(info);
-        h.category = static_cast<AmCategory>(info >> 8 & 0xff);
-        h.nargs = static_cast<std::uint8_t>(info >> 16);
-        h.flags = static_cast<std::uint8_t>(info >> 24);
-        h.source = in.source;
-        void *payload = nullptr;
-        if (__builtin_expect(info & (0xff00u | std::uint32_t{am_flag_credit} << 24), 0)) {
+        InRing *outer = current_dispatch;  // a reply waiting for room polls replies
+        current_dispatch = &in;
+        // Arguments are read in place: the record stays ours until release.
+        const auto *args = reinterpret_cast<const std::uint32_t *>(r + record_header);
+        if (__builtin_expect(!(info & (0xff00u | std::uint32_t{am_flag_credit} << 24)), 1)) {
+            // A Short without a credit byte: no header to build.
+            deliver_short(in.source, static_cast<std::uint8_t>(info), static_cast<std::uint8_t>(info >> 24), args,
+                          static_cast<std::uint8_t>(info >> 16));
+        } else {
+            AmHeader h;
+            h.handler = static_cast<std::uint8_t>(info);
+            h.category = static_cast<AmCategory>(info >> 8 & 0xff);
+            h.nargs = static_cast<std::uint8_t>(info >> 16);
+            h.flags = static_cast<std::uint8_t>(info >> 24);
+            h.source = in.source;
+            void *payload = nullptr;
             if (h.flags & am_flag_credit) h.credit = static_cast<std::uint8_t>(r[12]);
             if (h.category != AmCategory::short_) {
                 std::uint32_t length;
@@ -517,11 +525,8 @@ private:
             } else if (h.category == AmCategory::medium) {
                 payload = r + record_header + 4u * h.nargs;
             }
+            deliver(h, args, payload);
         }
-        InRing *outer = current_dispatch;  // a reply waiting for room polls replies
-        current_dispatch = &in;
-        // Arguments are read in place: the record stays ours until release.
-        deliver(h, reinterpret_cast<const std::uint32_t *>(r + record_header), payload);
         current_dispatch = outer;
         ring.release(r, size);
         in.busy.store(false, std::memory_order_release);
