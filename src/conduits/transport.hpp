@@ -79,7 +79,7 @@ struct TransportSetup {
     std::vector<Rank> peers;              // the ranks this transport must reach
     spawner::Bootstrap *bootstrap = nullptr;
     DeliverFn deliver = nullptr;
-    DeliverShortFn deliver_short = nullptr;  // null: deliver_short goes through `deliver`
+    DeliverShortFn deliver_short = nullptr;  // set by core with `deliver`
     void *deliver_context = nullptr;
     // Polls every transport of the rank (src/am): what a send waiting for
     // room runs, since the peer it waits on may itself wait on us over
@@ -199,16 +199,7 @@ protected:
     // A Short message whose flags carry no credit byte (am_flag_credit clear).
     void deliver_short(Rank source, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
                        unsigned nargs) {
-        if (__builtin_expect(setup_.deliver_short != nullptr, 1)) {
-            setup_.deliver_short(setup_.deliver_context, source, handler, flags, args, nargs);
-            return;
-        }
-        AmHeader h;
-        h.handler = handler;
-        h.nargs = static_cast<std::uint8_t>(nargs);
-        h.flags = flags;
-        h.source = source;
-        deliver(h, args, nullptr);
+        setup_.deliver_short(setup_.deliver_context, source, handler, flags, args, nargs);
     }
     Capabilities &capabilities_mutable() { return caps_; }
 
