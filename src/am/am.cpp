@@ -257,8 +257,6 @@ Status AmEngine::reply_transmit(Token *token, const Send &m, std::uint8_t flags)
                     credit_->reply_byte(token->source, token->credit_byte));
 }
 
-// The one receive path of every conduit: the handler runs with a token on
-// this thread; a request that held a credit gets its (possibly hidden) reply.
 namespace {
 
 // Runs a handler with `token` as this thread's current one.
@@ -286,6 +284,9 @@ inline void handler_run(sluice_handler_fn fn, Token &token, void *payload, std::
 
 } // namespace
 
+// The general receive path of every conduit (deliver_short below takes
+// the plain Shorts): the handler runs with a token on
+// this thread; a request that held a credit gets its (possibly hidden) reply.
 void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                        void *payload) {
     AmEngine &self = *static_cast<AmEngine *>(context);
