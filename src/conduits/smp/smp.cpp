@@ -247,7 +247,17 @@ protected:
                 in_[p].q[kind].ring.attach(ring_at(me_, p, kind), ring_bytes_);
             }
             in_[p].q[0].source = in_[p].q[1].source = locals_[p];
-            if (p != me_) peers_in_.push_back(&in_[p]);
+        }
+        // The scan order: every peer's rings, then my own.
+        for (int mode = 0; mode < 2; ++mode) {
+            scan_[mode].clear();
+            for (std::size_t p = 0; p <= local; ++p) {
+                const std::size_t q = p < local ? p : me_;  // my own last
+                if (p == me_) continue;
+                if (mode == 0) scan_[mode].push_back(&in_[q].q[0]);
+                scan_[mode].push_back(&in_[q].q[1]);
+            }
+            scan_peers_[mode] = scan_[mode].size() - (mode == 0 ? 2 : 1);
         }
         views_.assign(s.size, nullptr);
         segment_bases_.assign(s.size, 0);
@@ -316,11 +326,15 @@ protected:
 
     // The empty poll is the common case: test each ring's next control word
     // in a leaf scan and drain only rings with something in them.  My own
-    // rings are looked at only once a message to myself has been sent.
+    // rings, last in the scan, are looked at only once a message to myself
+    // has been sent.
     int poll_impl(PollMode mode) override {
-        InRing *first = first_ready(mode);
-        if (__builtin_expect(!first, 1)) return 0;
-        return poll_rings(first, mode);
+        const int m = mode == PollMode::all ? 0 : 1;
+        InRing *const *scan = scan_[m].data();
+        const std::size_t end = self_used_.load(std::memory_order_relaxed) ? scan_[m].size() : scan_peers_[m];
+        for (std::size_t i = 0; i < end; ++i)
+            if (__builtin_expect(scan[i]->ring.ready(), 0)) return poll_from(scan, i, end);
+        return 0;
     }
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
@@ -403,7 +417,8 @@ protected:
         peer_segments_.clear();
         segment_.reset();
         region_.reset();
-        peers_in_.clear();
+        scan_[0].clear();
+        scan_[1].clear();
         in_.clear();
         out_.clear();
     }
@@ -448,34 +463,12 @@ private:
         return static_cast<char *>(views_[peer]) + (addr - segment_bases_[peer]);
     }
 
-    // A leaf scan (no calls, so nothing to save and restore) of every ring
-    // this poll covers: the first ring with a record in it, or null.
-    InRing *first_ready(PollMode mode) {
-        const bool requests = mode == PollMode::all;
-        for (Incoming *in : peers_in_) {
-            if (requests && in->q[0].ring.ready()) return &in->q[0];
-            if (in->q[1].ring.ready()) return &in->q[1];
-        }
-        if (__builtin_expect(self_used_.load(std::memory_order_relaxed), 0)) {
-            Incoming &in = in_[me_];
-            if (requests && in.q[0].ring.ready()) return &in.q[0];
-            if (in.q[1].ring.ready()) return &in.q[1];
-        }
-        return nullptr;
-    }
-    // Runs the first ready ring's record, then one record of each later
-    // ring that has one.
-    [[gnu::noinline]] int poll_rings(InRing *first, PollMode mode) {
-        int n = drain(*first);
-        bool after = false;
-        const auto both = [&](Incoming &in) {
-            for (int kind = mode == PollMode::all ? 0 : 1; kind < 2; ++kind) {
-                if (after && in.q[kind].ring.ready()) n += drain(in.q[kind]);
-                after |= &in.q[kind] == first;
-            }
-        };
-        for (Incoming *in : peers_in_) both(*in);
-        if (self_used_.load(std::memory_order_relaxed)) both(in_[me_]);
+    // Runs the record of scan[first], which has one, then one record of each
+    // later ring in the scan that has one.
+    [[gnu::noinline]] int poll_from(InRing *const *scan, std::size_t first, std::size_t end) {
+        int n = drain(*scan[first]);
+        for (std::size_t i = first + 1; i < end; ++i)
+            if (scan[i]->ring.ready()) n += drain(*scan[i]);
         return n;
     }
 
@@ -546,8 +539,10 @@ private:
     BarrierFlag *flags_ = nullptr;
     std::vector<Outgoing> out_;
     std::vector<Incoming> in_;
-    std::vector<Incoming *> peers_in_;  // in_ without my own rings, which are
-                                        // polled only once I sent to myself
+    // The rings a poll looks at, [0] for PollMode::all and [1] for replies
+    // only: every peer's, then my own, which only the first scan_peers_ leave out.
+    std::vector<InRing *> scan_[2];
+    std::size_t scan_peers_[2] = {0, 0};
     std::vector<void *> views_;
     std::vector<std::uint64_t> segment_bases_;
 };
