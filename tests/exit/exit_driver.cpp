@@ -49,6 +49,7 @@ std::vector<ExitCase> exit_cases() {
         {"LibcExitOthersInBarrier", "libc-exit", Who::last, "9", 9},
         {"FromRequestHandler", "request-handler", Who::last, "11", 11},
         {"FromReplyHandler", "reply-handler", Who::last, "12", 12},
+        {"FromMediumHandler", "medium-handler", Who::last, "14", 14},
         {"BetweenInitAndAttach", "before-attach", Who::last, "13", 13},
         {"SigintInOneRank", "signal", Who::last, "INT", 128 + SIGINT},
         {"SigtermInOneRank", "signal", Who::last, "TERM", 128 + SIGTERM},

@@ -20,7 +20,14 @@ using namespace sluice_test;
 
 namespace {
 
-enum : sluice_handler_t { h_notice = 1, h_exit_in_request = 2, h_ask_reply = 3, h_exit_in_reply = 4, h_late = 5 };
+enum : sluice_handler_t {
+    h_notice = 1,
+    h_exit_in_request = 2,
+    h_ask_reply = 3,
+    h_exit_in_reply = 4,
+    h_late = 5,
+    h_exit_in_medium = 6
+};
 
 std::atomic<unsigned> notices{0};
 int exit_code = 3;
@@ -30,6 +37,9 @@ void on_notice(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsig
 void on_exit_in_request(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
     sluice_exit(static_cast<int>(args[0]));
 }
+// A Medium of several lines: on smp its record sits in the queue's large
+// ring behind a marker, which the exit must hand back with it.
+constexpr std::size_t exit_medium_bytes = 1000;
 void on_ask_reply(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
     TOK(sluice_am_reply_short(token, h_exit_in_reply, args, 1));
 }
@@ -40,6 +50,7 @@ void on_exit_in_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *
 void setup(std::size_t segment = 65536) {
     TOK(sluice_handler_register(h_notice, on_notice, SLUICE_AM_SHORT, 0));
     TOK(sluice_handler_register(h_exit_in_request, on_exit_in_request, SLUICE_AM_SHORT, 1));
+    TOK(sluice_handler_register(h_exit_in_medium, on_exit_in_request, SLUICE_AM_MEDIUM, 1));
     TOK(sluice_handler_register(h_ask_reply, on_ask_reply, SLUICE_AM_SHORT, 1));
     TOK(sluice_handler_register(h_exit_in_reply, on_exit_in_reply, SLUICE_AM_SHORT, 1));
     if (segment) TOK(sluice_segment_attach(segment));
@@ -108,6 +119,7 @@ void usage() {
                  "  poll RANK CODE             ... the others loop in sluice_poll\n"
                  "  libc-exit RANK CODE        RANK calls exit(CODE) from libc, the others sit in a barrier\n"
                  "  request-handler RANK CODE  RANK calls sluice_exit(CODE) in a request handler\n"
+                 "  medium-handler RANK CODE   the same in the handler of a 1000-byte Medium\n"
                  "  reply-handler RANK CODE    RANK calls sluice_exit(CODE) in a reply handler\n"
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
@@ -157,22 +169,29 @@ int main(int argc, char **argv) {
         if (which == "libc-exit") std::exit(exit_code);
         sluice_exit(exit_code);
     }
-    if (which == "request-handler") {
+    if (which == "request-handler" || which == "medium-handler") {
         setup();
         // The rank after the exiting one sends it the request whose handler
         // exits, once the exiting rank says everyone else is waiting.
         sluice_rank_t asker = (exiter + 1) % nranks;
         std::uint32_t code = static_cast<std::uint32_t>(exit_code);
+        auto send_exit = [&](sluice_rank_t to) {
+            static char payload[exit_medium_bytes];
+            if (which == "medium-handler")
+                TOK(sluice_am_request_medium(to, h_exit_in_medium, payload, sizeof payload, &code, 1));
+            else
+                TOK(sluice_am_request_short(to, h_exit_in_request, &code, 1));
+        };
         if (me == exiter) {
             wait_for_notices(exiter);
-            if (asker == me) TOK(sluice_am_request_short(me, h_exit_in_request, &code, 1));
+            if (asker == me) send_exit(me);
             else TOK(sluice_am_request_short(asker, h_notice, nullptr, 0));  // "go"
             for (;;) (void)sluice_poll();
         }
         if (me == asker) {
             TOK(sluice_am_request_short(exiter, h_notice, nullptr, 0));
             WAIT_UNTIL(notices.load() >= 1);
-            TOK(sluice_am_request_short(exiter, h_exit_in_request, &code, 1));
+            send_exit(exiter);
             for (;;) (void)sluice_poll();
         }
         wait_forever(Wait::poll, exiter);
