@@ -54,6 +54,7 @@ constexpr std::size_t line_ring_bytes = 4 * line_size;
 // The category value of a marker: the record is the next one of the large ring.
 constexpr std::uint32_t marker_category = 3;
 constexpr std::uint32_t marker_info = marker_category << 8;
+constexpr bool is_marker(std::uint32_t info) { return (info >> 8 & 0xff) == marker_category; }
 
 // One direction of one queue: where its two rings start in the region.
 constexpr std::size_t queue_footprint(std::size_t ring) {
@@ -280,14 +281,16 @@ protected:
         }
         // The scan order: every peer's rings, then my own.
         for (int mode = 0; mode < 2; ++mode) {
-            scan_[mode].clear();
-            for (std::size_t p = 0; p <= local; ++p) {
-                const std::size_t q = p < local ? p : me_;  // my own last
-                if (p == me_) continue;
-                if (mode == 0) scan_[mode].push_back(&in_[q].q[0]);
-                scan_[mode].push_back(&in_[q].q[1]);
-            }
-            scan_peers_[mode] = scan_[mode].size() - (mode == 0 ? 2 : 1);
+            std::vector<InRing *> &scan = scan_[mode];
+            const auto add = [&](Incoming &in) {
+                if (mode == 0) scan.push_back(&in.q[0]);
+                scan.push_back(&in.q[1]);
+            };
+            scan.clear();
+            for (std::size_t p = 0; p < local; ++p)
+                if (p != me_) add(in_[p]);
+            scan_peers_[mode] = scan.size();
+            add(in_[me_]);
         }
         views_.assign(s.size, nullptr);
         segment_bases_.assign(s.size, 0);
@@ -337,8 +340,7 @@ protected:
             const RingSlot slot = o.line[kind].reserve_inline(record_header + 4u * nargs);
             if (__builtin_expect(slot.at != nullptr, 1)) {
                 record_args(slot.at, args, nargs);
-                o.line[kind].commit(slot, record_info(handler, AmCategory::short_, nargs, flags));
-                if (!kind) o.lock.unlock();
+                record_end(o, flags, slot, RingSlot{}, record_info(handler, AmCategory::short_, nargs, flags));
                 return Status::ok;
             }
             if (!kind) o.lock.unlock();
@@ -442,7 +444,7 @@ protected:
         std::uint32_t size, info;
         if (char *r = d->line.peek(size, info)) {  // released only after its handler
             std::uint32_t big;
-            if ((info >> 8 & 0xff) == marker_category)
+            if (is_marker(info))
                 if (char *b = d->ring.peek(big)) d->ring.release(b, big);
             d->line.release(r, size);
         }
@@ -546,7 +548,7 @@ private:
         }
         char *r = at;
         std::uint32_t size = line_bytes;
-        if ((info >> 8 & 0xff) == marker_category) {
+        if (is_marker(info)) {
             r = in.ring.peek(size, info);  // published before its marker
             assert(r && "smp marker without its record");
         }
