@@ -128,3 +128,27 @@ TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
         }
     }
 }
+
+// The line ring's producer reads the consumer's head right after a send
+// (refresh_head), so its inline reserve, which never reads the head itself,
+// finds the lines the consumer handed back; and it finds none before then.
+TEST(Ring, RefreshHeadSeesWhatTheConsumerHandedBack) {
+    Ring r(4 * smp::line_size);
+    for (int i = 0; i < 4; ++i) {
+        const smp::RingSlot slot = r.producer.reserve_inline(16);
+        ASSERT_NE(slot.at, nullptr);
+        r.producer.commit(slot, 0);
+    }
+    r.producer.refresh_head();  // nothing consumed yet: the ring stays full
+    EXPECT_EQ(r.producer.reserve_inline(16).at, nullptr);
+    std::uint32_t size = 0;
+    for (int i = 0; i < 4; ++i) {
+        char *got = r.consumer.peek(size);
+        ASSERT_NE(got, nullptr);
+        r.consumer.release(got, size);  // a quarter of this ring: published at once
+    }
+    EXPECT_EQ(r.producer.reserve_inline(16).at, nullptr);  // its cached head is old
+    r.producer.refresh_head();
+    const smp::RingSlot slot = r.producer.reserve_inline(16);
+    EXPECT_EQ(slot.at, r.shared->data());
+}

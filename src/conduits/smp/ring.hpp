@@ -4,8 +4,9 @@
 // Why this shape: a same-host AM round trip should cost what one cache line
 // moving each way costs.  The consumer therefore spins on the first word of
 // the next record itself (no separate tail index to read first), and the
-// producer reads the consumer's head only when its cached copy says the ring
-// is full.
+// producer reads the consumer's head when its cached copy says the ring is
+// full, or early, right after a commit (refresh_head), where the load's miss
+// overlaps the record's flight instead of standing before the next send.
 //
 // Records start on 64-byte lines.  A record's first 8 bytes are written
 // last, in one store: the low half is its control word, the high half 4
@@ -116,6 +117,12 @@ public:
         record_word(slot.at).store(std::uint64_t{info} << 32 | slot.control, std::memory_order_release);
         tail_ += slot.span;
     }
+
+    // Reads the consumer's head now.  Called right after commit() on a ring
+    // that a round trip fills in a few messages: the load of the head's line,
+    // which the consumer has just written, is then on its way while the
+    // record is, and the next reserve() finds room without waiting for it.
+    void refresh_head() { cached_head_ = shared_->head.load(std::memory_order_acquire); }
 
 private:
     // Wrapping (a filler pads the end of the ring) or looking at the
