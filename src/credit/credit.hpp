@@ -245,8 +245,10 @@ private:
     // 256 peers per directory slot, 16 per page), so a rank that talks to
     // a few peers of 100,000 holds a few pages, and a peer never touched
     // costs nothing but its share of the directory.
-    State &state(Peer p);
-    const State *state_find(Peer p) const;
+    State &state(Peer p);                    // allocates the page on first touch
+    State &state_create(Peer p);             // state's first touch: out of the hot path
+    State *state_lookup(Peer p) const;       // null if its page is not there yet
+    const State *state_find(Peer p) const;   // state_lookup with a bounds check
     State initial_state() const;
     void lock_engine();
     void unlock_engine();
