@@ -2,6 +2,7 @@
 // (wire.hpp, README.md "Wire format").
 #include "conduits/udp/wire.hpp"
 
+#include <cassert>
 #include <cstring>
 
 namespace sluice::conduit::udp::wire {
@@ -60,7 +61,6 @@ Drop header_rules(const Header &h, bool has_am, std::size_t payload_length, std:
         if (h.seq || h.message_length || h.fragment_offset || has_am || payload_length) return Drop::kind;
         return Drop::none;
     }
-    if (h.seq == 0) return Drop::kind;
     if (has_am != (h.fragment_offset == 0) || h.message_length > max_message) return Drop::fragment;
     return Drop::none;
 }
@@ -137,14 +137,32 @@ Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datag
     return Drop::none;
 }
 
+namespace {
+
+// The checks of encode(): true if the decoder would accept what write() makes.
+bool encodable(const Header &h, const Am *am, std::size_t payload_length, std::size_t capacity,
+               std::uint32_t max_message) {
+    const bool has_am = am != nullptr;
+    if (header_rules(h, has_am, payload_length, max_message) != Drop::none) return false;
+    if (has_am && am_rules(*am, h.message_length) != Drop::none) return false;
+    if (payload_rules(h, has_am, payload_length) != Drop::none) return false;
+    const std::size_t size = encoded_size(has_am, has_am ? am->nargs : 0, payload_length);
+    return size <= capacity && size <= max_datagram;
+}
+
+} // namespace
+
 std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                    std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message) {
+    if (!encodable(h, am, payload_length, capacity, max_message)) return 0;
+    return write(h, am, payload, payload_length, buf);
+}
+
+std::size_t write(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
+                  std::uint8_t *buf) {
     const bool has_am = am != nullptr;
-    if (header_rules(h, has_am, payload_length, max_message) != Drop::none) return 0;
-    if (has_am && am_rules(*am, h.message_length) != Drop::none) return 0;
-    if (payload_rules(h, has_am, payload_length) != Drop::none) return 0;
+    assert(encodable(h, am, payload_length, max_datagram, ~std::uint32_t{0}));  // --enable-debug builds
     const std::size_t size = encoded_size(has_am, has_am ? am->nargs : 0, payload_length);
-    if (size > capacity || size > max_datagram) return 0;
     std::memset(buf, 0, header_bytes);
     store32(buf + at_magic, magic);
     buf[at_kind] = static_cast<std::uint8_t>(h.kind);

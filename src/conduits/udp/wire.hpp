@@ -40,7 +40,7 @@ struct Header {
     std::uint64_t secret = 0;        // the job's, from bootstrap
     std::uint32_t source = 0;        // sender's rank
     std::uint32_t dest = 0;          // receiver's rank
-    std::uint32_t seq = 0;           // data: this datagram's number from source to dest (from 1); else 0
+    std::uint32_t seq = 0;           // data: this datagram's number from source to dest (from 1, wrapping through 0); else 0
     std::uint32_t ack = 0;           // every kind: the highest number received in order from dest
     std::uint32_t sack = 0;          // bit i: number ack + 2 + i also received (selective ack)
     std::uint32_t message_length = 0;   // data: payload bytes of the whole message
@@ -106,6 +106,13 @@ inline constexpr std::size_t encoded_size(bool has_am, unsigned nargs, std::size
 // given for the first datagram of a data message and null otherwise.
 std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                    std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message);
+
+// encode() without its checks, for the first datagram of a message the
+// conduit builds from one src/am has checked (a round trip's latency path).
+// The fields must pass encode()'s checks and fit `capacity`; debug builds
+// assert that they do.
+std::size_t write(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
+                  std::uint8_t *buf);
 
 // Rewrites the cumulative and selective ack of an encoded datagram, so a
 // retransmission carries what the sender knows now.
