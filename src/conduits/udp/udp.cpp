@@ -12,6 +12,9 @@
 // after the other. Acks ride on data going back, or go alone after
 // SLUICE_UDP_ACK_DELAY; a selective-ack bitmap lets the sender resend only the
 // holes.  Sends and floods of receives are batched with sendmmsg and recvmmsg.
+// A round trip's lone datagrams take a shorter path both ways: send_alone
+// on the way out, and on the way in a poll that runs the handler straight
+// from its receive buffer (progress's `direct`, deliver_held).
 //
 // Locking: `lock_` covers the sockets, every peer's state and the buffers.
 // Handlers run outside it, on one thread at a time (`deliver_flag_`), in
@@ -36,6 +39,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -56,6 +60,11 @@ constexpr std::uint64_t no_deadline = ~std::uint64_t{0};
 // The time of a datagram send_impl stages before reading the clock.
 constexpr std::uint64_t unstamped = 0;
 constexpr unsigned sack_bits = 32;
+// Sequence numbers start 1024 short of their wrap, as Linux starts its
+// jiffies 5 minutes short of theirs: every job that sends a peer more than
+// 1024 datagrams crosses it, so the wrap is tested all the time, not after
+// 2^32 datagrams in some long run.
+constexpr std::uint32_t first_seq = 0u - 1024;
 constexpr unsigned ip_udp_header_bytes = 28;
 constexpr Rank no_rank = ~Rank{0};
 
@@ -201,7 +210,7 @@ struct Peer {
     bool reachable = false;  // routed over this transport
     bool active = false;     // in UdpTransport::active_
     // sending
-    std::uint32_t next_seq = 1;
+    std::uint32_t next_seq = first_seq;
     std::deque<Outbound> out;       // [0, in_flight) sent and unacknowledged, then waiting for the window
     std::size_t in_flight = 0;
     std::size_t waiting_bytes = 0;  // bytes of out beyond in_flight
@@ -209,8 +218,8 @@ struct Peer {
     std::uint64_t heard_ns = 0;          // a valid datagram last came from the peer
     std::uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
     // receiving
-    std::uint32_t expected = 1;     // next sequence number accepted in order
-    std::vector<Received> early;    // held out of order, by seq % window (allocated on first use)
+    std::uint32_t expected = first_seq;  // next sequence number accepted in order
+    std::vector<Received> early;    // held out of order (early_slot; allocated on first use)
     std::size_t early_count = 0;
     bool ack_owed = false;          // received data not yet acknowledged
     bool ack_now = false;           // acknowledge at the next flush (a hole, a duplicate, a probe)
@@ -426,6 +435,9 @@ protected:
         am.dest_addr = h.category == AmCategory::long_ ? h.dest_addr : 0;
         std::copy(m.args, m.args + h.nargs, am.args);
         const auto *payload = static_cast<const std::uint8_t *>(m.payload);
+        if (p.in_flight == p.out.size() && p.in_flight < window_ && tx_count_ == 0 &&
+            total <= datagram_max_ - wire::encoded_size(true, h.nargs, 0))
+            return send_alone(peer, p, w, am, payload, total);
         std::size_t offset = 0;
         do {
             const bool first = offset == 0;
@@ -464,6 +476,30 @@ protected:
         return Status::ok;
     }
 
+    // Under lock_: a message of one datagram, with the window open and
+    // nothing waiting or staged ahead of it (a round trip's request or
+    // reply).  It leaves at once with the freshest ack, through its own
+    // system call, and its bookkeeping follows it off the latency path.
+    // The clock is the one send_impl would stamp it with.
+    Status send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload,
+                      std::size_t n) {
+        w.seq = p.next_seq++;
+        w.ack = p.expected - 1;
+        w.sack = sack_of(p);
+        std::uint8_t *buf = buffers_.get();
+        // Built from a message src/am checked, to fit (send_impl): no checks.
+        const auto length = static_cast<std::uint32_t>(wire::write(w, &am, payload, n, buf));
+        ack_carried(p);
+        if (!p.connect_tried) connect_peer(p, -1);
+        transmit(buf, length, p.fd, &p.address);
+        const std::uint64_t now = delivering_ && poll_now_ ? poll_now_ : base::now_ns();
+        p.out.push_back(Outbound{buf, length, w.seq, now, 1});
+        if (p.in_flight++ == 0) p.waiting_since_ns = now;
+        timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, p.out.back()));
+        activate(r, p);
+        return Status::ok;
+    }
+
     // A poll for replies only (a reply waiting for room on some transport)
     // runs no handler here: room on udp comes back with acks alone, and a
     // request handler must not run nested inside another handler.
@@ -476,8 +512,15 @@ protected:
             }
         }
         skipped_.store(0, std::memory_order_relaxed);
-        progress(false);
-        return mode == PollMode::all ? deliver_ready() : 0;
+        if (mode == PollMode::replies_only || delivering_) {
+            progress(false);
+            return 0;
+        }
+        // The datagram a round trip waits for goes from the receive straight
+        // to its handler, not through the ready queue.
+        bool direct = false;
+        progress(false, &direct);
+        return direct ? deliver_held(&direct_) : deliver_ready();
     }
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
@@ -617,8 +660,12 @@ private:
 
     // One round of protocol work: receive a batch, run the timers, send
     // what is due.  `quiescing`: acknowledge everything owed at once.
+    // `direct`: set when the first datagram received in order went to
+    // direct_ instead of the ready queue, which it does if nothing is
+    // queued before it and this thread can take the delivery flag (it then
+    // holds it: deliver_held).
     // Returns true when nothing I sent is unacknowledged and no ack is owed.
-    bool progress(bool quiescing) {
+    bool progress(bool quiescing, bool *direct = nullptr) {
         Rank silent = no_rank;
         bool idle = true;
         poll_now_ = 0;
@@ -626,7 +673,9 @@ private:
             Guard g(lock_);
             if (fd_ < 0) return true;
             const std::uint64_t now = base::now_ns();
+            direct_wanted_ = direct;
             const int got = receive(now);
+            direct_wanted_ = nullptr;
             // Nothing is due before the earliest deadline: the last pass of
             // the timers left it, and every new one lowers it (stage,
             // ack_owe).
@@ -725,8 +774,8 @@ private:
             return false;
         }
         if (ahead > 0) {  // early: hold it, and tell the sender of the hole at once
-            if (p.early.empty()) p.early.resize(recv_window_);
-            Received &slot = p.early[d.header.seq % recv_window_];
+            if (p.early.empty()) p.early.resize(std::bit_ceil(recv_window_));
+            Received &slot = early_slot(p, d.header.seq);
             const bool keep = slot.buffer == nullptr;
             if (keep) {
                 slot = Received{buf, d};
@@ -737,10 +786,17 @@ private:
             ack_owe(source, p, now, true);
             return keep;
         }
-        ready_.push_back(Received{buf, d});
         ++p.expected;
+        ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
+        if (direct_wanted_ && ready_.empty() && base::flag_try_take(deliver_flag_)) {
+            direct_ = Received{buf, d};
+            *direct_wanted_ = true;
+            direct_wanted_ = nullptr;
+        } else {
+            ready_.push_back(Received{buf, d});
+        }
         while (p.early_count) {
-            Received &slot = p.early[p.expected % recv_window_];
+            Received &slot = early_slot(p, p.expected);
             if (!slot.buffer) break;
             ready_.push_back(slot);
             slot.buffer = nullptr;
@@ -748,7 +804,6 @@ private:
             ++p.expected;
         }
         ready_count_.store(ready_.size(), std::memory_order_release);
-        ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
         return true;
     }
 
@@ -813,13 +868,18 @@ private:
     // freshest ack (which then need not go alone).
     void stage(Rank r, Peer &p, Outbound &o, std::uint64_t now) {
         wire::ack_update(o.bytes, p.expected - 1, sack_of(p));
-        p.ack_owed = p.ack_now = false;
-        p.ack_pending = 0;
+        ack_carried(p);
         if (o.tries++) ++counters_.retransmitted;
         o.sent_ns = now;
         if (now != unstamped) timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, o));
         tx_add(o.bytes, o.length, p);
         activate(r, p);
+    }
+
+    // A datagram on its way to `p` carries the ack of all it has sent me.
+    static void ack_carried(Peer &p) {
+        p.ack_owed = p.ack_now = false;
+        p.ack_pending = 0;
     }
 
     // How long `o` waits for its ack before it is sent again.
@@ -831,10 +891,17 @@ private:
         if (!p.early_count) return 0;
         std::uint32_t bits = 0;
         for (unsigned i = 0; i < sack_bits && i + 1 < recv_window_; ++i) {
-            const Received &slot = p.early[(p.expected + 1 + i) % recv_window_];
+            const Received &slot = early_slot(p, p.expected + 1 + i);
             if (slot.buffer && slot.datagram.header.seq == p.expected + 1 + i) bits |= 1u << i;
         }
         return bits;
+    }
+
+    // Where datagram `seq` waits while it is early: a power-of-two array,
+    // so that consecutive numbers take consecutive slots across the wrap.
+    static Received &early_slot(Peer &p, std::uint32_t seq) { return p.early[seq & (p.early.size() - 1)]; }
+    static const Received &early_slot(const Peer &p, std::uint32_t seq) {
+        return p.early[seq & (p.early.size() - 1)];
     }
 
     void activate(Rank r, Peer &p) {
@@ -886,8 +953,7 @@ private:
         h.ack = p.expected - 1;
         h.sack = sack_of(p);
         const std::size_t n = wire::encode(h, nullptr, nullptr, 0, p.ack_datagram.data(), p.ack_datagram.size(), 0);
-        p.ack_owed = p.ack_now = false;
-        p.ack_pending = 0;
+        ack_carried(p);
         ++counters_.acks_sent;
         tx_add(p.ack_datagram.data(), n, p);
     }
@@ -915,11 +981,14 @@ private:
     // peer's connected one (no address given) or the receiving one.  A
     // lone datagram (a round trip's) goes with send or sendto.
     void tx_send(unsigned first, unsigned end) {
+        if (end - first == 1) {
+            transmit(tx_[first].bytes, tx_[first].length, tx_[first].fd, tx_[first].to);
+            return;
+        }
         const bool connected = tx_[first].fd >= 0;
-        const int fd = connected ? tx_[first].fd : fd_;
         mmsghdr msgs[batch];
         iovec iov[batch];
-        for (unsigned i = first; end - first > 1 && i < end; ++i) {
+        for (unsigned i = first; i < end; ++i) {
             iov[i] = {tx_[i].bytes, tx_[i].length};
             msgs[i] = {};
             msgs[i].msg_hdr.msg_name = connected ? nullptr : tx_[i].to;
@@ -928,16 +997,8 @@ private:
             msgs[i].msg_hdr.msg_iovlen = 1;
         }
         for (unsigned done = first; done < end;) {
-            int n;
             in_socket_call = true;
-            if (end - first == 1)
-                n = (connected ? ::send(fd, tx_[first].bytes, tx_[first].length, 0)
-                               : ::sendto(fd, tx_[first].bytes, tx_[first].length, 0,
-                                          reinterpret_cast<sockaddr *>(tx_[first].to), sizeof(sockaddr_in))) >= 0
-                        ? 1
-                        : -1;
-            else
-                n = ::sendmmsg(fd, msgs + done, end - done, 0);
+            const int n = ::sendmmsg(connected ? tx_[first].fd : fd_, msgs + done, end - done, 0);
             in_socket_call = false;
             if (n > 0) {
                 done += static_cast<unsigned>(n);
@@ -949,17 +1010,42 @@ private:
         }
     }
 
+    // Under lock_: one datagram through `fd` (a peer's connected socket) or,
+    // when it is -1, through the receiving socket to `to`.
+    void transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to) {
+        for (;;) {
+            in_socket_call = true;
+            const ssize_t n = fd >= 0 ? ::send(fd, bytes, length, 0)
+                                      : ::sendto(fd_, bytes, length, 0, reinterpret_cast<const sockaddr *>(to), sizeof *to);
+            in_socket_call = false;
+            if (n >= 0) {
+                ++counters_.sent;
+                return;
+            }
+            if (errno != EINTR) {
+                ++counters_.send_errors;
+                return;
+            }
+        }
+    }
+
     // Runs the handlers of datagrams received in order, a batch at most,
     // on one thread at a time and never nested in a handler.
     int deliver_ready() {
         if (delivering_ || ready_count_.load(std::memory_order_acquire) == 0) return 0;
         if (!base::flag_try_take(deliver_flag_)) return 0;
+        return deliver_held(nullptr);
+    }
+
+    // With the delivery flag taken: runs `first` (received in order before
+    // anything in the ready queue), then the queue.
+    int deliver_held(const Received *first) {
         delivering_ = true;
         // One lock per datagram: it returns the last one's buffer and takes
         // the next.  One at a time, so a handler that exits leaves the rest
         // queued for the exit's own polls.
-        int n = 0;
-        std::uint8_t *done = nullptr;
+        int n = first ? consume(*first) : 0;
+        std::uint8_t *done = first ? first->buffer : nullptr;
         for (unsigned k = 0; k <= batch && delivering_; ++k) {
             Received r;
             {
@@ -1098,6 +1184,10 @@ private:
     std::array<Staged, batch> tx_{};
     unsigned tx_count_ = 0;
     Fifo<Received> ready_;
+    // A datagram that skips the ready queue (progress), and where to say so
+    // during a receive.  Only the holder of the delivery flag uses it.
+    Received direct_;
+    bool *direct_wanted_ = nullptr;
     std::atomic<std::size_t> ready_count_{0};
     std::atomic<bool> deliver_flag_{false};
     static thread_local bool delivering_;
