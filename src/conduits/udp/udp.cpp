@@ -899,8 +899,8 @@ private:
 
     // Where datagram `seq` waits while it is early: a power-of-two array,
     // so that consecutive numbers take consecutive slots across the wrap.
-    static Received &early_slot(Peer &p, std::uint32_t seq) { return p.early[seq & (p.early.size() - 1)]; }
-    static const Received &early_slot(const Peer &p, std::uint32_t seq) {
+    // (One body for a Peer and a const Peer.)
+    template <class P> static auto early_slot(P &p, std::uint32_t seq) -> decltype(p.early[0]) {
         return p.early[seq & (p.early.size() - 1)];
     }
 
