@@ -296,10 +296,7 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
                 static_cast<std::uint8_t>((h.flags ^ conduit::am_flag_reply) &
                                           (Token::token_request | Token::token_credit)),
                 h.credit};
-    if (__builtin_expect(token.credit(), 0) && self.credit_) {
-        if (token.request()) self.credit_->request_arrived(h.source, h.credit);
-        else self.credit_->reply_arrived(h.source, h.credit);
-    }
+    if (token.credit()) self.credit_arrived(token);
     sluice_handler_fn fn = nullptr;
     if (__builtin_expect(!(h.flags & conduit::am_flag_system), 1)) {
         if (__builtin_expect(self.user_enabled_.load(std::memory_order_relaxed), 1)) {
@@ -312,37 +309,46 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
         if (!fn) self.dispatch_refuse(h);
     }
     if (fn) handler_run(fn, token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs, self.rank_, h.handler);
-    // A request that held credits and got no reply: the hidden one.
-    if (__builtin_expect(token.state == (Token::token_request | Token::token_credit), 0) && self.credit_)
-        self.credit_settle(token);
+    self.credit_settle(token);
 }
 
-// The Short latency path: a registered user handler of this shape, no
-// credit byte (so no credits to count and no hidden reply), user handlers
-// enabled.  Anything else, errors included, is deliver()'s.
+// The Short latency path: a registered user handler of this shape, user
+// handlers enabled.  Anything else, errors included, is deliver()'s.
 void AmEngine::deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
-                             const std::uint32_t *args, unsigned nargs) {
+                             std::uint8_t credit, const std::uint32_t *args, unsigned nargs) {
     AmEngine &self = *static_cast<AmEngine *>(context);
     const Entry &e = self.user_[handler];
-    if (__builtin_expect(!(flags & (conduit::am_flag_system | conduit::am_flag_credit)) &&
-                             e.signature == signature(AmCategory::short_, nargs) &&
+    if (__builtin_expect(!(flags & conduit::am_flag_system) && e.signature == signature(AmCategory::short_, nargs) &&
                              self.user_enabled_.load(std::memory_order_relaxed), 1)) {
-        Token token{source, static_cast<std::uint8_t>((flags ^ conduit::am_flag_reply) & Token::token_request), 0};
+        Token token{source,
+                    static_cast<std::uint8_t>((flags ^ conduit::am_flag_reply) &
+                                              (Token::token_request | Token::token_credit)),
+                    credit};
+        if (token.credit()) self.credit_arrived(token);
         handler_run(e.fn, token, nullptr, 0, args, nargs, self.rank_, handler);
+        self.credit_settle(token);
         return;
     }
     conduit::AmHeader h;
     h.handler = handler;
     h.nargs = static_cast<std::uint8_t>(nargs);
     h.flags = flags;
+    h.credit = credit;
     h.source = source;
     deliver(context, h, args, nullptr);
 }
 
-// Hidden reply: the sender's credits come back even when the handler had
-// nothing to say, unless the static policy banks them (slack, ibv seed).
-void AmEngine::credit_settle(Token &token) {
-    if (!credit_->reply_needed(token.source, token.credit_byte)) return;
+void AmEngine::credit_arrived(const Token &token) {
+    if (!credit_) return;
+    if (token.request()) credit_->request_arrived(token.source, token.credit_byte);
+    else credit_->reply_arrived(token.source, token.credit_byte);
+}
+
+// Hidden reply: a request that held credits and got no reply gives them
+// back even when the handler had nothing to say, unless the static policy
+// banks them (slack, ibv seed).
+void AmEngine::credit_hidden_reply(Token &token) {
+    if (!credit_ || !credit_->reply_needed(token.source, token.credit_byte)) return;
     Send none;
     none.handler = sys_noop_reply;
     (void)system_reply(&token, none);

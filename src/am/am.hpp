@@ -99,20 +99,31 @@ public:
     Status request(Rank dest, const Send &m, const char *operation);
     Status reply(Token *token, const Send &m, const char *operation);
     // The same for Short messages, inline: when every rule holds (the
-    // common case) straight to the conduit's Short path, else the general
-    // calls above, which report what is wrong.
+    // common case) and, with flow control on, the credit is there, straight
+    // to the conduit's Short path with the credit byte; else the general
+    // calls above, which wait for credits and report what is wrong.
     Status request_short(Rank dest, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                          const char *operation) {
-        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs) && !credit_, 1))
-            return route_[dest]->send_short(dest, handler, 0, args, nargs);
+        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs), 1)) {
+            if (!credit_) return route_[dest]->send_short(dest, handler, 0, 0, args, nargs);
+            std::uint8_t byte;
+            if (__builtin_expect(credit_->request_begin(dest, 1, byte), 1)) {
+                if (__builtin_expect(credit_->sys_pending(), 0)) credit_flush();
+                return route_[dest]->send_short(dest, handler, conduit::am_flag_credit, byte, args, nargs);
+            }
+        }
         return request(dest, short_send(handler, args, nargs), operation);
     }
     Status reply_short(Token *token, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                        const char *operation) {
-        if (__builtin_expect(token == current_token && token && token->state == Token::token_request &&
+        if (__builtin_expect(token == current_token && token &&
+                                 (token->state & ~Token::token_credit) == Token::token_request &&
                                  short_ok(handler, args, nargs), 1)) {
             token->state |= Token::token_replied;
-            return route_[token->source]->send_short(token->source, handler, conduit::am_flag_reply, args, nargs);
+            if (!token->credit())
+                return route_[token->source]->send_short(token->source, handler, conduit::am_flag_reply, 0, args, nargs);
+            return route_[token->source]->send_short(token->source, handler, conduit::am_flag_reply | conduit::am_flag_credit,
+                                                     credit_->reply_byte(token->source, token->credit_byte), args, nargs);
         }
         return reply(token, short_send(handler, args, nargs), operation);
     }
@@ -153,10 +164,10 @@ public:
 
     static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                         void *payload);
-    // A Short without a credit byte (conduit::DeliverShortFn): a user
-    // handler runs with no header built; anything else goes to deliver().
+    // A Short (conduit::DeliverShortFn): a user handler runs with no header
+    // built; anything else goes to deliver().
     static void deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
-                              const std::uint32_t *args, unsigned nargs);
+                              std::uint8_t credit, const std::uint32_t *args, unsigned nargs);
 
 private:
     // A handler's category and argument count in one word, so a message is
@@ -187,7 +198,14 @@ private:
     Status reply_transmit(Token *token, const Send &m, std::uint8_t flags);
     Status transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte = 0);
     std::uint8_t credit_acquire(Rank dest, const Send &m);
-    void credit_settle(Token &token);
+    // Around a handler that arrived with credits: their accounting before
+    // it runs, and after it the hidden reply of a request that got none
+    // (both deliver paths).
+    void credit_arrived(const Token &token);
+    void credit_settle(Token &token) {
+        if (__builtin_expect(token.state == (Token::token_request | Token::token_credit), 0)) credit_hidden_reply(token);
+    }
+    void credit_hidden_reply(Token &token);
     // Sends the credit engine's system messages; only outside handlers
     // (from poll), so a full wire never nests handlers.
     [[gnu::noinline]] void credit_flush();

@@ -53,10 +53,11 @@ struct AmMessage {
 // rank's segment where the conduit has already placed the bytes.
 using DeliverFn = void (*)(void *context, const AmHeader &header, const std::uint32_t *args,
                            void *payload);
-// The same for a Short message without a credit byte, the latency path: no
-// header to build.  Conduits call it through Transport::deliver_short.
+// The same for a Short message, the latency path: no header to build.
+// `credit` is the credit byte when `flags` has am_flag_credit, else 0.
+// Conduits call it through Transport::deliver_short.
 using DeliverShortFn = void (*)(void *context, Rank source, std::uint8_t handler, std::uint8_t flags,
-                                const std::uint32_t *args, unsigned nargs);
+                                std::uint8_t credit, const std::uint32_t *args, unsigned nargs);
 
 struct Capabilities {
     std::size_t max_medium = 0;        // largest Medium payload
@@ -126,13 +127,14 @@ public:
     }
 
     // Runs the deliver callback for arrived messages; returns how many.
-    // The latency path: a Short message is a handler, flags and arguments.
-    // A conduit may encode it without the general message (send_short_impl).
-    Status send_short(Rank peer, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
-                      unsigned nargs) {
-        Status s = send_short_impl(peer, handler, flags, args, nargs);
+    // The latency path: a Short message is a handler, flags, its credit
+    // byte (when flags has am_flag_credit, else 0) and arguments.  A conduit
+    // may encode it without the general message (send_short_impl).
+    Status send_short(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                      const std::uint32_t *args, unsigned nargs) {
+        Status s = send_short_impl(peer, handler, flags, credit, args, nargs);
         if (__builtin_expect(s != Status::not_ready, 1)) return s;
-        return send_retry(peer, short_message(handler, flags, args, nargs));
+        return send_retry(peer, short_message(handler, flags, credit, args, nargs));
     }
 
     int poll(PollMode mode = PollMode::all) { return poll_impl(mode); }
@@ -196,26 +198,27 @@ protected:
     void deliver(const AmHeader &h, const std::uint32_t *args, void *payload) {
         setup_.deliver(setup_.deliver_context, h, args, payload);
     }
-    // A Short message whose flags carry no credit byte (am_flag_credit clear).
-    void deliver_short(Rank source, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
-                       unsigned nargs) {
-        setup_.deliver_short(setup_.deliver_context, source, handler, flags, args, nargs);
+    // A Short message: `credit` is its credit byte, 0 without am_flag_credit.
+    void deliver_short(Rank source, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                       const std::uint32_t *args, unsigned nargs) {
+        setup_.deliver_short(setup_.deliver_context, source, handler, flags, credit, args, nargs);
     }
     Capabilities &capabilities_mutable() { return caps_; }
 
     virtual Status init_impl() = 0;
     // Status::not_ready when there is no room now; the wrapper polls and retries.
     virtual Status send_impl(Rank peer, const AmMessage &m) = 0;
-    virtual Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags,
+    virtual Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                                    const std::uint32_t *args, unsigned nargs) {
-        return send_impl(peer, short_message(handler, flags, args, nargs));
+        return send_impl(peer, short_message(handler, flags, credit, args, nargs));
     }
-    AmMessage short_message(std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
-                            unsigned nargs) const {
+    AmMessage short_message(std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                            const std::uint32_t *args, unsigned nargs) const {
         AmMessage m;
         m.header.handler = handler;
         m.header.nargs = static_cast<std::uint8_t>(nargs);
         m.header.flags = flags;
+        m.header.credit = credit;
         m.header.source = setup_.rank;
         m.args = args;
         return m;

@@ -331,29 +331,31 @@ protected:
     // needs while the line ring has room: no calls.  Anything else (myself,
     // more than 12 arguments, another thread holding the request queue, a
     // full ring) goes the general way.
-    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, const std::uint32_t *args,
-                           unsigned nargs) override {
+    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                           const std::uint32_t *args, unsigned nargs) override {
         const auto li = static_cast<std::size_t>(local_index_[peer]);
         const unsigned kind = flags & am_flag_reply;
         Outgoing &o = out_[li];
         if (__builtin_expect(li != me_ && nargs <= line_args && (kind || flag_try_take(o.lock.flag())), 1)) {
             const RingSlot slot = o.line[kind].reserve_inline(record_header + 4u * nargs);
             if (__builtin_expect(slot.at != nullptr, 1)) {
+                slot.at[12] = static_cast<char>(credit);
                 record_args(slot.at, args, nargs);
                 record_end(o, flags, slot, RingSlot{}, record_info(handler, AmCategory::short_, nargs, flags));
                 return Status::ok;
             }
             if (!kind) o.lock.unlock();
         }
-        return send_short_general(peer, handler, flags, args, nargs);
+        return send_short_general(peer, handler, flags, credit, args, nargs);
     }
 
     [[gnu::noinline]] Status send_short_general(Rank peer, std::uint8_t handler, std::uint8_t flags,
-                                                 const std::uint32_t *args, unsigned nargs) {
+                                                 std::uint8_t credit, const std::uint32_t *args, unsigned nargs) {
         Outgoing *o;
         RingSlot marker;
         const RingSlot slot = record_begin(peer, flags, record_header + 4u * nargs, o, marker);
         if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
+        slot.at[12] = static_cast<char>(credit);
         record_args(slot.at, args, nargs);
         record_end(*o, flags, slot, marker, record_info(handler, AmCategory::short_, nargs, flags));
         return Status::ok;
@@ -493,7 +495,7 @@ private:
     // A record: its first word (ring.hpp) carries the control word and the
     // info word: handler, category, argument count and flags.  Bytes 8..11
     // hold the payload length of a Medium or Long, byte 12 the credit byte
-    // (general sends only), and the arguments start at byte 16.  A Short without arguments is one 8-byte store.
+    // (0 without am_flag_credit), and the arguments start at byte 16.  A Short without arguments is one 8-byte store.
     static std::uint32_t record_info(std::uint8_t handler, AmCategory category, unsigned nargs,
                                      std::uint8_t flags) {
         return std::uint32_t{handler} | std::uint32_t{static_cast<std::uint8_t>(category)} << 8 | nargs << 16 |
@@ -564,10 +566,12 @@ private:
         current_dispatch = &in;
         // Arguments are read in place: the record stays ours until release.
         const auto *args = reinterpret_cast<const std::uint32_t *>(r + record_header);
-        if (__builtin_expect(!(info & (0xff00u | std::uint32_t{am_flag_credit} << 24)), 1)) {
-            // A Short without a credit byte: no header to build.
-            deliver_short(in.source, static_cast<std::uint8_t>(info), static_cast<std::uint8_t>(info >> 24), args,
-                          static_cast<std::uint8_t>(info >> 16));
+        if (__builtin_expect(!(info & 0xff00u), 1)) {
+            // A Short: no header to build.  Byte 12 is its credit byte (0
+            // without am_flag_credit): every path that writes a record
+            // writes it.
+            deliver_short(in.source, static_cast<std::uint8_t>(info), static_cast<std::uint8_t>(info >> 24),
+                          static_cast<std::uint8_t>(r[12]), args, static_cast<std::uint8_t>(info >> 16));
         } else {
             AmHeader h;
             h.handler = static_cast<std::uint8_t>(info);

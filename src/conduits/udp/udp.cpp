@@ -44,7 +44,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -163,13 +162,16 @@ struct Received {
     wire::Datagram datagram;
 };
 
-// A first-in first-out queue on one growing power-of-two array: a round
-// trip pushes and pops one element without allocating (std::deque would
-// allocate a block every two of these).
+// A first-in first-out queue on one growing power-of-two array, indexed
+// from its front: a round trip pushes and pops one element without
+// allocating (std::deque allocates and frees a block every few).
 template <class T> class Fifo {
 public:
     bool empty() const { return head_ == tail_; }
     std::size_t size() const { return tail_ - head_; }
+    T &operator[](std::size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+    T &front() { return (*this)[0]; }
+    T &back() { return (*this)[size() - 1]; }
     void push_back(const T &v) {
         if (size() == slots_.size()) grow();
         slots_[tail_++ & (slots_.size() - 1)] = v;
@@ -211,7 +213,7 @@ struct Peer {
     bool active = false;     // in UdpTransport::active_
     // sending
     std::uint32_t next_seq = first_seq;
-    std::deque<Outbound> out;       // [0, in_flight) sent and unacknowledged, then waiting for the window
+    Fifo<Outbound> out;             // [0, in_flight) sent and unacknowledged, then waiting for the window
     std::size_t in_flight = 0;
     std::size_t waiting_bytes = 0;  // bytes of out beyond in_flight
     std::uint64_t waiting_since_ns = 0;  // in_flight became non-zero, or an ack last freed some
@@ -417,6 +419,31 @@ protected:
         if (h.nargs > wire::max_args || total > expect_.max_message)
             return base::report(Status::too_large, "send (udp)", "this is a Sluice bug: src/am checks sizes first",
                                 "message of %zu bytes with %u arguments to rank %u", total, h.nargs, peer);
+        wire::Am am;
+        am.handler = h.handler;
+        am.category = static_cast<std::uint8_t>(h.category);
+        am.nargs = h.nargs;
+        am.flags = h.flags;
+        am.credit = (h.flags & am_flag_credit) ? h.credit : 0;
+        am.dest_addr = h.category == AmCategory::long_ ? h.dest_addr : 0;
+        std::copy(m.args, m.args + h.nargs, am.args);
+        return send_am(peer, am, static_cast<const std::uint8_t *>(m.payload), total);
+    }
+
+    // A round trip's message: src/am checked it (at most 16 arguments).
+    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                           const std::uint32_t *args, unsigned nargs) override {
+        wire::Am am;
+        am.handler = handler;
+        am.nargs = static_cast<std::uint8_t>(nargs);
+        am.flags = flags;
+        am.credit = credit;
+        std::copy(args, args + nargs, am.args);
+        return send_am(peer, am, nullptr, 0);
+    }
+
+    // A message of `total` payload bytes with its AM section, checked.
+    Status send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total) {
         Peer &p = peers_[peer];
         Guard g(lock_);
         if (p.waiting_bytes > queue_limit_) return Status::not_ready;
@@ -426,22 +453,14 @@ protected:
         w.source = setup().rank;
         w.dest = peer;
         w.message_length = static_cast<std::uint32_t>(total);
-        wire::Am am;
-        am.handler = h.handler;
-        am.category = static_cast<std::uint8_t>(h.category);
-        am.nargs = h.nargs;
-        am.flags = h.flags;
-        am.credit = (h.flags & am_flag_credit) ? h.credit : 0;
-        am.dest_addr = h.category == AmCategory::long_ ? h.dest_addr : 0;
-        std::copy(m.args, m.args + h.nargs, am.args);
-        const auto *payload = static_cast<const std::uint8_t *>(m.payload);
+        const unsigned nargs = am.nargs;
         if (p.in_flight == p.out.size() && p.in_flight < window_ && tx_count_ == 0 &&
-            total <= datagram_max_ - wire::encoded_size(true, h.nargs, 0))
+            total <= datagram_max_ - wire::encoded_size(true, nargs, 0))
             return send_alone(peer, p, w, am, payload, total);
         std::size_t offset = 0;
         do {
             const bool first = offset == 0;
-            const std::size_t room = datagram_max_ - wire::encoded_size(first, first ? h.nargs : 0, 0);
+            const std::size_t room = datagram_max_ - wire::encoded_size(first, first ? nargs : 0, 0);
             const std::size_t n = std::min(room, total - offset);
             w.seq = p.next_seq++;
             w.fragment_offset = static_cast<std::uint32_t>(offset);
@@ -1071,6 +1090,11 @@ private:
         const wire::Datagram &d = r.datagram;
         const Rank source = d.header.source;
         Assembly &a = peers_[source].assembly;
+        if (d.has_am && d.am.category == static_cast<std::uint8_t>(AmCategory::short_)) {  // whole in one datagram
+            a.open = false;
+            deliver_short(source, d.am.handler, d.am.flags, d.am.credit, d.am.args, d.am.nargs);
+            return 1;
+        }
         if (d.has_am) {
             a.open = true;
             a.received = 0;

@@ -55,7 +55,9 @@ struct Am {
     std::uint8_t flags = 0;     // am_flag_* bits
     std::uint8_t credit = 0;    // credit byte (src/credit) when flags has am_flag_credit
     std::uint64_t dest_addr = 0;  // Long: address in the target's segment
-    std::uint32_t args[max_args] = {};
+    // The first `nargs` are the arguments; the rest is left as it is (not
+    // zeroed: a datagram is decoded into one of these on every arrival).
+    std::uint32_t args[max_args];
 };
 
 // A decoded datagram.  `payload` points into the bytes given to decode().
