@@ -1,16 +1,19 @@
 // tests/mp/mp_udp.cpp - strangers on the udp conduit's sockets.
 //
 // intruder [datagrams]: run with SLUICE_ROUTE=network and SLUICE_UDP_STATS=1.
-// Every rank finds its own udp socket (its port in /proc/net/udp, by the
-// inode of a descriptor in /proc/self/fd), the ranks allgather the ports,
-// and each rank sends the next one, from an ordinary socket of its own,
-// `datagrams` of each kind of garbage: random bytes (dropped as "magic"),
-// a well-formed header with a wrong job secret, as a datagram from another
-// job would carry ("secret"), and 10-byte stubs that start like a Sluice
-// datagram and datagrams longer than the job's MTU allows ("truncated").  Meanwhile the ranks run request/reply round
-// trips to each other, which must all complete.  Each rank prints
-// "INTRUDER rank R magic N secret N truncated N" with what it sent; the driver
-// checks the receivers' udp counters against those figures.
+// Every rank finds its own udp sockets (their ports in /proc/net/udp, by
+// the inodes of its descriptors in /proc/self/fd), the ranks allgather the
+// receiving ports, and each rank sends the next one `datagrams` of each kind
+// of garbage: random bytes (dropped as "magic"), a well-formed header with a
+// wrong job secret, as a datagram from another job would carry ("secret"),
+// and 10-byte stubs that start like a Sluice datagram and datagrams longer
+// than the job's MTU allows ("truncated").  It sends them twice: from an
+// ordinary socket of its own (an unknown address), and from a socket bound
+// with SO_REUSEPORT to its own send port, an address the next rank knows.
+// Meanwhile the ranks run request/reply round trips to each other, which
+// must all complete.  Each rank prints "INTRUDER rank R known magic N secret
+// N truncated N unknown magic N secret N truncated N" with what it sent; the
+// driver checks the receivers' udp counters against those figures.
 #include "tests/mp/mp_cases.hpp"
 
 #include "conduits/udp/wire.hpp"
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -44,9 +48,10 @@ void on_ask(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
 void on_answer(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { answers.fetch_add(1); }
 
 // The local port of this process's unconnected IPv4 UDP socket (there is
-// one: the conduit's receiving socket; its sockets connected to peers only
-// send), from /proc/net/udp and the socket inodes of /proc/self/fd.
-std::uint16_t own_udp_port() {
+// one: the conduit's receiving socket), or with `connected` of its sockets
+// connected to peers (they share the send port), from /proc/net/udp and the
+// socket inodes of /proc/self/fd.
+std::uint16_t own_udp_port(bool connected) {
     std::set<unsigned long> inodes;
     DIR *d = ::opendir("/proc/self/fd");
     TCHECK(d != nullptr, "cannot list /proc/self/fd");
@@ -68,16 +73,34 @@ std::uint16_t own_udp_port() {
         // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
         if (std::sscanf(line, " %*d: %x:%x %x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &address, &local_port, &remote,
                         &remote_port, &inode) == 5 &&
-            inodes.count(inode) && remote == 0 && remote_port == 0) {
+            inodes.count(inode) && (remote != 0 || remote_port != 0) == connected) {
             // The file is read in pieces while other processes' connects
             // move sockets in the table: a line may come twice.
-            TCHECK(port == 0 || port == local_port, "more than one unconnected udp socket in this process");
+            TCHECK(port == 0 || port == local_port, "more than one %s udp port in this process",
+                   connected ? "send" : "receiving");
             port = static_cast<std::uint16_t>(local_port);
         }
     }
     std::fclose(f);
-    TCHECK(port != 0, "no udp socket of this process in /proc/net/udp (run with SLUICE_ROUTE=network)");
+    TCHECK(port != 0, "no %s udp socket of this process in /proc/net/udp (run with SLUICE_ROUTE=network)",
+           connected ? "connected" : "unconnected");
     return port;
+}
+
+// A socket that sends from the local port `port` (host order), shared with
+// the conduit's sockets bound there, or from a port of its own (0).
+int socket_from(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    TCHECK(fd >= 0, "socket");
+    const int on = 1;
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    at.sin_port = htons(port);
+    TCHECK(::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0 &&
+               ::bind(fd, reinterpret_cast<sockaddr *>(&at), sizeof at) == 0,
+           "cannot bind a socket to port %u: %s", port, std::strerror(errno));
+    return fd;
 }
 
 } // namespace
@@ -88,29 +111,30 @@ int case_intruder(int argc, char **argv) {
     TOK(sluice_handler_register(h_answer, on_answer, SLUICE_AM_SHORT, 1));
     attach(1 << 16);
     std::vector<std::uint32_t> ports(nranks);
-    const std::uint32_t mine = own_udp_port();
+    const std::uint32_t mine = own_udp_port(false);
     TOK(sluice_allgather(&mine, ports.data(), sizeof mine));
     const sluice_rank_t next = (me + 1) % nranks;
 
-    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    TCHECK(fd >= 0, "socket");
+    // [0]: from my send port, known to `next`; [1]: from a port of its own.
+    const int fds[2] = {socket_from(own_udp_port(true)), socket_from(0)};
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     to.sin_port = htons(static_cast<std::uint16_t>(ports[next]));
-    int sent[3] = {0, 0, 0};  // magic, secret, truncated
+    int sent[2][3] = {};  // [known, unknown][magic, secret, truncated]
     const int round_trips = std::max(200, per_kind);
     for (int i = 0; i < round_trips; ++i) {
         std::uint32_t n = static_cast<std::uint32_t>(i);
         TOK(sluice_am_request_short(next, h_ask, &n, 1));
         // Strangers' datagrams between the job's own, one of each kind per
         // round trip.
-        if (i < per_kind) {
+        for (int from = 0; from < 2 && i < per_kind; ++from) {
+            const int fd = fds[from];
             std::uint8_t d[200];
             TCHECK(::getrandom(d, sizeof d, 0) == sizeof d, "getrandom");
             const std::size_t len = 48 + d[0] % 150;
             d[0] = 0;  // never the magic by chance
-            if (::sendto(fd, d, len, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(len)) ++sent[0];
+            if (::sendto(fd, d, len, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(len)) ++sent[from][0];
             // A well-formed Short from rank `me` with another secret, as the
             // conduit's own encoder writes it.
             namespace wire = sluice::conduit::udp::wire;
@@ -125,20 +149,21 @@ int case_intruder(int argc, char **argv) {
             std::uint8_t h[wire::header_bytes + wire::am_fixed_bytes];
             const std::size_t hn = wire::encode(w, &am, nullptr, 0, h, sizeof h, 1u << 20);
             TCHECK(hn == sizeof h, "encoded %zu bytes", hn);
-            if (::sendto(fd, h, hn, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(hn)) ++sent[1];
-            if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[2];
+            if (::sendto(fd, h, hn, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(hn)) ++sent[from][1];
+            if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[from][2];
             // Longer than the job's datagrams (the driver sets
             // SLUICE_UDP_MTU=576): the receive truncates it, so it is
             // dropped as truncated whatever its header says.
             std::uint8_t big[1200] = {};
             std::memcpy(big, h, hn);
-            if (::sendto(fd, big, sizeof big, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof big) ++sent[2];
+            if (::sendto(fd, big, sizeof big, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof big) ++sent[from][2];
         }
         WAIT_UNTIL(answers.load() == static_cast<std::uint64_t>(i) + 1);
     }
-    ::close(fd);
+    for (int fd : fds) ::close(fd);
     TOK(sluice_barrier());
-    std::printf("INTRUDER rank %u magic %d secret %d truncated %d\n", me, sent[0], sent[1], sent[2]);
+    std::printf("INTRUDER rank %u known magic %d secret %d truncated %d unknown magic %d secret %d truncated %d\n", me,
+                sent[0][0], sent[0][1], sent[0][2], sent[1][0], sent[1][1], sent[1][2]);
     std::fflush(stdout);
     TOK(sluice_finalize());  // the conduit prints its counters (SLUICE_UDP_STATS=1)
     return 0;

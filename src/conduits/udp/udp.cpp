@@ -25,6 +25,7 @@
 
 #include "base/flag.hpp"
 #include "base/knobs.hpp"
+#include "conduits/udp/source_filter.hpp"
 #include "conduits/udp/wire.hpp"
 
 #include <arpa/inet.h>
@@ -65,6 +66,8 @@ constexpr unsigned sack_bits = 32;
 // 2^32 datagrams in some long run.
 constexpr std::uint32_t first_seq = 0u - 1024;
 constexpr unsigned ip_udp_header_bytes = 28;
+// The length receive() gives a datagram the source filter emptied.
+constexpr std::size_t from_stranger = ~std::size_t{0};
 constexpr Rank no_rank = ~Rank{0};
 
 // Sequence numbers wrap: they are compared by signed distance.
@@ -384,6 +387,17 @@ protected:
             recv_window_ = std::max(recv_window_, theirs.window);
             if (!mtu_given) path_mtu = std::min(path_mtu, theirs.mtu);
         }
+        // The kernel checks where datagrams come from, if it can.
+        std::vector<Source> sources;
+        for (Rank r : s.peers) {
+            const Peer &p = peers_[r];
+            sources.push_back(Source{p.address.sin_addr.s_addr, p.address.sin_port});
+            if (p.send_port) sources.push_back(Source{p.address.sin_addr.s_addr, p.send_port});
+        }
+        std::string why = "SLUICE_UDP_SOURCE_FILTER=0";
+        if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER) && source_filter_attach(fd_, sources, ip, why))
+            source_check_ = SourceCheck::switching;
+        else base::say("udp: source addresses are checked here, not by the kernel: %s", why.c_str());
         // The socket that holds the send port goes to the first peer.
         if (anchor_ >= 0) {
             for (Rank r : s.peers)
@@ -718,48 +732,67 @@ private:
     // while full batches come back to back (a flood).  A batch of one is a
     // recvfrom, which copies in no message header: it is the system call
     // an idle or round-trip poll spins on.
+    //
+    // Once the kernel checks sources (source_check_), the sender's address
+    // is not asked for, and a datagram of 0 bytes is one the filter emptied.
     int receive(std::uint64_t now) {
         sockaddr_in from[batch];
         std::size_t length[batch];
+        const bool ask = source_check_ != SourceCheck::kernel;
+        const bool filtered = source_check_ != SourceCheck::user;
+        auto length_of = [&](std::size_t got, bool truncated, socklen_t from_length) {
+            if (truncated || (ask && from_length != sizeof(sockaddr_in))) return std::size_t{0};
+            return got == 0 && filtered ? from_stranger : got;
+        };
         int n;
         in_socket_call = true;
         if (rx_batch_ == 1) {
             socklen_t from_length = sizeof from[0];
             const ssize_t got = ::recvfrom(fd_, rx_[0], datagram_max_, MSG_DONTWAIT | MSG_TRUNC,
-                                           reinterpret_cast<sockaddr *>(&from[0]), &from_length);
+                                           ask ? reinterpret_cast<sockaddr *>(&from[0]) : nullptr,
+                                           ask ? &from_length : nullptr);
             n = got < 0 ? -1 : 1;
             // MSG_TRUNC: a longer datagram reports its whole length.
-            length[0] = got > static_cast<ssize_t>(datagram_max_) || from_length != sizeof from[0] ? 0 : got;
+            if (got >= 0)
+                length[0] = length_of(static_cast<std::size_t>(got), got > static_cast<ssize_t>(datagram_max_), from_length);
         } else {
             mmsghdr msgs[batch];
             iovec iov[batch];
             for (unsigned i = 0; i < rx_batch_; ++i) {
                 iov[i] = {rx_[i], datagram_max_};
                 msgs[i] = {};
-                msgs[i].msg_hdr.msg_name = &from[i];
-                msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+                msgs[i].msg_hdr.msg_name = ask ? &from[i] : nullptr;
+                msgs[i].msg_hdr.msg_namelen = ask ? sizeof from[i] : 0;
                 msgs[i].msg_hdr.msg_iov = &iov[i];
                 msgs[i].msg_hdr.msg_iovlen = 1;
             }
             n = ::recvmmsg(fd_, msgs, rx_batch_, MSG_DONTWAIT, nullptr);
             for (int i = 0; i < n; ++i)
-                length[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0 ||
-                                    msgs[i].msg_hdr.msg_namelen != sizeof(sockaddr_in)
-                                ? 0
-                                : msgs[i].msg_len;
+                length[i] = length_of(msgs[i].msg_len, (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0,
+                                      msgs[i].msg_hdr.msg_namelen);
         }
         in_socket_call = false;
+        // Every datagram queued before the filter was attached has been
+        // read (and its address checked) once the socket is found empty.
+        if (n < 0 && source_check_ == SourceCheck::switching && (errno == EAGAIN || errno == EWOULDBLOCK))
+            source_check_ = SourceCheck::kernel;
         const bool full = n == static_cast<int>(rx_batch_);
         if (full && rx_busy_) rx_batch_ = std::min(2 * rx_batch_, batch);
         else if (n > 0 && !full) rx_batch_ = std::max(1u, rx_batch_ / 2);
         rx_busy_ = n > 0;
         for (int i = 0; i < n; ++i)
-            if (arrived(rx_[i], length[i], from[i], now)) rx_[i] = buffers_.get();  // a truncated one: length 0
+            if (arrived(rx_[i], length[i], ask ? &from[i] : nullptr, now)) rx_[i] = buffers_.get();
         return std::max(n, 0);
     }
 
-    // Under lock_.  One datagram; true when it was kept (its buffer is taken).
-    bool arrived(std::uint8_t *buf, std::size_t n, const sockaddr_in &from, std::uint64_t now) {
+    // Under lock_.  One datagram of `n` bytes (0: truncated, from_stranger:
+    // emptied by the source filter); `from` is its sender, or null when the
+    // kernel checked it.  True when it was kept (its buffer is taken).
+    bool arrived(std::uint8_t *buf, std::size_t n, const sockaddr_in *from, std::uint64_t now) {
+        if (n == from_stranger) {
+            ++counters_.address;
+            return false;
+        }
         wire::Datagram d;
         if (const wire::Drop why = wire::decode(buf, n, expect_, d); why != wire::Drop::none) {
             ++counters_.wire[static_cast<std::size_t>(why)];
@@ -767,8 +800,9 @@ private:
         }
         const Rank source = d.header.source;
         Peer &p = peers_[source];
-        if (!p.reachable || from.sin_addr.s_addr != p.address.sin_addr.s_addr ||
-            (from.sin_port != p.address.sin_port && (from.sin_port != p.send_port || p.send_port == 0))) {
+        if (!p.reachable || (from && (from->sin_addr.s_addr != p.address.sin_addr.s_addr ||
+                                      (from->sin_port != p.address.sin_port &&
+                                       (from->sin_port != p.send_port || p.send_port == 0))))) {
             ++counters_.address;
             return false;
         }
@@ -1164,13 +1198,14 @@ private:
             drops += std::string(wire::drop_name(static_cast<wire::Drop>(i))) + " " + std::to_string(counters_.wire[i]) + ", ";
         std::fprintf(stderr,
                      "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu), "
-                     "received %llu; dropped: %saddress %llu, duplicate %llu, beyond window %llu\n",
+                     "received %llu; dropped: %saddress %llu (checked by %s), duplicate %llu, beyond window %llu\n",
                      setup().rank, static_cast<unsigned long long>(counters_.sent),
                      static_cast<unsigned long long>(counters_.retransmitted),
                      static_cast<unsigned long long>(counters_.acks_sent),
                      static_cast<unsigned long long>(counters_.send_errors),
                      static_cast<unsigned long long>(counters_.received), drops.c_str(),
                      static_cast<unsigned long long>(counters_.address),
+                     source_check_ == SourceCheck::user ? "Sluice" : "the kernel's filter",
                      static_cast<unsigned long long>(counters_.duplicate),
                      static_cast<unsigned long long>(counters_.window));
         for (Rank r = 0; r < peers_.size(); ++r)
@@ -1205,6 +1240,12 @@ private:
     std::array<std::uint8_t *, batch> rx_{};
     unsigned rx_batch_ = 1;  // slots offered to the next recvmmsg
     bool rx_busy_ = false;   // the last receive found datagrams
+    // Who checks that a datagram comes from a peer's address: this code
+    // (receives ask for the address), or the kernel's source filter
+    // (source_filter.hpp), which takes over from the first time the socket
+    // is found empty after it was attached ("switching").
+    enum class SourceCheck : std::uint8_t { user, switching, kernel };
+    SourceCheck source_check_ = SourceCheck::user;
     std::array<Staged, batch> tx_{};
     unsigned tx_count_ = 0;
     Fifo<Received> ready_;
