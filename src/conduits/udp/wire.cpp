@@ -2,7 +2,6 @@
 // (wire.hpp, README.md "Wire format").
 #include "conduits/udp/wire.hpp"
 
-#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -20,28 +19,19 @@ constexpr std::size_t am_handler = 0, am_category = 1, am_nargs = 2, am_flags = 
 constexpr std::uint8_t flag_credit = 4;
 constexpr std::uint8_t category_short = 0, category_medium = 1, category_long = 2;
 
-// Little-endian loads and stores, no alignment assumed: one move each on a
-// little-endian host, a move and a byte swap on a big-endian one.
-template <class T> T little(T v) {
-    if constexpr (std::endian::native == std::endian::little || sizeof(T) == 1) return v;
-    else if constexpr (sizeof(T) == 2) return __builtin_bswap16(v);
-    else if constexpr (sizeof(T) == 4) return __builtin_bswap32(v);
-    else return __builtin_bswap64(v);
+// Little-endian loads and stores through bytes: no alignment assumed.
+std::uint16_t load16(const std::uint8_t *p) { return static_cast<std::uint16_t>(p[0] | p[1] << 8); }
+std::uint32_t load32(const std::uint8_t *p) {
+    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
 }
-template <class T> T load(const std::uint8_t *p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return little(v);
+std::uint64_t load64(const std::uint8_t *p) { return load32(p) | std::uint64_t{load32(p + 4)} << 32; }
+void store32(std::uint8_t *p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> 8 * i);
 }
-template <class T> void store(std::uint8_t *p, T v) {
-    v = little(v);
-    std::memcpy(p, &v, sizeof v);
+void store64(std::uint8_t *p, std::uint64_t v) {
+    store32(p, static_cast<std::uint32_t>(v));
+    store32(p + 4, static_cast<std::uint32_t>(v >> 32));
 }
-std::uint16_t load16(const std::uint8_t *p) { return load<std::uint16_t>(p); }
-std::uint32_t load32(const std::uint8_t *p) { return load<std::uint32_t>(p); }
-std::uint64_t load64(const std::uint8_t *p) { return load<std::uint64_t>(p); }
-void store32(std::uint8_t *p, std::uint32_t v) { store(p, v); }
-void store64(std::uint8_t *p, std::uint64_t v) { store(p, v); }
 
 bool kind_known(std::uint8_t k) {
     return k == static_cast<std::uint8_t>(Kind::data) || k == static_cast<std::uint8_t>(Kind::ack) ||
