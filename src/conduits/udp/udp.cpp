@@ -1,7 +1,9 @@
 // src/conduits/udp/udp.cpp - the udp conduit: reliable active messages over
 // UDP datagrams (README.md has the design, the knobs and the wire format).
 //
-// One non-blocking UDP socket per rank receives everything; sends go through a
+// One non-blocking UDP socket per rank receives everything (a socket filter
+// of the peers' addresses lets the kernel check sources, source_filter.hpp,
+// so receives need not ask for them); sends go through a
 // socket connected to the peer (up to SLUICE_UDP_CONNECTED_PEERS of them, all
 // on one shared send port) or through the receiving socket. Each ordered pair
 // of ranks has its own sequence numbers: the sender numbers every datagram and
