@@ -153,8 +153,7 @@ std::uint8_t AmEngine::credit_acquire(Rank dest, const Send &m) {
     std::uint8_t byte = 0;
     // Every transport is polled while waiting, not only the one to `dest`:
     // the credits may be held up by a peer that waits on us over another.
-    while (!credit_->request_begin(dest, n, byte)) poll(PollMode::all);
-    if (credit_->sys_pending()) credit_flush();
+    while (!credit_take(dest, n, byte)) poll(PollMode::all);
     return byte;
 }
 

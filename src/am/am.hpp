@@ -107,10 +107,8 @@ public:
         if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs), 1)) {
             if (!credit_) return route_[dest]->send_short(dest, handler, 0, 0, args, nargs);
             std::uint8_t byte;
-            if (__builtin_expect(credit_->request_begin(dest, 1, byte), 1)) {
-                if (__builtin_expect(credit_->sys_pending(), 0)) credit_flush();
+            if (__builtin_expect(credit_take(dest, 1, byte), 1))
                 return route_[dest]->send_short(dest, handler, conduit::am_flag_credit, byte, args, nargs);
-            }
         }
         return request(dest, short_send(handler, args, nargs), operation);
     }
@@ -198,6 +196,13 @@ private:
     Status reply_transmit(Token *token, const Send &m, std::uint8_t flags);
     Status transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte = 0);
     std::uint8_t credit_acquire(Rank dest, const Send &m);
+    // `n` credits for a request to `dest` if they are free now (`byte`: its
+    // credit byte); the system messages that queued go out at once.
+    bool credit_take(Rank dest, unsigned n, std::uint8_t &byte) {
+        if (!credit_->request_begin(dest, n, byte)) return false;
+        if (__builtin_expect(credit_->sys_pending(), 0)) credit_flush();
+        return true;
+    }
     // Around a handler that arrived with credits: their accounting before
     // it runs, and after it the hidden reply of a request that got none
     // (both deliver paths).

@@ -126,7 +126,6 @@ public:
         return send_retry(peer, m);
     }
 
-    // Runs the deliver callback for arrived messages; returns how many.
     // The latency path: a Short message is a handler, flags, its credit
     // byte (when flags has am_flag_credit, else 0) and arguments.  A conduit
     // may encode it without the general message (send_short_impl).
@@ -137,6 +136,7 @@ public:
         return send_retry(peer, short_message(handler, flags, credit, args, nargs));
     }
 
+    // Runs the deliver callback for arrived messages; returns how many.
     int poll(PollMode mode = PollMode::all) { return poll_impl(mode); }
 
     // Segment set-up, driven by core: create mine, then (after core has
