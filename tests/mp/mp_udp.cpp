@@ -48,9 +48,10 @@ void on_ask(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
 void on_answer(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { answers.fetch_add(1); }
 
 // The local port of this process's unconnected IPv4 UDP socket (there is
-// one: the conduit's receiving socket), or with `connected` of its sockets
-// connected to peers (they share the send port), from /proc/net/udp and the
-// socket inodes of /proc/self/fd.
+// one: the conduit's receiving socket), or with `connected` the port its
+// sockets connected to peers send from (they share it; a peer socket,
+// connected too, is bound to the receiving port and does not count), from
+// /proc/net/udp and the socket inodes of /proc/self/fd.
 std::uint16_t own_udp_port(bool connected) {
     std::set<unsigned long> inodes;
     DIR *d = ::opendir("/proc/self/fd");
@@ -66,25 +67,26 @@ std::uint16_t own_udp_port(bool connected) {
     std::FILE *f = std::fopen("/proc/net/udp", "r");
     TCHECK(f != nullptr, "cannot read /proc/net/udp");
     char line[512];
-    std::uint16_t port = 0;
+    // The file is read in pieces while other processes' connects move
+    // sockets in the table: a line may come twice, hence sets.
+    std::set<std::uint16_t> unconnected_ports, connected_ports;
     while (std::fgets(line, sizeof line, f)) {
         unsigned address = 0, local_port = 0, remote = 0, remote_port = 0;
         unsigned long inode = 0;
         // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
         if (std::sscanf(line, " %*d: %x:%x %x:%x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &address, &local_port, &remote,
                         &remote_port, &inode) == 5 &&
-            inodes.count(inode) && (remote != 0 || remote_port != 0) == connected) {
-            // The file is read in pieces while other processes' connects
-            // move sockets in the table: a line may come twice.
-            TCHECK(port == 0 || port == local_port, "more than one %s udp port in this process",
-                   connected ? "send" : "receiving");
-            port = static_cast<std::uint16_t>(local_port);
-        }
+            inodes.count(inode))
+            (remote != 0 || remote_port != 0 ? connected_ports : unconnected_ports)
+                .insert(static_cast<std::uint16_t>(local_port));
     }
     std::fclose(f);
-    TCHECK(port != 0, "no %s udp socket of this process in /proc/net/udp (run with SLUICE_ROUTE=network)",
-           connected ? "connected" : "unconnected");
-    return port;
+    TCHECK(unconnected_ports.size() == 1, "%zu unconnected udp ports in this process (run with SLUICE_ROUTE=network)",
+           unconnected_ports.size());
+    if (!connected) return *unconnected_ports.begin();
+    connected_ports.erase(*unconnected_ports.begin());
+    TCHECK(connected_ports.size() == 1, "%zu send udp ports in this process", connected_ports.size());
+    return *connected_ports.begin();
 }
 
 // A socket that sends from the local port `port` (host order), shared with

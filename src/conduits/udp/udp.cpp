@@ -70,6 +70,10 @@ constexpr std::uint32_t first_seq = 0u - 1024;
 constexpr unsigned ip_udp_header_bytes = 28;
 // The length receive() gives a datagram the source filter emptied.
 constexpr std::size_t from_stranger = ~std::size_t{0};
+// With a peer socket, the receiving socket (strangers, and the peer's
+// datagrams before the peer socket was connected) is read on every
+// aside_every-th poll.
+constexpr unsigned aside_every = 64;
 constexpr Rank no_rank = ~Rank{0};
 
 // Sequence numbers wrap: they are compared by signed distance.
@@ -299,6 +303,21 @@ int interface_mtu(int fd, const std::string &interface) {
     return r.ifr_mtu;
 }
 
+// Who checks that a datagram comes from a peer's address: this code
+// (receives ask for the address), or the kernel, which takes over from
+// the first time the socket is found empty after the source filter
+// (source_filter.hpp) was attached or the peer socket connected
+// ("switching").
+enum class SourceCheck : std::uint8_t { user, switching, kernel };
+// A socket datagrams are received on.
+struct RxSocket {
+    int fd = -1;
+    SourceCheck check = SourceCheck::user;
+    bool filter = false;  // the source filter is attached
+    unsigned batch = 1;   // slots offered to the next recvmmsg
+    bool busy = false;    // the last receive found datagrams
+};
+
 // What every rank tells the others at start-up.
 struct AddressRecord {
     std::uint32_t ip;         // network order
@@ -343,6 +362,10 @@ protected:
         mine.sin_family = AF_INET;
         mine.sin_addr = ip;
         socklen_t length = sizeof mine;
+        // A peer socket will share the receiving port (peer_socket_open).
+        const int on = 1;
+        const bool peer_socket = base::knob_bool(base::Knob::UDP_PEER_SOCKET) && s.peers.size() == 1 &&
+                                 ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0;
         if (::bind(fd_, reinterpret_cast<sockaddr *>(&mine), sizeof mine) != 0 ||
             ::getsockname(fd_, reinterpret_cast<sockaddr *>(&mine), &length) != 0)
             return base::report(Status::resource, op, "set SLUICE_UDP_ADDRESS to an address of this host",
@@ -389,6 +412,8 @@ protected:
             recv_window_ = std::max(recv_window_, theirs.window);
             if (!mtu_given) path_mtu = std::min(path_mtu, theirs.mtu);
         }
+        in_ = RxSocket{fd_};
+        if (peer_socket) peer_socket_open(s.peers[0], mine);
         // The kernel checks where datagrams come from, if it can.
         std::vector<Source> sources;
         for (Rank r : s.peers) {
@@ -397,9 +422,14 @@ protected:
             if (p.send_port) sources.push_back(Source{p.address.sin_addr.s_addr, p.send_port});
         }
         std::string why = "SLUICE_UDP_SOURCE_FILTER=0";
-        if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER) && source_filter_attach(fd_, sources, ip, why))
-            source_check_ = SourceCheck::switching;
-        else base::say("udp: source addresses are checked here, not by the kernel: %s", why.c_str());
+        if (aside_.fd >= 0) {
+            // The peer socket's connection is the kernel's check.
+        } else if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER) && source_filter_attach(fd_, sources, ip, why)) {
+            in_.check = SourceCheck::switching;
+            in_.filter = true;
+        } else {
+            base::say("udp: source addresses are checked here, not by the kernel: %s", why.c_str());
+        }
         // The socket that holds the send port goes to the first peer.
         if (anchor_ >= 0) {
             for (Rank r : s.peers)
@@ -611,6 +641,8 @@ protected:
 
 private:
     void close_socket() {
+        if (in_.fd >= 0 && in_.fd != fd_) ::close(in_.fd);
+        in_ = aside_ = RxSocket{};
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
         if (anchor_ >= 0) ::close(anchor_);
@@ -684,6 +716,65 @@ private:
         ++connected_;
     }
 
+    // A rank whose only udp peer is `r` receives r's datagrams on a socket
+    // of their own: bound to the receiving port and connected to the port r
+    // sends from (its send port, or its receiving port when it has none).
+    // The kernel delivers a datagram to the socket whose connection matches
+    // its sender, so finding the socket is the source check, and it costs
+    // nothing (the source filter costs each datagram about 50 ns, asking
+    // for the address more).  Everything else, strangers and whatever r
+    // sent before the connect, reaches the receiving socket, read aside.
+    // SO_REUSEPORT lets both sockets bind the port; it is cleared on both
+    // afterwards, so that no other socket can join it.
+    void peer_socket_open(Rank r, const sockaddr_in &mine) {
+        const Peer &p = peers_[r];
+        sockaddr_in from = p.address;
+        if (p.send_port) from.sin_port = p.send_port;
+        const int on = 1, off = 0;
+        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        const bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0 &&
+                        ::bind(fd, reinterpret_cast<const sockaddr *>(&mine), sizeof mine) == 0 &&
+                        ::connect(fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0 &&
+                        ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof off) == 0;
+        const int error = errno;
+        (void)::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &off, sizeof off);
+        if (!ok) {
+            if (fd >= 0) ::close(fd);
+            base::say("udp: no socket of rank %u's own (%s): its datagrams come in on the receiving socket", r,
+                      std::strerror(error));
+            return;
+        }
+        socket_buffers_set(fd);
+        // Until it is first found empty, it may hold a stranger's datagram
+        // that came in before the connect: it asks for addresses till then.
+        in_ = RxSocket{fd, SourceCheck::switching};
+        aside_ = RxSocket{fd_};
+        peer_socket_rank_ = r;
+        peer_socket_port_ = from.sin_port;
+        base::say("udp: rank %u's datagrams come in on a socket connected to %s", r, address_text(from).c_str());
+    }
+
+    // Under lock_: the peer socket's rank sends from `port` (its
+    // receiving one: it has no connected socket for me), which its
+    // datagrams reaching the receiving socket show.  The peer socket
+    // follows; if it cannot, everything is received on the receiving
+    // socket, its sources checked here.
+    void peer_socket_follow(std::uint16_t port) {
+        sockaddr_in from = peers_[peer_socket_rank_].address;
+        from.sin_port = port;
+        peer_socket_port_ = port;
+        if (::connect(in_.fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0) {
+            base::say("udp: rank %u sends from %s: its socket follows", peer_socket_rank_, address_text(from).c_str());
+            return;
+        }
+        base::say("udp: rank %u sends from %s, and its socket cannot follow (%s): back to the receiving socket alone",
+                  peer_socket_rank_, address_text(from).c_str(), std::strerror(errno));
+        ::close(in_.fd);
+        in_ = aside_;
+        aside_ = RxSocket{};
+        peer_socket_rank_ = no_rank;
+    }
+
     void socket_buffers_set(int fd) {
         const int want = static_cast<int>(std::min<std::size_t>(base::knob_size(base::Knob::UDP_SOCKET_BUFFER), 1u << 30));
         // Root may go beyond net.core.[rw]mem_max; anyone else gets at most that.
@@ -709,7 +800,12 @@ private:
             if (fd_ < 0) return true;
             const std::uint64_t now = base::now_ns();
             direct_wanted_ = direct;
-            const int got = receive(now);
+            int got = receive(in_, now);
+            if (aside_.fd >= 0 && (quiescing || ++aside_polls_ == aside_every)) {
+                // Drained, a few batches at most: strangers must not pile up.
+                aside_polls_ = 0;
+                for (int k = 0, n; k < 8 && (n = receive(aside_, now)) > 0; ++k) got += n;
+            }
             direct_wanted_ = nullptr;
             // Nothing is due before the earliest deadline: the last pass of
             // the timers left it, and every new one lowers it (stage,
@@ -731,26 +827,30 @@ private:
     // lone datagram costs a second, failed receive.  So the batch follows
     // the traffic: 1 while datagrams come one at a time (a round trip: a
     // poll that finds one is followed by polls that find none), doubling
-    // while full batches come back to back (a flood).  A batch of one is a
+    // while full batches come back to back (a flood), and back to 1 as soon
+    // as the socket is found empty (the flood is over).  A batch of one is a
     // recvfrom, which copies in no message header: it is the system call
-    // an idle or round-trip poll spins on.
+    // an idle or round-trip poll spins on.  (An idle poll on an empty
+    // recvmmsg of 32 slots, as after a flood before this, cost 550 ns
+    // against 340 ns.)
     //
-    // Once the kernel checks sources (source_check_), the sender's address
-    // is not asked for, and a datagram of 0 bytes is one the filter emptied.
-    int receive(std::uint64_t now) {
+    // Once the kernel checks sources (x.check), the sender's address is not
+    // asked for, and with the source filter a datagram of 0 bytes is one the
+    // filter emptied.
+    int receive(RxSocket &x, std::uint64_t now) {
         sockaddr_in from[batch];
         std::size_t length[batch];
-        const bool ask = source_check_ != SourceCheck::kernel;
-        const bool filtered = source_check_ != SourceCheck::user;
+        const bool ask = x.check != SourceCheck::kernel;
+        const bool filtered = x.filter && x.check != SourceCheck::user;
         auto length_of = [&](std::size_t got, bool truncated, socklen_t from_length) {
             if (truncated || (ask && from_length != sizeof(sockaddr_in))) return std::size_t{0};
             return got == 0 && filtered ? from_stranger : got;
         };
         int n;
         in_socket_call = true;
-        if (rx_batch_ == 1) {
+        if (x.batch == 1) {
             socklen_t from_length = sizeof from[0];
-            const ssize_t got = ::recvfrom(fd_, rx_[0], datagram_max_, MSG_DONTWAIT | MSG_TRUNC,
+            const ssize_t got = ::recvfrom(x.fd, rx_[0], datagram_max_, MSG_DONTWAIT | MSG_TRUNC,
                                            ask ? reinterpret_cast<sockaddr *>(&from[0]) : nullptr,
                                            ask ? &from_length : nullptr);
             n = got < 0 ? -1 : 1;
@@ -760,7 +860,7 @@ private:
         } else {
             mmsghdr msgs[batch];
             iovec iov[batch];
-            for (unsigned i = 0; i < rx_batch_; ++i) {
+            for (unsigned i = 0; i < x.batch; ++i) {
                 iov[i] = {rx_[i], datagram_max_};
                 msgs[i] = {};
                 msgs[i].msg_hdr.msg_name = ask ? &from[i] : nullptr;
@@ -768,7 +868,7 @@ private:
                 msgs[i].msg_hdr.msg_iov = &iov[i];
                 msgs[i].msg_hdr.msg_iovlen = 1;
             }
-            n = ::recvmmsg(fd_, msgs, rx_batch_, MSG_DONTWAIT, nullptr);
+            n = ::recvmmsg(x.fd, msgs, x.batch, MSG_DONTWAIT, nullptr);
             for (int i = 0; i < n; ++i)
                 length[i] = length_of(msgs[i].msg_len, (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0,
                                       msgs[i].msg_hdr.msg_namelen);
@@ -776,12 +876,13 @@ private:
         in_socket_call = false;
         // Every datagram queued before the filter was attached has been
         // read (and its address checked) once the socket is found empty.
-        if (n < 0 && source_check_ == SourceCheck::switching && (errno == EAGAIN || errno == EWOULDBLOCK))
-            source_check_ = SourceCheck::kernel;
-        const bool full = n == static_cast<int>(rx_batch_);
-        if (full && rx_busy_) rx_batch_ = std::min(2 * rx_batch_, batch);
-        else if (n > 0 && !full) rx_batch_ = std::max(1u, rx_batch_ / 2);
-        rx_busy_ = n > 0;
+        if (n < 0 && x.check == SourceCheck::switching && (errno == EAGAIN || errno == EWOULDBLOCK))
+            x.check = SourceCheck::kernel;
+        const bool full = n == static_cast<int>(x.batch);
+        if (full && x.busy) x.batch = std::min(2 * x.batch, batch);
+        else if (n > 0 && !full) x.batch = std::max(1u, x.batch / 2);
+        else if (n < 0) x.batch = 1;
+        x.busy = n > 0;
         for (int i = 0; i < n; ++i)
             if (arrived(rx_[i], length[i], ask ? &from[i] : nullptr, now)) rx_[i] = buffers_.get();
         return std::max(n, 0);
@@ -808,6 +909,8 @@ private:
             ++counters_.address;
             return false;
         }
+        if (from && source == peer_socket_rank_ && from->sin_port != peer_socket_port_ && from->sin_port == p.address.sin_port)
+            peer_socket_follow(from->sin_port);
         ++counters_.received;
         p.heard_ns = now;
         acked(source, p, d.header.ack, d.header.sack, now);
@@ -1207,7 +1310,7 @@ private:
                      static_cast<unsigned long long>(counters_.send_errors),
                      static_cast<unsigned long long>(counters_.received), drops.c_str(),
                      static_cast<unsigned long long>(counters_.address),
-                     source_check_ == SourceCheck::user ? "Sluice" : "the kernel's filter",
+                     aside_.fd >= 0 ? "a connected socket and Sluice" : in_.filter ? "the kernel's filter" : "Sluice",
                      static_cast<unsigned long long>(counters_.duplicate),
                      static_cast<unsigned long long>(counters_.window));
         for (Rank r = 0; r < peers_.size(); ++r)
@@ -1240,14 +1343,11 @@ private:
     std::uint64_t timer_due_ns_ = no_deadline;  // timers() has nothing to do before
     Buffers buffers_;
     std::array<std::uint8_t *, batch> rx_{};
-    unsigned rx_batch_ = 1;  // slots offered to the next recvmmsg
-    bool rx_busy_ = false;   // the last receive found datagrams
-    // Who checks that a datagram comes from a peer's address: this code
-    // (receives ask for the address), or the kernel's source filter
-    // (source_filter.hpp), which takes over from the first time the socket
-    // is found empty after it was attached ("switching").
-    enum class SourceCheck : std::uint8_t { user, switching, kernel };
-    SourceCheck source_check_ = SourceCheck::user;
+    RxSocket in_;     // read on every poll: the receiving socket, or the peer socket
+    RxSocket aside_;  // with a peer socket: the receiving socket (fd_), read on every aside_every-th poll
+    unsigned aside_polls_ = 0;
+    Rank peer_socket_rank_ = no_rank;     // the one peer whose datagrams come in on a socket of their own
+    std::uint16_t peer_socket_port_ = 0;  // network order: the port that socket is connected to
     std::array<Staged, batch> tx_{};
     unsigned tx_count_ = 0;
     Fifo<Received> ready_;
