@@ -414,22 +414,9 @@ protected:
         }
         in_ = RxSocket{fd_};
         if (peer_socket) peer_socket_open(s.peers[0], mine);
-        // The kernel checks where datagrams come from, if it can.
-        std::vector<Source> sources;
-        for (Rank r : s.peers) {
-            const Peer &p = peers_[r];
-            sources.push_back(Source{p.address.sin_addr.s_addr, p.address.sin_port});
-            if (p.send_port) sources.push_back(Source{p.address.sin_addr.s_addr, p.send_port});
-        }
-        std::string why = "SLUICE_UDP_SOURCE_FILTER=0";
-        if (aside_.fd >= 0) {
-            // The peer socket's connection is the kernel's check.
-        } else if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER) && source_filter_attach(fd_, sources, ip, why)) {
-            in_.check = SourceCheck::switching;
-            in_.filter = true;
-        } else {
-            base::say("udp: source addresses are checked here, not by the kernel: %s", why.c_str());
-        }
+        // Without a peer socket (whose connection is the kernel's check), the
+        // kernel checks where datagrams come from, if it can.
+        if (aside_.fd < 0) source_filter_try(ip);
         // The socket that holds the send port goes to the first peer.
         if (anchor_ >= 0) {
             for (Rank r : s.peers)
@@ -673,7 +660,7 @@ private:
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr = ip;
-        anchor_ = send_socket_open(a);
+        anchor_ = port_socket_open(a);
         if (anchor_ < 0) {
             base::say("udp: no connected sockets (%s): every send goes through the receiving socket", std::strerror(errno));
             return;
@@ -682,9 +669,10 @@ private:
         port = a.sin_port;
     }
 
-    // A socket on the shared send port `at` (port 0: a new one, written
-    // back), or -1.
-    int send_socket_open(sockaddr_in &at) {
+    // A socket bound with SO_REUSEPORT to `at` (port 0: a new port, written
+    // back), so that others can share the port: the send port's, or the
+    // peer socket on the receiving port.  -1 on failure.
+    int port_socket_open(sockaddr_in &at) {
         const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) return -1;
         const int on = 1;
@@ -706,7 +694,7 @@ private:
         if (fd < 0) {
             if (send_address_.sin_port == 0 || connected_ >= connected_limit_) return;
             sockaddr_in at = send_address_;
-            if ((fd = send_socket_open(at)) < 0) return;
+            if ((fd = port_socket_open(at)) < 0) return;
         }
         if (::connect(fd, reinterpret_cast<const sockaddr *>(&p.address), sizeof p.address) != 0) {
             ::close(fd);
@@ -726,15 +714,13 @@ private:
     // sent before the connect, reaches the receiving socket, read aside.
     // SO_REUSEPORT lets both sockets bind the port; it is cleared on both
     // afterwards, so that no other socket can join it.
-    void peer_socket_open(Rank r, const sockaddr_in &mine) {
+    void peer_socket_open(Rank r, sockaddr_in mine) {
         const Peer &p = peers_[r];
         sockaddr_in from = p.address;
         if (p.send_port) from.sin_port = p.send_port;
-        const int on = 1, off = 0;
-        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        const bool ok = fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0 &&
-                        ::bind(fd, reinterpret_cast<const sockaddr *>(&mine), sizeof mine) == 0 &&
-                        ::connect(fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0 &&
+        const int off = 0;
+        const int fd = port_socket_open(mine);
+        const bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0 &&
                         ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof off) == 0;
         const int error = errno;
         (void)::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &off, sizeof off);
@@ -744,7 +730,6 @@ private:
                       std::strerror(error));
             return;
         }
-        socket_buffers_set(fd);
         // Until it is first found empty, it may hold a stranger's datagram
         // that came in before the connect: it asks for addresses till then.
         in_ = RxSocket{fd, SourceCheck::switching};
@@ -773,6 +758,26 @@ private:
         in_ = aside_;
         aside_ = RxSocket{};
         peer_socket_rank_ = no_rank;
+    }
+
+    // At init: the source filter on the receiving socket, if the knob and
+    // the kernel allow; else Sluice checks every address.
+    void source_filter_try(in_addr ip) {
+        std::string why = "SLUICE_UDP_SOURCE_FILTER=0";
+        if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER)) {
+            std::vector<Source> sources;
+            for (Rank r : setup().peers) {
+                const Peer &p = peers_[r];
+                sources.push_back(Source{p.address.sin_addr.s_addr, p.address.sin_port});
+                if (p.send_port) sources.push_back(Source{p.address.sin_addr.s_addr, p.send_port});
+            }
+            if (source_filter_attach(fd_, sources, ip, why)) {
+                in_.check = SourceCheck::switching;
+                in_.filter = true;
+                return;
+            }
+        }
+        base::say("udp: source addresses are checked here, not by the kernel: %s", why.c_str());
     }
 
     void socket_buffers_set(int fd) {
