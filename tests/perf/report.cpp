@@ -141,7 +141,7 @@ struct Report {
             med("udp_pingpong_forked", 0));
         add(rtt, "udp_am_short_rtt_ns", 0, am, "smp_am_short_rtt_ns", med("am_short_rtt", 0));
         add(rtt, "udp_am_short_rtt_p50_ns", 0, med("udp_am_short_rtt_p50", 0),
-            "udp_pingpong_rtt_ns", bare);
+            "udp_pingpong_rtt_p50_ns", med("udp_pingpong_job_p50", 0));
         add(rtt, "udp_am_short_rtt_p99_ns", 0, med("udp_am_short_rtt_p99", 0),
             "udp_pingpong_rtt_ns", bare);
         target(add(rtt, "udp_put_lat_ns", 8, med("udp_put_lat", 8), "udp_pingpong_rtt_ns", bare),
@@ -368,7 +368,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                         "without an answer, median per job)\n",
                         resends, UdpPingPong::resend_ns / 1e3);
         std::printf("   (udp_am_short_rtt_p50/p99: over the single round trips of a job; "
-                    "the other round trips are means, as everywhere)\n");
+                    "the other round trips are means, as everywhere; udp_pingpong_rtt_p50 the same over "
+                    "the bare spinning ping-pong's)\n");
     }
     if (!f.udp_note.empty())
         std::printf("   %s\n", f.udp_note.c_str());

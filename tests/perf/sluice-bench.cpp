@@ -479,15 +479,17 @@ struct Suite {
         }
         check(sluice_barrier(), "sluice_barrier");
     }
-    double udp_chunk(std::uint32_t n, std::uint32_t lead, UdpWait wait) {
+    double udp_chunk(std::uint32_t n, std::uint32_t lead, UdpWait wait,
+                     std::vector<double> *trips = nullptr) {
         ask(wait == UdpWait::spin ? serve_udp_spin : serve_udp_block, n);
-        return udp.ping(n, lead, wait);
+        return udp.ping(n, lead, wait, trips);
     }
 
     struct UdpRtt {
         double am = 0, am_p50 = 0, am_p99 = 0; // mean, and over single round trips
         double put = 0, get = 0;               // 8 B blocking Put and Get
         double spin = 0, block = 0;            // bare UDP, ns per round trip
+        double spin_p50 = 0;                   // over the bare spinning single round trips
     };
     void put8() { check(sluice_put(peer, peer_base, local.data(), 8), "sluice_put"); }
     void get8() { check(sluice_get(local.data(), peer, peer_base, 8), "sluice_get"); }
@@ -508,11 +510,12 @@ struct Suite {
         (void)timed(lead, [&] { get8(); });
         (void)udp_chunk(per, lead, UdpWait::spin);
         (void)udp_chunk(lead + 1, lead, UdpWait::block);
-        std::vector<double> trips;
+        std::vector<double> trips, bare_trips;
         trips.reserve(static_cast<std::size_t>(per) * chunks);
+        bare_trips.reserve(static_cast<std::size_t>(per) * chunks);
         UdpRtt r;
         for (int c = 0; c < chunks; ++c) {
-            r.spin += udp_chunk(per + lead, lead, UdpWait::spin);
+            r.spin += udp_chunk(per + lead, lead, UdpWait::spin, &bare_trips);
             r.block += udp_chunk(per + lead, lead, UdpWait::block);
             // Single round trips are timed from send to send: the clock is
             // read once the request is on its way, off the round trip's
@@ -543,6 +546,8 @@ struct Suite {
         std::sort(trips.begin(), trips.end());
         r.am_p50 = trips[trips.size() / 2];
         r.am_p99 = trips[trips.size() * 99 / 100];
+        std::sort(bare_trips.begin(), bare_trips.end());
+        r.spin_p50 = bare_trips.empty() ? nan_value : bare_trips[bare_trips.size() / 2];
         return r;
     }
 
@@ -611,6 +616,7 @@ struct Suite {
                 results.add("udp_am_short_rtt_p50", 0, r.am_p50);
                 results.add("udp_am_short_rtt_p99", 0, r.am_p99);
                 results.add("udp_pingpong_job", 0, r.spin);
+                results.add("udp_pingpong_job_p50", 0, r.spin_p50);
                 results.add("udp_pingpong_job_block", 0, r.block);
                 results.add("udp_pingpong_resends", 0, static_cast<double>(udp.resends()));
                 results.add("udp_put_lat", 8, r.put);

@@ -89,14 +89,19 @@ bool UdpPingPong::receive(std::uint64_t &value, UdpWait wait) {
            static_cast<ssize_t>(sizeof value);
 }
 
-double UdpPingPong::ping(std::uint32_t n, std::uint32_t lead, UdpWait wait) {
+double UdpPingPong::ping(std::uint32_t n, std::uint32_t lead, UdpWait wait,
+                         std::vector<double> *trips) {
     double t0 = now_ns();
+    double previous = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
         if (i == lead)
             t0 = now_ns();
         const std::uint64_t mine = ++seq_;
         (void)send(fd_, &mine, sizeof mine, 0);
         const double sent = now_ns();
+        if (trips && i > lead)
+            trips->push_back(sent - previous);
+        previous = sent;
         double last_send = sent;
         for (;;) {
             std::uint64_t got = 0;
@@ -115,7 +120,10 @@ double UdpPingPong::ping(std::uint32_t n, std::uint32_t lead, UdpWait wait) {
             }
         }
     }
-    return now_ns() - t0;
+    const double end = now_ns();
+    if (trips && n > lead)
+        trips->push_back(end - previous);
+    return end - t0;
 }
 
 void UdpPingPong::pong(std::uint32_t n, UdpWait wait, Idle idle) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace sluice::perf {
 
@@ -37,8 +38,11 @@ public:
     bool connect_to(std::uint16_t peer_port);
 
     // Pinger: `n` round trips; returns the ns the last `n - lead` took, or
-    // NaN if the peer stopped answering for a second.
-    double ping(std::uint32_t n, std::uint32_t lead, UdpWait wait);
+    // NaN if the peer stopped answering for a second.  With `trips`, the
+    // single round trips of those are appended to it, timed from send to
+    // send as the AM's are (the clock is read after each send anyway).
+    double ping(std::uint32_t n, std::uint32_t lead, UdpWait wait,
+                std::vector<double> *trips = nullptr);
     // Ponger: answers until the last of the next `n` pings is answered (or
     // a second passes without a datagram); runs `idle` until the first comes.
     void pong(std::uint32_t n, UdpWait wait, Idle idle = nullptr);
