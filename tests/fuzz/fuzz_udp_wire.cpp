@@ -2,15 +2,18 @@
 // decoder (src/conduits/udp/wire.cpp), the first code every received byte
 // reaches.
 //
-// Property checked on every input: decode() never reads outside the input
-// (AddressSanitizer watches), and whatever it accepts re-encodes to exactly
+// Properties checked on every input: decode() never reads outside the input
+// (AddressSanitizer watches); whatever it accepts re-encodes to exactly
 // the input bytes, so an accepted datagram is one the encoder could have
-// sent and no field was misread.  Built two ways (tests/fuzz/README.md):
+// sent and no field was misread; and its fast path for whole Shorts agrees
+// with decode_full(), the decoder of every rule, on the verdict and on every
+// field.  Built two ways (tests/fuzz/README.md):
 // with clang's libFuzzer (-DSLUICE_LIBFUZZER, coverage-guided), and with
 // g++ as a self-contained mutation driver, so make check fuzzes on any
 // machine.  Both start from the same seeds, which the driver writes.
 #include "conduits/udp/wire.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,9 +34,29 @@ constexpr wire::Expect expect{secret, 1, 4, 1u << 16};
     std::abort();
 }
 
+// The fields an accepted datagram decodes to, all of them.
+bool same(const wire::Datagram &a, const wire::Datagram &b) {
+    const wire::Header &x = a.header, &y = b.header;
+    if (x.kind != y.kind || x.secret != y.secret || x.source != y.source || x.dest != y.dest || x.seq != y.seq ||
+        x.ack != y.ack || x.sack != y.sack || x.message_length != y.message_length ||
+        x.fragment_offset != y.fragment_offset || a.has_am != b.has_am || a.payload != b.payload ||
+        a.payload_length != b.payload_length)
+        return false;
+    if (!a.has_am) return true;
+    const wire::Am &p = a.am, &q = b.am;
+    return p.handler == q.handler && p.category == q.category && p.nargs == q.nargs && p.flags == q.flags &&
+           p.credit == q.credit && p.dest_addr == q.dest_addr &&
+           std::equal(p.args, p.args + p.nargs, q.args);
+}
+
 int check_one(const std::uint8_t *data, std::size_t n) {
-    wire::Datagram d;
+    wire::Datagram d, full;
     const wire::Drop drop = wire::decode(data, n, expect, d);
+    // decode()'s fast path must agree with the decoder of every rule: the
+    // same verdict, and for an accepted datagram the same fields.
+    const wire::Drop full_drop = wire::decode_full(data, n, expect, full);
+    if (drop != full_drop) fail("decode and decode_full disagree on the verdict", n);
+    if (drop == wire::Drop::none && !same(d, full)) fail("decode and decode_full decode different fields", n);
     if (drop == wire::Drop::none) {
         if (d.payload < data || d.payload + d.payload_length != data + n) fail("payload outside the datagram", n);
         std::vector<std::uint8_t> again(n + 1);
@@ -72,6 +95,11 @@ std::vector<std::vector<std::uint8_t>> seeds() {
         am.category = 0;
         h.message_length = 0;
         add(h, &am, 0);
+        am.flags = 1 | 4;  // a reply with a credit byte: the fast path's other shape
+        am.credit = 0x35;
+        add(h, &am, 0);
+        am.flags = 0;
+        am.credit = 0;
         am.category = 1;
         h.message_length = 40;
         add(h, &am, 40);
@@ -130,7 +158,7 @@ int main(int argc, char **argv) {
         wire::Datagram d;
         if (wire::decode(s.data(), s.size(), expect, d) != wire::Drop::none) fail("a seed does not decode", s.size());
     }
-    std::size_t runs = 0, accepted = 0;
+    std::size_t runs = 0, accepted = 0, shorts = 0;
     std::size_t by_reason[wire::drop_reasons] = {};
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < until) {
@@ -165,10 +193,12 @@ int main(int argc, char **argv) {
             const wire::Drop drop = wire::decode(exact.data(), exact.size(), expect, d);
             ++by_reason[static_cast<std::size_t>(drop)];
             accepted += drop == wire::Drop::none;
+            shorts += drop == wire::Drop::none && d.has_am && d.am.category == 0;
             ++runs;
         }
     }
-    std::printf("fuzz_udp_wire: %zu inputs in %.0f s, %zu accepted; dropped as", runs, seconds, accepted);
+    std::printf("fuzz_udp_wire: %zu inputs in %.0f s, %zu accepted (%zu whole Shorts, the fast path's shape); dropped as",
+                runs, seconds, accepted, shorts);
     for (std::size_t r = 1; r < wire::drop_reasons; ++r)
         std::printf(" %s %zu%s", wire::drop_name(static_cast<wire::Drop>(r)), by_reason[r], r + 1 < wire::drop_reasons ? "," : "\n");
     return 0;

@@ -2,6 +2,7 @@
 // (wire.hpp, README.md "Wire format").
 #include "conduits/udp/wire.hpp"
 
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -17,21 +18,39 @@ constexpr std::uint8_t bit_am = 1;
 constexpr std::size_t am_handler = 0, am_category = 1, am_nargs = 2, am_flags = 3, am_credit = 4,
                       am_reserved = 5, am_dest_addr = 8, am_args = 16;
 constexpr std::uint8_t flag_credit = 4;
+static_assert(at_kind == at_magic + 4 && at_bits == at_kind + 1 && at_reserved16 == at_bits + 1 &&
+                  at_dest == at_source + 4 && at_ack == at_seq + 4 && at_length == at_sack + 4 &&
+                  at_reserved32 == at_offset + 4 && am_category == am_handler + 1 && am_nargs == am_handler + 2 &&
+                  am_flags == am_handler + 3 && am_credit == am_handler + 4 && am_reserved == am_credit + 1,
+              "write() and decode_short() take these fields a 64-bit word at a time");
 constexpr std::uint8_t category_short = 0, category_medium = 1, category_long = 2;
 
-// Little-endian loads and stores through bytes: no alignment assumed.
-std::uint16_t load16(const std::uint8_t *p) { return static_cast<std::uint16_t>(p[0] | p[1] << 8); }
-std::uint32_t load32(const std::uint8_t *p) {
-    return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
+// Little-endian loads and stores, no alignment assumed: one move each on a
+// little-endian machine, a move and a byte swap on a big-endian one.
+template <class T> T to_little(T v) {
+    if constexpr (std::endian::native == std::endian::big) {
+        if constexpr (sizeof(T) == 2) return __builtin_bswap16(v);
+        if constexpr (sizeof(T) == 4) return __builtin_bswap32(v);
+        if constexpr (sizeof(T) == 8) return __builtin_bswap64(v);
+    }
+    return v;
 }
-std::uint64_t load64(const std::uint8_t *p) { return load32(p) | std::uint64_t{load32(p + 4)} << 32; }
-void store32(std::uint8_t *p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> 8 * i);
+template <class T> T load(const std::uint8_t *p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return to_little(v);
 }
-void store64(std::uint8_t *p, std::uint64_t v) {
-    store32(p, static_cast<std::uint32_t>(v));
-    store32(p + 4, static_cast<std::uint32_t>(v >> 32));
+template <class T> void store(std::uint8_t *p, T v) {
+    v = to_little(v);
+    std::memcpy(p, &v, sizeof v);
 }
+inline std::uint16_t load16(const std::uint8_t *p) { return load<std::uint16_t>(p); }
+inline std::uint32_t load32(const std::uint8_t *p) { return load<std::uint32_t>(p); }
+inline std::uint64_t load64(const std::uint8_t *p) { return load<std::uint64_t>(p); }
+inline void store32(std::uint8_t *p, std::uint32_t v) { store(p, v); }
+inline void store64(std::uint8_t *p, std::uint64_t v) { store(p, v); }
+// Two 32-bit fields as the 64-bit word they make at `low`'s offset.
+constexpr std::uint64_t pair(std::uint32_t low, std::uint32_t high) { return low | std::uint64_t{high} << 32; }
 
 bool kind_known(std::uint8_t k) {
     return k == static_cast<std::uint8_t>(Kind::data) || k == static_cast<std::uint8_t>(Kind::ack) ||
@@ -91,7 +110,71 @@ const char *drop_name(Drop d) {
     return "?";
 }
 
+namespace {
+
+// The fast path: a data datagram whose AM section is a whole Short, the
+// only shape a round trip sends.  Every rule of decode_full() that applies
+// to that shape, as word compares:
+//   bytes 0-7    magic, kind data, bits "AM section", reserved 16 bits zero
+//   bytes 8-15   the job's secret
+//   bytes 16-23  source in the job and not me, dest me
+//   bytes 36-47  message length, fragment offset and reserved 32 bits zero
+//   AM 0-7       category Short, known flags, a credit byte only with its
+//                flag, reserved bytes zero (handler and nargs are free)
+//   AM 8-15      no Long address
+//   length       exactly the header, the AM section and its arguments
+// Anything else returns false and is left to decode_full().
+bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out) {
+    constexpr std::uint64_t first_word =
+        magic | std::uint64_t{static_cast<std::uint8_t>(Kind::data)} << 32 | std::uint64_t{bit_am} << 40;
+    if (n < header_bytes + am_fixed_bytes || load64(data + at_magic) != first_word ||
+        load64(data + at_secret) != expect.secret)
+        return false;
+    const std::uint32_t source = load32(data + at_source);
+    if (load32(data + at_dest) != expect.me || source >= expect.size || source == expect.me ||
+        load32(data + at_length) != 0 || load64(data + at_offset) != 0)
+        return false;
+    const std::uint8_t *a = data + header_bytes;
+    const std::uint64_t am = load64(a);  // handler, category, nargs, flags, credit, 3 reserved
+    const auto nargs = static_cast<std::uint8_t>(am >> 16);
+    const auto flags = static_cast<std::uint8_t>(am >> 24);
+    const auto credit = static_cast<std::uint8_t>(am >> 32);
+    if ((am & 0xff00u) != std::uint64_t{category_short} << 8 || (am >> 40) != 0 || nargs > max_args ||
+        (flags & ~am_flags_known) || (credit && !(flags & flag_credit)) || load64(a + am_dest_addr) != 0 ||
+        n != header_bytes + am_fixed_bytes + 4u * nargs)
+        return false;
+    Header &h = out.header;
+    h.kind = Kind::data;
+    h.secret = expect.secret;
+    h.source = source;
+    h.dest = expect.me;
+    h.seq = load32(data + at_seq);
+    h.ack = load32(data + at_ack);
+    h.sack = load32(data + at_sack);
+    h.message_length = 0;
+    h.fragment_offset = 0;
+    out.has_am = true;
+    Am &m = out.am;
+    m.handler = static_cast<std::uint8_t>(am);
+    m.category = category_short;
+    m.nargs = nargs;
+    m.flags = flags;
+    m.credit = credit;
+    m.dest_addr = 0;
+    for (unsigned i = 0; i < nargs; ++i) m.args[i] = load32(a + am_args + 4 * i);
+    out.payload = data + n;
+    out.payload_length = 0;
+    return true;
+}
+
+} // namespace
+
 Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out) {
+    if (decode_short(data, n, expect, out)) return Drop::none;
+    return decode_full(data, n, expect, out);
+}
+
+Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out) {
     if (n < header_bytes) return Drop::truncated;
     if (load32(data + at_magic) != magic) return Drop::magic;
     // Nothing else is believed before the secret matches.
@@ -163,27 +246,20 @@ std::size_t write(const Header &h, const Am *am, const void *payload, std::size_
     const bool has_am = am != nullptr;
     assert(encodable(h, am, payload_length, max_datagram, ~std::uint32_t{0}));  // --enable-debug builds
     const std::size_t size = encoded_size(has_am, has_am ? am->nargs : 0, payload_length);
-    std::memset(buf, 0, header_bytes);
-    store32(buf + at_magic, magic);
-    buf[at_kind] = static_cast<std::uint8_t>(h.kind);
-    buf[at_bits] = has_am ? bit_am : 0;
+    // A word at a time: the header is six 64-bit words, the AM section's
+    // fixed part two.
+    store64(buf + at_magic, pair(magic, std::uint32_t{static_cast<std::uint8_t>(h.kind)} | (has_am ? bit_am : 0u) << 8));
     store64(buf + at_secret, h.secret);
-    store32(buf + at_source, h.source);
-    store32(buf + at_dest, h.dest);
-    store32(buf + at_seq, h.seq);
-    store32(buf + at_ack, h.ack);
-    store32(buf + at_sack, h.sack);
-    store32(buf + at_length, h.message_length);
-    store32(buf + at_offset, h.fragment_offset);
+    store64(buf + at_source, pair(h.source, h.dest));
+    store64(buf + at_seq, pair(h.seq, h.ack));
+    store64(buf + at_sack, pair(h.sack, h.message_length));
+    store64(buf + at_offset, pair(h.fragment_offset, 0));
     std::size_t used = header_bytes;
     if (has_am) {
         std::uint8_t *a = buf + header_bytes;
-        std::memset(a, 0, am_fixed_bytes);
-        a[am_handler] = am->handler;
-        a[am_category] = am->category;
-        a[am_nargs] = am->nargs;
-        a[am_flags] = am->flags;
-        a[am_credit] = am->credit;
+        store64(a + am_handler, pair(am->handler | am->category << 8 | am->nargs << 16 |
+                                         static_cast<std::uint32_t>(am->flags) << 24,
+                                     am->credit));
         store64(a + am_dest_addr, am->dest_addr);
         for (unsigned i = 0; i < am->nargs; ++i) store32(a + am_args + 4 * i, am->args[i]);
         used += am_fixed_bytes + 4u * am->nargs;

@@ -95,7 +95,15 @@ struct Expect {
 
 // Checks and decodes `n` bytes.  On Drop::none `out` holds the datagram;
 // otherwise `out` is unspecified and nothing else of the bytes may be used.
+//
+// A datagram that carries a whole Short AM (a round trip's) is checked by a
+// fast path of a few word compares; anything else, and anything the fast
+// path does not accept, goes through decode_full(), the decoder of every
+// rule.  The fast path accepts a subset of what decode_full() accepts and
+// decodes it to the same fields: the fuzz harness checks both on every
+// input (tests/fuzz/fuzz_udp_wire.cpp).
 Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out);
+Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out);
 
 // Bytes a datagram takes on the wire.
 inline constexpr std::size_t encoded_size(bool has_am, unsigned nargs, std::size_t payload_length) {
