@@ -803,6 +803,7 @@ private:
         {
             Guard g(lock_);
             if (fd_ < 0) return true;
+            if (ack_deferred_.peer != no_rank) ack_deferred_apply();
             const std::uint64_t now = base::now_ns();
             direct_wanted_ = direct;
             int got = receive(in_, now);
@@ -901,7 +902,26 @@ private:
             ++counters_.address;
             return false;
         }
-        wire::Datagram d;
+        // While this receive may still hand a datagram straight to its
+        // handler (nothing queued before it, and this thread takes the
+        // delivery flag, which guards direct_), the datagram is decoded
+        // where the handler will find it: no copy on the round trip's path.
+        const bool mine = direct_wanted_ && ready_.empty() && base::flag_try_take(deliver_flag_);
+        wire::Datagram local;
+        wire::Datagram &d = mine ? direct_.datagram : local;
+        const bool kept = arrived_checked(buf, n, from, now, d, mine);
+        if (mine) {
+            if (*direct_wanted_) direct_wanted_ = nullptr;  // one a receive
+            else base::flag_release(deliver_flag_);         // not delivered directly after all
+        }
+        return kept;
+    }
+
+    // arrived(), once the datagram is decoded into `d`; `mine`: this thread
+    // holds the delivery flag and `d` is direct_'s, so an in-order data
+    // datagram goes to its handler directly.
+    bool arrived_checked(std::uint8_t *buf, std::size_t n, const sockaddr_in *from, std::uint64_t now,
+                         wire::Datagram &d, bool mine) {
         if (const wire::Drop why = wire::decode(buf, n, expect_, d); why != wire::Drop::none) {
             ++counters_.wire[static_cast<std::size_t>(why)];
             return false;
@@ -918,7 +938,14 @@ private:
             peer_socket_follow(from->sin_port);
         ++counters_.received;
         p.heard_ns = now;
-        acked(source, p, d.header.ack, d.header.sack, now);
+        // The datagram a round trip waits for runs its handler before the
+        // ack it carries is taken in: that waits for this thread's next
+        // progress (ack_deferred_apply), off the path from this receive to
+        // the reply's (or the next request's) send.
+        const bool direct = mine && d.header.kind == wire::Kind::data && d.header.seq == p.expected;
+        if (ack_deferred_.peer != no_rank) ack_deferred_apply();  // acks are taken in in order
+        if (direct) ack_deferred_ = AckDeferred{source, d.header.ack, d.header.sack, now};
+        else acked(source, p, d.header.ack, d.header.sack, now);
         switch (d.header.kind) {
         case wire::Kind::ack: return false;
         case wire::Kind::probe:
@@ -951,10 +978,9 @@ private:
         }
         ++p.expected;
         ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
-        if (direct_wanted_ && ready_.empty() && base::flag_try_take(deliver_flag_)) {
-            direct_ = Received{buf, d};
+        if (direct) {
+            direct_.buffer = buf;  // its datagram was decoded in place
             *direct_wanted_ = true;
-            direct_wanted_ = nullptr;
         } else {
             ready_.push_back(Received{buf, d});
         }
@@ -968,6 +994,13 @@ private:
         }
         ready_count_.store(ready_.size(), std::memory_order_release);
         return true;
+    }
+
+    // Under lock_: the ack of a datagram delivered directly, taken in now.
+    void ack_deferred_apply() {
+        const AckDeferred a = ack_deferred_;
+        ack_deferred_.peer = no_rank;
+        acked(a.peer, peers_[a.peer], a.ack, a.sack, a.now);
     }
 
     void ack_owe(Rank r, Peer &p, std::uint64_t now, bool at_once) {
@@ -1360,6 +1393,15 @@ private:
     // during a receive.  Only the holder of the delivery flag uses it.
     Received direct_;
     bool *direct_wanted_ = nullptr;
+    // The ack that direct_'s datagram carried, not yet taken in (peer
+    // no_rank: none).  Until it is, the datagrams it acknowledges stay in
+    // flight: a send may find the window a datagram fuller, no more.
+    struct AckDeferred {
+        Rank peer = no_rank;
+        std::uint32_t ack = 0, sack = 0;
+        std::uint64_t now = 0;
+    };
+    AckDeferred ack_deferred_;
     std::atomic<std::size_t> ready_count_{0};
     std::atomic<bool> deliver_flag_{false};
     static thread_local bool delivering_;
