@@ -816,7 +816,11 @@ private:
             // Nothing is due before the earliest deadline: the last pass of
             // the timers left it, and every new one lowers it (stage,
             // ack_owe).
-            if (quiescing || now >= timer_due_ns_) timers(now, quiescing, silent);
+            if (quiescing || now >= timer_due_ns_) {
+                // A deferred ack first: what it acknowledges is not resent.
+                if (ack_deferred_.peer != no_rank) ack_deferred_apply();
+                timers(now, quiescing, silent);
+            }
             poll_now_ = now;
             if (tx_count_) tx_flush();
             const unsigned stride = stride_.load(std::memory_order_relaxed);
