@@ -803,7 +803,7 @@ private:
         {
             Guard g(lock_);
             if (fd_ < 0) return true;
-            if (ack_deferred_.peer != no_rank) ack_deferred_apply();
+            ack_deferred_apply();
             const std::uint64_t now = base::now_ns();
             direct_wanted_ = direct;
             int got = receive(in_, now);
@@ -818,7 +818,7 @@ private:
             // ack_owe).
             if (quiescing || now >= timer_due_ns_) {
                 // A deferred ack first: what it acknowledges is not resent.
-                if (ack_deferred_.peer != no_rank) ack_deferred_apply();
+                ack_deferred_apply();
                 timers(now, quiescing, silent);
             }
             poll_now_ = now;
@@ -947,7 +947,7 @@ private:
         // progress (ack_deferred_apply), off the path from this receive to
         // the reply's (or the next request's) send.
         const bool direct = mine && d.header.kind == wire::Kind::data && d.header.seq == p.expected;
-        if (ack_deferred_.peer != no_rank) ack_deferred_apply();  // acks are taken in in order
+        ack_deferred_apply();  // acks are taken in in order
         if (direct) ack_deferred_ = AckDeferred{source, d.header.ack, d.header.sack, now};
         else acked(source, p, d.header.ack, d.header.sack, now);
         switch (d.header.kind) {
@@ -1000,8 +1000,10 @@ private:
         return true;
     }
 
-    // Under lock_: the ack of a datagram delivered directly, taken in now.
+    // Under lock_: the ack of a datagram delivered directly, if one waits,
+    // taken in now.
     void ack_deferred_apply() {
+        if (ack_deferred_.peer == no_rank) return;
         const AckDeferred a = ack_deferred_;
         ack_deferred_.peer = no_rank;
         acked(a.peer, peers_[a.peer], a.ack, a.sack, a.now);
