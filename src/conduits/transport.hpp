@@ -68,6 +68,7 @@ struct Capabilities {
     bool needs_credits = false;        // AM requests need per-peer credits
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
+    bool acknowledges = false;         // receivers acknowledge, senders retransmit (see quiesce)
 };
 
 enum class PollMode { all, replies_only };
@@ -178,10 +179,13 @@ public:
     void dispatch_abandon() { dispatch_abandon_impl(); }
 
     // Finalize, after the last barrier: a conduit that acknowledges what it
-    // receives makes sure what it sent has arrived (or `deadline_ns`
-    // passes) before the rank stops polling, so a peer still waiting for a
-    // lost datagram gets its retransmission.
-    void quiesce(std::uint64_t deadline_ns) { quiesce_impl(deadline_ns); }
+    // receives (capabilities().acknowledges) returns once everything it sent
+    // is acknowledged, so a peer still waiting for a lost datagram gets its
+    // retransmission.  Its own peer timeout bounds the wait: a peer that
+    // stops answering ends the job with an error naming it.  The peers keep
+    // answering meanwhile: each polls until every rank has returned from
+    // here (core::Runtime::finalize).
+    void quiesce() { quiesce_impl(); }
 
     // False while this thread is in the middle of updating the conduit's
     // state, where an exit run from a signal handler could not use it; the
@@ -232,7 +236,7 @@ protected:
     virtual Status get_impl(void *, Rank, const void *, std::size_t) { return Status::transport; }
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
     virtual void dispatch_abandon_impl() {}
-    virtual void quiesce_impl(std::uint64_t) {}
+    virtual void quiesce_impl() {}
     virtual bool signal_exit_safe_impl() const { return true; }
     virtual void fini_impl() {}
 

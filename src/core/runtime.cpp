@@ -193,13 +193,20 @@ Status Runtime::finalize() {
     if (Status s = barrier(); s != Status::ok) return s;
     // What this rank sent must arrive before it stops polling: a peer may
     // still wait for the retransmission of a lost datagram.
-    const std::uint64_t linger = base::now_ns() + 1'000'000'000;
-    for (auto &t : transports_) t->quiesce(linger);
+    bool acknowledged = false;
+    for (auto &t : transports_) {
+        t->quiesce();
+        acknowledged = acknowledged || t->capabilities().acknowledges;
+    }
+    // Nobody sends to us after the barrier; a bootstrap barrier makes sure
+    // nobody still reads our segment before it goes away.  Until every rank
+    // is there, a peer may still be waiting in quiesce() for the ack of
+    // something we have (our ack was lost): a thread goes on polling to
+    // answer it.  It never calls MPI or PMI.
+    if (acknowledged && !progress_thread_.joinable()) progress_thread_start();
+    (void)bootstrap_->barrier();
     progress_thread_stop();
     am.credit_stats_write();
-    // Nobody sends to us after the barrier; a bootstrap barrier makes sure
-    // nobody still reads our segment before it goes away.
-    (void)bootstrap_->barrier();
     state_.store(State::finalized);
     segments.attached = false;
     for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();

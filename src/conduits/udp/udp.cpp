@@ -340,6 +340,7 @@ protected:
         caps.max_medium = max_medium_bytes;
         caps.max_long = max_long_bytes;
         caps.needs_credits = true;  // a flood would overrun the peer's socket buffer
+        caps.acknowledges = true;
 
         window_ = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_WINDOW), 8, 1024));
         ack_delay_ns_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_ACK_DELAY))) * 1000;
@@ -606,11 +607,13 @@ protected:
 
     bool signal_exit_safe_impl() const override { return !lock_.held_mid_update(); }
 
-    void quiesce_impl(std::uint64_t deadline_ns) override {
+    // Ends when everything sent is acknowledged; the timers' peer timeout
+    // (peer_silent) ends the job if a peer stops answering.
+    void quiesce_impl() override {
         for (;;) {
             const bool idle = progress(true);
             deliver_ready();
-            if (idle || base::now_ns() > deadline_ns) break;
+            if (idle) break;
             base::idle();
         }
     }
