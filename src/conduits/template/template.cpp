@@ -63,6 +63,9 @@ constexpr unsigned max_args = 16;
 //                       reply gets a hidden one so the credit comes back.
 //   inline_limit        bytes sent without a copy or a DMA (inline sends).
 //   native_barrier      barrier_impl synchronizes every peer it reaches.
+//   acknowledges        receivers acknowledge and senders retransmit: at
+//                       finalize quiesce_impl waits for every ack, and the
+//                       rank polls on until every rank is that far.
 // A conduit that learns a limit only in init_impl (from the device) sets it
 // there through capabilities_mutable().
 Capabilities declared_capabilities() {
