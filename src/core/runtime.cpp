@@ -202,7 +202,8 @@ Status Runtime::finalize() {
     // nobody still reads our segment before it goes away.  Until every rank
     // is there, a peer may still be waiting in quiesce() for the ack of
     // something we have (our ack was lost): a thread goes on polling to
-    // answer it.  It never calls MPI or PMI.
+    // answer it.  It makes no bootstrap call, unless it finds a peer dead:
+    // the exit that follows may then abort the job (MPI_Abort under mpi).
     if (acknowledged && !progress_thread_.joinable()) progress_thread_start();
     (void)bootstrap_->barrier();
     progress_thread_stop();
