@@ -365,6 +365,10 @@ bg_start() {
     next_job
     udp_filter 0
     route=auto
+    # Emptied here, not by the background job's own redirection: that runs
+    # later, and the loop below would read the last job's lines meanwhile.
+    : > "$out"
+    : > "$err"
     hub_sluicerun 90 "$@" -- -n "$ranks" "$check" once "$per_peer" &
     bg_waiter=$!
     for i in $(seq $((300 * scale))); do
