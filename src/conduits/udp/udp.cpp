@@ -985,8 +985,13 @@ private:
         }
         ++p.expected;
         ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
+        bool kept = true;
         if (direct) {
-            direct_.buffer = buf;  // its datagram was decoded in place
+            // Its datagram was decoded in place.  A Short AM is then whole
+            // in direct_ (its arguments copied out): the buffer stays with
+            // the receive, and nothing is given back after the handler.
+            kept = !is_short(d);
+            direct_.buffer = kept ? buf : nullptr;
             *direct_wanted_ = true;
         } else {
             ready_.push_back(Received{buf, d});
@@ -1000,7 +1005,11 @@ private:
             ++p.expected;
         }
         ready_count_.store(ready_.size(), std::memory_order_release);
-        return true;
+        return kept;
+    }
+
+    static bool is_short(const wire::Datagram &d) {
+        return d.has_am && d.am.category == static_cast<std::uint8_t>(AmCategory::short_);
     }
 
     // Under lock_: the ack of a datagram delivered directly, if one waits,
@@ -1252,6 +1261,11 @@ private:
         int n = first ? consume(*first) : 0;
         std::uint8_t *done = first ? first->buffer : nullptr;
         for (unsigned k = 0; k <= batch && delivering_; ++k) {
+            // Nothing to give back and nothing queued (a round trip's
+            // Short): no lock.  A datagram queued just after this look is
+            // delivered by the next poll, as one queued just after the
+            // look under the lock would be.
+            if (!done && ready_count_.load(std::memory_order_relaxed) == 0) break;
             Received r;
             {
                 Guard g(lock_);
@@ -1276,7 +1290,7 @@ private:
         const wire::Datagram &d = r.datagram;
         const Rank source = d.header.source;
         Assembly &a = peers_[source].assembly;
-        if (d.has_am && d.am.category == static_cast<std::uint8_t>(AmCategory::short_)) {  // whole in one datagram
+        if (is_short(d)) {  // whole in one datagram
             a.open = false;
             deliver_short(source, d.am.handler, d.am.flags, d.am.credit, d.am.args, d.am.nargs);
             return 1;
