@@ -5,7 +5,8 @@
 // chunks per job, each job a ratio whose spread (about +-0.04 on this VM) hides
 // changes of a percent or two; here each of `chunks` pairs of chunks (bare,
 // then AM, `per` round trips each) gives a ratio, and the job prints their
-// median, which moves by about +-0.01 from job to job.
+// median, which moves by about +-0.01 from job to job in a quiet hour of
+// this VM (in a busy one by as much as the benchmark's).
 //
 //   SLUICE_ROUTE=network sluicerun -n 2 tests/perf/udp-rtt [chunks [per]]
 //
