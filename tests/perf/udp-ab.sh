@@ -48,9 +48,7 @@ for ((i = 1; i <= pairs; i++)); do
     rb+=("$(run "$b" "${UDP_AB_ENV_B:-}")")
     printf 'pair %2d  A %s  B %s\n' "$i" "${ra[-1]}" "${rb[-1]}"
 done
-printf '%s\n' "${ra[@]}" >/tmp/udp-ab.$$.a
-printf '%s\n' "${rb[@]}" >/tmp/udp-ab.$$.b
-paste /tmp/udp-ab.$$.a /tmp/udp-ab.$$.b | awk -v n="$pairs" '
+paste <(printf '%s\n' "${ra[@]}") <(printf '%s\n' "${rb[@]}") | awk -v n="$pairs" '
     { a[NR] = $1; b[NR] = $2; if ($2 < $1) lower++ }
     function median(x, k,   i, j, t, s) {
         for (i = 1; i <= k; i++) s[i] = x[i]
@@ -59,4 +57,3 @@ paste /tmp/udp-ab.$$.a /tmp/udp-ab.$$.b | awk -v n="$pairs" '
     }
     END { printf "median ratio to the bare ping-pong: A %.4f  B %.4f  (B lower in %d of %d pairs)\n",
                  median(a, n), median(b, n), lower, n }'
-rm -f /tmp/udp-ab.$$.a /tmp/udp-ab.$$.b

@@ -803,7 +803,7 @@ private:
     // Inlined, with receive(), into the poll: the receive an idle poll
     // spins on is then made one frame below poll_impl.  Every frame
     // between a system call and the loop that spins on it costs a
-    // mispredicted return each time the call comes back (about 8 ns here:
+    // mispredicted return each time the call comes back (about 7.5 ns here:
     // the kernel's return mitigations leave the return stack empty), on
     // every empty poll and on the round trip's path (README, Performance).
     [[gnu::always_inline]] bool progress(bool quiescing, bool *direct = nullptr) {
