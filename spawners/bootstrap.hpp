@@ -2,11 +2,11 @@
 // and talks to the others before (and after) the conduits are up.
 //
 // Used only at start-up, for exit coordination and for abort; never on the
-// AM or RMA path.  Backends: singleton, local (forked by sluicerun), mpi
-// (libsluice-mpi registers it, src/mpi-interop); ssh, pmix and pmi2 come with
-// later work.  Selection order (documented in
-// docs/knobs.md): launcher environment, SLUICE_SPAWNER, what the environment
-// shows, configure default; see select_bootstrap().
+// AM or RMA path.  Backends: local (forked by sluicerun), ssh (started by a
+// host's control process of sluicerun -spawner=ssh), pmix and pmi2 (spawners/
+// pmi), mpi (libsluice-mpi registers it, src/mpi-interop), singleton.
+// Selection order (spawners/README.md): SLUICE_SPAWNER, else the first
+// backend whose probe recognises the environment; see select_bootstrap().
 #pragma once
 
 #include <cstddef>
