@@ -30,6 +30,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -55,6 +57,102 @@ std::string signal_name(int sig) {
     if (const char *abbrev = sigabbrev_np(sig)) return std::string("SIG") + abbrev;
 #endif
     return "signal " + std::to_string(sig);
+}
+
+// Whether `path` is an ELF program that the dynamic loader starts (it has
+// an interpreter): only such a program can fail with "cannot open shared
+// object file", and only such a program lists its libraries, rather than
+// running, under LD_TRACE_LOADED_OBJECTS.
+bool dynamically_linked(const std::string &path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    UniqueFd file(fd);
+    Elf64_Ehdr header;
+    if (::pread(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+        std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+        header.e_phentsize != sizeof(Elf64_Phdr))
+        return false;
+    for (unsigned i = 0; i < header.e_phnum; ++i) {
+        Elf64_Phdr ph;
+        if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(header.e_phoff + i * sizeof ph)) != static_cast<ssize_t>(sizeof ph))
+            return false;
+        if (ph.p_type == PT_INTERP) return true;
+    }
+    return false;
+}
+
+// The libraries the dynamic loader cannot find for `program` in this
+// environment, as ldd shows them ("libsluice.so.0 => not found"): with
+// LD_TRACE_LOADED_OBJECTS the loader lists them and stops before the
+// program's own code runs.  Bounded to a few seconds.
+std::vector<std::string> libraries_missing(const std::string &program) {
+    std::vector<std::string> missing;
+    if (!dynamically_linked(program)) return missing;
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return missing;
+    UniqueFd reader(out[0]), writer(out[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0) return missing;
+    if (pid == 0) {
+        ::dup2(out[1], 1);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) ::dup2(null, 2);
+        ::setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+        ::execl(program.c_str(), program.c_str(), static_cast<char *>(nullptr));
+        ::_exit(127);
+    }
+    writer = UniqueFd();
+    std::string text;
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        pollfd p{reader.get(), POLLIN, 0};
+        if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+        char buf[4096];
+        const ssize_t n = ::read(reader.get(), buf, sizeof buf);
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    std::size_t at = 0;
+    while ((at = text.find(" => not found", at)) != std::string::npos) {
+        std::size_t begin = text.rfind('\n', at);
+        begin = begin == std::string::npos ? 0 : begin + 1;
+        std::string name = text.substr(begin, at - begin);
+        name.erase(0, name.find_first_not_of(" \t"));
+        if (!name.empty()) missing.push_back(name);
+        at += 1;
+    }
+    return missing;
+}
+
+// The directory of the libsluice this launcher runs with: where a missing
+// libsluice*.so.0 most likely is.
+std::string own_library_dir() {
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void *>(&base::knobs_load), &info) || !info.dli_fname) return {};
+    std::string path = info.dli_fname;
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos || path.find("libsluice", slash) == std::string::npos) return {};
+    return path.substr(0, slash);
+}
+
+// What to tell the user about a rank that exited with 127: the libraries the
+// loader could not find and how to make them found; "" when none is missing.
+std::string start_failure_explain(const std::string &program) {
+    const std::vector<std::string> missing = libraries_missing(program);
+    if (missing.empty()) return {};
+    std::string names;
+    for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
+    std::string dir = own_library_dir();
+    if (dir.empty() || ::access((dir + "/" + missing[0]).c_str(), F_OK) != 0) dir = "DIR";
+    return "the dynamic loader finds no " + names + " for " + program +
+           "; fix: run with LD_LIBRARY_PATH=" + dir +
+           (dir == "DIR" ? " (the directory that holds it)" : "") +
+           ", or link the program with -Wl,-rpath," + dir +
+           " (`pkg-config --libs sluice` and CMake's Sluice::sluice add it for a prefix outside the system "
+           "directories)";
 }
 
 // An exit status as the shell will see it: 0..255, and never 0 for a code
@@ -140,6 +238,7 @@ private:
 
     std::optional<int> notify_code_;   // first exit_notify (or abort) code
     bool any_message_ = false;         // some rank spoke: this is a Sluice job
+    bool start_failure_explained_ = false;  // a missing library was named
     std::optional<int> failure_code_;  // first abnormal rank, or 128 + signal
     std::optional<int> nonzero_code_;  // first non-zero exit status
     bool sigint_seen_ = false;
@@ -537,7 +636,18 @@ void Job::rank_ended(unsigned r, int wstatus) {
     if (!expected && (by_signal || !clean)) {
         const int code = by_signal ? 128 + sig : (status ? status : 1);
         if (!failure_code_) failure_code_ = code;
-        say("%s %s%s", who(r).c_str(), how.c_str(), stopping_ ? "" : "; stopping the job");
+        // 127: the shell's "not found", here mostly the loader's missing
+        // library; explained once per job, not once per rank.
+        std::string explained;
+        if (!by_signal && status == 127 && !k.finalized && !k.notified && !start_failure_explained_) {
+            explained = start_failure_explain(options_.program_path);
+            start_failure_explained_ = !explained.empty();
+        }
+        if (!explained.empty())
+            say("%s could not start (exit status 127): %s%s", who(r).c_str(), explained.c_str(),
+                stopping_ ? "" : "; stopping the job");
+        else
+            say("%s %s%s", who(r).c_str(), how.c_str(), stopping_ ? "" : "; stopping the job");
         stop_now();
         relay_event(JobEvent::failure, code);
         return;

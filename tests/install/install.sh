@@ -2,7 +2,9 @@
 # The installed package, used the way users use it: `make install` into a
 # DESTDIR staging directory (the configured prefix is never touched), then
 # consumer programs built from tests/install against the staged files only,
-# with pkg-config and with CMake's find_package(Sluice), and run:
+# with pkg-config and with CMake's find_package(Sluice), and run; then, with the
+# staged tree mounted at the configured prefix, the same recipes without
+# LD_LIBRARY_PATH (prefix.sh):
 #   1. consumer.c      cc + pkg-config sluice; sluicerun -n 2 and a 1-rank job
 #                      (and contrib/examples/hello.cpp, the README's C++ recipe)
 #   2. consumer_mpi.c  mpicc.openmpi + pkg-config sluice-mpi; mpirun -n 2
@@ -11,6 +13,11 @@
 #   4. tests/install/CMakeLists.txt: the three programs with Sluice::sluice,
 #                      Sluice::sluice-mpi, Sluice::sluice-mpi-mpich, run the same way
 #   5. consumer.c linked with pkg-config --static against libsluice.a
+#   6. prefix.sh, at the real prefix with LD_LIBRARY_PATH unset: hello.cpp and
+#      consumer.c with pkg-config, a program without a run path (sluicerun
+#      must name the missing library once), tests/install/cxx (project(app
+#      CXX), Sluice::sluice, C++20, installed), the C CMake project with
+#      Sluice::sluice-mpi, consumer_mpi.c with mpicc and pkg-config sluice-mpi
 # Every job runs under a hard time limit with its own SLUICE_JOB_ID; a job
 # that leaves /dev/shm/sluice.<job>.* behind fails.  One PASS:/FAIL: line per
 # check; exit 0 if all passed, 77 (skip) without cmake or pkg-config.
@@ -276,6 +283,30 @@ if [ -f "$slibdir/libsluice.a" ]; then
     fi
 else
     fail "libsluice.a was not installed in $slibdir"
+fi
+
+# ---- 6. the staged tree at its real prefix ----------------------------------
+# The checks above need LD_LIBRARY_PATH, which hides a program that cannot
+# find libsluice on its own.  prefix.sh runs the README's and the user guide's
+# recipes again with the staged tree mounted at the configured prefix (a
+# private mount namespace: nothing outside this test sees it) and
+# LD_LIBRARY_PATH unset.  (`make install prefix=DIR` is no way around this:
+# libtool refuses to install libraries linked for another libdir.)
+cfgprefix=$(pkg-config --variable=prefix sluice)
+if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2> /dev/null; then
+    echo "SKIP: the real prefix: needs root and unshare (a private mount of $cfgprefix)"
+elif [ ! -d "$cfgprefix" ]; then
+    echo "SKIP: the real prefix: $cfgprefix does not exist to mount the staged tree on"
+else
+    SLUICETEST_HAVE_MPI=$have_mpi SLUICETEST_PREFIX=$cfgprefix SLUICETEST_TMP=$tmp \
+        unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && exec sh "$3"' \
+        sh "$sprefix" "$cfgprefix" "$here/prefix.sh" > "$tmp/prefix.out" 2>&1
+    prc=$?
+    cat "$tmp/prefix.out"
+    if [ $prc -ne 0 ] && ! grep -q '^FAIL:' "$tmp/prefix.out"; then
+        fail "the real prefix: prefix.sh exited with $prc"
+    fi
+    failed=$((failed + $(grep -c '^FAIL:' "$tmp/prefix.out")))
 fi
 
 [ $failed -eq 0 ]
