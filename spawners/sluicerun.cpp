@@ -69,6 +69,7 @@ struct CommandLine {
     JobSpec job;
     local::Binding binding = local::Binding::none;
     std::string spawner_flag;  // -spawner=
+    std::string spawner_source;  // what chose the spawner, for -v
     bool help = false;
 };
 
@@ -249,8 +250,9 @@ void dry_run_print(const local::LaunchOptions &options, const local::Binder &bin
 // The spawner: -spawner=, else SLUICE_SPAWNER, else what the environment
 // shows, else the configure default.  The knob also names rank-side
 // backends; pmix and pmi2 mean the pmi spawner here.
-bool spawner_choose(const CommandLine &cl, std::string &out, std::string &error) {
-    std::string source = "-spawner";
+bool spawner_choose(CommandLine &cl, std::string &out, std::string &error) {
+    std::string &source = cl.spawner_source;
+    source = "-spawner";
     out = cl.spawner_flag;
     if (out.empty()) {
         out = base::knob_string(base::Knob::SPAWNER);
@@ -258,14 +260,22 @@ bool spawner_choose(const CommandLine &cl, std::string &out, std::string &error)
         if (out == "pmix" || out == "pmi2") out = "pmi";
     }
     if (out.empty()) {
-        if (!base::knob_string(base::Knob::SSH_NODES).empty() || !base::knob_string(base::Knob::SSH_NODEFILE).empty())
+        if (!base::knob_string(base::Knob::SSH_NODES).empty()) {
             out = "ssh";
-        else if (std::getenv("SLURM_JOB_ID"))
+            source = "SLUICE_SSH_NODES is set";
+        } else if (!base::knob_string(base::Knob::SSH_NODEFILE).empty()) {
+            out = "ssh";
+            source = "SLUICE_SSH_NODEFILE is set";
+        } else if (std::getenv("SLURM_JOB_ID")) {
             out = "pmi";
-        else if (std::getenv("PBS_NODEFILE"))
+            source = "SLURM_JOB_ID is set: inside a Slurm allocation";
+        } else if (std::getenv("PBS_NODEFILE")) {
             out = "ssh";
-        else
+            source = "PBS_NODEFILE is set: inside a PBS job";
+        } else {
             out = SLUICE_DEFAULT_SPAWNER;
+            source = "the default; choose with -spawner= or SLUICE_SPAWNER";
+        }
         return true;
     }
     for (const char *name : spawner_names)
@@ -347,7 +357,14 @@ int main(int argc, char **argv) {
         std::fputs(usage, stdout);
         return 0;
     }
-    for (const std::string &warning : base::knobs_load()) std::fprintf(stderr, "sluicerun: %s\n", warning.c_str());
+    // A knob value the ranks would refuse ends the job here, said once,
+    // before any rank starts.
+    if (const std::vector<std::string> bad = base::knobs_load(); !bad.empty()) {
+        for (const std::string &e : bad) std::fprintf(stderr, "sluicerun: error: %s\n", e.c_str());
+        std::fprintf(stderr, "sluicerun: fix or unset %s; `sluice-info --knobs` lists every knob and its range\n",
+                     bad.size() == 1 ? "this value" : "these values");
+        return usage_error;
+    }
     cl.job.verbose |= base::knob_bool(base::Knob::VERBOSE);
     if (!spawner_choose(cl, cl.job.spawner, error) || !spawner_check(cl, error) ||
         !program_resolve(cl.job.program, cl.job.program_path, error)) {
@@ -357,8 +374,7 @@ int main(int argc, char **argv) {
     cl.job.job_id = local::job_id_choose();
     if (cl.job.verbose)
         std::fprintf(stderr, "sluicerun: spawner %s (%s), job %s\n", cl.job.spawner.c_str(),
-                     cl.spawner_flag.empty() ? "chosen from SLUICE_SPAWNER, the environment or the default"
-                                             : "-spawner",
+                     cl.spawner_source.c_str(),
                      cl.job.job_id.c_str());
     if (cl.job.spawner == "ssh") return spawner::ssh::run(cl.job);
     if (cl.job.spawner == "pmi") return spawner::pmi::run(cl.job);

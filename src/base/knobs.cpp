@@ -59,6 +59,50 @@ bool parse_value(const KnobInfo &info, const std::string &text, KnobValue &v) {
     return false;
 }
 
+// One piece of a range: [low, high], either side open when its text is empty.
+struct Interval {
+    std::string low, high;
+};
+
+std::vector<Interval> intervals_of(const char *range) {
+    std::vector<Interval> out;
+    std::string r = range ? range : "";
+    std::size_t start = 0;
+    while (start < r.size()) {
+        std::size_t comma = r.find(',', start);
+        std::string piece = r.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        piece.erase(0, piece.find_first_not_of(' '));
+        piece.erase(piece.find_last_not_of(' ') + 1);
+        const std::size_t dots = piece.find("..");
+        if (dots == std::string::npos) out.push_back({piece, piece});
+        else out.push_back({piece.substr(0, dots), piece.substr(dots + 2)});
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+// -1, 0, 1 as a is below, equal to or above the bound (parsed as the knob's type).
+int compare(const KnobInfo &info, const KnobValue &a, const std::string &bound) {
+    KnobValue b;
+    if (!parse_value(info, bound, b)) return 0;  // a malformed bound in knobs.def: unit_knobs catches it
+    switch (info.type) {
+    case KnobType::Int: return a.integer < b.integer ? -1 : a.integer > b.integer;
+    case KnobType::Size: return a.bytes < b.bytes ? -1 : a.bytes > b.bytes;
+    case KnobType::Double: return a.real < b.real ? -1 : a.real > b.real;
+    default: return 0;
+    }
+}
+
+bool in_range(const KnobInfo &info, const KnobValue &v) {
+    const std::vector<Interval> pieces = intervals_of(info.range);
+    if (pieces.empty()) return true;
+    for (const Interval &i : pieces)
+        if ((i.low.empty() || compare(info, v, i.low) >= 0) && (i.high.empty() || compare(info, v, i.high) <= 0))
+            return true;
+    return false;
+}
+
 void ensure_loaded() {
     std::call_once(loaded_once, [] { (void)knobs_load(); });
 }
@@ -72,8 +116,8 @@ const KnobValue &value(Knob k) {
 
 const std::vector<KnobInfo> &knob_table() {
     static const std::vector<KnobInfo> table = {
-#define SLUICE_KNOB(id, type, def, doc) {"SLUICE_" #id, KnobType::type, def, doc, false},
-#define SLUICE_INTERNAL(id, doc) {"SLUICE_" #id, KnobType::String, "", doc, true},
+#define SLUICE_KNOB(id, type, def, range, doc) {"SLUICE_" #id, KnobType::type, def, range, doc, false},
+#define SLUICE_INTERNAL(id, doc) {"SLUICE_" #id, KnobType::String, "", "", doc, true},
 #include "base/knobs.def"
 #undef SLUICE_KNOB
 #undef SLUICE_INTERNAL
@@ -92,6 +136,25 @@ const char *knob_type_name(KnobType type) {
     return "?";
 }
 
+std::string knob_range_text(const KnobInfo &info) {
+    std::string out;
+    const std::vector<Interval> pieces = intervals_of(info.range);
+    for (std::size_t n = 0; n < pieces.size(); ++n) {
+        const Interval &i = pieces[n];
+        if (n) out += n + 1 == pieces.size() ? ", or " : ", ";
+        if (i.low == i.high) out += i.low;
+        else if (i.high.empty()) out += i.low + " or more";
+        else if (i.low.empty()) out += "at most " + i.high;
+        else out += i.low + " to " + i.high;
+    }
+    return out;
+}
+
+bool knob_value_valid(const KnobInfo &info, const std::string &text) {
+    KnobValue v;
+    return parse_value(info, text, v) && in_range(info, v);
+}
+
 std::vector<std::string> knobs_load() {
     std::vector<std::string> errors;
     const auto &table = knob_table();
@@ -99,13 +162,22 @@ std::vector<std::string> knobs_load() {
         const KnobInfo &info = table[i];
         KnobValue v;
         const char *env = std::getenv(info.name);
-        if (env && parse_value(info, env, v)) {
+        const bool parsed = env && parse_value(info, env, v);
+        if (parsed && in_range(info, v)) {
             v.from_env = true;
         } else {
-            if (env)
-                errors.push_back(std::string("malformed value '") + env + "' for " + info.name +
-                                 " (a " + knob_type_name(info.type) + "); using the default '" +
-                                 info.default_value + "'");
+            if (env) {
+                const std::string range = knob_range_text(info);
+                std::string e = std::string(info.name) + "=" + env;
+                if (!parsed)
+                    e += std::string(" is not a valid ") + knob_type_name(info.type) +
+                         (range.empty() ? "" : "; it must be " + range);
+                else
+                    e += " is out of range: it must be " + range;
+                e += std::string(" (default ") + (*info.default_value ? info.default_value : "empty") + "). " +
+                     info.name + ": " + info.doc;
+                errors.push_back(e);
+            }
             v = KnobValue{};
             (void)parse_value(info, info.default_value, v);
         }

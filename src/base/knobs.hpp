@@ -11,7 +11,7 @@ namespace sluice::base {
 enum class KnobType { Bool, Int, Size, Double, String };
 
 enum class Knob : int {
-#define SLUICE_KNOB(id, type, def, doc) id,
+#define SLUICE_KNOB(id, type, def, range, doc) id,
 #define SLUICE_INTERNAL(id, doc)
 #include "base/knobs.def"
 #undef SLUICE_KNOB
@@ -23,6 +23,7 @@ struct KnobInfo {
     const char *name;   // full variable name, e.g. "SLUICE_VERBOSEENV"
     KnobType type;
     const char *default_value;
+    const char *range;  // accepted values of a numeric knob (knobs.def), "" for any
     const char *doc;
     bool internal;      // set by the launcher, not a user knob
 };
@@ -31,9 +32,16 @@ struct KnobInfo {
 const std::vector<KnobInfo> &knob_table();
 const char *knob_type_name(KnobType type);
 
-// Reads the environment (again).  Returns one message per malformed value;
-// a malformed value falls back to the default.
+// Reads the environment (again).  Returns one message per malformed or
+// out-of-range value, naming knob, value, range and doc; such a value falls
+// back to the default, and the caller decides whether to refuse the job.
 std::vector<std::string> knobs_load();
+
+// The range of a knob for people: "8 to 1024", "0, or 576 to 65535",
+// "0 or more"; "" for a knob that takes any value of its type.
+std::string knob_range_text(const KnobInfo &info);
+// Whether `text` is a well-formed value of the knob inside its range.
+bool knob_value_valid(const KnobInfo &info, const std::string &text);
 
 bool knob_bool(Knob k);
 std::int64_t knob_int(Knob k);

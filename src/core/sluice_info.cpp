@@ -73,11 +73,13 @@ void print_knobs() {
         const Knob id = static_cast<Knob>(i);
         std::printf("  %s  %s, default \"%s\"", k.name, sluice::base::knob_type_name(k.type),
                     k.default_value);
+        if (const std::string range = sluice::base::knob_range_text(k); !range.empty())
+            std::printf(", range %s", range.c_str());
         if (sluice::base::knob_is_set(id))
             std::printf(", set to \"%s\"", sluice::base::knob_string(id).c_str());
         std::printf("\n      %s\n", k.doc);
     }
-    for (const std::string &m : malformed) std::printf("  warning: %s\n", m.c_str());
+    for (const std::string &m : malformed) std::printf("  error: %s\n", m.c_str());
     for (const std::string &w : sluice::base::knobs_unknown())
         std::printf("  warning: %s\n", w.c_str());
 }
@@ -130,9 +132,9 @@ void print_spawners() {
 }
 
 void print_limits() {
-    // The smp figures are its knobs as set now; smp keeps the Medium limit
-    // within 512 B..1 MiB and grows each ring to hold two of the largest
-    // Medium messages (src/base/knobs.def).
+    // The smp figures are its knobs as set now (a value outside the range of
+    // src/base/knobs.def is refused); smp grows each ring to hold two of the
+    // largest Medium messages.
     const std::size_t ring = sluice::base::knob_size(Knob::SMP_RING_SIZE);
     const std::size_t medium = sluice::base::knob_size(Knob::SMP_MAX_MEDIUM);
     std::printf("AM limits:\n");
@@ -144,8 +146,6 @@ void print_limits() {
     std::printf("  smp AM ring size         %s per queue, SLUICE_SMP_RING_SIZE (grown to hold\n"
                 "                           two of the largest Medium messages when smaller)\n",
                 size_text(ring).c_str());
-    if (medium < 512 || medium > (std::size_t{1} << 20))
-        std::printf("  warning: SLUICE_SMP_MAX_MEDIUM is outside 512 bytes..1M; smp clamps it\n");
 }
 
 // The whole of docs/knobs.md: `sluice-info --markdown > docs/knobs.md`.
@@ -161,19 +161,22 @@ void print_markdown() {
         "every knob in effect and where its value came from, and an unknown `SLUICE_*`\n"
         "variable gets a warning with the closest name. Types: `bool` takes 1/0, yes/no,\n"
         "true/false or on/off; `size` takes bytes with an optional K, M or G suffix\n"
-        "(powers of 1024); a malformed value is reported and the default is used.\n"
+        "(powers of 1024). A value that does not parse, or lies outside the knob's range,\n"
+        "is refused: the job does not start, and the error names the knob, the value, the\n"
+        "range and what the knob does.\n"
         "\n"
-        "| Variable | Type | Default | Description |\n"
-        "|---|---|---|---|\n");
+        "| Variable | Type | Default | Range | Description |\n"
+        "|---|---|---|---|---|\n");
     for (const KnobInfo &k : sluice::base::knob_table()) {
         if (k.internal) {
-            std::printf("| `%s` | internal | set by the launcher | %s |\n", k.name,
+            std::printf("| `%s` | internal | set by the launcher | | %s |\n", k.name,
                         markdown_cell(k.doc).c_str());
             continue;
         }
         std::string def = *k.default_value ? "`" + markdown_cell(k.default_value) + "`" : "(empty)";
-        std::printf("| `%s` | %s | %s | %s |\n", k.name, sluice::base::knob_type_name(k.type),
-                    def.c_str(), markdown_cell(k.doc).c_str());
+        const std::string range = sluice::base::knob_range_text(k);
+        std::printf("| `%s` | %s | %s | %s | %s |\n", k.name, sluice::base::knob_type_name(k.type),
+                    def.c_str(), markdown_cell(range.c_str()).c_str(), markdown_cell(k.doc).c_str());
     }
 }
 

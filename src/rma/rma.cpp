@@ -85,7 +85,11 @@ Status RmaEngine::check(Rank r, const void *remote, const void *local, std::size
                             "RMA from inside a handler");
     if (n && !local)
         return base::report(Status::argument, op, "pass the local buffer", "%zu bytes with a null local buffer", n);
-    if (!segments_->attached || !segments_->contains(r, reinterpret_cast<std::uint64_t>(remote), n))
+    if (!segments_->attached)
+        return base::report(Status::segment, op,
+                            "call sluice_segment_attach (collective, on every rank) before RMA",
+                            "no segment is attached yet (%zu bytes at %p to rank %u)", n, remote, r);
+    if (!segments_->contains(r, reinterpret_cast<std::uint64_t>(remote), n))
         return base::report(Status::segment, op,
                             "keep the remote range inside the target's segment (sluice_segment_info)",
                             "%zu bytes at %p are outside the segment of rank %u", n, remote, r);

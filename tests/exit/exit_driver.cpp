@@ -244,6 +244,43 @@ TEST(Launcher, BadRankCountIsRejected) {
     }
 }
 
+// A knob value outside its range ends the job before any rank starts, with
+// one message naming knob, value and range (not one per process).
+TEST(Launcher, KnobOutOfRangeIsRefusedOnce) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 2;
+    spec.program = {exit_program(), "return", "0"};
+    spec.env = {{"SLUICE_UDP_WINDOW", "5"}};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_NE(r.code, 0) << "SLUICE_UDP_WINDOW=5 was accepted\n" << r.describe();
+    EXPECT_TRUE(r.rank_pids.empty()) << r.describe();
+    const std::string all = r.out + r.err;
+    const std::size_t at = all.find("SLUICE_UDP_WINDOW=5");
+    ASSERT_NE(at, std::string::npos) << r.describe();
+    EXPECT_EQ(all.find("SLUICE_UDP_WINDOW=5", at + 1), std::string::npos) << "reported twice\n" << r.describe();
+    EXPECT_NE(all.find("8 to 1024"), std::string::npos) << r.describe();
+}
+
+// A Put before any segment is attached: the error says that, and how to
+// fix it, not that the address is outside a segment.
+TEST(Rma, PutBeforeAttachSaysNoSegmentIsAttached) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 2;
+    spec.program = {exit_program(), "put-before-attach", "1"};
+    spec.env = {{"SLUICE_ERRORS_FATAL", "1"}};
+    spec.time_limit = hard_limit;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, 1) << r.describe();
+    EXPECT_NE(r.err.find("no segment is attached yet"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("sluice_segment_attach"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("outside the segment"), std::string::npos) << r.describe();
+}
+
 // A rank that finds itself alone while the launcher's variables say N ranks
 // must stop with an error that says so, not run as a singleton.
 TEST(Launcher, RankWithoutItsLauncherStopsWithAClearError) {

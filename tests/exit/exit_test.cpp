@@ -124,6 +124,7 @@ void usage() {
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
                  "  errors-fatal RANK          SLUICE_ERRORS_FATAL=1: RANK makes a bad call\n"
+                 "  put-before-attach RANK     SLUICE_ERRORS_FATAL=1: RANK puts to its next rank before any attach\n"
                  "  unregistered RANK          the others send RANK a Short for a handler it never registered\n"
                  "  mismatched RANK            ... for a handler RANK registered with another argument count\n"
                  "  ready                      print READY, then every rank polls until killed\n"
@@ -241,6 +242,15 @@ int main(int argc, char **argv) {
             std::uint8_t b[8] = {};
             (void)sluice_put(nranks, b, b, sizeof b);  // rank out of range: fatal
             fail_at(__FILE__, __LINE__, "errors-fatal", "a failed call returned under SLUICE_ERRORS_FATAL=1");
+        }
+        wait_forever(Wait::poll, exiter);
+    }
+    if (which == "put-before-attach") {
+        setup(0);
+        if (me == exiter) {
+            std::uint8_t b[8] = {};
+            (void)sluice_put((me + 1) % nranks, b, b, sizeof b);
+            fail_at(__FILE__, __LINE__, "put-before-attach", "a Put before attach returned under SLUICE_ERRORS_FATAL=1");
         }
         wait_forever(Wait::poll, exiter);
     }

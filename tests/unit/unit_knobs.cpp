@@ -181,6 +181,64 @@ TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
     EXPECT_DOUBLE_EQ(exit_timeout_seconds(0), 2.0);
 }
 
+// Each range in knobs.def parses as its knob's type, holds the default, and
+// shows in the text sluice-info and docs/knobs.md print.
+TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
+    unsigned ranged = 0;
+    for (const auto &k : knob_table()) {
+        if (k.internal || !*k.range) continue;
+        ++ranged;
+        EXPECT_TRUE(k.type == KnobType::Int || k.type == KnobType::Size || k.type == KnobType::Double) << k.name;
+        EXPECT_TRUE(knob_value_valid(k, k.default_value)) << k.name << ": default " << k.default_value
+                                                          << " outside " << k.range;
+        EXPECT_FALSE(knob_range_text(k).empty()) << k.name;
+    }
+    EXPECT_GE(ranged, 10u);
+    const KnobInfo *mtu = find_knob("SLUICE_UDP_MTU");
+    ASSERT_NE(mtu, nullptr);
+    EXPECT_EQ(knob_range_text(*mtu), "0, or 576 to 65535");
+    for (const char *ok : {"0", "576", "1500", "65535"}) EXPECT_TRUE(knob_value_valid(*mtu, ok)) << ok;
+    for (const char *bad : {"1", "575", "65536", "-1", "x"}) EXPECT_FALSE(knob_value_valid(*mtu, bad)) << bad;
+    const KnobInfo *medium = find_knob("SLUICE_SMP_MAX_MEDIUM");
+    ASSERT_NE(medium, nullptr);
+    EXPECT_TRUE(knob_value_valid(*medium, "1M"));
+    EXPECT_FALSE(knob_value_valid(*medium, "1025K"));
+    EXPECT_EQ(knob_range_text(*find_knob("SLUICE_EXIT_TIMEOUT")), "0 or more");
+    EXPECT_EQ(knob_range_text(*find_knob("SLUICE_SMP_RING_SIZE")), "at most 256M");
+}
+
+// A value outside the range is refused: one message naming the knob, the
+// value, the range and the doc, and the default is what the code sees.
+TEST_F(CleanEnvironment, OutOfRangeValuesAreRefusedWithRangeAndDoc) {
+    set("SLUICE_SMP_MAX_MEDIUM", "100");
+    set("SLUICE_EXIT_TIMEOUT", "-1");
+    set("SLUICE_UDP_WINDOW", "5");
+    set("SLUICE_UDP_MTU", "65536");
+    const auto errors = knobs_load();
+    ASSERT_EQ(errors.size(), 4u);
+    auto find = [&](const char *what) {
+        for (const auto &e : errors)
+            if (e.find(what) != std::string::npos) return e;
+        return std::string();
+    };
+    const std::string window = find("SLUICE_UDP_WINDOW=5 ");
+    EXPECT_NE(window.find("8 to 1024"), std::string::npos) << window;
+    EXPECT_NE(window.find("datagrams sent to one peer"), std::string::npos) << window;
+    EXPECT_NE(find("SLUICE_SMP_MAX_MEDIUM=100 ").find("512 to 1M"), std::string::npos);
+    EXPECT_NE(find("SLUICE_EXIT_TIMEOUT=-1 ").find("0 or more"), std::string::npos);
+    EXPECT_NE(find("SLUICE_UDP_MTU=65536 ").find("0, or 576 to 65535"), std::string::npos);
+    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+    EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 64);
+    EXPECT_FALSE(knob_is_set(Knob::UDP_WINDOW));
+    // The bounds themselves are accepted.
+    set("SLUICE_SMP_MAX_MEDIUM", "512");
+    set("SLUICE_EXIT_TIMEOUT", "0");
+    set("SLUICE_UDP_WINDOW", "1024");
+    set("SLUICE_UDP_MTU", "0");
+    EXPECT_TRUE(knobs_load().empty());
+    EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 1024);
+}
+
 TEST_F(CleanEnvironment, EmptyNumericValueIsMalformed) {
     set("SLUICE_CREDIT_PER_PEER", "");
     set("SLUICE_SMP_MAX_MEDIUM", "");
