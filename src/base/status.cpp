@@ -56,6 +56,16 @@ void fatal_signal_handler(int sig) {
     ::raise(sig);
 }
 
+// Prints a formatted report as fatal and ends the job with code 1.
+[[noreturn]] void fatal_end(const char *message) {
+    write_all(2, message, std::strlen(message));
+    const char tail[] = " (fatal)\n";
+    write_all(2, tail, sizeof tail - 1);
+    if (knob_bool(Knob::BACKTRACE)) backtrace_print();
+    if (auto hook = fatal_hook.exchange(nullptr)) hook(1);
+    ::_exit(1);
+}
+
 } // namespace
 
 const char *status_string(Status s) {
@@ -84,7 +94,7 @@ Status report(Status s, const char *operation, const char *fix, const char *form
     va_start(ap, format);
     format_message(last_message, sizeof last_message, operation, fix, format, ap);
     va_end(ap);
-    if (knob_bool(Knob::ERRORS_FATAL)) fatal(operation, fix, "%s", last_message);
+    if (knob_bool(Knob::ERRORS_FATAL)) fatal_end(last_message);  // already "rank op: what; fix: how"
     if (!knob_bool(Knob::QUIET_ERRORS)) {
         std::size_t n = std::strlen(last_message);
         char line[sizeof last_message + 1];
@@ -101,13 +111,9 @@ void fatal(const char *operation, const char *fix, const char *format, ...) {
     char buf[640];
     va_list ap;
     va_start(ap, format);
-    format_message(buf, sizeof buf - 16, operation, fix, format, ap);
+    format_message(buf, sizeof buf, operation, fix, format, ap);
     va_end(ap);
-    std::strcat(buf, " (fatal)\n");
-    write_all(2, buf, std::strlen(buf));
-    if (knob_bool(Knob::BACKTRACE)) backtrace_print();
-    if (auto hook = fatal_hook.exchange(nullptr)) hook(1);
-    ::_exit(1);
+    fatal_end(buf);
 }
 
 void fatal_hook_set(void (*hook)(int)) { fatal_hook.store(hook); }

@@ -136,6 +136,19 @@ TEST_F(CleanEnvironment, ErrorsFatalMakesReportFatal) {
         ::testing::ExitedWithCode(1), "rank 9.*fatal");
 }
 
+// The report is already "prefix op: what; fix: how": fatal prints it once.
+TEST_F(CleanEnvironment, ErrorsFatalPrintsTheReportOnce) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    set("SLUICE_ERRORS_FATAL", "1");
+    EXPECT_EXIT(
+        {
+            (void)knobs_load();
+            log_rank_set(1);
+            (void)report(Status::rank, "put", "use a rank below 4", "rank 9");
+        },
+        ::testing::ExitedWithCode(1), "^sluice\\[rank 1\\] put: rank 9; fix: use a rank below 4 \\(fatal\\)\n$");
+}
+
 TEST(FatalSignals, NameTheSignalAndDieByIt) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(
