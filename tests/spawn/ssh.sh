@@ -66,18 +66,39 @@ expect() {
 
 # hang_start JOB [ENV-ARGS...] -- ARGS...: a `hang` job of 6 ranks in the
 # background; returns once every rank said ready (sets $hang_pid, the pid of
-# sluicerun, and $hang_waiter, what to wait for).
+# sluicerun, and $hang_waiter, what to wait for), waiting at most 30 s.  The
+# job's own limit is 120 s, so a slow start still leaves it 90 s to be acted
+# on before the limit ends it.
 hang_start() {
-    local job=$1 i
-    hub_sluicerun "$@" -n 6 "$prog" hang &
+    local job=$1 deadline=$((SECONDS + 30))
+    # Emptied here, not by the background job's own redirection: that runs
+    # later, and the loop below would count the last job's ready lines.
+    : > "$out"
+    : > "$err"
+    ssh_hub_sluicerun "$job" 120 "${@:2}" -n 6 "$prog" hang &
     hang_waiter=$!
     hang_pid=""
-    for i in $(seq 300); do
+    while [ "$SECONDS" -lt "$deadline" ]; do
         [ -z "$hang_pid" ] && hang_pid=$(job_process_find "$job" "^[^ ]*sluicerun -spawner=ssh ")
-        [ "$(grep -c '^ready' "$out")" = 6 ] && [ -n "$hang_pid" ] && return 0
+        [ "$(grep -c '^ready [0-5] pid ' "$out")" = 6 ] && [ -n "$hang_pid" ] && return 0
+        kill -0 "$hang_waiter" 2> /dev/null || return 1
         sleep 0.1
     done
     return 1
+}
+
+# process_wait JOB PATTERN: the pid of job JOB's process matching PATTERN
+# (job_process_find), waiting for it at most 10 s; empty if none came.
+process_wait() {
+    local deadline=$((SECONDS + 10)) pid
+    while :; do
+        pid=$(job_process_find "$1" "$2")
+        if [ -n "$pid" ] || [ "$SECONDS" -ge "$deadline" ]; then
+            echo "$pid"
+            return
+        fi
+        sleep 0.1
+    done
 }
 
 hang_wait() { timed wait "$hang_waiter"; }
@@ -242,14 +263,16 @@ for victim in ssh control; do
         continue
     fi
     if [ "$victim" = ssh ]; then
-        pid=$(job_process_find "$job" "^ssh .*--host=1\$")
+        pid=$(process_wait "$job" "^ssh .*--host=1\$")
         what="the ssh connection to host 1 (its ssh client on host 0)"
     else
-        pid=$(job_process_find "$job" "^[^ ]*sluicerun --ssh-node .*--host=1\$")
+        pid=$(process_wait "$job" "^[^ ]*sluicerun --ssh-node .*--host=1\$")
         what="host 1's control process"
     fi
     if [ -z "$pid" ]; then
-        fail "kill $victim: no process to kill; the job's processes:"
+        alive=no
+        kill -0 "$hang_pid" 2> /dev/null && alive=yes
+        fail "kill $victim: no process to kill after 10 s (sluicerun still running: $alive); the job's processes:"
         job_processes "$job" | sed 's/^/    /'
         kill -INT "$hang_pid"
         hang_wait
