@@ -8,9 +8,14 @@
 #include "base/knobs.hpp"
 #include "sluice_config.h"
 
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::spawner::mpi {
@@ -33,6 +38,37 @@ Flavor flavor_of(const std::string &mpirun) {
     return Flavor::unknown;
 }
 
+// The slots Open MPI's mpirun counts on this host without a host list: the
+// cores (not hardware threads) this process may run on.
+unsigned cores_here() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    std::set<std::pair<std::string, std::string>> cores;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+        std::ifstream package(dir + "physical_package_id"), core(dir + "core_id");
+        std::string p, c;
+        if (!(package >> p) || !(core >> c)) return static_cast<unsigned>(CPU_COUNT(&set));
+        cores.insert({p, c});
+    }
+    return static_cast<unsigned>(cores.size());
+}
+
+// Whether the user's mpirun command or a batch allocation already says
+// where ranks go: then its slots are theirs to set, not ours.
+bool placement_given(const std::vector<std::string> &command) {
+    if (std::getenv("SLURM_JOB_ID") || std::getenv("PBS_NODEFILE") || std::getenv("LSB_JOBID")) return true;
+    for (std::size_t i = 1; i < command.size(); ++i) {
+        const std::string &w = command[i];
+        for (const char *option : {"--oversubscribe", "-oversubscribe", "--hostfile", "-hostfile", "--machinefile",
+                                   "-machinefile", "-H", "--host", "-host", "--map-by", "-map-by", "--default-hostfile"})
+            if (w == option || w.rfind(std::string(option) + "=", 0) == 0) return true;
+    }
+    return false;
+}
+
 } // namespace
 
 int run(const JobSpec &job) {
@@ -53,6 +89,17 @@ int run(const JobSpec &job) {
     // (hydra forwards everything by default).
     ::setenv("SLUICE_SPAWNER", "mpi", 1);
     ::setenv("SLUICE_JOB_ID", job.job_id.c_str(), 1);
+    // Open MPI refuses more ranks than cores ("not enough slots") where the
+    // local spawner and hydra run them; ask for the same here.
+    if (flavor == Flavor::openmpi && !placement_given(command)) {
+        const unsigned cores = cores_here();
+        if (cores > 0 && job.ranks > cores) {
+            command.push_back("--oversubscribe");
+            if (job.verbose)
+                std::fprintf(stderr, "sluicerun: %u ranks on %u cores: passing --oversubscribe to Open MPI's mpirun\n",
+                             job.ranks, cores);
+        }
+    }
     command.push_back("-n");
     command.push_back(std::to_string(job.ranks));
     if (flavor == Flavor::openmpi) {

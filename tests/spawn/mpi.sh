@@ -104,11 +104,28 @@ else
     fail "-spawner=local with SLUICE_SPAWNER=mpi:"; sed 's/^/    /' "$out"
 fi
 SLUICE_SPAWNER=pmix "$sluicerun" -v -t -n 2 "$prog" empty > "$out" 2>&1
-if grep -q '^sluicerun: spawner pmi ' "$out"; then
-    pass "SLUICE_SPAWNER=pmix chooses the pmi spawner"
+if grep -q '^sluicerun: spawner pmi (SLUICE_SPAWNER)' "$out"; then
+    pass "SLUICE_SPAWNER=pmix chooses the pmi spawner, and -v says SLUICE_SPAWNER did"
 else
     fail "SLUICE_SPAWNER=pmix:"; sed 's/^/    /' "$out"
 fi
+# -v names the one source that chose the spawner.
+verbose_source() {
+    what=$1 pattern=$2
+    shift 2
+    env -u SLURM_JOB_ID -u PBS_NODEFILE -u SLUICE_SSH_NODES -u SLUICE_SSH_NODEFILE "$@" "$sluicerun" -v -t $flag -n 2 "$prog" empty > "$out" 2>&1
+    if grep -q "^sluicerun: spawner $pattern" "$out"; then
+        pass "-v $what: $(grep '^sluicerun: spawner' "$out" | cut -c1-90)"
+    else
+        fail "-v $what: no line 'sluicerun: spawner $pattern':"; sed 's/^/    /' "$out"
+    fi
+}
+flag=
+verbose_source "with no choice" "[a-z]* (the default;"
+verbose_source "with SLUICE_SSH_NODES" "ssh (SLUICE_SSH_NODES is set)" SLUICE_SSH_NODES=localhost
+verbose_source "with SLURM_JOB_ID" "pmi (SLURM_JOB_ID is set" SLURM_JOB_ID=1
+flag=-spawner=local
+verbose_source "with -spawner=local" "local (-spawner)" SLUICE_SPAWNER=mpi
 
 # ---- singleton by mistake ---------------------------------------------------
 # A rank that comes up alone where the launcher's environment says more.
@@ -143,6 +160,14 @@ run_flavor() {
             fi
         fi
     done
+    # More ranks than cores with the bare mpirun: sluicerun asks Open MPI
+    # to oversubscribe, as the local spawner and hydra do by themselves.
+    many=$(( $(nproc) + 1 ))
+    if [ "$many" -le 9 ]; then
+        if SLUICE_MPIRUN=$run expect "[$label] $many ranks on $(nproc) cpus, bare mpirun" 0 "${id}o" "$sluicerun" -spawner=mpi -n "$many" "$prog" check; then
+            pass "[$label] $many ranks on $(nproc) cpus with SLUICE_MPIRUN=${run##*/}: $(grep -c '^rank [0-9]* of' "$out") ranks ran"
+        fi
+    fi
     expect "[$label] exit 3 on rank 1" 3 "${id}x" "$sluicerun" -spawner=mpi -n 3 "$prog" exit 3 1 &&
         pass "[$label] exit 3 on rank 1 of 3: sluicerun returns 3"
     expect "[$label] crash of rank 1" nonzero "${id}s" "$sluicerun" -spawner=mpi -n 3 "$prog" crash 1 &&
