@@ -5,6 +5,8 @@
 // options and failures.
 #include "tests/harness.hpp"
 
+#include "sluice_config.h"
+
 #include <gtest/gtest.h>
 
 using namespace sluice_test;
@@ -242,6 +244,28 @@ TEST(Launcher, BadRankCountIsRejected) {
         EXPECT_TRUE(r.rank_pids.empty()) << r.describe();
         EXPECT_FALSE(r.err.empty()) << "no message for -n " << n << "\n" << r.describe();
     }
+}
+
+// SLUICE_BACKTRACE=1 on a crash: with libdw, the frames name the demangled
+// function and the file:line of the test program's source.
+TEST(Backtrace, FatalSignalNamesFunctionAndSourceLine) {
+#ifndef SLUICE_HAVE_LIBDW
+    GTEST_SKIP() << "built without libdw (configure found no elfutils/libdwfl.h): plain backtraces only";
+#endif
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 1;
+    spec.program = {exit_program(), "signal", "0", "SEGV"};
+    spec.env = {{"SLUICE_BACKTRACE", "1"},
+                {"ASAN_OPTIONS", "handle_segv=0:detect_leaks=0"},
+                {"TSAN_OPTIONS", "handle_segv=0"}};
+    spec.time_limit = hard_limit;
+    JobResult r = run_job(spec);
+    expect_clean_end(r);
+    EXPECT_EQ(r.code, 128 + SIGSEGV) << r.describe();
+    EXPECT_NE(r.err.find("die_by(std::"), std::string::npos) << "no demangled die_by(...) frame\n" << r.describe();
+    EXPECT_NE(r.err.find("exit_test.cpp:"), std::string::npos) << "no file:line of the test source\n" << r.describe();
+    EXPECT_EQ(r.err.find("_ZN"), std::string::npos) << "a mangled name is left\n" << r.describe();
 }
 
 // A knob value outside its range ends the job before any rank starts, with
