@@ -161,11 +161,13 @@ public:
         ::_exit(code);
     }
 
+    // Nobody else unlinks our names under this launcher.
     void exit_notify(int, bool in_signal) override {
+        shm_names_.unlink_all();
         if (in_signal) in_signal_.store(true);
     }
 
-    // Only what Sluice initialized, and never inside a signal handler.
+    // Only what Sluice initialized, and never where PMI2 may be interrupted.
     void fini() override {
         if (in_signal_.load()) return;
         std::lock_guard<std::mutex> lock(mutex_);

@@ -127,9 +127,10 @@ public:
     }
 
     // A graceful exit finalizes (Open MPI's mpirun calls a rank that exits
-    // after PMIx_Init without PMIx_Finalize a failure), but never inside a
-    // signal handler: the signal may have interrupted PMIx itself.
+    // after PMIx_Init without PMIx_Finalize a failure), but not when PMIx
+    // may be interrupted (`in_signal`).  Nobody else unlinks our names.
     void exit_notify(int, bool in_signal) override {
+        shm_names_.unlink_all();
         if (in_signal) in_signal_.store(true);
     }
 

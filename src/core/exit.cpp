@@ -6,17 +6,21 @@
 // elects a leader through rank 0 (or itself, if rank 0 does not answer) that
 // sends one exit request to every rank, O(N) in all; if that fails too, the
 // bootstrap's abort ends the job.  An alarm bounds the whole body, so the
-// process always ends with its code.
+// process always ends with its code.  The bootstrap's last calls (finalize
+// or abort) run on the main thread whenever it can be reached, as MPI wants.
 #include "core/runtime.hpp"
 
 #include "base/knobs.hpp"
 #include "sluice_config.h"
 
+#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,11 +28,50 @@ namespace sluice::core {
 namespace {
 
 long thread_id() { return ::syscall(SYS_gettid); }
+bool on_main_thread() { return thread_id() == ::getpid(); }
 
 std::atomic<int> alarm_code{1};
 void on_alarm(int) { ::_exit(alarm_code.load()); }
 
-void on_termination_signal(int sig) { runtime().exit_from_signal(sig); }
+constexpr int termination_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// A termination signal's exit runs on a thread of its own, never in the
+// handler: it polls, takes locks and may call MPI_Abort, PMIx_Abort or
+// PMI2_Abort, none of them async-signal-safe.  The handler only writes the
+// signal's number into a pipe that the thread, started at init, reads.
+int signal_pipe[2] = {-1, -1};
+std::thread *signal_thread = nullptr;  // never destroyed: the process may end while it waits
+
+// A second signal while exiting hurries the end.
+void on_termination_signal(int sig) {
+    const int saved = errno;
+    runtime().exit_signal_forward(sig);
+    errno = saved;
+}
+
+void signal_thread_main() {
+    sigset_t block;
+    sigemptyset(&block);
+    for (int sig : termination_signals) sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, nullptr);  // the handler runs on the application's threads
+    for (;;) {
+        unsigned char sig = 0;
+        const ssize_t n = ::read(signal_pipe[0], &sig, 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != 1 || sig == 0) return;  // finalize stops the thread with a 0
+        runtime().exit_from_signal(sig);
+    }
+}
+
+// A child of fork() has no signal thread: its signals must not reach the
+// parent's through the inherited pipe.
+void signals_default_in_child() {
+    for (int sig : termination_signals) std::signal(sig, SIG_DFL);
+    for (int &fd : signal_pipe) {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+}
 
 #ifdef HAVE_ON_EXIT
 void on_process_end(int code, void *) { runtime().exit_from_process_end(code); }
@@ -101,10 +144,16 @@ void exit_handlers_register(am::AmEngine &am) {
     am.system_register(am::sys_exit_request, ExitHandlers::request);
     am.system_register(am::sys_exit_ack, ExitHandlers::ack);
 
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    if (signal_pipe[0] < 0 && ::pipe2(signal_pipe, O_CLOEXEC) == 0) {
+        static bool atfork = false;
+        if (!atfork) atfork = ::pthread_atfork(nullptr, nullptr, signals_default_in_child) == 0;
+        signal_thread = new std::thread(signal_thread_main);
+    }
+    for (int sig : termination_signals) {
         struct sigaction sa {};
         sa.sa_handler = on_termination_signal;
         sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
         ::sigaction(sig, &sa, nullptr);
     }
     static bool hooked = false;
@@ -120,7 +169,18 @@ void exit_handlers_register(am::AmEngine &am) {
 
 // After finalize the process is the application's again.
 void exit_handlers_release() {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) std::signal(sig, SIG_DFL);
+    for (int sig : termination_signals) std::signal(sig, SIG_DFL);
+    if (signal_thread) {
+        const unsigned char stop = 0;
+        if (::write(signal_pipe[1], &stop, 1) != 1) return;  // keep the pipe for the thread that reads it
+        signal_thread->join();
+        delete signal_thread;
+        signal_thread = nullptr;
+    }
+    for (int &fd : signal_pipe) {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
 }
 
 bool Runtime::exit_head(int code) {
@@ -134,6 +194,15 @@ bool Runtime::exit_head(int code) {
 
 void Runtime::exit_park() {
     if (exit_thread_.load() == thread_id()) return;  // the exit itself polls
+    if (on_main_thread()) {
+        // The exiting thread hands the bootstrap's last calls to the main
+        // thread when it is here: MPI wants MPI_Finalize from it.
+        main_parked_.store(true);
+        main_parked_.notify_all();
+        exit_handoff_.wait(false);
+        exit_finish();
+        exit_tail();
+    }
     for (;;) ::pause();
 }
 
@@ -148,20 +217,24 @@ void Runtime::exit(int code) {
 
 void Runtime::exit_from_process_end(int code) {
     if (!running() || !exit_head(code)) return;
+    if (bootstrap_calls > 0) {
+        // exit() from inside a bootstrap collective: the bootstrap's library
+        // is ending the process (MPICH's abort path does, from its progress
+        // loop) and must not be entered again.
+        bootstrap_->exit_notify(code, true);
+        return;
+    }
     exit_body(code);
 }
 
+void Runtime::exit_signal_forward(int sig) {
+    if (exit_started_.load() || signal_pipe[1] < 0) ::_exit(exit_started_.load() ? exit_code_.load() : 128 + sig);
+    const unsigned char s = static_cast<unsigned char>(sig);
+    if (::write(signal_pipe[1], &s, 1) != 1) ::_exit(128 + sig);
+}
+
 void Runtime::exit_from_signal(int sig) {
-    if (exit_started_.load()) ::_exit(exit_code_.load());  // a second signal: hurry
-    // The signal interrupted a conduit mid-update on this thread: the exit
-    // runs when the conduit leaves that section, outside the handler.
-    for (auto &t : transports_)
-        if (!t->signal_exit_safe()) {
-            base::signal_deferred.store(sig);
-            return;
-        }
-    exit_in_signal_.store(true);
-    exit(128 + sig);
+    if (running()) exit(128 + sig);
 }
 
 void Runtime::exit_tail() {
@@ -203,7 +276,7 @@ void Runtime::exit_body(int code) {
     am.user_handlers_disable();
     progress_stop_.store(true);
     base::say("exit with code %d", code);
-    if (!exit_in_signal_.load()) am.credit_stats_write();
+    am.credit_stats_write();
 
     bool graceful = size_ == 1;
     if (!graceful) {
@@ -257,13 +330,33 @@ void Runtime::exit_body(int code) {
     exit_code_.store(job_code);
     alarm_code.store(job_code);
     std::fflush(nullptr);
-    if (!graceful) {
-        base::say("exit coordination timed out; aborting the job");
-        bootstrap_->abort(job_code);
+    if (!graceful) base::say("exit coordination timed out; aborting the job");
+    exit_graceful_.store(graceful);
+    if (!on_main_thread() && exit_main_parks()) {
+        exit_handoff_.store(true);
+        exit_handoff_.notify_all();
+        for (;;) ::pause();  // the main thread ends the process
     }
-    bootstrap_->exit_notify(job_code, exit_in_signal_.load());
-    bootstrap_->fini();
+    exit_finish();
     ::alarm(0);
+}
+
+// The main thread parks as soon as it polls after the exit started; one that
+// has not by now runs the program's own code and cannot be reached.
+bool Runtime::exit_main_parks() const {
+    const std::uint64_t deadline = base::now_ns() + 100 * 1000 * 1000;
+    while (!main_parked_.load()) {
+        if (base::now_ns() > deadline) return false;
+        ::usleep(1000);
+    }
+    return true;
+}
+
+void Runtime::exit_finish() {
+    const int code = exit_code_.load();
+    if (!exit_graceful_.load()) bootstrap_->abort(code);
+    bootstrap_->exit_notify(code, false);
+    bootstrap_->fini();
 }
 
 } // namespace sluice::core

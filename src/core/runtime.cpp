@@ -98,6 +98,7 @@ Status Runtime::init(int *, char ***) {
     system_handlers_register();
 
     state_.store(State::running, std::memory_order_release);
+    BootstrapCall in_bootstrap;
     if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "start-up barrier failed");
     if (base::knob_bool(base::Knob::PROGRESS_THREAD)) progress_thread_start();
     base::say("running: %u hosts, %zu ranks on this host", host_count_, local_ranks_.size());
@@ -205,7 +206,10 @@ Status Runtime::finalize() {
     // answer it.  It makes no bootstrap call, unless it finds a peer dead:
     // the exit that follows may then abort the job (MPI_Abort under mpi).
     if (acknowledged && !progress_thread_.joinable()) progress_thread_start();
-    (void)bootstrap_->barrier();
+    {
+        BootstrapCall in_bootstrap;
+        (void)bootstrap_->barrier();
+    }
     progress_thread_stop();
     am.credit_stats_write();
     state_.store(State::finalized);
@@ -233,6 +237,13 @@ Status Runtime::segment_attach(std::size_t size) {
     void *base = nullptr;
     std::string key;
     if (Status s = owner->segment_create(size, &base, key); s != Status::ok) return s;
+    // Until every rank has mapped it, the segment has a name in /dev/shm.
+    // A rank that exits before attaching reaches the others here, where they
+    // poll and leave by the exit protocol (which unlinks the name), rather
+    // than in the bootstrap's collective below, where an MPI launcher kills
+    // them and nobody unlinks it.
+    if (Status s = barrier(); s != Status::ok) return s;
+    BootstrapCall in_bootstrap;
     std::string record(16, '\0');
     const std::uint64_t b = reinterpret_cast<std::uint64_t>(base), n = size;
     std::memcpy(record.data(), &b, 8);

@@ -48,7 +48,9 @@ public:
     [[noreturn]] void exit(int code);
     // on_exit/atexit: the program is ending with `code` without sluice_exit.
     void exit_from_process_end(int code);
-    // A termination signal arrived.
+    // A termination signal arrived: the handler forwards it (async-signal-
+    // safe), the signal thread runs the exit.
+    void exit_signal_forward(int sig);
     void exit_from_signal(int sig);
 
     am::AmEngine am;
@@ -75,6 +77,8 @@ private:
     void exit_body(int code);
     [[noreturn]] void exit_tail();
     void exit_park();  // returns only on the exiting thread
+    bool exit_main_parks() const;
+    void exit_finish();  // the bootstrap's last calls: abort, or notify and fini
     bool exit_wait(std::uint64_t deadline, bool (Runtime::*done)() const);
     bool exit_reduced() const;
     bool exit_elected() const;
@@ -111,7 +115,9 @@ private:
     // exit state
     std::atomic<bool> exit_started_{false};
     std::atomic<int> exit_code_{0};
-    std::atomic<bool> exit_in_signal_{false};  // exit_body runs in a signal handler
+    std::atomic<bool> exit_graceful_{false};
+    std::atomic<bool> main_parked_{false};   // the main thread waits in exit_park
+    std::atomic<bool> exit_handoff_{false};  // the main thread runs exit_finish
     std::atomic<long> exit_thread_{0};
     std::atomic<int> exit_arrivals_{0};
     std::atomic<int> exit_max_code_{0};
@@ -122,6 +128,16 @@ private:
     std::atomic<int> exit_acks_{0};
     std::atomic<int> exit_leader_code_{0};
     std::atomic<bool> exit_leader_heard_{false};  // a leader's request (with its code) arrived
+};
+
+// This thread is inside one of the bootstrap's collectives (MPI under the
+// mpi backend); an exit() from in there must not call the bootstrap again.
+inline thread_local int bootstrap_calls = 0;
+struct BootstrapCall {
+    BootstrapCall() { ++bootstrap_calls; }
+    ~BootstrapCall() { --bootstrap_calls; }
+    BootstrapCall(const BootstrapCall &) = delete;
+    BootstrapCall &operator=(const BootstrapCall &) = delete;
 };
 
 extern Runtime *const runtime_instance;

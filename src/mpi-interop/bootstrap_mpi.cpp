@@ -79,6 +79,17 @@ int on_self_delete(MPI_Comm, int, void *, void *) {
     return MPI_SUCCESS;
 }
 
+// This thread is inside one of the backend's MPI calls.  MPICH's abort
+// path calls exit() from inside its progress loop; an exit hook that got
+// here must not call MPI again (UCX asserts on the re-entry).
+thread_local int in_mpi = 0;
+struct InMpi {
+    InMpi() { ++in_mpi; }
+    ~InMpi() { --in_mpi; }
+    InMpi(const InMpi &) = delete;
+    InMpi &operator=(const InMpi &) = delete;
+};
+
 bool mpi_finalized() {
     int done = 0;
     MPI_Finalized(&done);
@@ -146,6 +157,7 @@ public:
     }
 
     bool allgather(const void *in, std::size_t len, std::vector<std::string> &out) override {
+        InMpi guard;
         const int mine = static_cast<int>(len);
         std::vector<int> lengths(size_), offsets(size_);
         if (MPI_Allgather(&mine, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_) != MPI_SUCCESS) return false;
@@ -162,11 +174,19 @@ public:
         return true;
     }
 
-    bool barrier() override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
+    bool barrier() override {
+        InMpi guard;
+        return MPI_Barrier(comm_) == MPI_SUCCESS;
+    }
 
+    // MPI_Abort on MPI_COMM_WORLD when the job is all of it: MPICH 4.0 ends
+    // a job through its launcher (PMI abort, which hydra reports with the
+    // code) only for MPI_COMM_WORLD; on a duplicate it signals the peers
+    // itself, which a rank busy in its own code never hears.
     [[noreturn]] void abort(int code) override {
         shm_names_.unlink_all();
-        if (!mpi_finalized()) MPI_Abort(comm_ == MPI_COMM_NULL ? MPI_COMM_WORLD : comm_, code);
+        if (!in_mpi && !mpi_finalized())
+            MPI_Abort(comm_ == MPI_COMM_NULL || !subset() ? MPI_COMM_WORLD : comm_, code);
         ::_exit(code);
     }
 
@@ -177,12 +197,15 @@ public:
     // non-zero exit without it for a crash and SIGKILLs the ranks still on
     // their way out, so the job ends with 9 instead of the code.  Every rank
     // is here (a graceful exit is collective), so finalize MPI if nobody
-    // has, from the main thread as MPI requires, never inside a signal
-    // handler (the signal may have interrupted MPI itself).
+    // has.  The runtime calls this from the main thread whenever that thread
+    // can be reached.  `in_signal`: MPI may be interrupted (exit() from
+    // inside it), leave it alone.  Either way no shared-memory name is left:
+    // under mpirun nobody else would unlink it.
     void exit_notify(int code, bool in_signal) override {
         (void)code;
+        shm_names_.unlink_all();
         exit_in_signal_ = in_signal;
-        if (in_signal || mpi_finalized() || ::gettid() != ::getpid()) return;
+        if (in_signal || in_mpi || mpi_finalized()) return;
         shared.exiting = true;
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
         MPI_Finalize();
@@ -190,9 +213,10 @@ public:
 
     void fini() override {
         shared.job = MPI_COMM_NULL;
-        // An exit inside a signal handler leaves MPI alone: the signal may
-        // have interrupted MPI itself, and the launcher ends the job anyway.
-        if (!mpi_finalized() && !exit_in_signal_) {
+        if (!mpi_finalized() && !exit_in_signal_ && !in_mpi) {
+            // Sluice is going away: the MPI_COMM_SELF callback must not
+            // finalize it again over the communicator freed here.
+            shared.exiting = true;
             if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
             if (shared.we_initialized && !shared.in_mpi_finalize) MPI_Finalize();
         }

@@ -6,10 +6,15 @@
 #include <mpix_sluice.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <string>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 // tests/mpi/pmpi_count.cpp
@@ -211,6 +216,62 @@ int world_rank() {
     return r;
 }
 
+// How many shared-memory segments of this job (SLUICE_JOB_ID, set by
+// hybrid.sh) exist on this host.
+int segment_files() {
+    const char *job = std::getenv("SLUICE_JOB_ID");
+    if (!job) return 0;
+    const std::string prefix = std::string("sluice.") + job + ".seg.";
+    int count = 0;
+    if (DIR *d = ::opendir("/dev/shm")) {
+        while (dirent *e = ::readdir(d))
+            if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) ++count;
+        ::closedir(d);
+    }
+    return count;
+}
+
+// Waits, at most `seconds`, until `done()`; says whether it came.
+template <class Done> bool wait_for(Done done, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        ::usleep(1000);
+    }
+    return true;
+}
+
+// Spins in the program's own code, never calling Sluice or MPI, until the
+// exit ends the process (hybrid.sh's timeout ends it otherwise).
+[[noreturn]] void spin_forever() {
+    static std::atomic<unsigned long> spins{0};
+    for (;;) spins.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A thread that calls sluice_exit(code) once `go` is set.
+std::atomic<bool> go{false};
+std::thread exit_thread(int code) {
+    return std::thread([code] {
+        while (!go.load()) ::usleep(100);
+        sluice_exit(code);
+    });
+}
+
+// What the other threads of a rank do while one thread exits.
+void busy(const std::string &what) {
+    const sluice_rank_t next = (sluice_rank() + 1) % sluice_size();
+    void *base = nullptr;
+    size_t size = 0;
+    (void)sluice_segment_info(next, &base, &size);
+    uint32_t value = 1;
+    for (;;) {
+        if (what == "barrier") (void)sluice_barrier();
+        else if (what == "poll") (void)sluice_poll();
+        else if (what == "send") (void)sluice_put(next, base, &value, sizeof value);
+        else spin_forever();
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -318,6 +379,56 @@ int main(int argc, char **argv) {
         if (sluice_rank() == sluice_size() - 1) MPI_Abort(MPI_COMM_WORLD, 4);
         (void)sluice_barrier();
         return 1;
+    } else if (mode == "exit-before-attach") {
+        // sluice_exit(7) on the last rank between sluice_init and
+        // segment_attach, once every other rank has created its segment
+        // inside segment_attach: code 7, and hybrid.sh checks no segment is
+        // left.
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        const int others = static_cast<int>(sluice_size()) - 1;
+        if (static_cast<int>(sluice_rank()) == others) {
+            // A bounded wait: a Sluice that creates no segment before its
+            // peers meet in segment_attach exits after it all the same.
+            (void)wait_for([&] { return segment_files() >= others; }, 5.0);
+            sluice_exit(7);
+        }
+        (void)sluice_segment_attach(4096);
+        (void)sluice_barrier();
+        return 1;
+    } else if (mode.rfind("thread-exit-", 0) == 0) {
+        // thread-exit-WHAT: Sluice initializes MPI; on the last rank a second
+        // thread calls sluice_exit(7) while the main thread (and the main
+        // thread of every other rank) does WHAT: barrier, poll, send, spin,
+        // or exits too ("all": four threads of every rank exit with 7).
+        const std::string what = mode.substr(std::strlen("thread-exit-"));
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        EXPECT(sluice_segment_attach(4096) == SLUICE_OK);
+        EXPECT(sluice_barrier() == SLUICE_OK);
+        const bool last = sluice_rank() == sluice_size() - 1;
+        std::vector<std::thread> threads;
+        if (last || what == "all") threads.push_back(exit_thread(7));
+        if (what == "all")
+            for (int i = 0; i < 2; ++i) threads.push_back(exit_thread(7));
+        go.store(true);
+        if (what == "all") sluice_exit(7);
+        busy(what);
+    } else if (mode == "exit-spin") {
+        // sluice_exit(5) on the last rank while the others spin in their own
+        // code and never call Sluice or MPI again.
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        EXPECT(sluice_barrier() == SLUICE_OK);
+        if (sluice_rank() == sluice_size() - 1) sluice_exit(5);
+        spin_forever();
+    } else if (mode == "signal-barrier" || mode == "signal-spin") {
+        // SIGINT to the last rank while the others wait in a barrier; or
+        // SIGTERM to the last rank while every rank spins in its own code
+        // (the exit must still run, out of the signal handler).
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        EXPECT(sluice_barrier() == SLUICE_OK);
+        const bool spin = mode == "signal-spin";
+        if (sluice_rank() == sluice_size() - 1) ::kill(::getpid(), spin ? SIGTERM : SIGINT);
+        if (spin) spin_forever();
+        for (;;) (void)sluice_barrier();
     } else if (mode == "return-from-main") {
         // Return from main with MPI and Sluice both initialized.
         MPI_Init(&argc, &argv);
@@ -340,7 +451,8 @@ int main(int argc, char **argv) {
         MPI_Finalize();
     } else {
         std::fprintf(stderr, "usage: %s mpi-first|sluice-first|mpi-finalize-first|thread-level|subset|data-path|"
-                             "mpix|mpix-before-mpi|wrapped\n",
+                             "mpix|mpix-before-mpi|exit-one|mpi-abort-one|return-from-main|exit-before-attach|"
+                             "thread-exit-{barrier,poll,send,spin,all}|exit-spin|signal-barrier|signal-spin|wrapped\n",
                      argv[0]);
         return 2;
     }
