@@ -33,6 +33,7 @@ int case_basic(int argc, char **argv);
 int case_host(int argc, char **argv);
 int case_allgather(int argc, char **argv);
 int case_barrier(int argc, char **argv);
+int case_delivery(int argc, char **argv);
 int case_am(int argc, char **argv);
 int case_args(int argc, char **argv);
 int case_chain(int argc, char **argv);
