@@ -76,9 +76,12 @@ typedef uint32_t sluice_rank_t;
  * launcher is a 1-rank job.  Calling it twice gives SLUICE_ERR_STATE. */
 sluice_status_t sluice_init(int *argc, char ***argv);
 /* Collective.  Drains outstanding operations, runs a barrier and releases
- * every resource.  The process goes on (MPI may still be used); Sluice may
- * not be initialized again.  Returning from main() without it is allowed:
- * that is an exit with main's return code. */
+ * every resource.  When it returns on any rank, every AM request any rank
+ * sent before calling it has run its handler, and the reply each handler
+ * sent (and the hidden one) has run at the requester.  The process goes on
+ * (MPI may still be used); Sluice may not be initialized again.  Returning
+ * from main() without it is allowed: that is an exit with main's return
+ * code. */
 sluice_status_t sluice_finalize(void);
 int sluice_initialized(void);
 /* 1 if the calling thread is running a Sluice AM handler, else 0.  Code that
@@ -205,7 +208,13 @@ sluice_status_t sluice_nbi_sync(void);
 
 /* ---- collectives, progress, exit ----------------------------------------- */
 /* Collective.  Returns when every rank has entered it; polls while waiting.
- * May be called before sluice_segment_attach. */
+ * Every AM request any rank sent before it entered the barrier has run its
+ * handler before any rank returns (and so have the replies those handlers
+ * sent to requests of the rank that returns); blocking Puts and Gets issued
+ * before it are complete everywhere.  Non-blocking RMA is not waited for:
+ * sync it first.  Requests sent by other threads while a thread is in the
+ * barrier may or may not be included.  May be called before
+ * sluice_segment_attach. */
 sluice_status_t sluice_barrier(void);
 /* Collective.  Every rank contributes `length` bytes (the same length on all
  * ranks, at most sluice_am_max_medium()); `out` receives size*length bytes in

@@ -43,6 +43,8 @@ conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, st
 
 // The engine whose credit system messages arrive (one per process).
 AmEngine *credit_owner = nullptr;
+// The engine whose flush messages arrive.
+AmEngine *flush_owner = nullptr;
 
 } // namespace
 
@@ -67,6 +69,12 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
     }
     system_[sys_noop_reply] = [](sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {};
     system_[sys_credit] = credit_system_message;
+    system_[sys_flush] = flush_request;
+    system_[sys_flush_reply] = flush_reply;
+    flush_owner = this;
+    sent_to_ = std::make_unique<std::atomic<std::uint8_t>[]>(size);
+    for (Rank r = 0; r < size; ++r) sent_to_[r].store(0, std::memory_order_relaxed);
+    sent_any_.store(false);
     credit_.reset();
     const credit::Flow flow = credit::flow_from_knobs();
     if (flow == credit::Flow::forced || (flow == credit::Flow::automatic && transport_needs_credits)) {
@@ -220,6 +228,7 @@ Status AmEngine::request(Rank dest, const Send &m, const char *op) {
                             "a handler may only reply; send the request after the handler returns",
                             "request sent from inside a handler");
     if (Status s = check_send(dest, m, op); s != Status::ok) return s;
+    sent_mark(dest);
     if (credit_) return transmit(dest, m, conduit::am_flag_credit, credit_acquire(dest, m));
     return transmit(dest, m, 0);
 }
@@ -246,6 +255,32 @@ Status AmEngine::system_request(Rank dest, const Send &m) {
 Status AmEngine::system_reply(Token *token, const Send &m) {
     token->state |= Token::token_replied;
     return reply_transmit(token, m, conduit::am_flag_system | conduit::am_flag_reply);
+}
+
+Status AmEngine::flush_begin(std::uint64_t &target) {
+    target = flush_sent_.load(std::memory_order_relaxed);
+    if (!sent_any_.load(std::memory_order_acquire)) return Status::ok;
+    sent_any_.store(false, std::memory_order_relaxed);
+    Send m;
+    m.handler = sys_flush;
+    for (Rank r = 0; r < size_; ++r) {
+        if (!sent_to_[r].load(std::memory_order_relaxed)) continue;
+        sent_to_[r].store(0, std::memory_order_relaxed);
+        if (Status s = system_request(r, m); s != Status::ok)
+            return base::report(s, "flush", nullptr, "could not send a flush to rank %u", r);
+        target = flush_sent_.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+    return Status::ok;
+}
+
+void AmEngine::flush_request(sluice_token_t token, void *, std::size_t, const std::uint32_t *, unsigned) {
+    Send m;
+    m.handler = sys_flush_reply;
+    (void)flush_owner->system_reply(token, m);
+}
+
+void AmEngine::flush_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {
+    flush_owner->flush_answered_.fetch_add(1, std::memory_order_release);
 }
 
 // A reply to a request that took credits gives them back (and may grant

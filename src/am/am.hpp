@@ -53,6 +53,8 @@ enum SystemHandler : std::uint8_t {
     sys_get,
     sys_get_reply,
     sys_credit,           // a credit engine system message (ask, grant, revoke, give)
+    sys_flush,            // flush: answered after every earlier request from its sender ran
+    sys_flush_reply,
     sys_count
 };
 
@@ -105,6 +107,7 @@ public:
     Status request_short(Rank dest, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                          const char *operation) {
         if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs), 1)) {
+            sent_mark(dest);
             if (!credit_) return route_[dest]->send_short(dest, handler, 0, 0, args, nargs);
             std::uint8_t byte;
             if (__builtin_expect(credit_take(dest, 1, byte), 1))
@@ -129,6 +132,19 @@ public:
     // Runtime-internal messages: no user checks, no credits.
     Status system_request(Rank dest, const Send &m);
     Status system_reply(Token *token, const Send &m);
+
+    // Flush: sends a flush request to every peer this rank sent a user
+    // request to since the last flush, and returns a target for
+    // flush_done().  A conduit delivers a peer's requests in order, one
+    // handler after the other (transport.hpp), so the answer to a flush
+    // means every earlier request from this rank to that peer has run its
+    // handler, and the replies they sent, hidden or not, have run here.
+    // The caller polls until flush_done(target); barrier and finalize
+    // flush first, so no request is still unhandled when they return.
+    Status flush_begin(std::uint64_t &target);
+    bool flush_done(std::uint64_t target) const {
+        return flush_answered_.load(std::memory_order_acquire) >= target;
+    }
 
     // Inline: the empty poll is what a waiting rank spins on.
     int poll(PollMode mode = PollMode::all) {
@@ -180,6 +196,15 @@ private:
         std::uint16_t signature = unregistered;
     };
 
+    // A user request to `dest` is on its way: the next flush includes it.
+    // A load of a line that stays shared while nothing changes, so the
+    // latency path pays no store after the first request.
+    void sent_mark(Rank dest) {
+        if (__builtin_expect(!sent_to_[dest].load(std::memory_order_relaxed), 0)) {
+            sent_to_[dest].store(1, std::memory_order_relaxed);
+            sent_any_.store(true, std::memory_order_release);
+        }
+    }
     bool short_ok(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) const {
         return nargs <= SLUICE_AM_MAX_ARGS && (args || !nargs) &&
                user_[handler].signature == signature(AmCategory::short_, nargs);
@@ -215,6 +240,8 @@ private:
     // (from poll), so a full wire never nests handlers.
     [[gnu::noinline]] void credit_flush();
     static void credit_system_message(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned);
+    static void flush_request(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
+    static void flush_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
     [[noreturn]] void dispatch_refuse(const conduit::AmHeader &h) const;
 
     Rank rank_ = 0, size_ = 0;
@@ -227,6 +254,12 @@ private:
     std::atomic<bool> user_enabled_{true};
     std::unique_ptr<credit::Engine> credit_;
     std::size_t largest_request_ = 0;  // receive space of the largest request
+    // Flush state: peers sent a user request since the last flush, flush
+    // requests sent and answered.
+    std::unique_ptr<std::atomic<std::uint8_t>[]> sent_to_;
+    std::atomic<bool> sent_any_{false};
+    std::atomic<std::uint64_t> flush_sent_{0};
+    std::atomic<std::uint64_t> flush_answered_{0};
 };
 
 } // namespace sluice::am

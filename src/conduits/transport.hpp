@@ -138,6 +138,10 @@ public:
     }
 
     // Runs the deliver callback for arrived messages; returns how many.
+    // Every conduit delivers the requests of one peer in the order they
+    // were sent, each handler returning before the next request of that
+    // peer is delivered, and the same for replies: src/am's flush (barrier,
+    // finalize) relies on it.
     int poll(PollMode mode = PollMode::all) { return poll_impl(mode); }
 
     // Segment set-up, driven by core: create mine, then (after core has

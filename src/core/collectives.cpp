@@ -43,10 +43,17 @@ void Runtime::system_handlers_register() {
 // Dissemination barrier: in round k, signal rank+2^k and wait for rank-2^k.
 // Epochs only grow and each (round, receiver) has one sender, so a rank
 // already in the next barrier can never erase a signal.
+//
+// Before it signals, a rank flushes the requests it sent (am::AmEngine::
+// flush_begin): every request sent before any rank entered has then run its
+// handler before any rank leaves.
 Status Runtime::barrier() {
     const char *op = "barrier";
     if (am::AmEngine::in_handler())
         return base::report(Status::context, op, "call barriers outside handlers", "called from a handler");
+    std::uint64_t flushed;
+    if (Status s = am.flush_begin(flushed); s != Status::ok) return s;
+    while (!am.flush_done(flushed)) poll();
     if (native_barrier_) return transports_[0]->barrier(poll_for_barrier, this);
     const std::uint64_t epoch = ++barrier_epoch_;
     for (std::uint32_t k = 0; (Rank{1} << k) < size_; ++k) {
