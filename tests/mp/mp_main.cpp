@@ -210,21 +210,24 @@ int case_barrier(int argc, char **argv) {
 }
 
 // ---- delivery: the README's program, checked ------------------------------
-// delivery <iterations>
-// Each iteration every rank sends a Short request to its right neighbour
-// (itself at 1 rank) and Puts into its segment, then enters a barrier.  The
+// delivery <iterations> [right|left]
+// Each iteration every rank sends a Short request to its right (or left)
+// neighbour (itself at 1 rank) and Puts into its segment, then enters a barrier.  The
 // handler counts and records the iteration in its own segment.  After the
 // barrier a rank checks that its own handler ran (it must not be the last
 // rank to arrive that still holds the request) and reads its neighbour's
 // record: the neighbour ran this rank's request before any rank left.  Last,
 // a request whose handler replies goes right before finalize: both handlers
-// must have run when finalize returns.
+// must have run when finalize returns.  To the left, at 4 ranks or more, the
+// target is never a partner of the sender in the barrier's rounds, so the
+// barrier's own messages cannot push the request through.
 namespace {
+sluice_rank_t delivery_step = 1;  // right: 1, left: nranks - 1
 std::atomic<std::uint64_t> delivered{0}, replies_run{0};
 void delivery_request(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
     sluice_rank_t src = UINT32_MAX;
     TOK(sluice_token_source(token, &src));
-    TCHECK((src + 1) % nranks == me, "a request from rank %u reached rank %u", src, me);
+    TCHECK((src + delivery_step) % nranks == me, "a request from rank %u reached rank %u", src, me);
     __atomic_store_n(reinterpret_cast<std::uint64_t *>(my_segment()), std::uint64_t{args[0]} + 1, __ATOMIC_RELEASE);
     delivered.fetch_add(1);
 }
@@ -237,35 +240,36 @@ void delivery_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *, 
 
 int case_delivery(int argc, char **argv) {
     const auto iterations = static_cast<std::uint32_t>(arg_number(argc, argv, 2, 200));
+    if (argc > 3 && std::strcmp(argv[3], "left") == 0) delivery_step = nranks - 1;
     TOK(sluice_handler_register(94, delivery_request, SLUICE_AM_SHORT, 1));
     TOK(sluice_handler_register(95, delivery_replying, SLUICE_AM_SHORT, 0));
     TOK(sluice_handler_register(96, delivery_reply, SLUICE_AM_SHORT, 0));
     attach(4096);
     TOK(sluice_barrier());
-    const sluice_rank_t right = (me + 1) % nranks;
-    auto *record = reinterpret_cast<std::uint64_t *>(segments[right].base);  // right's handler writes it
-    auto *put_slot = reinterpret_cast<std::uint64_t *>(segments[right].base) + 1;
+    const sluice_rank_t target = (me + delivery_step) % nranks;
+    auto *record = reinterpret_cast<std::uint64_t *>(segments[target].base);  // the target's handler writes it
+    auto *put_slot = reinterpret_cast<std::uint64_t *>(segments[target].base) + 1;
     for (std::uint32_t i = 0; i < iterations; ++i) {
         const std::uint32_t arg = i;
-        TOK(sluice_am_request_short(right, 94, &arg, 1));
+        TOK(sluice_am_request_short(target, 94, &arg, 1));
         const std::uint64_t value = 1000 + i;
-        TOK(sluice_put(right, put_slot, &value, sizeof value));
+        TOK(sluice_put(target, put_slot, &value, sizeof value));
         TOK(sluice_barrier());
         // The left neighbour may already send the next request, so this
         // rank has seen at least i + 1.
         TCHECK(delivered.load() >= i + 1, "after barrier %u this rank's handler ran %llu times: a request "
                "sent before the barrier was still unhandled", i, static_cast<unsigned long long>(delivered.load()));
         std::uint64_t seen = 0;
-        TOK(sluice_get(&seen, right, record, sizeof seen));
+        TOK(sluice_get(&seen, target, record, sizeof seen));
         TCHECK(seen == i + 1, "after barrier %u rank %u's handler had recorded iteration %llu of this rank's "
-               "requests: a rank left the barrier before every request had run", i, right,
+               "requests: a rank left the barrier before every request had run", i, target,
                static_cast<unsigned long long>(seen));
         std::uint64_t landed = 0;
-        TOK(sluice_get(&landed, right, put_slot, sizeof landed));
-        TCHECK(landed == value, "after barrier %u the Put to rank %u holds %llu", i, right,
+        TOK(sluice_get(&landed, target, put_slot, sizeof landed));
+        TCHECK(landed == value, "after barrier %u the Put to rank %u holds %llu", i, target,
                static_cast<unsigned long long>(landed));
     }
-    TOK(sluice_am_request_short(right, 95, nullptr, 0));
+    TOK(sluice_am_request_short(target, 95, nullptr, 0));
     TOK(sluice_finalize());
     TCHECK(delivered.load() == iterations + 1, "after finalize this rank's handlers ran %llu times, expected %u",
            static_cast<unsigned long long>(delivered.load()), iterations + 1);
@@ -289,7 +293,7 @@ const Case cases[] = {
     {"host", sluice_test::mp::case_host, "host"},
     {"allgather", sluice_test::mp::case_allgather, "allgather [iterations]"},
     {"barrier", sluice_test::mp::case_barrier, "barrier [plain] [mixed]"},
-    {"delivery", sluice_test::mp::case_delivery, "delivery [iterations]"},
+    {"delivery", sluice_test::mp::case_delivery, "delivery [iterations] [right|left]"},
     {"am", sluice_test::mp::case_am, "am [--max-medium=BYTES]"},
     {"args", sluice_test::mp::case_args, "args"},
     {"chain", sluice_test::mp::case_chain, "chain [round trips] [laps]"},

@@ -308,6 +308,7 @@ if [ "$have_nft" = 1 ]; then
     loss=5
     if [ "$quick" = 0 ]; then
         check_case "5 % UDP loss" 3 -- once 3000
+        mp_case "5 % UDP loss" 3 -- delivery 100 left
         check_case "5 % UDP loss, SLUICE_ROUTE=network" 6 SLUICE_ROUTE=network -- once 1000
         check_case "5 % UDP loss" 3 -- rma 1 1000 1473 4097 65537 1048577 4194309
         # Datagrams of 548 bytes: every Medium and Put of more than 500 bytes
