@@ -244,6 +244,8 @@ struct Report {
                            have_mpi ? "mpi_barrier_ns" : "", med("mpi_barrier", 0));
         if (have_mpi)
             target(barrier, Check::ratio_at_most, 0.7, "Barrier <= 0.7 x MPI_Barrier");
+        add(coll, "barrier_after_am_ns", 0, med("barrier_after_am", 0), have_mpi ? "mpi_barrier_ns" : "",
+            med("mpi_barrier", 0));
 
         if (!options.skip_launch) {
             const std::string launch = "Launch (empty program, wall time; ms)";

@@ -457,6 +457,19 @@ struct Suite {
             check(sluice_barrier(), "sluice_barrier");
         return (now_ns() - t0) / static_cast<double>(iters);
     }
+    // A barrier after each rank sent the other a Short request: the barrier
+    // then waits for the request's handler (its flush) as well.
+    double barrier_after_am_latency() {
+        const long iters = barrier_iterations(options.scale);
+        auto one = [&] {
+            check(sluice_am_request_short(peer, h_flood_short, nullptr, 0), "sluice_am_request_short");
+            check(sluice_barrier(), "sluice_barrier");
+        };
+        for (long i = 0; i < warmup_of(iters); ++i) one();
+        const double t0 = now_ns();
+        for (long i = 0; i < iters; ++i) one();
+        return (now_ns() - t0) / static_cast<double>(iters);
+    }
 
     // ---- the udp kind ----------------------------------------------------------
     // A UDP socket per rank, connected to the other's; rank 1 listens for
@@ -687,8 +700,11 @@ struct Suite {
         }
 
         const double b = barrier_latency();
-        if (me == 0)
+        const double ba = barrier_after_am_latency();
+        if (me == 0) {
             results.add("barrier", 0, b);
+            results.add("barrier_after_am", 0, ba);
+        }
         check(sluice_finalize(), "sluice_finalize");
         return 0;
     }
