@@ -258,7 +258,7 @@ TEST(Backtrace, FatalSignalNamesFunctionAndSourceLine) {
     spec.program = {exit_program(), "signal", "0", "SEGV"};
     spec.env = {{"SLUICE_BACKTRACE", "1"},
                 {"ASAN_OPTIONS", "handle_segv=0:detect_leaks=0"},
-                {"TSAN_OPTIONS", "handle_segv=0"}};
+                {"TSAN_OPTIONS", "handle_segv=0:report_signal_unsafe=0"}};  // libdw allocates: fatal path only
     spec.time_limit = hard_limit;
     JobResult r = run_job(spec);
     expect_clean_end(r);

@@ -56,8 +56,10 @@ stage=$tmp/stage
 failed=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-# show FILE: the end of a log, indented.
-show() { tail -12 "$1" | sed 's/^/    /'; }
+# show, run_job, build, mpi_name, oversubscribe, first_of; checks 1-5 run
+# their jobs with the staged libdir on LD_LIBRARY_PATH.
+job_tag=inst job_libpath=
+. "$here/common.sh"
 
 # ---- make install DESTDIR=... -------------------------------------------
 if make -C "$builddir" install DESTDIR="$stage" > "$tmp/install.log" 2>&1; then
@@ -92,6 +94,7 @@ sluicerun=$(find "$stage" -type f -name sluicerun | head -1)
 [ -e "$slibdir/libsluice.so" ] ||
     { fail "libsluice.so is not in the staged libdir $slibdir"; exit 1; }
 [ -n "$sluicerun" ] || { fail "sluicerun was not installed"; exit 1; }
+job_libpath=$slibdir
 
 # pcflags LABEL [--static] PKG: sets $flags to the flags of PKG, checked to
 # point into the staged install and never at the unstaged directories.
@@ -113,44 +116,6 @@ pcflags() {
     return 1
 }
 
-# Each job gets its own id, so its shared-memory names can be told from those
-# of other tests running at the same time (make -j check).
-jobs=0
-shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
-
-# run_job LABEL EXPECT command...: run one job under the hard time limit with
-# the staged libdir on LD_LIBRARY_PATH; it must exit 0, print a line
-# matching EXPECT and leave no shared memory behind.
-run_job() {
-    rl=$1 expect=$2; shift 2
-    jobs=$((jobs + 1))
-    job="inst$$j$jobs"
-    SLUICE_JOB_ID=$job LD_LIBRARY_PATH="$slibdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        timeout -k 5 60 "$@" > "$tmp/job.log" 2>&1
-    rc=$?
-    left=$(shm_of "$job")
-    if [ $rc -ne 0 ]; then
-        fail "$rl: exit code $rc; log:"; show "$tmp/job.log"
-    elif ! grep -q "$expect" "$tmp/job.log"; then
-        fail "$rl: no line matching '$expect'; log:"; show "$tmp/job.log"
-    elif [ -n "$left" ]; then
-        fail "$rl: left shared memory behind:" $left
-    else
-        pass "$rl: $(grep "$expect" "$tmp/job.log" | head -1)"
-    fi
-    for f in $left; do rm -f "/dev/shm/$f"; done
-}
-
-# build LABEL OUTPUT command...: one compile and link, its log shown on failure.
-build() {
-    bl=$1 out=$2; shift 2
-    if "$@" > "$tmp/build.log" 2>&1 && [ -x "$out" ]; then
-        return 0
-    fi
-    fail "$bl: build failed: $*"; show "$tmp/build.log"
-    return 1
-}
-
 # from_stage LABEL PROGRAM LIB: PROGRAM loads LIB from the staged libdir.
 from_stage() {
     where=$(LD_LIBRARY_PATH="$slibdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$2" | awk -v l="$3" '$1 == l { print $3 }')
@@ -161,12 +126,6 @@ from_stage() {
     return 1
 }
 
-# mpi_name MPIRUN: the MPI library an mpirun belongs to, as consumer_mpi prints it.
-mpi_name() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo "Open MPI"; else echo "MPICH"; fi; }
-# Open MPI refuses more ranks than cores unless told; MPICH's hydra
-# oversubscribes by itself and knows no such option.
-oversubscribe() { if [ "$(mpi_name "$1")" = "Open MPI" ]; then echo --oversubscribe; fi; }
-first_of() { for p in "$@"; do if command -v "$p" > /dev/null 2>&1; then command -v "$p"; return; fi; done; }
 
 mkdir -p "$tmp/pc"
 cd "$tmp" || exit 1

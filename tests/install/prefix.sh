@@ -30,44 +30,13 @@ mkdir -p "$tmp" && cd "$tmp" || exit 1
 failed=0
 pass() { echo "PASS: prefix: $*"; }
 fail() { echo "FAIL: prefix: $*"; failed=$((failed + 1)); }
-show() { tail -12 "$1" | sed 's/^/    /'; }
-first_of() { for p in "$@"; do if command -v "$p" > /dev/null 2>&1; then command -v "$p"; return; fi; done; }
-mpi_name() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo "Open MPI"; else echo "MPICH"; fi; }
-oversubscribe() { if [ "$(mpi_name "$1")" = "Open MPI" ]; then echo --oversubscribe; fi; }
-
-# build LABEL OUTPUT command...
-build() {
-    bl=$1 out=$2; shift 2
-    if "$@" > build.log 2>&1 && [ -x "$out" ]; then return 0; fi
-    fail "$bl: build failed: $*"; show build.log
-    return 1
-}
+job_tag=pfx job_libpath=
+. "$here/common.sh"
 # runpath LABEL PROGRAM: PROGRAM carries the prefix's libdir as its run path.
 runpath() {
     if readelf -d "$2" 2> /dev/null | grep -E 'R(UN)?PATH' | grep -qF "$plibdir"; then return 0; fi
     fail "$1: $2 has no run path to $plibdir: $(readelf -d "$2" | grep -E 'R(UN)?PATH')"
     return 1
-}
-jobs=0
-shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
-# run LABEL EXPECT command...: exit 0, a line matching EXPECT, no shared memory left.
-run() {
-    rl=$1 re=$2; shift 2
-    jobs=$((jobs + 1))
-    job="pfx$$j$jobs"
-    SLUICE_JOB_ID=$job timeout -k 5 60 "$@" > job.log 2>&1
-    rc=$?
-    left=$(shm_of "$job")
-    if [ $rc -ne 0 ]; then
-        fail "$rl: exit code $rc; log:"; show job.log
-    elif ! grep -q "$re" job.log; then
-        fail "$rl: no line matching '$re'; log:"; show job.log
-    elif [ -n "$left" ]; then
-        fail "$rl: left shared memory behind:" $left
-    else
-        pass "$rl: $(grep "$re" job.log | head -1)"
-    fi
-    for f in $left; do rm -f "/dev/shm/$f"; done
 }
 
 [ -x "$sluicerun" ] || { fail "no sluicerun in $prefix/bin"; exit 1; }
@@ -76,56 +45,56 @@ run() {
 if command -v c++ > /dev/null 2>&1 && flags=$(pkg-config --cflags --libs sluice) &&
    build "hello.cpp (pkg-config)" ./hello c++ -std=c++20 -o hello "$hello" $flags &&
    runpath "hello.cpp (pkg-config)" ./hello; then
-    run "hello.cpp (c++ -std=c++20, pkg-config) under sluicerun -n 2, no LD_LIBRARY_PATH" "all checks passed" "$sluicerun" -n 2 ./hello
-    run "hello.cpp (c++ -std=c++20, pkg-config) as a 1-rank job, no LD_LIBRARY_PATH" "all checks passed" ./hello
+    run_job "hello.cpp (c++ -std=c++20, pkg-config) under sluicerun -n 2, no LD_LIBRARY_PATH" "all checks passed" "$sluicerun" -n 2 ./hello
+    run_job "hello.cpp (c++ -std=c++20, pkg-config) as a 1-rank job, no LD_LIBRARY_PATH" "all checks passed" ./hello
 fi
 # b. C with pkg-config.
 if flags=$(pkg-config --cflags --libs sluice) &&
    build "consumer.c (pkg-config)" ./consumer cc -std=c99 -Wall -Wextra -Werror -o consumer "$here/consumer.c" $flags; then
-    run "consumer.c (cc, pkg-config) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 ./consumer
+    run_job "consumer.c (cc, pkg-config) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 ./consumer
 fi
 # c. Linked without the run path (-L only, as before the .pc files had it).
 if build "consumer.c without a run path" ./norpath cc -std=c99 -o norpath "$here/consumer.c" \
        -I"$prefix/include" -L"$plibdir" -lsluice; then
-    SLUICE_JOB_ID=pfx$$norpath timeout -k 5 60 "$sluicerun" -n 3 ./norpath > job.log 2>&1
+    SLUICE_JOB_ID=pfx$$norpath timeout -k 5 60 "$sluicerun" -n 3 ./norpath > "$tmp/job.log" 2>&1
     rc=$?
-    said=$(grep -c 'could not start' job.log)
-    line=$(grep 'could not start' job.log | head -1)
+    said=$(grep -c 'could not start' "$tmp/job.log")
+    line=$(grep 'could not start' "$tmp/job.log" | head -1)
     case "$rc:$said:$line" in
-    0:*) fail "a rank that cannot load libsluice.so.0: the job succeeded"; show job.log ;;
+    0:*) fail "a rank that cannot load libsluice.so.0: the job succeeded"; show "$tmp/job.log" ;;
     *:1:*libsluice.so.0*"LD_LIBRARY_PATH=$plibdir"*)
         pass "a rank that cannot load libsluice.so.0 (code $rc): $(echo "$line" | sed 's/.*could not start/could not start/' | cut -c1-150)..." ;;
-    *) fail "a rank that cannot load libsluice.so.0: exit code $rc, $said explanation(s), wanted one naming libsluice.so.0 and LD_LIBRARY_PATH=$plibdir:"; show job.log ;;
+    *) fail "a rank that cannot load libsluice.so.0: exit code $rc, $said explanation(s), wanted one naming libsluice.so.0 and LD_LIBRARY_PATH=$plibdir:"; show "$tmp/job.log" ;;
     esac
 fi
 # d. The user guide's CMake recipe, C++ only.
 cx=$tmp/cmake-cxx
-if cmake -S "$here/cxx" -B "$cx" -DSLUICE_HELLO="$hello" -DCMAKE_INSTALL_PREFIX="$tmp/app" > cmake-cxx.log 2>&1 &&
-   cmake --build "$cx" >> cmake-cxx.log 2>&1 && cmake --install "$cx" >> cmake-cxx.log 2>&1 &&
+if cmake -S "$here/cxx" -B "$cx" -DSLUICE_HELLO="$hello" -DCMAKE_INSTALL_PREFIX="$tmp/app" > "$tmp/cmake-cxx.log" 2>&1 &&
+   cmake --build "$cx" >> "$tmp/cmake-cxx.log" 2>&1 && cmake --install "$cx" >> "$tmp/cmake-cxx.log" 2>&1 &&
    runpath "CMake C++ project, installed" "$tmp/app/bin/hello"; then
     pass "project(app CXX) + find_package(Sluice) + Sluice::sluice: the C++ API builds (C++20 from the target) and installs"
-    run "CMake C++ hello, installed, under sluicerun -n 2" "all checks passed" "$sluicerun" -n 2 "$tmp/app/bin/hello"
+    run_job "CMake C++ hello, installed, under sluicerun -n 2" "all checks passed" "$sluicerun" -n 2 "$tmp/app/bin/hello"
     if [ "$have_mpi" = yes ]; then
-        if grep -q 'sluice-mpi-target found' cmake-cxx.log; then
+        if grep -q 'sluice-mpi-target found' "$tmp/cmake-cxx.log"; then
             pass "the C++-only project also gets Sluice::sluice-mpi (MPI found with its CXX component)"
         else
-            fail "the C++-only project has no Sluice::sluice-mpi:"; show cmake-cxx.log
+            fail "the C++-only project has no Sluice::sluice-mpi:"; show "$tmp/cmake-cxx.log"
         fi
     fi
 else
-    fail "cmake configure/build/install of tests/install/cxx:"; show cmake-cxx.log
+    fail "cmake configure/build/install of tests/install/cxx:"; show "$tmp/cmake-cxx.log"
 fi
 # e. The C project with its MPI consumer.
 cc2=$tmp/cmake-c
-if cmake -S "$here" -B "$cc2" > cmake-c.log 2>&1 && cmake --build "$cc2" >> cmake-c.log 2>&1; then
-    run "CMake C consumer (Sluice::sluice) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 "$cc2/consumer"
+if cmake -S "$here" -B "$cc2" > "$tmp/cmake-c.log" 2>&1 && cmake --build "$cc2" >> "$tmp/cmake-c.log" 2>&1; then
+    run_job "CMake C consumer (Sluice::sluice) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 "$cc2/consumer"
     if [ "$have_mpi" = yes ]; then
         mr=${SLUICETEST_MPIRUN:-$(first_of mpirun.openmpi mpirun)}
-        run "CMake C consumer_mpi (Sluice::sluice-mpi) under ${mr##*/} -n 2" \
+        run_job "CMake C consumer_mpi (Sluice::sluice-mpi) under ${mr##*/} -n 2" \
             "OK on 2 ranks.*with $(mpi_name "$mr")" "$mr" $(oversubscribe "$mr") -n 2 "$cc2/consumer_mpi"
     fi
 else
-    fail "cmake configure/build of tests/install/CMakeLists.txt:"; show cmake-c.log
+    fail "cmake configure/build of tests/install/CMakeLists.txt:"; show "$tmp/cmake-c.log"
 fi
 # f. MPI with pkg-config.
 if [ "$have_mpi" = yes ]; then
@@ -134,7 +103,7 @@ if [ "$have_mpi" = yes ]; then
     if flags=$(pkg-config --cflags --libs sluice-mpi) &&
        build "consumer_mpi.c (pkg-config sluice-mpi)" ./consumer_mpi "$mpicc" -std=c99 -o consumer_mpi "$here/consumer_mpi.c" $flags &&
        runpath "consumer_mpi.c (pkg-config sluice-mpi)" ./consumer_mpi; then
-        run "consumer_mpi.c (mpicc, pkg-config sluice-mpi) under ${mr##*/} -n 2" \
+        run_job "consumer_mpi.c (mpicc, pkg-config sluice-mpi) under ${mr##*/} -n 2" \
             "OK on 2 ranks.*with $(mpi_name "$mr")" "$mr" $(oversubscribe "$mr") -n 2 ./consumer_mpi
     fi
 fi
