@@ -42,10 +42,15 @@ constexpr int termination_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 int signal_pipe[2] = {-1, -1};
 std::thread *signal_thread = nullptr;  // never destroyed: the process may end while it waits
 
-// A second signal while exiting hurries the end.
+// A second signal while exiting hurries the end.  The interrupted thread
+// does not go on with the program's work: it waits here, unless a conduit
+// is mid-update on it, in which case it leaves that section and parks at
+// its next poll.
 void on_termination_signal(int sig) {
     const int saved = errno;
     runtime().exit_signal_forward(sig);
+    if (runtime().exit_signal_may_wait())
+        for (;;) ::pause();
     errno = saved;
 }
 
@@ -153,7 +158,7 @@ void exit_handlers_register(am::AmEngine &am) {
         struct sigaction sa {};
         sa.sa_handler = on_termination_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
+        sa.sa_flags = SA_RESTART | SA_NODEFER;  // a second signal reaches a thread waiting in the handler
         ::sigaction(sig, &sa, nullptr);
     }
     static bool hooked = false;
@@ -231,6 +236,12 @@ void Runtime::exit_signal_forward(int sig) {
     if (exit_started_.load() || signal_pipe[1] < 0) ::_exit(exit_started_.load() ? exit_code_.load() : 128 + sig);
     const unsigned char s = static_cast<unsigned char>(sig);
     if (::write(signal_pipe[1], &s, 1) != 1) ::_exit(128 + sig);
+}
+
+bool Runtime::exit_signal_may_wait() const {
+    for (auto &t : transports_)
+        if (!t->signal_exit_safe()) return false;
+    return true;
 }
 
 void Runtime::exit_from_signal(int sig) {

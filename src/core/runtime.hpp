@@ -51,6 +51,7 @@ public:
     // A termination signal arrived: the handler forwards it (async-signal-
     // safe), the signal thread runs the exit.
     void exit_signal_forward(int sig);
+    bool exit_signal_may_wait() const;  // no conduit is mid-update on this thread
     void exit_from_signal(int sig);
 
     am::AmEngine am;
