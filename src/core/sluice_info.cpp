@@ -67,7 +67,7 @@ void print_knobs() {
     for (std::size_t i = 0; i < table.size(); ++i) {
         const KnobInfo &k = table[i];
         if (k.internal) {
-            std::printf("  %s  (internal: set by the launcher)\n      %s\n", k.name, k.doc);
+            std::printf("  %s  (internal, not for users)\n      %s\n", k.name, k.doc);
             continue;
         }
         const Knob id = static_cast<Knob>(i);
@@ -169,7 +169,7 @@ void print_markdown() {
         "|---|---|---|---|---|\n");
     for (const KnobInfo &k : sluice::base::knob_table()) {
         if (k.internal) {
-            std::printf("| `%s` | internal | set by the launcher | | %s |\n", k.name,
+            std::printf("| `%s` | internal | not for users | | %s |\n", k.name,
                         markdown_cell(k.doc).c_str());
             continue;
         }
