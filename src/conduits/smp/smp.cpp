@@ -48,7 +48,7 @@ constexpr unsigned max_barrier_rounds = 16;
 // between two cores faster than a line new to the exchange: driven
 // directly, a 64 KiB ring costs 1.1-1.25x a bare cache-line ping-pong and a
 // ring of four lines 1.0x; in the runtime the AM Short round trip dropped
-// by 10-15 % (README.md, "Where the two vCPUs sit").  Floods still stream:
+// by 10-15 % (src/conduits/smp/README.md, Design).  Floods still stream:
 // the consumer hands its head back after every line (ring.hpp).
 constexpr std::size_t line_ring_bytes = 4 * line_size;
 // The category value of a marker: the record is the next one of the large ring.
@@ -180,7 +180,8 @@ thread_local InRing *current_dispatch = nullptr;
 
 // Rings hold at least two of the largest records, so a full-size Medium
 // always fits once the consumer catches up (64 KiB rings hold three 16 KiB
-// Mediums and a thousand Shorts), and at most 256 MiB (ring.hpp's size field).
+// Mediums; Shorts pass through the four-line ring, four at a time), and at
+// most 256 MiB (ring.hpp's size field).
 std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
     max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
     const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
