@@ -18,6 +18,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -89,6 +91,22 @@ struct InMpi {
     InMpi(const InMpi &) = delete;
     InMpi &operator=(const InMpi &) = delete;
 };
+
+// Whether this thread is inside MPI: one of our own calls, or any frame of
+// the MPI library on the stack (MPICH's abort of a communicator exits from
+// an active message handler inside whatever MPI call the program made).
+bool inside_mpi() {
+    if (in_mpi) return true;
+    Dl_info mpi{};
+    if (!::dladdr(reinterpret_cast<void *>(&PMPI_Finalize), &mpi) || !mpi.dli_fbase) return false;
+    void *frames[128];
+    const int n = ::backtrace(frames, 128);
+    for (int i = 0; i < n; ++i) {
+        Dl_info at{};
+        if (::dladdr(frames[i], &at) && at.dli_fbase == mpi.dli_fbase) return true;
+    }
+    return false;
+}
 
 bool mpi_finalized() {
     int done = 0;
@@ -185,7 +203,7 @@ public:
     // itself, which a rank busy in its own code never hears.
     [[noreturn]] void abort(int code) override {
         shm_names_.unlink_all();
-        if (!in_mpi && !mpi_finalized())
+        if (!inside_mpi() && !mpi_finalized())
             MPI_Abort(comm_ == MPI_COMM_NULL || !subset() ? MPI_COMM_WORLD : comm_, code);
         ::_exit(code);
     }
@@ -205,7 +223,10 @@ public:
         (void)code;
         shm_names_.unlink_all();
         exit_in_signal_ = in_signal;
-        if (in_signal || in_mpi || mpi_finalized()) return;
+        if (in_signal || mpi_finalized() || inside_mpi()) {
+            exit_in_signal_ = true;  // fini() leaves MPI alone too
+            return;
+        }
         shared.exiting = true;
         if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
         MPI_Finalize();
@@ -213,7 +234,7 @@ public:
 
     void fini() override {
         shared.job = MPI_COMM_NULL;
-        if (!mpi_finalized() && !exit_in_signal_ && !in_mpi) {
+        if (!exit_in_signal_ && !mpi_finalized() && !inside_mpi()) {
             // Sluice is going away: the MPI_COMM_SELF callback must not
             // finalize it again over the communicator freed here.
             shared.exiting = true;

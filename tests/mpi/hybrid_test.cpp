@@ -429,6 +429,20 @@ int main(int argc, char **argv) {
         if (sluice_rank() == sluice_size() - 1) ::kill(::getpid(), spin ? SIGTERM : SIGINT);
         if (spin) spin_forever();
         for (;;) (void)sluice_barrier();
+    } else if (mode == "mpi-abort-in-mpi") {
+        // MPI_Abort(4) on a communicator of the program's own, on the last
+        // rank, while the others wait in an MPI barrier on it, Sluice
+        // running.  MPICH then ends the others by calling exit() from
+        // inside their barrier: Sluice's exit hook must not call MPI there
+        // (UCX asserts, and the job ends with 6).
+        MPI_Init(&argc, &argv);
+        EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        EXPECT(sluice_barrier() == SLUICE_OK);
+        if (sluice_rank() == sluice_size() - 1) MPI_Abort(comm, 4);
+        MPI_Barrier(comm);
+        return 1;
     } else if (mode == "return-from-main") {
         // Return from main with MPI and Sluice both initialized.
         MPI_Init(&argc, &argv);
