@@ -34,8 +34,9 @@ public:
     // Collective: root's bytes reach every rank; by default over allgather.
     virtual bool broadcast(std::uint32_t root, std::string &data);
     // The rank is leaving with `code` (graceful or not); the launcher uses the
-    // first code it hears as the job's.  `in_signal` says the exit runs
-    // inside a signal handler, where only async-signal-safe work may be done.
+    // first code it hears as the job's.  `in_signal`: the bootstrap's own
+    // library may be interrupted (a signal, or exit() called from inside
+    // it): do only async-signal-safe work and call nothing of it.
     virtual void exit_notify(int code, bool in_signal) { (void)code, (void)in_signal; }
     // Coordination failed: end the whole job now with `code`.  Does not return.
     [[noreturn]] virtual void abort(int code) = 0;

@@ -1,5 +1,6 @@
 // src/base/status.cpp - error reporting, fatal errors and backtraces.
 #include "base/status.hpp"
+#include "base/backtrace.hpp"
 
 #include "base/knobs.hpp"
 
@@ -135,6 +136,7 @@ void say(const char *format, ...) {
 void backtrace_print() {
     void *frames[64];
     int n = ::backtrace(frames, 64);
+    if (backtrace_print_symbolized(frames, n)) return;
     const char header[] = "backtrace:\n";
     write_all(2, header, sizeof header - 1);
     ::backtrace_symbols_fd(frames, n, 2);

@@ -70,9 +70,17 @@ Status Runtime::init(int *, char ***) {
     base::say("bootstrap %s: rank %u of %u", bootstrap_->name(), rank_, size_);
 
     if (rank_ == 0) {
-        for (const auto &e : knob_errors) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", e.c_str());
+        for (const auto &e : knob_errors) std::fprintf(stderr, "sluice[rank 0] error: %s\n", e.c_str());
         for (const auto &w : base::knobs_unknown()) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", w.c_str());
         if (base::knob_bool(base::Knob::VERBOSEENV)) std::fprintf(stderr, "%s", base::knobs_listing().c_str());
+    }
+    // A value outside its knob's range is refused, not clamped; rank 0
+    // says so, once (sluicerun refuses it before any rank starts).
+    if (!knob_errors.empty()) {
+        if (rank_ != 0) return Status::argument;
+        return base::report(Status::argument, op,
+                            "fix or unset the value; `sluice-info --knobs` lists every knob and its range",
+                            "%zu SLUICE_* value(s) refused", knob_errors.size());
     }
 
     job_id_ = base::knob_string(base::Knob::JOB_ID);

@@ -288,6 +288,26 @@ TEST(Launcher, KnobOutOfRangeIsRefusedOnce) {
     EXPECT_NE(all.find("8 to 1024"), std::string::npos) << r.describe();
 }
 
+// Without sluicerun (a singleton here; mpirun and srun alike) the ranks
+// refuse the value themselves: rank 0 says so once and init fails.
+TEST(Launcher, KnobOutOfRangeIsRefusedWithoutTheLauncher) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 0;
+    spec.program = {exit_program(), "return", "0"};
+    spec.env = {{"SLUICE_EXIT_TIMEOUT", "-1"}};
+    spec.time_limit = 30;
+    JobResult r = run_job(spec);
+    EXPECT_FALSE(r.timed_out) << r.describe();
+    EXPECT_NE(r.code, 0) << "SLUICE_EXIT_TIMEOUT=-1 was accepted\n" << r.describe();
+    const std::string all = r.out + r.err;
+    const std::size_t at = all.find("SLUICE_EXIT_TIMEOUT=-1");
+    ASSERT_NE(at, std::string::npos) << r.describe();
+    EXPECT_EQ(all.find("SLUICE_EXIT_TIMEOUT=-1", at + 1), std::string::npos) << "reported twice\n" << r.describe();
+    EXPECT_NE(all.find("out of range"), std::string::npos) << r.describe();
+    EXPECT_TRUE(r.shm_left.empty()) << r.describe();
+}
+
 // A Put before any segment is attached: the error says that, and how to
 // fix it, not that the address is outside a segment.
 TEST(Rma, PutBeforeAttachSaysNoSegmentIsAttached) {
