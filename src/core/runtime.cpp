@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <ctime>
 #include <sched.h>
 #include <sys/random.h>
@@ -202,19 +203,15 @@ Status Runtime::finalize() {
     if (Status s = barrier(); s != Status::ok) return s;
     // What this rank sent must arrive before it stops polling: a peer may
     // still wait for the retransmission of a lost datagram.
-    bool acknowledged = false;
-    for (auto &t : transports_) {
-        t->quiesce();
-        acknowledged = acknowledged || t->capabilities().acknowledges;
-    }
+    for (auto &t : transports_) t->quiesce();
     // Nobody sends to us after the barrier; a bootstrap barrier makes sure
     // nobody still reads our segment before it goes away.  Until every rank
     // is there, a peer may still be waiting in quiesce() for the ack of
     // something we have (our ack was lost): a thread goes on polling to
     // answer it.  It makes no bootstrap call, unless it finds a peer dead:
     // the exit that follows may then abort the job (MPI_Abort under mpi).
-    if (acknowledged && !progress_thread_.joinable()) progress_thread_start();
     {
+        ProgressWhileBlocked polling(*this);
         BootstrapCall in_bootstrap;
         (void)bootstrap_->barrier();
     }
@@ -251,6 +248,7 @@ Status Runtime::segment_attach(std::size_t size) {
     // than in the bootstrap's collective below, where an MPI launcher kills
     // them and nobody unlinks it.
     if (Status s = barrier(); s != Status::ok) return s;
+    std::optional<ProgressWhileBlocked> polling(std::in_place, *this);
     BootstrapCall in_bootstrap;
     std::string record(16, '\0');
     const std::uint64_t b = reinterpret_cast<std::uint64_t>(base), n = size;
@@ -269,6 +267,7 @@ Status Runtime::segment_attach(std::size_t size) {
     for (auto &t : transports_)
         if (Status s = t->segment_connect(records); s != Status::ok) return s;
     if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "barrier after mapping failed");
+    polling.reset();  // before the segment table changes under its handlers
     for (auto &t : transports_) t->setup_done();
     for (Rank r = 0; r < size_; ++r) {
         auto &e = segments.entries[r];
@@ -306,7 +305,22 @@ void Runtime::idle_policy_set() {
     }
 }
 
+Runtime::ProgressWhileBlocked::ProgressWhileBlocked(Runtime &runtime) : rt(runtime) {
+    if (rt.progress_thread_.joinable()) return;
+    for (auto &t : rt.transports_)
+        if (t->capabilities().acknowledges) {
+            rt.progress_thread_start();
+            started = true;
+            return;
+        }
+}
+
+Runtime::ProgressWhileBlocked::~ProgressWhileBlocked() {
+    if (started) rt.progress_thread_stop();
+}
+
 void Runtime::progress_thread_start() {
+    progress_stop_.store(false);
     progress_thread_ = std::thread([this] {
         const timespec pause{0, 50 * 1000};  // 50 us: reach a busy rank soon, cost little
         while (!progress_stop_.load(std::memory_order_relaxed)) {

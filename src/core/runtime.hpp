@@ -69,6 +69,17 @@ private:
     void idle_policy_set();
     void progress_thread_start();
     void progress_thread_stop();
+    // While this thread blocks in a bootstrap collective (it does not poll),
+    // a thread polls for it when a conduit acknowledges what it receives: a
+    // peer may wait for the retransmission of a datagram this rank sent, or
+    // for its ack, before it can join the same collective.  Stopped at the
+    // end of the scope, unless it was running before.
+    struct ProgressWhileBlocked {
+        explicit ProgressWhileBlocked(Runtime &runtime);
+        ~ProgressWhileBlocked();
+        Runtime &rt;
+        bool started = false;
+    };
 
     // Exit protocol (exit.cpp), after the ibv seed's graceful exit: head
     // decides the first exit and its code, body coordinates (reduce with
