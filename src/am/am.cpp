@@ -266,8 +266,11 @@ Status AmEngine::flush_begin(std::uint64_t &target) {
     for (Rank r = 0; r < size_; ++r) {
         if (!sent_to_[r].load(std::memory_order_relaxed)) continue;
         sent_to_[r].store(0, std::memory_order_relaxed);
-        if (Status s = system_request(r, m); s != Status::ok)
+        if (Status s = system_request(r, m); s != Status::ok) {
+            sent_to_[r].store(1, std::memory_order_relaxed);  // the next flush tries again
+            sent_any_.store(true, std::memory_order_relaxed);
             return base::report(s, "flush", nullptr, "could not send a flush to rank %u", r);
+        }
         target = flush_sent_.fetch_add(1, std::memory_order_relaxed) + 1;
     }
     return Status::ok;
