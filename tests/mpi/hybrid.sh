@@ -33,7 +33,7 @@ modes="mpi-first:0 sluice-first:0 mpi-finalize-first:0 thread-level:0 subset:0 d
        mpi-abort-in-mpi:4:2 exit-before-attach:7:3 thread-exit-barrier:7:2 thread-exit-poll:7 thread-exit-send:7 thread-exit-spin:7
        thread-exit-all:7:8 exit-spin:5 signal-barrier:130:2 signal-spin:143"
 sizes="2 4"
-if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then sizes=2; fi
+if [ -n "${SLUICETEST_SUBSET:-}" ]; then sizes=2; fi
 
 failed=0
 # Each job gets its own id, so its shared-memory names can be told from those
@@ -49,6 +49,19 @@ survivors_of() {
 # Open MPI refuses more ranks than cores unless told; MPICH's hydra
 # oversubscribes by itself and knows no such option.
 oversubscribe() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo --oversubscribe; fi; }
+
+# Codes a launcher returns for a mode besides the expected one, when it does
+# so for the same program without Sluice.  MPI_Abort on a communicator other
+# than MPI_COMM_WORLD under MPICH's hydra: the aborting rank and the ranks
+# MPICH ends from inside their barrier all exit with the code, but hydra
+# SIGKILLs whichever are still on their way out and then reports 9 for the
+# job (about half of 40 runs of a plain MPI program doing just that, here);
+# docs/mpi-hybrid.md, "How a hybrid job ends".
+also_accepted() {
+    case "$2" in
+    mpi-abort-in-mpi) if "$1" --version 2>&1 | grep -q HYDRA; then echo 9; fi ;;
+    esac
+}
 
 # run_flavor LABEL SUFFIX MPIRUN: every check under one MPI.
 run_flavor() {
@@ -76,6 +89,7 @@ run_flavor() {
         want=${rest%%:*}
         runs=1
         [ "$rest" = "$want" ] || runs=${rest#*:}
+        also=$(also_accepted "$run" "$mode")
         for n in $sizes; do
           for run_index in $(seq "$runs"); do
             start=$(date +%s.%N)
@@ -92,15 +106,17 @@ run_flavor() {
                 echo "FAIL: [$label] $mode_label at $n ranks left processes behind:" $alive
                 kill -9 $alive 2>/dev/null
                 failed=$((failed + 1))
-            elif [ $rc -ne "$want" ]; then
-                echo "FAIL: [$label] $mode_label at $n ranks: exit code $rc, expected $want (${took}s); log:"
-                sed 's/^/    /' "$log" | tail -20
+            elif [ $rc -ne "$want" ] && [ "$rc" != "$also" ]; then
+                echo "FAIL: [$label] $mode_label at $n ranks: exit code $rc, expected $want${also:+ (or $also)} (${took}s); log:"
+                sed 's/^/    /' "$log" | head -60
                 failed=$((failed + 1))
             elif [ -n "$left" ]; then
                 echo "FAIL: [$label] $mode_label at $n ranks left shared memory behind:"
                 printf '%s\n' "$left"
                 for f in $left; do rm -f "/dev/shm/$f"; done
                 failed=$((failed + 1))
+            elif [ $rc -ne "$want" ]; then
+                echo "PASS: [$label] $mode_label at $n ranks: exit code $rc, which $label's launcher returns for this program without Sluice too (${took}s)"
             else
                 echo "PASS: [$label] $mode_label at $n ranks (${took}s)"
             fi
