@@ -84,7 +84,7 @@ thread_local bool in_socket_call = false;
 // This thread's identity for Lock (the address of a thread-local).
 thread_local char thread_marker;
 
-// A spinlock that its holder may take again from inside one of the
+// The spin lock (base::SpinLock) that its holder may take again from inside one of the
 // conduit's socket calls: an exit that starts in a signal handler which
 // interrupted recvmmsg or sendmmsg must still send and receive.  The
 // interrupted call never resumes (exit does not return).
@@ -93,13 +93,13 @@ public:
     // False when this was such a re-entry: the caller must not unlock.
     bool lock() {
         if (in_socket_call && owner_.load(std::memory_order_relaxed) == &thread_marker) return false;
-        base::flag_take(flag_);
+        lock_.lock();
         owner_.store(&thread_marker, std::memory_order_relaxed);
         return true;
     }
     void unlock() {
         owner_.store(nullptr, std::memory_order_relaxed);
-        base::flag_release(flag_);
+        lock_.unlock();
     }
     // Held by this thread outside a socket call: its state may be half
     // updated, so an exit must not run here (Transport::signal_exit_safe).
@@ -108,7 +108,7 @@ public:
     }
 
 private:
-    std::atomic<bool> flag_{false};
+    base::SpinLock lock_;
     std::atomic<const char *> owner_{nullptr};
 };
 
