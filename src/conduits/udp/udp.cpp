@@ -77,7 +77,13 @@ Status UdpTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8
 Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total) {
     Peer &p = peers_[peer];
     Guard g(lock_);
-    if (p.waiting_bytes > queue_limit_) return Status::not_ready;
+    // Refused (the caller polls and retries) once a window of datagrams
+    // waits, not only 2 MiB of them: 4096 Get requests of 112 bytes fit
+    // in 2 MiB, and a rank queueing them all without a poll left its
+    // peer's replies unacknowledged past the retransmission timeout
+    // (and held a datagram-sized buffer for each).  Refused, it polls
+    // while it issues: replies and acks flow as the requests go.
+    if (p.waiting_bytes > queue_limit_ || p.out.size() - p.in_flight >= window_) return Status::not_ready;
     wire::Header w;
     w.kind = wire::Kind::data;
     w.secret = expect_.secret;
