@@ -52,6 +52,22 @@ struct Config {
     std::uint64_t peer_timeout_ns = 30'000'000'000;
 };
 
+// One round trip sample into the smoothed round trip and its deviation
+// (srtt 0: none yet); returns the retransmission timeout they give:
+// srtt + 4 x deviation, within [rto_min, rto_max].
+inline std::uint64_t rtt_update(std::uint64_t &srtt, std::uint64_t &rttvar, std::uint64_t sample,
+                                std::uint64_t rto_min, std::uint64_t rto_max) {
+    if (!srtt) {
+        srtt = sample;
+        rttvar = sample / 2;
+    } else {
+        const std::uint64_t delta = srtt > sample ? srtt - sample : sample - srtt;
+        rttvar = (3 * rttvar + delta) / 4;
+        srtt = (7 * srtt + sample) / 8;
+    }
+    return std::clamp(srtt + 4 * rttvar, rto_min, rto_max);
+}
+
 // ---- sending ----------------------------------------------------------------
 
 class Sender {
@@ -155,15 +171,7 @@ private:
         due_ns_ = std::min(due_ns_, now + timeout_of(f));
     }
     void rtt_sample(std::uint64_t sample) {
-        if (!srtt_ns_) {
-            srtt_ns_ = sample;
-            rttvar_ns_ = sample / 2;
-        } else {
-            const std::uint64_t delta = srtt_ns_ > sample ? srtt_ns_ - sample : sample - srtt_ns_;
-            rttvar_ns_ = (3 * rttvar_ns_ + delta) / 4;
-            srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
-        }
-        rto_ns_ = std::clamp(srtt_ns_ + 4 * rttvar_ns_, config_.rto_min_ns, config_.rto_max_ns);
+        rto_ns_ = rtt_update(srtt_ns_, rttvar_ns_, sample, config_.rto_min_ns, config_.rto_max_ns);
     }
 
     Config config_;

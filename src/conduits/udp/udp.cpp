@@ -415,15 +415,7 @@ void UdpTransport::acked(Rank r, Peer &p, std::uint32_t ack, std::uint32_t sack,
 }
 
 void UdpTransport::rtt_sample(Peer &p, std::uint64_t sample) {
-    if (!p.srtt_ns) {
-        p.srtt_ns = sample;
-        p.rttvar_ns = sample / 2;
-    } else {
-        const std::uint64_t delta = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
-        p.rttvar_ns = (3 * p.rttvar_ns + delta) / 4;
-        p.srtt_ns = (7 * p.srtt_ns + sample) / 8;
-    }
-    p.rto_ns = std::clamp(p.srtt_ns + 4 * p.rttvar_ns, rto_min_ns_, rto_max_ns);
+    p.rto_ns = common::reliable::rtt_update(p.srtt_ns, p.rttvar_ns, sample, rto_min_ns_, rto_max_ns);
 }
 
 void UdpTransport::window_fill(Rank r, Peer &p, std::uint64_t now) {

@@ -14,6 +14,7 @@
 #include "conduits/common/buffer_pool.hpp"
 #include "conduits/common/fifo.hpp"
 #include "conduits/common/reassembly.hpp"
+#include "conduits/common/reliable.hpp"
 #include "conduits/transport.hpp"
 #include "conduits/udp/wire.hpp"
 
@@ -32,15 +33,16 @@ constexpr unsigned batch = 32;                   // datagrams per recvmmsg / sen
 constexpr std::size_t max_medium_bytes = 65536;
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::uint64_t rto_max_ns = 200'000'000;
-constexpr std::uint64_t no_deadline = ~std::uint64_t{0};
 // The time of a datagram send_impl stages before reading the clock.
 constexpr std::uint64_t unstamped = 0;
-constexpr unsigned sack_bits = 32;
-// Sequence numbers start 1024 short of their wrap, as Linux starts its
-// jiffies 5 minutes short of theirs: every job that sends a peer more than
-// 1024 datagrams crosses it, so the wrap is tested all the time, not after
-// 2^32 datagrams in some long run.
-constexpr std::uint32_t first_seq = 0u - 1024;
+// The protocol's numbers and rules are the kit's (reliable.hpp): sequence
+// numbers start 1024 short of their wrap, as Linux starts its jiffies 5
+// minutes short of theirs, so every job that sends a peer more than 1024
+// datagrams crosses it, and are compared by signed distance.
+using common::reliable::first_seq;
+using common::reliable::no_deadline;
+using common::reliable::sack_bits;
+using common::reliable::seq_diff;
 constexpr unsigned ip_udp_header_bytes = 28;
 // The length receive() gives a datagram the source filter emptied.
 constexpr std::size_t from_stranger = ~std::size_t{0};
@@ -49,9 +51,6 @@ constexpr std::size_t from_stranger = ~std::size_t{0};
 // aside_every-th poll.
 constexpr unsigned aside_every = 64;
 constexpr Rank no_rank = ~Rank{0};
-
-// Sequence numbers wrap: they are compared by signed distance.
-inline std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b); }
 
 // Set while this thread is inside one of the conduit's socket calls.
 extern thread_local bool in_socket_call;
