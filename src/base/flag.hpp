@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 
 #include <sched.h>
 #include <sys/single_threaded.h>
@@ -32,17 +33,48 @@ inline bool flag_try_take(std::atomic<bool> &flag) {
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
+// Tells the core this thread spins on a load: on x86 PAUSE (the sibling
+// hyperthread gets the pipeline, and leaving the loop does not flush it),
+// on aarch64 YIELD; elsewhere nothing, the loop is then only a loop.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
 // Takes `flag`, spinning while another thread holds it; after 256 spins
 // it yields the core, since the holder may be descheduled.
 inline void flag_take(std::atomic<bool> &flag) {
     for (unsigned spins = 0; !flag_try_take(flag);)
         while (flag.load(std::memory_order_relaxed)) {
-            if (++spins < 256) __builtin_ia32_pause();
+            if (++spins < 256) cpu_relax();
             else sched_yield();
         }
 }
 
 inline void flag_release(std::atomic<bool> &flag) { flag.store(false, std::memory_order_release); }
+
+// The one spin lock of the hot paths (smp's ring producers, the credit
+// engine, the udp conduit): the flag above as a BasicLockable, so
+// std::lock_guard and std::unique_lock take it.  For sections of a few
+// dozen instructions that never block; anything longer takes a mutex.
+class SpinLock {
+public:
+    void lock() { flag_take(flag_); }
+    bool try_lock() { return flag_try_take(flag_); }
+    void unlock() { flag_release(flag_); }
+    // For code that hands the flag to flag_try_take itself (smp's reply
+    // path tries the request queue's lock without waiting).
+    std::atomic<bool> &flag() { return flag_; }
+
+private:
+    std::atomic<bool> flag_{false};
+};
+
+// Holds a SpinLock for a scope (std::lock_guard, named for grep).
+using SpinGuard = std::lock_guard<SpinLock>;
 
 // Adds `n` to a counter that only statistics and heuristics read.  Single-
 // threaded, a signal handler that adds to the same counter between the load

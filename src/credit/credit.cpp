@@ -179,7 +179,7 @@ std::uint64_t Config::total_credits() const {
 // ---- per-peer state ----------------------------------------------------------
 
 struct Engine::State {
-    std::atomic<bool> lock{false};
+    mutable base::SpinLock lock;
     std::uint8_t flags = 0;
     PeerCredits c;
     std::uint32_t loan_epoch = 0;     // my epochs decayed into loan_* so far
@@ -197,25 +197,11 @@ struct Engine::Mid {
     std::atomic<Page *> pages[pages_per_mid] = {};
 };
 
-namespace {
-// Spinlock on one peer's state; try_lock for the scavenger, which walks
-// peers while holding the engine lock (the order is state, then engine).
-// (base/flag.hpp: no locked instruction while the process has one thread.)
-inline void spin_lock(std::atomic<bool> &l) { base::flag_take(l); }
-inline bool spin_try_lock(std::atomic<bool> &l) { return base::flag_try_take(l); }
-inline void spin_unlock(std::atomic<bool> &l) { base::flag_release(l); }
-
-class Guard {
-public:
-    explicit Guard(std::atomic<bool> &l) : l_(l) { spin_lock(l_); }
-    ~Guard() { spin_unlock(l_); }
-    Guard(const Guard &) = delete;
-    Guard &operator=(const Guard &) = delete;
-
-private:
-    std::atomic<bool> &l_;
-};
-} // namespace
+// Every peer's state has its own spin lock (base::SpinLock: no locked
+// instruction while the process has one thread); the scavenger only tries
+// them, since it walks peers while holding the engine lock (the order is
+// state, then engine).
+using base::SpinGuard;
 
 Engine::Engine(const Config &config) : config_(config), directory_((config.nodes + peers_per_mid - 1) / peers_per_mid) {
     config_.normalize();
@@ -296,8 +282,8 @@ const Engine::State *Engine::state_find(Peer p) const {
     return p < config_.nodes ? state_lookup(p) : nullptr;
 }
 
-void Engine::lock_engine() { spin_lock(lock_); }
-void Engine::unlock_engine() { spin_unlock(lock_); }
+void Engine::lock_engine() { lock_.lock(); }
+void Engine::unlock_engine() { lock_.unlock(); }
 
 unsigned Engine::floor_credits() const {
     return config_.policy == Policy::dynamic ? config_.min_credits : 0;
@@ -370,7 +356,7 @@ void Engine::scavenge(bool urgent) {
         const Peer p = scavenge_[scavenge_cursor_++];
         if (p == config_.me) continue;
         State &s = state(p);
-        if (!spin_try_lock(s.lock)) continue;
+        if (!s.lock.try_lock()) continue;
         catch_up(s);
         bool skip = (s.flags & (flag_revoke_inflight | flag_fresh_grant)) || s.c.loan_credits <= floor_credits();
         if (!urgent) skip = skip || (s.flags & flag_zero_reply) || s.c.loan_requested > 0;
@@ -385,7 +371,7 @@ void Engine::scavenge(bool urgent) {
             initiate(m);
             ++sent;
         }
-        spin_unlock(s.lock);
+        s.lock.unlock();
     }
 }
 
@@ -451,7 +437,7 @@ void Engine::askers_serve() {
         unlock_engine();
 
         State &s = state(a.peer);
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         s.flags &= static_cast<std::uint8_t>(~flag_ask_waiting);
         lock_engine();
         grant_send(a.peer, s, a.count);
@@ -485,7 +471,7 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
     }
     State &s = state(p);
     {
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         const unsigned avail = s.c.send_credits > s.c.send_inuse ? s.c.send_credits - s.c.send_inuse : 0;
         if (avail < n) {
             if (!(s.flags & flag_stalling)) {
@@ -557,7 +543,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
     const CreditByte b = CreditByte::decode(byte);
     {
         State &s = state(p);
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         if (b.epoch) send_decay(s);
         if (config_.policy == Policy::fixed) {
             // Credits it had banked for my requests ride on its request.
@@ -577,7 +563,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
     bool reclaimed = false, low = false;
     State &s = state(p);
     {
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         out.epoch = epoch_flag_take(s);
         s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
         if (config_.policy == Policy::fixed) {
@@ -633,7 +619,7 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
     if (config_.policy == Policy::fixed) {
         const CreditByte in = CreditByte::decode(request_byte);
         State &s = state(p);
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         // ibv seed: bank up to the slack; beyond it a hidden reply carries
         // this request's credits and all that were banked.
         if (s.c.owed + in.count <= config_.slack) {
@@ -652,7 +638,7 @@ void Engine::reply_arrived(Peer p, std::uint8_t byte) {
     if (config_.policy == Policy::off || p == config_.me) return;
     const CreditByte b = CreditByte::decode(byte);
     State &s = state(p);
-    Guard g(s.lock);
+    SpinGuard g(s.lock);
     if (b.epoch) send_decay(s);
     s.c.send_inuse = sat_sub(s.c.send_inuse, b.count);
     if (config_.policy == Policy::fixed) return;
@@ -689,7 +675,7 @@ void Engine::sys_arrived(const SysMessage &m) {
     State &s = state(m.peer);
     bool serve = false;
     {
-        Guard g(s.lock);
+        SpinGuard g(s.lock);
         if (m.epoch) send_decay(s);
         switch (m.kind) {
         case SysKind::ask: {
@@ -778,8 +764,7 @@ void Engine::sys_arrived(const SysMessage &m) {
 PeerCredits Engine::peer(Peer p) const {
     const State *s = state_find(p);
     if (!s) return p == config_.me || p >= config_.nodes ? PeerCredits{} : initial_state().c;
-    auto &lock = const_cast<std::atomic<bool> &>(s->lock);
-    Guard g(lock);
+    SpinGuard g(s->lock);
     return s->c;
 }
 
@@ -841,8 +826,7 @@ std::uint64_t Engine::credits_accounted() const {
                 // Slots past the last rank hold the initial loan but lend nothing.
                 if (d * peers_per_mid + pi * peers_per_page + i >= config_.nodes) break;
                 const State &s = page->states[i];
-                auto &lock = const_cast<std::atomic<bool> &>(s.lock);
-                Guard g(lock);
+                SpinGuard g(s.lock);
                 lent += s.c.loan_credits;
             }
         }

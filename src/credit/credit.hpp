@@ -38,6 +38,8 @@
 // taken only off the common path (stalls, grants, system messages, epochs).
 #pragma once
 
+#include "base/flag.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -276,7 +278,7 @@ private:
     Counters counters_;
 
     // Under the engine lock:
-    std::atomic<bool> lock_{false};
+    base::SpinLock lock_;
     std::uint32_t bank_ = 0;
     std::uint32_t low_water_ = 0;
     std::vector<Peer> scavenge_;        // peers lent more than the floor
