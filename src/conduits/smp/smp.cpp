@@ -417,11 +417,13 @@ protected:
         return peer < views_.size() ? views_[peer] : nullptr;
     }
 
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n) override {
+    // Complete at once (a copy through the mapping); src/rma normally copies
+    // itself and comes here only for the two-part Long's payload.
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *, bool &) override {
         std::memcpy(translate(peer, reinterpret_cast<std::uint64_t>(remote)), local, n);
         return Status::ok;
     }
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n) override {
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *, bool &) override {
         std::memcpy(local, translate(peer, reinterpret_cast<std::uint64_t>(remote)), n);
         return Status::ok;
     }
