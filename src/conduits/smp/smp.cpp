@@ -215,6 +215,10 @@ protected:
         Capabilities &caps = capabilities_mutable();
         caps.max_medium = max_medium;
         caps.max_long = max_long_bytes;
+        // Longs up to half the largest go as one ring record (the payload
+        // copied into the peer's segment, then the header); larger ones as
+        // two-part Longs (src/am): the same copy by put_impl, then two AMs.
+        caps.max_packed_long = max_long_bytes / 2;
         caps.native_rma = true;
         caps.load_store = true;
         caps.inline_limit = max_medium;
