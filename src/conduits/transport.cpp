@@ -4,6 +4,7 @@
 // remote completion emulated as a write followed by an AM).
 #include "conduits/transport.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -44,6 +45,21 @@ Status Transport::send_retry(Rank peer, const AmMessage &m) {
     }
 }
 
+Status Transport::send_refuse(Rank peer, const AmHeader &h) const {
+    const char *op = "send";
+    if (peer >= setup_.size)
+        return base::report(Status::rank, op, nullptr, "%s: rank %u, but the job has %u ranks", name_, peer, setup_.size);
+    if (h.nargs > 16) return base::report(Status::argument, op, nullptr, "%s: %u arguments, at most 16", name_, h.nargs);
+    const auto n = static_cast<unsigned long long>(h.payload_length);
+    if (h.category == AmCategory::medium)
+        return base::report(Status::too_large, op, nullptr, "%s: Medium of %llu bytes, at most %zu", name_, n, caps_.max_medium);
+    if (h.payload_length > caps_.max_long || h.payload_length > caps_.max_packed_long)
+        return base::report(Status::too_large, op, nullptr, "%s: packed Long of %llu bytes, at most %zu", name_, n,
+                            std::min(caps_.max_long, caps_.max_packed_long));
+    return base::report(Status::segment, op, nullptr, "%s: Long of %llu bytes at 0x%llx is outside the segment of rank %u",
+                        name_, n, static_cast<unsigned long long>(h.dest_addr), peer);
+}
+
 // ---- memory domains ----
 
 Status Transport::mem_register(void *base, std::size_t size, MemRegion &region) {
@@ -76,6 +92,7 @@ Status Transport::segment_register(void *base, std::size_t size, std::string &rk
 
 Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
     peer_base_.assign(all.size(), 0);
+    peer_size_.assign(all.size(), 0);
     static const std::string none;
     for (Rank peer : setup_.peers) {
         if (peer >= all.size())
@@ -83,6 +100,7 @@ Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
                                 name_, peer);
         const SegmentRecord &rec = all[peer];
         peer_base_[peer] = rec.base;
+        peer_size_[peer] = rec.size;
         const std::string *key = &none;
         for (const auto &[transport, packed] : rec.rkeys)
             if (transport == name_) key = &packed;

@@ -154,7 +154,11 @@ public:
 
     // Sends one AM.  While the wire is full, polls (replies only when sending
     // a reply, so reply chains cannot deadlock) and retries: never drops.
+    // Refuses (reported) a bad rank, more than 16 arguments, a Medium above
+    // max_medium, a Long above the packed limit or outside the peer's
+    // segment; send_short trusts its caller (src/am checked it).
     Status send(Rank peer, const AmMessage &m) {
+        if (__builtin_expect(!send_valid(peer, m.header), 0)) return send_refuse(peer, m.header);
         Status s = send_impl(peer, m);
         if (__builtin_expect(s != Status::not_ready, 1)) return s;
         return send_retry(peer, m);
@@ -343,6 +347,16 @@ private:
     // The queue was full: poll every transport (replies only, for a reply)
     // and try again until it fits or the send deadline passes.
     Status send_retry(Rank peer, const AmMessage &m);
+    bool send_valid(Rank peer, const AmHeader &h) const {
+        if (peer >= setup_.size || h.nargs > 16) return false;
+        if (h.category == AmCategory::short_) return true;
+        if (h.category == AmCategory::medium) return h.payload_length <= caps_.max_medium;
+        if (h.payload_length > caps_.max_long || h.payload_length > caps_.max_packed_long) return false;
+        if (peer >= peer_size_.size()) return true;  // segments not connected yet: the conduit checks
+        return h.dest_addr >= peer_base_[peer] && h.payload_length <= peer_size_[peer] &&
+               h.dest_addr - peer_base_[peer] <= peer_size_[peer] - h.payload_length;
+    }
+    [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
     Status rma_start(RmaOp *op);
     Status rma_issue(RmaOp *op, bool from_backlog);
     void rma_finish(RmaOp *op);
@@ -361,6 +375,7 @@ private:
     std::atomic<std::uint32_t> rma_work_{0};     // backlog_ + done_ sizes
     std::atomic<bool> rma_busy_{false};          // one thread finishes at a time
     std::vector<std::uint64_t> peer_base_;       // segment bases, for remote_offsets
+    std::vector<std::uint64_t> peer_size_;       // segment sizes, for the Long check
     MemRegion segment_region_;
     std::uint64_t next_key_ = 1;
 };
