@@ -26,6 +26,13 @@ const char *category_name(AmCategory c) {
     return "?";
 }
 
+// The engine whose credit system messages arrive (one per process).
+AmEngine *credit_owner = nullptr;
+// The engine whose flush messages arrive.
+AmEngine *flush_owner = nullptr;
+
+} // namespace
+
 conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, std::uint8_t credit_byte) {
     conduit::AmMessage out;
     out.header.credit = credit_byte;
@@ -40,13 +47,6 @@ conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, st
     out.payload = m.payload;
     return out;
 }
-
-// The engine whose credit system messages arrive (one per process).
-AmEngine *credit_owner = nullptr;
-// The engine whose flush messages arrive.
-AmEngine *flush_owner = nullptr;
-
-} // namespace
 
 constinit thread_local Token *AmEngine::current_token = nullptr;
 
@@ -71,6 +71,9 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
     system_[sys_credit] = credit_system_message;
     system_[sys_flush] = flush_request;
     system_[sys_flush_reply] = flush_reply;
+    system_[sys_long_header] = long_header_arrived;
+    system_[sys_long_data] = long_data_arrived;
+    long_owner_ = this;
     flush_owner = this;
     sent_to_ = std::make_unique<std::atomic<std::uint8_t>[]>(size);
     for (Rank r = 0; r < size; ++r) sent_to_[r].store(0, std::memory_order_relaxed);
@@ -166,6 +169,7 @@ std::uint8_t AmEngine::credit_acquire(Rank dest, const Send &m) {
 }
 
 Status AmEngine::transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte) {
+    if (__builtin_expect(long_two_part(dest, m), 0)) return long_transmit(dest, m, flags, credit_byte);
     return route_[dest]->send(dest, to_message(rank_, m, flags, credit_byte));
 }
 
@@ -334,18 +338,7 @@ void AmEngine::deliver(void *context, const conduit::AmHeader &h, const std::uin
                                           (Token::token_request | Token::token_credit)),
                 h.credit};
     if (token.credit()) self.credit_arrived(token);
-    sluice_handler_fn fn = nullptr;
-    if (__builtin_expect(!(h.flags & conduit::am_flag_system), 1)) {
-        if (__builtin_expect(self.user_enabled_.load(std::memory_order_relaxed), 1)) {
-            const Entry &e = self.user_[h.handler];
-            if (__builtin_expect(e.signature != signature(h.category, h.nargs), 0)) self.dispatch_refuse(h);
-            fn = e.fn;
-        }
-    } else {
-        fn = h.handler < sys_count ? self.system_[h.handler] : nullptr;
-        if (!fn) self.dispatch_refuse(h);
-    }
-    if (fn) handler_run(fn, token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs, self.rank_, h.handler);
+    if (sluice_handler_fn fn = self.dispatch_resolve(h)) handler_run(fn, token, payload, static_cast<std::size_t>(h.payload_length), args, h.nargs, self.rank_, h.handler);
     self.credit_settle(token);
 }
 
@@ -373,6 +366,18 @@ void AmEngine::deliver_short(void *context, Rank source, std::uint8_t handler, s
     h.credit = credit;
     h.source = source;
     deliver(context, h, args, nullptr);
+}
+
+sluice_handler_fn AmEngine::dispatch_resolve(const conduit::AmHeader &h) const {
+    if (__builtin_expect(!(h.flags & conduit::am_flag_system), 1)) {
+        if (__builtin_expect(!user_enabled_.load(std::memory_order_relaxed), 0)) return nullptr;
+        const Entry &e = user_[h.handler];
+        if (__builtin_expect(e.signature != signature(h.category, h.nargs), 0)) dispatch_refuse(h);
+        return e.fn;
+    }
+    sluice_handler_fn fn = h.handler < sys_count ? system_[h.handler] : nullptr;
+    if (!fn) dispatch_refuse(h);
+    return fn;
 }
 
 void AmEngine::credit_arrived(const Token &token) {

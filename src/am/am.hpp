@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 // The object behind sluice_token_t: one per running handler.  Its state is
@@ -55,6 +57,8 @@ enum SystemHandler : std::uint8_t {
     sys_credit,           // a credit engine system message (ask, grant, revoke, give)
     sys_flush,            // flush: answered after every earlier request from its sender ran
     sys_flush_reply,
+    sys_long_header,      // two-part Long: the header (src/am/long.cpp)
+    sys_long_data,        // two-part Long: its payload has landed
     sys_count
 };
 
@@ -83,6 +87,9 @@ struct Send {
     std::size_t length = 0;
     void *dest_addr = nullptr;
 };
+
+// The conduit message for `m` from `source`.
+conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, std::uint8_t credit_byte);
 
 class AmEngine {
 public:
@@ -162,6 +169,11 @@ public:
 
     std::size_t max_medium() const { return max_medium_; }
     std::size_t max_long() const { return max_long_; }
+    // Parts of two-part Longs waiting for their other part (tests).
+    std::size_t lid_cache_size() {
+        std::lock_guard<std::mutex> lock(lid_lock_);
+        return lid_cache_.size();
+    }
     Transport *route(Rank r) const { return route_[r]; }
     const std::vector<Transport *> &transports() const { return transports_; }
 
@@ -243,6 +255,41 @@ private:
     static void flush_request(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
     static void flush_reply(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
     [[noreturn]] void dispatch_refuse(const conduit::AmHeader &h) const;
+    // The handler a message runs (null: user handlers are off), or fatal.
+    sluice_handler_fn dispatch_resolve(const conduit::AmHeader &h) const;
+
+    // The two-part Long (src/am/long.cpp): a Long above the route's packed
+    // limit on an RDMA conduit goes as a Put with remote completion into the
+    // target's segment (its notification is sys_long_data) and a header
+    // (sys_long_header, carrying the credit and reply flags); whichever
+    // arrives second runs the handler, matched by a Long ID in the LID cache.
+    bool long_two_part(Rank dest, const Send &m) const {
+        if (m.category != AmCategory::long_) return false;
+        const conduit::Capabilities &c = route_[dest]->capabilities();
+        return m.length > c.max_packed_long && c.native_rma;
+    }
+    // The header on the wire: fixed fields, then the arguments in use.
+    struct LongHeader {
+        std::uint64_t dest_addr = 0;
+        std::uint64_t length = 0;
+        std::uint32_t lid = 0;
+        std::uint8_t handler = 0;
+        std::uint8_t nargs = 0;
+        std::uint8_t flags = 0;  // am_flag_system: the handler is an internal one
+        std::uint8_t data = 0;   // in the LID cache: 1 if this entry is the payload's arrival
+        std::uint32_t args[SLUICE_AM_MAX_ARGS] = {};
+
+        static constexpr std::size_t fixed = 24;
+        std::size_t wire_size() const { return fixed + 4u * nargs; }
+    };
+    Status long_transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte);
+    static void long_header_arrived(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
+    static void long_data_arrived(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
+    // Records one part of Long `lid` from `source`; true when the other part
+    // was there already (the entry is gone then, and `header` holds the
+    // header when this part is the data).
+    bool lid_match(Rank source, std::uint32_t lid, const LongHeader *arrived, LongHeader &header);
+    void long_run(Token *token, const LongHeader &h);
 
     Rank rank_ = 0, size_ = 0;
     std::vector<Transport *> route_;
@@ -260,6 +307,12 @@ private:
     std::atomic<bool> sent_any_{false};
     std::atomic<std::uint64_t> flush_sent_{0};
     std::atomic<std::uint64_t> flush_answered_{0};
+    // Two-part Longs: the next Long ID, and the LID cache: parts that
+    // arrived first, by (source << 32 | lid).
+    static AmEngine *long_owner_;  // whose LID cache the handlers use
+    std::atomic<std::uint32_t> next_lid_{0};
+    std::mutex lid_lock_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<LongHeader>> lid_cache_;
 };
 
 } // namespace sluice::am

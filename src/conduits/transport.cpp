@@ -1,8 +1,36 @@
 // src/conduits/transport.cpp - the out-of-line part of the conduit interface:
-// what a send does when the peer's queue is full.
+// what a send does when the peer's queue is full, the memory-domain
+// bookkeeping, and non-blocking RDMA (completions, the backlog, Put with
+// remote completion emulated as a write followed by an AM).
 #include "conduits/transport.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+
 namespace sluice::conduit {
+
+// One RDMA operation from start to completion.  Allocated per operation:
+// RDMA conduits move large transfers, and load/store peers never get here
+// (src/rma copies through the mapping).
+struct RmaOp {
+    enum class Kind : std::uint8_t { put, get, put_rc };
+    Kind kind = Kind::put;
+    Rank peer = 0;
+    void *remote = nullptr;
+    void *local = nullptr;
+    std::size_t n = 0;
+    std::atomic<std::uint64_t> *counter = nullptr;
+    // put_rc: the notification, with its arguments and payload copied.
+    AmMessage notify;
+    std::array<std::uint32_t, 16> notify_args{};
+    std::string notify_payload;
+};
+
+Transport::~Transport() {
+    for (RmaOp *op : backlog_) delete op;
+    for (RmaOp *op : done_) delete op;
+}
 
 Status Transport::send_retry(Rank peer, const AmMessage &m) {
     const PollMode mode = (m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all;
@@ -15,6 +43,258 @@ Status Transport::send_retry(Rank peer, const AmMessage &m) {
         Status s = send_impl(peer, m);
         if (s != Status::not_ready) return s;
     }
+}
+
+Status Transport::send_refuse(Rank peer, const AmHeader &h) const {
+    const char *op = "send";
+    if (peer >= setup_.size)
+        return base::report(Status::rank, op, nullptr, "%s: rank %u, but the job has %u ranks", name_, peer, setup_.size);
+    if (h.nargs > 16) return base::report(Status::argument, op, nullptr, "%s: %u arguments, at most 16", name_, h.nargs);
+    const auto n = static_cast<unsigned long long>(h.payload_length);
+    if (h.category == AmCategory::medium)
+        return base::report(Status::too_large, op, nullptr, "%s: Medium of %llu bytes, at most %zu", name_, n, caps_.max_medium);
+    if (h.payload_length > caps_.max_long || h.payload_length > caps_.max_packed_long)
+        return base::report(Status::too_large, op, nullptr, "%s: packed Long of %llu bytes, at most %zu", name_, n,
+                            std::min(caps_.max_long, caps_.max_packed_long));
+    return base::report(Status::segment, op, nullptr, "%s: Long of %llu bytes at 0x%llx is outside the segment of rank %u",
+                        name_, n, static_cast<unsigned long long>(h.dest_addr), peer);
+}
+
+// ---- memory domains ----
+
+Status Transport::mem_register(void *base, std::size_t size, MemRegion &region) {
+    if (region.registered)
+        return base::report(Status::state, "register memory", "deregister the region first",
+                            "%s: the region at %p is registered already", name_, region.base);
+    if (size && !base)
+        return base::report(Status::argument, "register memory", nullptr, "%s: %zu bytes at a null address", name_, size);
+    const std::uint64_t requested = caps_.provider_keys ? 0 : (std::uint64_t{setup_.rank} << 32 | next_key_++);
+    if (Status s = mem_register_impl(base, size, requested, region.handle, region.rkey); s != Status::ok) return s;
+    region.base = base;
+    region.size = size;
+    region.registered = true;
+    return Status::ok;
+}
+
+void Transport::mem_deregister(MemRegion &region) {
+    if (!region.registered) return;
+    mem_deregister_impl(region.handle);
+    region = MemRegion{};
+}
+
+Status Transport::segment_register(void *base, std::size_t size, std::string &rkey) {
+    rkey.clear();
+    if (!base || !size) return Status::ok;  // an empty segment: nothing to reach
+    if (Status s = mem_register(base, size, segment_region_); s != Status::ok) return s;
+    rkey = segment_region_.rkey;
+    return Status::ok;
+}
+
+Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
+    peer_base_.assign(all.size(), 0);
+    peer_size_.assign(all.size(), 0);
+    static const std::string none;
+    for (Rank peer : setup_.peers) {
+        if (peer >= all.size())
+            return base::report(Status::state, "segment_attach", "this is a Sluice bug", "%s: no record for rank %u",
+                                name_, peer);
+        const SegmentRecord &rec = all[peer];
+        peer_base_[peer] = rec.base;
+        peer_size_[peer] = rec.size;
+        const std::string *key = &none;
+        for (const auto &[transport, packed] : rec.rkeys)
+            if (transport == name_) key = &packed;
+        if (Status s = key_unpack_impl(peer, rec.base, rec.size, *key); s != Status::ok) return s;
+    }
+    return segment_connect_impl(all);
+}
+
+// ---- non-blocking RDMA ----
+
+Status Transport::put_nb(Rank peer, void *remote, const void *local, std::size_t n,
+                         std::atomic<std::uint64_t> &counter) {
+    auto *op = new RmaOp;
+    op->peer = peer;
+    op->remote = remote;
+    op->local = const_cast<void *>(local);
+    op->n = n;
+    op->counter = &counter;
+    return rma_start(op);
+}
+
+Status Transport::get_nb(void *local, Rank peer, const void *remote, std::size_t n,
+                         std::atomic<std::uint64_t> &counter) {
+    auto *op = new RmaOp;
+    op->kind = RmaOp::Kind::get;
+    op->peer = peer;
+    op->remote = const_cast<void *>(remote);
+    op->local = local;
+    op->n = n;
+    op->counter = &counter;
+    return rma_start(op);
+}
+
+Status Transport::put_rc(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify,
+                         std::atomic<std::uint64_t> &counter) {
+    if (notify.header.nargs > 16 || notify.header.category == AmCategory::long_)
+        return base::report(Status::argument, "put with remote completion", "this is a Sluice bug",
+                            "%s: the notification must be a Short or Medium of at most 16 arguments", name_);
+    auto *op = new RmaOp;
+    op->kind = RmaOp::Kind::put_rc;
+    op->peer = peer;
+    op->remote = remote;
+    op->local = const_cast<void *>(local);
+    op->n = n;
+    op->counter = &counter;
+    op->notify = notify;
+    if (notify.header.nargs) std::memcpy(op->notify_args.data(), notify.args, 4u * notify.header.nargs);
+    op->notify.args = op->notify_args.data();
+    if (notify.header.category == AmCategory::medium && notify.header.payload_length) {
+        op->notify_payload.assign(static_cast<const char *>(notify.payload), notify.header.payload_length);
+        op->notify.payload = op->notify_payload.data();
+    }
+    return rma_start(op);
+}
+
+Status Transport::put(Rank peer, void *remote, const void *local, std::size_t n) {
+    std::atomic<std::uint64_t> counter{0};
+    if (Status s = put_nb(peer, remote, local, n, counter); s != Status::ok) return s;
+    rma_wait(counter);
+    return Status::ok;
+}
+
+Status Transport::get(void *local, Rank peer, const void *remote, std::size_t n) {
+    std::atomic<std::uint64_t> counter{0};
+    if (Status s = get_nb(local, peer, remote, n, counter); s != Status::ok) return s;
+    rma_wait(counter);
+    return Status::ok;
+}
+
+void Transport::rma_wait(const std::atomic<std::uint64_t> &counter) {
+    while (counter.load(std::memory_order_acquire) != 0) {
+        if (setup_.progress) (void)setup_.progress(setup_.progress_context, PollMode::all);
+        else if (poll() == 0) base::idle();
+    }
+}
+
+Status Transport::rma_start(RmaOp *op) {
+    op->counter->fetch_add(1, std::memory_order_release);
+    {
+        // Behind operations already waiting: the backlog keeps issue order.
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        if (!backlog_.empty()) {
+            backlog_.push_back(op);
+            rma_work_.fetch_add(1, std::memory_order_relaxed);
+            stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
+            return Status::ok;
+        }
+    }
+    return rma_issue(op, false);
+}
+
+// Hands `op` to the conduit.  On "retry" it goes to the backlog (its front
+// when it came from there, so the order holds); on a final error the
+// caller's counter is given back.
+Status Transport::rma_issue(RmaOp *op, bool from_backlog) {
+    void *remote = op->remote;
+    if (caps_.remote_offsets)
+        remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[op->peer]);
+    bool later = false;
+    Status s = Status::transport;
+    switch (op->kind) {
+    case RmaOp::Kind::put: s = put_impl(op->peer, remote, op->local, op->n, op, later); break;
+    case RmaOp::Kind::get: s = get_impl(op->local, op->peer, remote, op->n, op, later); break;
+    case RmaOp::Kind::put_rc:
+        s = caps_.remote_completion ? put_rc_impl(op->peer, remote, op->local, op->n, op->notify, op, later)
+                                    : put_impl(op->peer, remote, op->local, op->n, op, later);
+        break;
+    }
+    if (s == Status::not_ready) {
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        if (from_backlog) {
+            backlog_.push_front(op);
+        } else {
+            backlog_.push_back(op);
+            stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
+        }
+        rma_work_.fetch_add(1, std::memory_order_relaxed);
+        return Status::ok;
+    }
+    if (s != Status::ok) {
+        op->counter->fetch_sub(1, std::memory_order_release);
+        delete op;
+        return s;
+    }
+    if (later) stats_.rma_deferred.fetch_add(1, std::memory_order_relaxed);  // op may be gone already
+    else rma_finish(op);
+    return Status::ok;
+}
+
+// The operation is complete here.  An emulated Put with remote completion
+// now sends its notification: the write has landed, and the AM that follows
+// it on this transport is delivered after it.
+void Transport::rma_finish(RmaOp *op) {
+    if (op->kind == RmaOp::Kind::put_rc && !caps_.remote_completion) {
+        if (Status s = send(op->peer, op->notify); s != Status::ok)
+            base::report(s, "put with remote completion", nullptr, "%s: the notification to rank %u was not sent",
+                         name_, op->peer);
+    }
+    op->counter->fetch_sub(1, std::memory_order_release);
+    delete op;
+}
+
+void Transport::rma_complete(RmaOp *op) {
+    std::lock_guard<std::mutex> lock(rma_lock_);
+    done_.push_back(op);
+    rma_work_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// From poll, after poll_impl: signal what completed, then retry the backlog
+// until the conduit says "retry" again.  One thread at a time, and not from
+// a poll nested in a notification's send (it skips).
+int Transport::rma_progress() {
+    if (rma_busy_.exchange(true, std::memory_order_acquire)) return 0;
+    int n = 0;
+    std::vector<RmaOp *> done;
+    {
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        done.swap(done_);
+        rma_work_.fetch_sub(static_cast<std::uint32_t>(done.size()), std::memory_order_relaxed);
+    }
+    for (RmaOp *op : done) {
+        rma_finish(op);
+        ++n;
+    }
+    for (;;) {
+        RmaOp *op;
+        {
+            std::lock_guard<std::mutex> lock(rma_lock_);
+            if (backlog_.empty()) break;
+            op = backlog_.front();
+            backlog_.pop_front();
+            rma_work_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        const std::uint32_t before = rma_work_.load(std::memory_order_relaxed);
+        const Rank peer = op->peer;  // rma_issue may free op
+        if (Status s = rma_issue(op, true); s != Status::ok)
+            base::report(s, "RDMA", nullptr, "%s: a queued operation to rank %u failed", name_, peer);
+        ++n;
+        // Back on the backlog: the conduit has no room yet.
+        if (rma_work_.load(std::memory_order_relaxed) > before) break;
+    }
+    rma_busy_.store(false, std::memory_order_release);
+    return n;
+}
+
+void Transport::fini() {
+    mem_deregister(segment_region_);
+    {
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        for (RmaOp *op : backlog_) delete op;  // never started: nothing to wait for
+        backlog_.clear();
+        rma_work_.store(static_cast<std::uint32_t>(done_.size()), std::memory_order_relaxed);
+    }
+    fini_impl();
 }
 
 } // namespace sluice::conduit

@@ -13,8 +13,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::conduit {
@@ -61,10 +64,20 @@ using DeliverShortFn = void (*)(void *context, Rank source, std::uint8_t handler
 
 struct Capabilities {
     std::size_t max_medium = 0;        // largest Medium payload
-    std::size_t max_long = 0;          // largest Long payload in one message
+    std::size_t max_long = 0;          // largest Long payload (src/am splits nothing)
+    // Largest Long packed into one message (header and payload together,
+    // the ibv seed's packed-Long limit).  A larger Long, up to max_long, is
+    // a two-part Long (src/am): the payload by put_rc, the header by AM.
+    // Only conduits with native_rma may set it below max_long.
+    std::size_t max_packed_long = SIZE_MAX;
     bool native_rma = false;           // put_impl/get_impl move bytes without AM
+    bool remote_completion = false;    // put_rc_impl writes with immediate data (else: write, then AM)
     bool load_store = false;           // peers' segments are mapped here (PSHM)
+    // Memory domain: what the network demands of memory it reads or writes.
     bool needs_registration = false;   // local RMA buffers must be registered
+    bool remote_offsets = false;       // remote addresses are offsets into the peer's segment
+    bool provider_keys = true;         // the provider picks keys (else mem_register_impl gets one)
+    bool key_per_endpoint = false;     // a peer's key is unpacked for each endpoint (peer)
     bool needs_credits = false;        // AM requests need per-peer credits
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
@@ -95,18 +108,38 @@ struct TransportSetup {
 struct SegmentRecord {
     std::uint64_t base = 0;
     std::uint64_t size = 0;
-    std::string key;                      // conduit data (shm name, rkey, ...)
+    std::string key;                      // the creating conduit's data (shm name, ...)
+    // Packed remote keys of the segment, one per transport that registered
+    // it (by transport name): what mem_register_impl returned on that rank.
+    std::vector<std::pair<std::string, std::string>> rkeys;
 };
+
+// A registered region of local memory (Transport::mem_register).
+struct MemRegion {
+    void *base = nullptr;
+    std::size_t size = 0;
+    std::uint64_t handle = 0;             // the conduit's local handle (lkey, descriptor, ...)
+    std::string rkey;                     // packed remote key, to publish to peers
+    bool registered = false;
+};
+
+// A non-blocking RDMA operation the Transport wrapper tracks from start to
+// completion (transport.cpp).  Conduits treat it as opaque: one that cannot
+// finish an operation during put_impl/get_impl keeps the pointer (as its
+// work-request id) and hands it to rma_complete() from poll_impl.
+struct RmaOp;
 
 // Slow-path counters only: a locked increment per message would cost more
 // than a same-host AM itself.
 struct TransportStats {
     std::atomic<std::uint64_t> send_full{0};  // sends that had to poll and retry
+    std::atomic<std::uint64_t> rma_backlogged{0};  // RDMA operations queued on "retry"
+    std::atomic<std::uint64_t> rma_deferred{0};    // RDMA operations completed from poll
 };
 
 class Transport {
 public:
-    virtual ~Transport() = default;
+    virtual ~Transport();
     Transport(const Transport &) = delete;
     Transport &operator=(const Transport &) = delete;
 
@@ -121,7 +154,11 @@ public:
 
     // Sends one AM.  While the wire is full, polls (replies only when sending
     // a reply, so reply chains cannot deadlock) and retries: never drops.
+    // Refuses (reported) a bad rank, more than 16 arguments, a Medium above
+    // max_medium, a Long above the packed limit or outside the peer's
+    // segment; send_short trusts its caller (src/am checked it).
     Status send(Rank peer, const AmMessage &m) {
+        if (__builtin_expect(!send_valid(peer, m.header), 0)) return send_refuse(peer, m.header);
         Status s = send_impl(peer, m);
         if (__builtin_expect(s != Status::not_ready, 1)) return s;
         return send_retry(peer, m);
@@ -141,31 +178,62 @@ public:
     // Every conduit delivers the requests of one peer in the order they
     // were sent, each handler returning before the next request of that
     // peer is delivered, and the same for replies: src/am's flush (barrier,
-    // finalize) relies on it.
-    int poll(PollMode mode = PollMode::all) { return poll_impl(mode); }
+    // finalize) relies on it.  RDMA work (completions the conduit reaped,
+    // operations waiting on the backlog) is finished here too: one relaxed
+    // load when there is none.
+    int poll(PollMode mode = PollMode::all) {
+        int n = poll_impl(mode);
+        if (__builtin_expect(rma_work_.load(std::memory_order_relaxed) != 0, 0)) n += rma_progress();
+        return n;
+    }
 
-    // Segment set-up, driven by core: create mine, then (after core has
-    // allgathered every record) connect to every peer's, then, after a
-    // barrier, drop names that only served the set-up.
+    // Segment set-up, driven by core: create mine, register it with every
+    // transport (segment_register: the packed remote key core allgathers),
+    // then (after core has allgathered every record) connect to every
+    // peer's, then, after a barrier, drop names that only served the set-up.
     Status segment_create(std::size_t size, void **base, std::string &key) {
         return segment_create_impl(size, base, key);
     }
-    Status segment_connect(const std::vector<SegmentRecord> &all) {
-        return segment_connect_impl(all);
-    }
+    Status segment_register(void *base, std::size_t size, std::string &rkey);
+    // Unpacks every peer's key for this transport (key_unpack_impl) and
+    // learns their segment bases (for remote_offsets), then connects.
+    Status segment_connect(const std::vector<SegmentRecord> &all);
     void setup_done() { setup_done_impl(); }
 
     // Address in this process where `peer`'s segment is mapped, or null.
     void *peer_segment_view(Rank peer) const { return peer_segment_view_impl(peer); }
 
-    // Native RMA (only when capabilities().native_rma).  Remote addresses
-    // are in the peer's space and already bounds-checked by src/rma.
-    Status put(Rank peer, void *remote, const void *local, std::size_t n) {
-        return put_impl(peer, remote, local, n);
-    }
-    Status get(void *local, Rank peer, const void *remote, std::size_t n) {
-        return get_impl(local, peer, remote, n);
-    }
+    // Memory domain: registers [base, base+size) for RDMA (a no-op region on
+    // conduits that need none) and returns its local handle and packed
+    // remote key; deregister releases it.  Idempotent on an unregistered one.
+    Status mem_register(void *base, std::size_t size, MemRegion &region);
+    void mem_deregister(MemRegion &region);
+
+    // Non-blocking RDMA (only when capabilities().native_rma).  Remote
+    // addresses are in the peer's space and already bounds-checked by
+    // src/rma; the wrapper turns them into offsets for remote_offsets
+    // conduits.  `counter` is incremented now and decremented (release)
+    // once the operation is complete: at once, from a later poll that reaps
+    // the conduit's completion, or after the backlog retried it when the
+    // conduit said "retry".  Never waits for room.  Returns Status::ok or a
+    // final error (the counter then unchanged).
+    Status put_nb(Rank peer, void *remote, const void *local, std::size_t n,
+                  std::atomic<std::uint64_t> &counter);
+    Status get_nb(void *local, Rank peer, const void *remote, std::size_t n,
+                  std::atomic<std::uint64_t> &counter);
+    // Put with remote completion: `notify` (a Short or a Medium, copied
+    // here) is delivered at the target after the bytes are there.  With
+    // capabilities().remote_completion the conduit carries it (a write with
+    // immediate data); otherwise the wrapper sends it by AM once the write
+    // completed.  The counter drops after the notification was sent.
+    Status put_rc(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify,
+                  std::atomic<std::uint64_t> &counter);
+    // Blocking: start, then poll (every transport) until this operation alone
+    // is complete.
+    Status put(Rank peer, void *remote, const void *local, std::size_t n);
+    Status get(void *local, Rank peer, const void *remote, std::size_t n);
+    // Polls until `counter` is 0.
+    void rma_wait(const std::atomic<std::uint64_t> &counter);
 
     // Native barrier over every peer this transport reaches (plus me), for
     // conduits with capabilities().native_barrier.  `poll_fn` keeps AMs
@@ -196,8 +264,9 @@ public:
     // conduit then runs base::signal_deferred_run() when it leaves.
     bool signal_exit_safe() const { return signal_exit_safe_impl(); }
 
-    // Releases every resource, in reverse order of creation.
-    void fini() { fini_impl(); }
+    // Releases every resource, in reverse order of creation: the segment's
+    // registration, RDMA operations never completed, then the conduit's.
+    void fini();
 
 protected:
     Transport(const char *name, Capabilities caps) : name_(name), caps_(caps) {}
@@ -212,6 +281,11 @@ protected:
         setup_.deliver_short(setup_.deliver_context, source, handler, flags, credit, args, nargs);
     }
     Capabilities &capabilities_mutable() { return caps_; }
+    // An operation put_impl/get_impl/put_rc_impl kept (`later` set) is
+    // complete: call from poll_impl (any thread); the wrapper's poll then
+    // signals the caller.  For put_rc_impl, "complete" means the target
+    // will deliver the notification.
+    void rma_complete(RmaOp *op);
 
     virtual Status init_impl() = 0;
     // Status::not_ready when there is no room now; the wrapper polls and retries.
@@ -236,8 +310,33 @@ protected:
     virtual Status segment_connect_impl(const std::vector<SegmentRecord> &all) = 0;
     virtual void setup_done_impl() {}
     virtual void *peer_segment_view_impl(Rank) const { return nullptr; }
-    virtual Status put_impl(Rank, void *, const void *, std::size_t) { return Status::transport; }
-    virtual Status get_impl(void *, Rank, const void *, std::size_t) { return Status::transport; }
+    // RDMA hooks (native_rma).  Return Status::ok with `later` false when
+    // the operation completed during the call; Status::ok with `later` true
+    // when the conduit keeps `op` and reports it to rma_complete() from
+    // poll_impl; Status::not_ready when there is no room now (nothing
+    // started: the wrapper queues it and retries from poll); else a final
+    // error.  `remote` is an offset into the peer's segment when
+    // capabilities().remote_offsets.
+    virtual Status put_impl(Rank, void *, const void *, std::size_t, RmaOp *, bool &) { return Status::transport; }
+    virtual Status get_impl(void *, Rank, const void *, std::size_t, RmaOp *, bool &) { return Status::transport; }
+    // Only with capabilities().remote_completion: the write, then `notify`
+    // delivered at the target (through its deliver()) after the bytes.
+    virtual Status put_rc_impl(Rank, void *, const void *, std::size_t, const AmMessage &, RmaOp *, bool &) {
+        return Status::transport;
+    }
+    // Memory-domain hooks.  The defaults suit conduits that need no
+    // registration: an empty key, handle 0.  `requested_key` is a key
+    // unique in this process when !capabilities().provider_keys, else 0.
+    virtual Status mem_register_impl(void *, std::size_t, std::uint64_t, std::uint64_t &handle, std::string &rkey) {
+        handle = 0;
+        rkey.clear();
+        return Status::ok;
+    }
+    virtual void mem_deregister_impl(std::uint64_t) {}
+    // `rkey` is what `peer`'s mem_register_impl returned for its segment
+    // (empty if it registered none), `base`/`size` that segment.  Called for
+    // every peer in setup().peers before segment_connect_impl.
+    virtual Status key_unpack_impl(Rank, std::uint64_t, std::uint64_t, const std::string &) { return Status::ok; }
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
     virtual void dispatch_abandon_impl() {}
     virtual void quiesce_impl() {}
@@ -248,12 +347,37 @@ private:
     // The queue was full: poll every transport (replies only, for a reply)
     // and try again until it fits or the send deadline passes.
     Status send_retry(Rank peer, const AmMessage &m);
+    bool send_valid(Rank peer, const AmHeader &h) const {
+        if (peer >= setup_.size || h.nargs > 16) return false;
+        if (h.category == AmCategory::short_) return true;
+        if (h.category == AmCategory::medium) return h.payload_length <= caps_.max_medium;
+        if (h.payload_length > caps_.max_long || h.payload_length > caps_.max_packed_long) return false;
+        if (peer >= peer_size_.size()) return true;  // segments not connected yet: the conduit checks
+        return h.dest_addr >= peer_base_[peer] && h.payload_length <= peer_size_[peer] &&
+               h.dest_addr - peer_base_[peer] <= peer_size_[peer] - h.payload_length;
+    }
+    [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
+    Status rma_start(RmaOp *op);
+    Status rma_issue(RmaOp *op, bool from_backlog);
+    void rma_finish(RmaOp *op);
+    int rma_progress();
 
     const char *name_;
     Capabilities caps_;
     TransportSetup setup_;
     TransportStats stats_;
     std::atomic<std::uint64_t> send_deadline_{0};
+    // RDMA state (transport.cpp): operations the conduit said "retry" to,
+    // in order, and completions reaped by poll_impl not yet signalled.
+    std::mutex rma_lock_;
+    std::deque<RmaOp *> backlog_;
+    std::vector<RmaOp *> done_;
+    std::atomic<std::uint32_t> rma_work_{0};     // backlog_ + done_ sizes
+    std::atomic<bool> rma_busy_{false};          // one thread finishes at a time
+    std::vector<std::uint64_t> peer_base_;       // segment bases, for remote_offsets
+    std::vector<std::uint64_t> peer_size_;       // segment sizes, for the Long check
+    MemRegion segment_region_;
+    std::uint64_t next_key_ = 1;
 };
 
 // Registry of the conduits compiled in (src/conduits/registry.cpp).

@@ -250,19 +250,54 @@ Status Runtime::segment_attach(std::size_t size) {
     if (Status s = barrier(); s != Status::ok) return s;
     std::optional<ProgressWhileBlocked> polling(std::in_place, *this);
     BootstrapCall in_bootstrap;
+    // The record: base, size, the creating conduit's key, then each
+    // transport's packed remote key for the segment (memory domains), by
+    // name, since ranks on different hosts may run different transports.
     std::string record(16, '\0');
     const std::uint64_t b = reinterpret_cast<std::uint64_t>(base), n = size;
     std::memcpy(record.data(), &b, 8);
     std::memcpy(record.data() + 8, &n, 8);
-    record += key;
+    const auto append = [&record](const std::string &field) {
+        const auto len = static_cast<std::uint32_t>(field.size());
+        record.append(reinterpret_cast<const char *>(&len), 4);
+        record += field;
+    };
+    append(key);
+    for (auto &t : transports_) {
+        std::string rkey;
+        if (Status s = t->segment_register(base, size, rkey); s != Status::ok) return s;
+        append(t->name());
+        append(rkey);
+    }
     std::vector<std::string> all;
     if (!bootstrap_->allgather(record.data(), record.size(), all))
         return base::report(Status::bootstrap, op, "check that every rank called it", "segment exchange failed");
     std::vector<conduit::SegmentRecord> records(size_);
     for (Rank r = 0; r < size_; ++r) {
-        std::memcpy(&records[r].base, all[r].data(), 8);
-        std::memcpy(&records[r].size, all[r].data() + 8, 8);
-        records[r].key = all[r].substr(16);
+        const std::string &in = all[r];
+        std::size_t at = 16;
+        bool ok = in.size() >= 16;
+        const auto field = [&](std::string &out) {
+            std::uint32_t len = 0;
+            if (!ok || in.size() - at < 4) return ok = false;
+            std::memcpy(&len, in.data() + at, 4);
+            if (in.size() - at - 4 < len) return ok = false;
+            out.assign(in, at + 4, len);
+            at += 4 + std::size_t{len};
+            return true;
+        };
+        if (ok) {
+            std::memcpy(&records[r].base, in.data(), 8);
+            std::memcpy(&records[r].size, in.data() + 8, 8);
+        }
+        field(records[r].key);
+        while (ok && at < in.size()) {
+            std::pair<std::string, std::string> k;
+            if (field(k.first) && field(k.second)) records[r].rkeys.push_back(std::move(k));
+        }
+        if (!ok)
+            return base::report(Status::bootstrap, op, "run the same Sluice build on every rank",
+                                "the segment record of rank %u is malformed", r);
     }
     for (auto &t : transports_)
         if (Status s = t->segment_connect(records); s != Status::ok) return s;

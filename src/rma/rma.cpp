@@ -152,8 +152,25 @@ Status RmaEngine::start_reference(bool put, Rank r, void *remote, void *local, s
                                   std::atomic<std::uint64_t> &counter) {
     return put ? put_reference(r, remote, local, n, counter) : get_reference(local, r, remote, n, counter);
 }
+// The native paths; true if they took the transfer (its status in `s`).
+// A blocking RDMA transfer waits for its own completion only.
 bool RmaEngine::native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s) {
-    return put ? native_put(r, remote, local, n, s) : native_get(local, r, remote, n, s);
+    s = Status::ok;
+    if (copy_mapped(put, r, remote, local, n)) return true;
+    conduit::Transport *t = rdma_transport(r);
+    if (!t) return false;
+    s = put ? t->put(r, remote, local, n) : t->get(local, r, remote, n);
+    return true;
+}
+
+Status RmaEngine::start(bool put, Rank r, void *remote, void *local, std::size_t n,
+                        std::atomic<std::uint64_t> &counter) {
+    if (conduit::Transport *t = rdma_transport(r)) {
+        Status s = put ? t->put_nb(r, remote, local, n, counter) : t->get_nb(local, r, remote, n, counter);
+        if (s != Status::ok) return base::report(s, put ? "put" : "get", nullptr, "the transport failed on rank %u", r);
+        return s;
+    }
+    return start_reference(put, r, remote, local, n, counter);
 }
 
 Status RmaEngine::blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op) {
@@ -170,12 +187,12 @@ Status RmaEngine::nonblocking(bool put, Rank r, void *remote, void *local, std::
                               const char *op) {
     if (!ev) return base::report(Status::argument, op, "pass where to store the event", "null event pointer");
     if (Status s = check(r, remote, local, n, op); s != Status::ok) return s;
-    if (Status s; native(put, r, remote, local, n, s)) {
-        if (s == Status::ok) *ev = SLUICE_EVENT_DONE;
-        return s;
+    if (copy_mapped(put, r, remote, local, n)) {
+        *ev = SLUICE_EVENT_DONE;
+        return Status::ok;
     }
     auto *e = new sluice_event;
-    if (Status s = start_reference(put, r, remote, local, n, e->pending); s != Status::ok) {
+    if (Status s = start(put, r, remote, local, n, e->pending); s != Status::ok) {
         wait_counter(e->pending);
         delete e;
         return s;
@@ -199,14 +216,14 @@ Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, slu
 
 Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n) {
     if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
-    if (Status s; native_put(r, dest, src, n, s)) return s;
-    return put_reference(r, dest, src, n, nbi_outstanding);
+    if (copy_mapped(true, r, dest, const_cast<void *>(src), n)) return Status::ok;
+    return start(true, r, dest, const_cast<void *>(src), n, nbi_outstanding);
 }
 
 Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
     if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
-    if (Status s; native_get(dest, r, src, n, s)) return s;
-    return get_reference(dest, r, src, n, nbi_outstanding);
+    if (copy_mapped(false, r, const_cast<void *>(src), dest, n)) return Status::ok;
+    return start(false, r, const_cast<void *>(src), dest, n, nbi_outstanding);
 }
 
 Status RmaEngine::event_test(sluice_event *ev) {

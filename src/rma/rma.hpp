@@ -1,8 +1,10 @@
 // src/rma/rma.hpp - Put/Get semantics and completion.
 //
 // Native path: when a peer's segment is mapped here (a load/store conduit)
-// and SLUICE_NATIVE_RMA is on, Put/Get are memcpy and complete at once.
-// Otherwise the reference Put/Get over AM: a Put is a chain of AM Long
+// and SLUICE_NATIVE_RMA is on, Put/Get are memcpy and complete at once.  On
+// an RDMA conduit (native_rma without load_store) they are the transport's
+// non-blocking put_nb/get_nb, whose completion, reaped by poll, drops the
+// event's or the NBI counter.  Otherwise the reference Put/Get over AM: a Put is a chain of AM Long
 // requests into the target segment, each acknowledged by a reply; a Get is a
 // chain of requests each answered by a Medium reply that the reply handler
 // copies into the destination.
@@ -61,6 +63,10 @@ private:
     Status blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op);
     Status nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
                        const char *op);
+    // Starts a transfer that completes when `counter` drops back: native
+    // RDMA (non-blocking at the transport) when the route has it, else the
+    // reference transfer over AM.
+    Status start(bool put, Rank r, void *remote, void *local, std::size_t n, std::atomic<std::uint64_t> &counter);
     Status start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
                            std::atomic<std::uint64_t> &counter);
     bool native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s);
@@ -87,30 +93,13 @@ private:
         const auto &caps = t->capabilities();
         return native_ && caps.native_rma && !caps.load_store ? t : nullptr;
     }
-    // The native paths; true if they took the transfer (its status in `s`).
-    bool native_put(Rank r, void *dest, const void *src, std::size_t n, Status &s) {
-        if (char *view = native_view(r, dest)) {
-            std::memcpy(view, src, n);
-            s = Status::ok;
-            return true;
-        }
-        if (conduit::Transport *t = rdma_transport(r)) {
-            s = t->put(r, dest, src, n);
-            return true;
-        }
-        return false;
-    }
-    bool native_get(void *dest, Rank r, const void *src, std::size_t n, Status &s) {
-        if (char *view = native_view(r, src)) {
-            std::memcpy(dest, view, n);
-            s = Status::ok;
-            return true;
-        }
-        if (conduit::Transport *t = rdma_transport(r)) {
-            s = t->get(dest, r, src, n);
-            return true;
-        }
-        return false;
+    // A load/store peer: copies through the mapping; false when there is none.
+    bool copy_mapped(bool put, Rank r, void *remote, void *local, std::size_t n) const {
+        char *view = native_view(r, remote);
+        if (!view) return false;
+        if (put) std::memcpy(view, local, n);
+        else std::memcpy(local, view, n);
+        return true;
     }
     Status check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const;
     // Starts the reference transfer; `counter` counts outstanding chunks.

@@ -212,6 +212,13 @@ struct Report {
             for (std::size_t z : sizes_of("am_" + cat + "_flood"))
                 add(am, "am_" + cat + "_flood_ns", z, med("am_" + cat + "_flood", z),
                     have_mpi ? "mpi_send_stream_ns" : "", med("mpi_send_stream", z));
+        // 1 MiB is above smp's packed-Long limit: the two-part Long (payload
+        // copied into the peer's segment, then two AMs) against a memcpy of
+        // 1 MiB measured in the same run.
+        if (const double f = med("am_long_flood", mib); f > 0)
+            target(add(am, "am_long_flood_GBps", mib, bandwidth(f, mib), "memcpy_GBps",
+                       bandwidth(med("memcpy", mib), mib)),
+                   Check::ratio_at_least, 0.9, "1 MiB two-part Long flood >= 0.9 x memcpy");
 
         const std::string lat = "Put/Get latency (blocking; ns per operation)";
         for (std::size_t z : rma_sizes(options.all_sizes)) {

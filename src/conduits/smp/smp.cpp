@@ -215,6 +215,10 @@ protected:
         Capabilities &caps = capabilities_mutable();
         caps.max_medium = max_medium;
         caps.max_long = max_long_bytes;
+        // Longs up to half the largest go as one ring record (the payload
+        // copied into the peer's segment, then the header); larger ones as
+        // two-part Longs (src/am): the same copy by put_impl, then two AMs.
+        caps.max_packed_long = max_long_bytes / 2;
         caps.native_rma = true;
         caps.load_store = true;
         caps.inline_limit = max_medium;
@@ -417,11 +421,13 @@ protected:
         return peer < views_.size() ? views_[peer] : nullptr;
     }
 
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n) override {
+    // Complete at once (a copy through the mapping); src/rma normally copies
+    // itself and comes here only for the two-part Long's payload.
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *, bool &) override {
         std::memcpy(translate(peer, reinterpret_cast<std::uint64_t>(remote)), local, n);
         return Status::ok;
     }
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n) override {
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *, bool &) override {
         std::memcpy(local, translate(peer, reinterpret_cast<std::uint64_t>(remote)), n);
         return Status::ok;
     }

@@ -44,12 +44,28 @@ constexpr int poll_budget = 64;
 
 constexpr unsigned max_args = 16;
 
+// RDMA operations the "NIC" holds before put_impl/get_impl answer not_ready
+// (a real conduit: send-queue depth, completion-queue size).
+constexpr std::size_t rdma_depth = 64;
+
+// Largest Long packed into one message; larger Longs go as two-part Longs
+// (payload by put_rc_impl, header by AM; src/am).  A real conduit puts its
+// eager-buffer size here.
+constexpr std::size_t packed_long_limit = 64 * 1024;
+
 // What a conduit declares about itself.  src/am, src/rma and src/core read
 // these fields and nothing else to decide how to use the transport:
 //   max_medium          largest Medium payload (sluice_am_max_medium is the
 //                       minimum over the transports a job uses).
-//   max_long            largest Long payload in one message; src/am and the
-//                       reference RMA cut bigger transfers into pieces.
+//   max_long            largest Long payload; the reference RMA cuts bigger
+//                       transfers into pieces.
+//   max_packed_long     largest Long packed into one message with its header;
+//                       above it (native_rma only) src/am sends a two-part
+//                       Long: payload by put_rc, header by AM, matched by a
+//                       Long ID.
+//   remote_completion   put_rc_impl carries a notification with the write
+//                       (write with immediate data); else the wrapper writes
+//                       and then sends the notification by AM.
 //   native_rma          put_impl/get_impl move bytes without AM (RDMA): the
 //                       interface's hook for replacing the reference Put/Get
 //                       over AM one operation at a time (SLUICE_NATIVE_RMA=0
@@ -58,6 +74,11 @@ constexpr unsigned max_args = 16;
 //   load_store          peers' segments are mapped here: peer_segment_view_impl
 //                       returns their addresses and RMA becomes memcpy.
 //   needs_registration  local RMA buffers must be registered (firehose cache).
+//   remote_offsets      put_impl/get_impl get offsets into the peer's segment
+//                       instead of its virtual addresses.
+//   provider_keys       the provider picks remote keys; when false,
+//                       mem_register_impl is handed a key to use.
+//   key_per_endpoint    a peer's key is unpacked per endpoint (per peer).
 //   needs_credits       the receiver has fixed buffers: src/am counts a credit
 //                       per request, and a request handler that sends no
 //                       reply gets a hidden one so the credit comes back.
@@ -74,13 +95,22 @@ Capabilities declared_capabilities() {
     // Loopback has no wire limit: a Long is one copy into my own segment,
     // bounded only by the segment itself (src/am checks that).
     c.max_long = std::numeric_limits<std::size_t>::max();
-    // Kept false on purpose: a conduit that implements only send and poll is
-    // complete, and a job on this conduit runs src/rma's Put/Get over AM.
-    // put_impl/get_impl below show the native shape; flip these two when they
-    // are real for every peer.
-    c.native_rma = false;
+    // A conduit that implements only send and poll is complete (src/rma
+    // runs Put/Get over AM); the template shows the native RDMA shape too:
+    // put_impl/get_impl complete later, from poll_impl, like a NIC's
+    // completion queue.  FILL IN HERE: set these only when they are real for
+    // every peer.
+    c.max_packed_long = packed_long_limit;
+    c.native_rma = true;
+    c.remote_completion = true;
     c.load_store = false;
     c.needs_registration = false;
+    // Remote addresses arrive as offsets into the peer's segment (as with
+    // verbs' zero-based regions or Portals' offsets); keys are the
+    // provider's (mem_register_impl makes one up).
+    c.remote_offsets = true;
+    c.provider_keys = true;
+    c.key_per_endpoint = false;
     // The queues below are bounded, but a full queue is reported as
     // not_ready and the sender polls; no per-peer credits are needed.
     c.needs_credits = false;
@@ -175,32 +205,10 @@ protected:
             return base::report(Status::rank, "template conduit send",
                                 "route other ranks to another conduit",
                                 "rank %u is not reachable (loopback only)", peer);
-        const AmHeader &h = m.header;
-        if (h.nargs > max_args)
-            return base::report(Status::argument, "template conduit send", nullptr,
-                                "%u arguments, at most %u", h.nargs, max_args);
-        const std::size_t length =
-            h.category == AmCategory::short_ ? 0 : static_cast<std::size_t>(h.payload_length);
-        if (h.category == AmCategory::medium && length > capabilities().max_medium)
-            return base::report(Status::too_large, "template conduit send", nullptr,
-                                "Medium of %zu bytes, at most %zu", length,
-                                capabilities().max_medium);
-        if (h.category == AmCategory::long_ && length > 0 && !segment_.contains(h.dest_addr, length))
-            return base::report(Status::segment, "template conduit send", nullptr,
-                                "Long of %zu bytes at 0x%llx is outside the segment", length,
-                                static_cast<unsigned long long>(h.dest_addr));
-
-        // Copy before taking the lock: the lock only guards the queues.
         QueuedMessage q;
-        q.header = h;
-        if (h.nargs) std::memcpy(q.args.data(), m.args, h.nargs * sizeof(std::uint32_t));
-        if (length) {
-            const auto *bytes = static_cast<const std::byte *>(m.payload);
-            q.payload.assign(bytes, bytes + length);
-        }
-
+        if (Status s = message_copy(m, q); s != Status::ok) return s;
         std::lock_guard<std::mutex> lock(mutex_);
-        std::deque<QueuedMessage> &queue = (h.flags & am_flag_reply) ? replies_ : requests_;
+        std::deque<QueuedMessage> &queue = (q.header.flags & am_flag_reply) ? replies_ : requests_;
         if (queue.size() >= queue_depth) return Status::not_ready;
         queue.push_back(std::move(q));
         return Status::ok;
@@ -220,7 +228,7 @@ protected:
     // Credits, hidden replies and tokens are src/am's business, not the
     // conduit's: it only reports what arrived.
     int poll_impl(PollMode mode) override {
-        int delivered = 0;
+        int delivered = rdma_progress();
         for (int budget = poll_budget; budget > 0; --budget) {
             QueuedMessage q;
             {
@@ -277,24 +285,71 @@ protected:
     // declared_capabilities), so it answers null for every peer.
     void *peer_segment_view_impl(Rank) const override { return nullptr; }
 
-    // Native Put and Get (RDMA), for conduits that set native_rma; meant to
-    // be called by src/rma one operation at a time instead of the reference
-    // Put/Get over AM, with the remote range already checked against the
-    // segment table (src/rma calls them when
-    // native_rma is set and load_store is not).  Return when the operation is complete (Put visible at
-    // the target, Get data in `local`).  A conduit whose RDMA completes
-    // asynchronously returns only after reaping the completion, polling AM
-    // meanwhile; needs_registration conduits register `local` through the
-    // firehose cache first.  Here: the loopback version, a memcpy.
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n) override {
-        if (peer != setup().rank) return Status::rank;
-        if (n) std::memmove(remote, local, n);
+    // Memory domain.  Register [base, base+size) with the NIC and return
+    // its local handle and the packed remote key peers need to reach it
+    // (verbs: ibv_reg_mr, lkey and rkey; libfabric: fi_mr_reg, fi_mr_key,
+    // and the raw key with FI_MR_RAW).  When capabilities().provider_keys
+    // is false, use `requested_key` (unique in this process).  FILL IN HERE:
+    // the template's "NIC" is a table of regions; the key is its index,
+    // packed with a check word so a corrupt key is refused on unpack.
+    Status mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
+                             std::string &rkey) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        regions_.push_back(Region{reinterpret_cast<std::uint64_t>(base), size, true});
+        handle = regions_.size() - 1;
+        const PackedKey k{handle, key_check ^ handle};
+        rkey.assign(reinterpret_cast<const char *>(&k), sizeof k);
         return Status::ok;
     }
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n) override {
-        if (peer != setup().rank) return Status::rank;
-        if (n) std::memmove(local, remote, n);
+    void mem_deregister_impl(std::uint64_t handle) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (handle < regions_.size()) regions_[handle].live = false;
+    }
+    // A peer's packed key for its segment at `base`: check it and keep
+    // what put/get need (verbs: the rkey; libfabric with FI_MR_ENDPOINT or
+    // key_per_endpoint: fi_mr_map_raw per endpoint).  An empty key means the
+    // peer registered nothing (an empty segment).
+    Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override {
+        if (rkey.empty()) return Status::ok;
+        PackedKey k;
+        if (rkey.size() != sizeof k)
+            return base::report(Status::argument, "template conduit key unpack", "this is a Sluice bug",
+                                "rank %u's key has %zu bytes, not %zu", peer, rkey.size(), sizeof k);
+        std::memcpy(&k, rkey.data(), sizeof k);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if ((k.index ^ key_check) != k.check || k.index >= regions_.size() || !regions_[k.index].live ||
+            regions_[k.index].base != base || regions_[k.index].size < size)
+            return base::report(Status::argument, "template conduit key unpack", "this is a Sluice bug",
+                                "rank %u's key does not name its registered segment", peer);
+        peer_key_ = k.index;
         return Status::ok;
+    }
+
+    // Native RDMA (native_rma).  Post the operation and return at once:
+    // `later` = true and keep `op` (as the work-request id) when the NIC
+    // completes it afterwards; poll_impl then hands it to rma_complete().
+    // Status::not_ready when the send queue is full: the wrapper queues the
+    // operation and retries from poll, so the caller never waits for room.
+    // `remote` is an offset into the peer's segment here (remote_offsets).
+    // The remote range is already checked against the segment table by
+    // src/rma; a conduit needing local registration (needs_registration)
+    // looks `local` up in the firehose cache first.  FILL IN HERE: the
+    // template's "NIC" is the rdma_ queue, worked off by poll_impl.
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override {
+        return rdma_post(peer, Rdma::put, remote, const_cast<void *>(local), n, nullptr, op, later);
+    }
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override {
+        return rdma_post(peer, Rdma::get, const_cast<void *>(remote), local, n, nullptr, op, later);
+    }
+    // Put with remote completion (remote_completion): the write, then
+    // `notify` delivered at the target after the bytes, as with an RDMA
+    // write with immediate data whose receive completion carries a small
+    // tag the target turns back into the message (verbs: the immediate
+    // indexes a table both sides agree on).  `notify` is valid during the
+    // call only: copy it.
+    Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify,
+                       RmaOp *op, bool &later) override {
+        return rdma_post(peer, Rdma::put, remote, const_cast<void *>(local), n, &notify, op, later);
     }
 
     // A hardware or conduit-level barrier over every peer this transport
@@ -320,6 +375,115 @@ protected:
     void fini_impl() override { release(); }
 
 private:
+    // Checks a message and copies it (header, arguments, payload) into `q`.
+    Status message_copy(const AmMessage &m, QueuedMessage &q) const {
+        const AmHeader &h = m.header;
+        if (h.nargs > max_args)
+            return base::report(Status::argument, "template conduit send", nullptr,
+                                "%u arguments, at most %u", h.nargs, max_args);
+        const std::size_t length =
+            h.category == AmCategory::short_ ? 0 : static_cast<std::size_t>(h.payload_length);
+        if (h.category == AmCategory::medium && length > capabilities().max_medium)
+            return base::report(Status::too_large, "template conduit send", nullptr,
+                                "Medium of %zu bytes, at most %zu", length,
+                                capabilities().max_medium);
+        if (h.category == AmCategory::long_ && length > capabilities().max_packed_long)
+            return base::report(Status::too_large, "template conduit send", nullptr,
+                                "packed Long of %zu bytes, at most %zu", length,
+                                capabilities().max_packed_long);
+        if (h.category == AmCategory::long_ && length > 0 && !segment_.contains(h.dest_addr, length))
+            return base::report(Status::segment, "template conduit send", nullptr,
+                                "Long of %zu bytes at 0x%llx is outside the segment", length,
+                                static_cast<unsigned long long>(h.dest_addr));
+
+        // Copy before taking the lock: the lock only guards the queues.
+        q.header = h;
+        if (h.nargs) std::memcpy(q.args.data(), m.args, h.nargs * sizeof(std::uint32_t));
+        if (length) {
+            const auto *bytes = static_cast<const std::byte *>(m.payload);
+            q.payload.assign(bytes, bytes + length);
+        }
+        return Status::ok;
+    }
+
+    // One posted RDMA operation of the template's "NIC".
+    struct Rdma {
+        enum Kind : std::uint8_t { put, get };
+        Kind kind = put;
+        std::uint64_t offset = 0;  // into the peer's (here: my) segment
+        void *local = nullptr;
+        std::size_t n = 0;
+        RmaOp *op = nullptr;
+        bool notify = false;
+        QueuedMessage message;     // the notification of a put_rc
+    };
+    struct Region {
+        std::uint64_t base = 0;
+        std::size_t size = 0;
+        bool live = false;
+    };
+    struct PackedKey {
+        std::uint64_t index = 0;
+        std::uint64_t check = 0;
+    };
+    static constexpr std::uint64_t key_check = 0x5a17ce5a17ce5a17ull;
+
+    Status rdma_post(Rank peer, Rdma::Kind kind, void *remote, void *local, std::size_t n, const AmMessage *notify,
+                     RmaOp *op, bool &later) {
+        if (peer != setup().rank) return Status::rank;
+        const auto offset = reinterpret_cast<std::uint64_t>(remote);
+        if (offset > segment_.size() || n > segment_.size() - offset)
+            return base::report(Status::segment, "template conduit RDMA", "this is a Sluice bug",
+                                "%zu bytes at offset %llu are outside the segment", n,
+                                static_cast<unsigned long long>(offset));
+        Rdma r;
+        r.kind = kind;
+        r.offset = offset;
+        r.local = local;
+        r.n = n;
+        r.op = op;
+        if (notify) {
+            if (Status s = message_copy(*notify, r.message); s != Status::ok) return s;
+            r.notify = true;
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (peer_key_ >= regions_.size() || !regions_[peer_key_].live)
+            return base::report(Status::segment, "template conduit RDMA", "attach the segment first",
+                                "rank %u has no registered segment", peer);
+        if (rdma_.size() >= rdma_depth) return Status::not_ready;
+        rdma_.push_back(std::move(r));
+        later = true;
+        return Status::ok;
+    }
+
+    // The "NIC" at work: performs posted operations and reports them
+    // complete, as reaping a completion queue would.  A put_rc's
+    // notification joins the AM queue after its bytes are in place.
+    int rdma_progress() {
+        int done = 0;
+        for (int budget = poll_budget; budget > 0; --budget) {
+            Rdma r;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (rdma_.empty()) break;
+                r = std::move(rdma_.front());
+                rdma_.pop_front();
+            }
+            char *at = static_cast<char *>(segment_.base()) + r.offset;
+            if (r.n) {
+                if (r.kind == Rdma::put) std::memmove(at, r.local, r.n);
+                else std::memmove(r.local, at, r.n);
+            }
+            if (r.notify) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                ((r.message.header.flags & am_flag_reply) ? replies_ : requests_).push_back(std::move(r.message));
+            }
+            rma_complete(r.op);
+            ++done;
+        }
+        return done;
+    }
+
     void land_and_deliver(QueuedMessage &q) {
         const std::uint32_t *args = q.header.nargs ? q.args.data() : nullptr;
         switch (q.header.category) {
@@ -354,6 +518,9 @@ private:
     std::mutex mutex_;
     std::deque<QueuedMessage> requests_;
     std::deque<QueuedMessage> replies_;
+    std::deque<Rdma> rdma_;
+    std::vector<Region> regions_;
+    std::uint64_t peer_key_ = 0;  // the region index my (only) peer published
     AnonymousMapping segment_;
 };
 

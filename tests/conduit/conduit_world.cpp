@@ -1,0 +1,263 @@
+// tests/conduit/conduit_world.cpp - the conformance suite's world: forked
+// ranks, a socketpair bootstrap, init and segment attach done the way core
+// does them (src/core/runtime.cpp), with no core.
+#include "conduit_world.hpp"
+
+#include "base/status.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+namespace conduit_test {
+namespace {
+
+using namespace sluice;
+
+constexpr std::size_t segment_bytes = 4u << 20;
+
+// Two ranks over one socketpair (or one rank alone).  Start-up only.
+class PairBootstrap final : public spawner::Bootstrap {
+public:
+    PairBootstrap(std::uint32_t rank, std::uint32_t size, int fd) : rank_(rank), size_(size), fd_(fd) {}
+    const char *name() const override { return "conduit-test"; }
+    std::uint32_t rank() const override { return rank_; }
+    std::uint32_t size() const override { return size_; }
+    bool allgather(const void *in, std::size_t len, std::vector<std::string> &out) override {
+        out.assign(size_, std::string());
+        out[rank_].assign(static_cast<const char *>(in), len);
+        if (size_ == 1) return true;
+        const auto n = static_cast<std::uint32_t>(len);
+        if (!write_all(&n, 4) || !write_all(in, len)) return false;
+        std::uint32_t m = 0;
+        if (!read_all(&m, 4)) return false;
+        out[1 - rank_].resize(m);
+        return read_all(out[1 - rank_].data(), m);
+    }
+    [[noreturn]] void abort(int code) override { ::_exit(code); }
+
+private:
+    bool write_all(const void *p, std::size_t n) {
+        for (const char *c = static_cast<const char *>(p); n;) {
+            ssize_t w = ::write(fd_, c, n);
+            if (w <= 0) return false;
+            c += w, n -= static_cast<std::size_t>(w);
+        }
+        return true;
+    }
+    bool read_all(void *p, std::size_t n) {
+        for (char *c = static_cast<char *>(p); n;) {
+            ssize_t r = ::read(fd_, c, n);
+            if (r <= 0) return false;
+            c += r, n -= static_cast<std::size_t>(r);
+        }
+        return true;
+    }
+    std::uint32_t rank_, size_;
+    int fd_;
+};
+
+void record(World &w, const conduit::AmHeader &h, const std::uint32_t *args, const void *payload) {
+    Delivered d;
+    d.header = h;
+    d.args.assign(args, args + h.nargs);
+    if (h.category != conduit::AmCategory::short_ && h.payload_length)
+        d.payload.assign(static_cast<const char *>(payload), h.payload_length);
+    d.nested = w.in_deliver > 0;
+    ++w.in_deliver;
+    w.delivered.push_back(d);
+    if (w.on_deliver) w.on_deliver(w, w.delivered.back());
+    --w.in_deliver;
+}
+
+void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args, void *payload) {
+    record(*static_cast<World *>(context), h, args, payload);
+}
+
+void deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                   const std::uint32_t *args, unsigned nargs) {
+    conduit::AmHeader h;
+    h.handler = handler;
+    h.flags = flags;
+    h.credit = credit;
+    h.source = source;
+    h.nargs = static_cast<std::uint8_t>(nargs);
+    record(*static_cast<World *>(context), h, args, nullptr);
+}
+
+// Init and segment attach for one rank; "" or what failed.
+std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t, int fd, Rank rank, Rank size,
+                       const std::string &job) {
+    static std::unique_ptr<PairBootstrap> boot;
+    boot = std::make_unique<PairBootstrap>(rank, size, fd);
+    w.rank = rank;
+    w.size = size;
+    w.peer = size == 2 ? 1 - rank : rank;
+    w.bootstrap = boot.get();
+    t = c.create();
+    w.t = t.get();
+    conduit::TransportSetup s;
+    s.rank = rank;
+    s.size = size;
+    s.host_of = size == 1 ? std::vector<std::uint32_t>{0}
+                          : (c.network ? std::vector<std::uint32_t>{0, 1} : std::vector<std::uint32_t>{0, 0});
+    if (size == 1) s.peers = {0};
+    else s.peers = c.network ? std::vector<Rank>{w.peer} : std::vector<Rank>{0, 1};
+    s.bootstrap = boot.get();
+    s.deliver = deliver;
+    s.deliver_short = deliver_short;
+    s.deliver_context = &w;
+    s.job_id = job;
+    if (t->init(s) != Status::ok) return "init failed: " + std::string(base::last_error());
+    std::string key;
+    if (t->segment_create(segment_bytes, &w.segment, key) != Status::ok) return "segment create failed";
+    w.segment_size = segment_bytes;
+    if (t->segment_register(w.segment, segment_bytes, w.rkey) != Status::ok) return "segment register failed";
+    std::string rec(16, '\0');
+    const std::uint64_t b = reinterpret_cast<std::uint64_t>(w.segment), n = segment_bytes;
+    std::memcpy(rec.data(), &b, 8);
+    std::memcpy(rec.data() + 8, &n, 8);
+    const auto len = static_cast<std::uint32_t>(key.size());
+    rec.append(reinterpret_cast<const char *>(&len), 4);
+    rec += key;
+    rec += w.rkey;
+    std::vector<std::string> all;
+    if (!boot->allgather(rec.data(), rec.size(), all)) return "segment exchange failed";
+    std::vector<conduit::SegmentRecord> records(size);
+    for (Rank r = 0; r < size; ++r) {
+        std::uint32_t kl = 0;
+        std::memcpy(&records[r].base, all[r].data(), 8);
+        std::memcpy(&records[r].size, all[r].data() + 8, 8);
+        std::memcpy(&kl, all[r].data() + 16, 4);
+        records[r].key = all[r].substr(20, kl);
+        records[r].rkeys.emplace_back(t->name(), all[r].substr(20 + kl));
+    }
+    w.peer_segment = records[w.peer].base;
+    if (t->segment_connect(records) != Status::ok) return "segment connect failed: " + std::string(base::last_error());
+    if (!boot->barrier()) return "barrier failed";
+    t->setup_done();
+    return "";
+}
+
+// Forks one child per rank; each opens its world and runs `body`.  Exit
+// codes: 0 passed, 1 a test expectation failed, 3 the world did not open.
+std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(World &)> &body) {
+    static int jobs = 0;
+    const std::string job = "ct" + std::to_string(::getpid()) + "x" + std::to_string(jobs++);
+    int sv[2] = {-1, -1};
+    if (size == 2 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return "socketpair failed";
+    std::vector<pid_t> pids;
+    for (Rank r = 0; r < size; ++r) {
+        std::fflush(nullptr);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            ::alarm(60);
+            if (size == 2) ::close(sv[1 - r]);
+            World w;
+            std::unique_ptr<Transport> t;
+            std::string error = world_open(c, w, t, size == 2 ? sv[r] : -1, r, size, job);
+            if (!error.empty()) {
+                std::fprintf(stderr, "rank %u of %s: %s\n", r, c.name.c_str(), error.c_str());
+                std::fflush(nullptr);
+                ::_exit(3);
+            }
+            body(w);
+            // Both ranks leave together: a peer may still be polling for us.
+            w.barrier();
+            t->quiesce();
+            w.barrier();
+            t->fini();
+            std::fflush(nullptr);
+            ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+        }
+        pids.push_back(pid);
+    }
+    if (size == 2) ::close(sv[0]), ::close(sv[1]);
+    std::string result;
+    for (Rank r = 0; r < size; ++r) {
+        int status = 0;
+        ::waitpid(pids[r], &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        result += "rank " + std::to_string(r) +
+                  (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
+                                     : " was killed by signal " + std::to_string(WTERMSIG(status))) + "; ";
+    }
+    return result;
+}
+
+} // namespace
+
+bool World::wait_delivered(std::size_t n) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (delivered.size() < n) {
+        t->poll();
+        if (std::chrono::steady_clock::now() > end) return false;
+    }
+    return true;
+}
+
+bool World::wait_counter(const std::atomic<std::uint64_t> &c) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (c.load(std::memory_order_acquire) != 0) {
+        t->poll();
+        if (std::chrono::steady_clock::now() > end) return false;
+    }
+    return true;
+}
+
+// A bootstrap barrier that keeps the transport polled: the peer may need
+// our acknowledgements (udp) to finish what it sends before it arrives.
+bool World::barrier() {
+    if (size == 1) return true;
+    std::atomic<bool> done{false};
+    bool ok = true;
+    std::thread th([&] { ok = bootstrap->barrier(); done = true; });
+    while (!done) t->poll();
+    th.join();
+    return ok;
+}
+
+std::string conduit_mode(const Conduit &c, std::string &why) {
+    static std::map<std::string, std::pair<std::string, std::string>> known;
+    auto it = known.find(c.name);
+    if (it == known.end()) {
+        const auto nothing = [](World &) {};
+        std::string mode, reason;
+        if (std::string pair = fork_ranks(c, 2, nothing); pair.empty()) {
+            mode = "pair";
+        } else if (std::string loop = fork_ranks(c, 1, nothing); loop.empty()) {
+            mode = "loopback";
+            std::printf("[ conduit  ] %s: two ranks do not start here (%s); testing it in loopback\n", c.name.c_str(),
+                        pair.c_str());
+        } else {
+            reason = "neither two ranks (" + pair + ") nor loopback (" + loop + ") start here";
+        }
+        it = known.emplace(c.name, std::make_pair(mode, reason)).first;
+    }
+    why = it->second.second;
+    return it->second.first;
+}
+
+std::string run_world(const Conduit &c, const std::function<void(World &)> &body) {
+    std::string why;
+    const std::string mode = conduit_mode(c, why);
+    if (mode.empty()) return why;
+    return fork_ranks(c, mode == "pair" ? 2 : 1, body);
+}
+
+std::vector<Conduit> conduits_under_test() {
+    std::vector<Conduit> out;
+    for (const auto &info : sluice::conduit::transport_registry())
+        out.push_back(Conduit{info.name, info.network, info.create});
+    return out;
+}
+
+} // namespace conduit_test

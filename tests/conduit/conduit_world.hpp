@@ -1,0 +1,69 @@
+// tests/conduit/conduit_world.hpp - what the conformance suite needs to drive
+// one conduit's Transport with no core: the conduits to test, a two-process
+// (or loopback) world with a socketpair bootstrap, and a record of what the
+// deliver callback saw.
+#pragma once
+
+#include "conduits/transport.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace conduit_test {
+
+using sluice::conduit::Rank;
+using sluice::conduit::Transport;
+using sluice::base::Status;
+
+// A conduit under test.  The one place that reads the registry: adapt this
+// function when the registry's shape changes.
+struct Conduit {
+    std::string name;
+    bool network = false;  // reaches other hosts: runs with two "hosts"
+    std::unique_ptr<Transport> (*create)() = nullptr;
+};
+std::vector<Conduit> conduits_under_test();
+
+// One message as deliver() handed it over (payload copied; for a Long,
+// the bytes at its address when it was delivered).
+struct Delivered {
+    sluice::conduit::AmHeader header;
+    std::vector<std::uint32_t> args;
+    std::string payload;
+    bool nested = false;  // delivered while another delivery ran
+};
+
+// The world of one rank: its transport, after init and segment attach.
+struct World {
+    Rank rank = 0, size = 1;
+    Rank peer = 0;                     // the other rank, or myself in loopback
+    Transport *t = nullptr;
+    void *segment = nullptr;           // mine
+    std::uint64_t peer_segment = 0;    // the peer's base, in its space
+    std::size_t segment_size = 0;
+    std::string rkey;                  // my segment's packed key
+    std::vector<Delivered> delivered;  // every delivery, in order
+    int in_deliver = 0;
+    // Called for each delivery after it is recorded (tests that answer).
+    std::function<void(World &, const Delivered &)> on_deliver;
+    sluice::spawner::Bootstrap *bootstrap = nullptr;
+
+    // Polls until `n` messages were delivered or 20 s passed.
+    bool wait_delivered(std::size_t n);
+    // Polls until the counter is 0 or 20 s passed.
+    bool wait_counter(const std::atomic<std::uint64_t> &c);
+    bool barrier();  // bootstrap barrier, for phases of a test
+};
+
+// How the conduit runs here: "pair" (two processes), "loopback" (one), or
+// "" with `why` set when it cannot run at all.
+std::string conduit_mode(const Conduit &c, std::string &why);
+
+// Runs `body` on every rank of the conduit's world (forking for a pair);
+// returns "" when every rank passed, else what failed.  Test expectations
+// inside `body` are GoogleTest's; a failing child exits non-zero.
+std::string run_world(const Conduit &c, const std::function<void(World &)> &body);
+
+} // namespace conduit_test
