@@ -256,13 +256,4 @@ private:
     std::atomic<std::uint64_t> send_deadline_{0};
 };
 
-// Registry of the conduits compiled in (src/conduits/registry.cpp).
-struct TransportInfo {
-    const char *name;
-    const char *description;
-    bool network;  // reaches other hosts (else: same host only)
-    std::unique_ptr<Transport> (*create)();
-};
-const std::vector<TransportInfo> &transport_registry();
-
 } // namespace sluice::conduit
