@@ -66,7 +66,7 @@ struct ConduitChoice {
 ConduitChoice conduit_choose(const std::vector<TransportInfo> &registry, bool network, const std::string &wanted,
                              const char *knob);
 
-// One line: "udp (highest priority whose probe succeeds; not chosen: x:
+// One line: "a (highest priority whose probe succeeds; not chosen: b:
 // probe failed: ...)", or "none (the error)".
 std::string conduit_choice_text(const ConduitChoice &c);
 
@@ -76,9 +76,9 @@ inline const char *conduit_kind(bool network) { return network ? "network" : "sa
 } // namespace sluice::conduit
 
 // In one .cpp file of the conduit's folder, at global scope:
-//   SLUICE_CONDUIT_REGISTER(udp, {.name = "udp", .description = "...", .priority = 10,
+//   SLUICE_CONDUIT_REGISTER(ofi, {.name = "ofi", .description = "...", .priority = 10,
 //                                 .network = true, .capabilities = "...", .probe = probe,
-//                                 .create = make_udp_transport, .limits = nullptr})
+//                                 .create = make_ofi_transport, .limits = nullptr})
 // `ident` is the conduit's folder name.
 #define SLUICE_CONDUIT_REGISTER(ident, ...)                                                       \
     namespace sluice::conduit::registered {                                                       \

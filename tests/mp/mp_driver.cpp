@@ -77,6 +77,7 @@ std::vector<Config> by_ranks_and_rma() {
 // The network conduits of this build whose probe succeeds here, from
 // `sluice-info --conduit-list=network` (so a new conduit needs no line in
 // this file); the others are named on stderr with their probe's reason.
+bool network_conduits_listed = false;  // sluice-info answered
 const std::vector<std::string> &network_conduits() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> v;
@@ -93,7 +94,7 @@ const std::vector<std::string> &network_conduits() {
             if (probe == "ok") v.push_back(name);
             else std::fprintf(stderr, "mp tests: network conduit %s not run here: %s\n", name.c_str(), probe.c_str());
         }
-        if (::pclose(p) != 0) std::fprintf(stderr, "mp tests: `%s` failed\n", command.c_str());
+        network_conduits_listed = ::pclose(p) == 0;
         return v;
     }();
     return names;
@@ -594,6 +595,13 @@ TEST_P(NetworkChoice, RanksThatDisagreeAreNamedWithTheirChoices) {
     r = run(name, name);  // the same choice, spelled by rank 1 alone: fine
     expect_success(r);
 }
+// The list the Net/ suites run over comes from sluice-info: if it cannot
+// answer, they would silently not run.
+TEST(NetworkConduits, SluiceInfoListsThem) {
+    (void)network_conduits();
+    EXPECT_TRUE(network_conduits_listed) << build_dir() << "/sluice-info --conduit-list=network failed";
+}
+
 INSTANTIATE_TEST_SUITE_P(Net, NetworkChoice, ::testing::ValuesIn(network_conduits()),
                          [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 
