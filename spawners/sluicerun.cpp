@@ -9,6 +9,7 @@
 #include "spawners/ssh/node.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/registry.hpp"
 #include "sluice_config.h"
 
 #include <cctype>
@@ -376,6 +377,16 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "sluicerun: spawner %s (%s), job %s\n", cl.job.spawner.c_str(),
                      cl.spawner_source.c_str(),
                      cl.job.job_id.c_str());
+    if (cl.job.verbose) {
+        // What the ranks will choose if their hosts are like this one (each
+        // rank says its own choice under SLUICE_VERBOSE=1).
+        using namespace sluice::conduit;
+        const auto &registry = transport_registry();
+        std::fprintf(stderr, "sluicerun: same-host conduit here: %s\nsluicerun: network conduit here: %s\n",
+                     conduit_choice_text(conduit_choose(registry, false, "", "the same-host conduit")).c_str(),
+                     conduit_choice_text(conduit_choose(registry, true, base::knob_string(base::Knob::NETWORK),
+                                                        "SLUICE_NETWORK")).c_str());
+    }
     if (cl.job.spawner == "ssh") return spawner::ssh::run(cl.job);
     if (cl.job.spawner == "pmi") return spawner::pmi::run(cl.job);
     if (cl.job.spawner == "mpi") return spawner::mpi::run(cl.job);

@@ -4,7 +4,7 @@
 //
 // A locked exchange or add waits for the store buffer to drain; on a round
 // trip that takes a few of them per message that is tens of nanoseconds
-// (src/conduits/smp/README.md measured about 30 ns of a 2-rank Short round
+// (the same-host conduit's README measured about 30 ns of a 2-rank Short round
 // trip).  While the process has only ever had one thread (glibc's
 // __libc_single_threaded), nothing else can race for a flag, so a plain
 // load and store do.  A signal handler on this thread still sees a flag

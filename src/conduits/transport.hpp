@@ -380,13 +380,4 @@ private:
     std::uint64_t next_key_ = 1;
 };
 
-// Registry of the conduits compiled in (src/conduits/registry.cpp).
-struct TransportInfo {
-    const char *name;
-    const char *description;
-    bool network;  // reaches other hosts (else: same host only)
-    std::unique_ptr<Transport> (*create)();
-};
-const std::vector<TransportInfo> &transport_registry();
-
 } // namespace sluice::conduit

@@ -93,8 +93,14 @@ Status Runtime::init(int *, char ***) {
             return base::report(Status::bootstrap, op, "check that every rank started", "broadcast of the job id failed");
         job_id_ = id;
     }
-    if (Status s = init_hosts(); s != Status::ok) return s;
-    if (Status s = init_transports(); s != Status::ok) return s;
+    // Which network conduit this rank would use: every rank must agree,
+    // which the host-name allgather checks at no extra cost.
+    const conduit::ConduitChoice network = conduit::conduit_choose(
+        conduit::transport_registry(), true, base::knob_string(base::Knob::NETWORK), "SLUICE_NETWORK");
+    std::vector<std::string> choices;
+    if (Status s = init_hosts(network.chosen ? network.chosen->name : "!" + network.error, choices); s != Status::ok)
+        return s;
+    if (Status s = init_transports(network, choices); s != Status::ok) return s;
     idle_policy_set();
 
     segments.entries.assign(size_, am::SegmentTable::Entry{});
@@ -114,11 +120,19 @@ Status Runtime::init(int *, char ***) {
     return Status::ok;
 }
 
-Status Runtime::init_hosts() {
+Status Runtime::init_hosts(const std::string &my_choice, std::vector<std::string> &choices) {
     char name[256] = {};
     ::gethostname(name, sizeof name - 1);
-    if (!bootstrap_->allgather(name, std::strlen(name), host_names_))
+    const std::string record = std::string(name) + '\n' + my_choice;
+    if (!bootstrap_->allgather(record.data(), record.size(), host_names_))
         return base::report(Status::bootstrap, "init", "check that every rank started", "allgather of host names failed");
+    choices.assign(size_, "");
+    for (Rank r = 0; r < size_; ++r) {
+        const std::size_t nl = host_names_[r].find('\n');
+        if (nl == std::string::npos) continue;
+        choices[r] = host_names_[r].substr(nl + 1);
+        host_names_[r].resize(nl);
+    }
     host_of_.assign(size_, 0);
     std::vector<std::string> hosts;
     for (Rank r = 0; r < size_; ++r) {
@@ -133,34 +147,72 @@ Status Runtime::init_hosts() {
     return Status::ok;
 }
 
+namespace {
+
+// "a on ranks 0, 2-3; b on rank 1", from every rank's choice ("!why" for none).
+std::string choices_text(const std::vector<std::string> &choices) {
+    std::vector<std::string> distinct;
+    for (const std::string &c : choices)
+        if (std::find(distinct.begin(), distinct.end(), c) == distinct.end()) distinct.push_back(c);
+    std::string out;
+    for (const std::string &c : distinct) {
+        std::string ranks;
+        unsigned count = 0;
+        for (std::size_t r = 0; r < choices.size(); ++r) {
+            if (choices[r] != c) continue;
+            std::size_t last = r;
+            while (last + 1 < choices.size() && choices[last + 1] == c) ++last;
+            ranks += (ranks.empty() ? "" : ", ") + std::to_string(r) + (last > r ? "-" + std::to_string(last) : "");
+            count += static_cast<unsigned>(last - r + 1);
+            r = last;
+        }
+        out += (out.empty() ? "" : "; ") + (c[0] == '!' ? "none (" + c.substr(1) + ")" : c) +
+               (count > 1 ? " on ranks " : " on rank ") + ranks;
+    }
+    return out;
+}
+
+} // namespace
+
 // Routing per peer: same-host peers go over the same-host conduit, the rest
 // over the network conduit; SLUICE_ROUTE=network sends every peer but the
-// rank itself over the network conduit.  Every rank decides alike (the
-// network conduit's start-up is collective).
-Status Runtime::init_transports() {
+// rank itself over the network conduit.  Each is the conduit of its kind
+// that conduit_choose() picks (SLUICE_NETWORK, priorities, probes), and
+// every rank must pick the same network conduit (its start-up is
+// collective): `choices` holds every rank's.
+Status Runtime::init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices) {
     const char *op = "init";
-    const conduit::TransportInfo *same_host = nullptr, *network = nullptr;
-    for (const auto &info : conduit::transport_registry()) {
-        if (std::strcmp(info.name, "template") == 0) continue;  // a skeleton, never selected
-        if (!info.network && !same_host) same_host = &info;
-        if (info.network && !network) network = &info;
-    }
     const std::string &route = base::knob_string(base::Knob::ROUTE);
     if (route != "auto" && route != "network")
         return base::report(Status::argument, op, "set SLUICE_ROUTE to auto or network", "SLUICE_ROUTE=%s", route.c_str());
     const bool all_network = route == "network";
-    if ((host_count_ > 1 || all_network) && !network)
+    const bool need_network = size_ > 1 && (host_count_ > 1 || all_network);
+    const conduit::ConduitChoice same_host =
+        conduit::conduit_choose(conduit::transport_registry(), false, "", "the same-host conduit");
+    base::say("same-host conduit: %s", conduit::conduit_choice_text(same_host).c_str());
+    base::say("network conduit: %s", conduit::conduit_choice_text(network).c_str());
+    if (rank_ == 0 && base::knob_bool(base::Knob::VERBOSEENV))
+        std::fprintf(stderr, "sluice[rank 0] same-host conduit: %s\nsluice[rank 0] network conduit: %s\n",
+                     conduit::conduit_choice_text(same_host).c_str(), conduit::conduit_choice_text(network).c_str());
+    // An unusable SLUICE_NETWORK is an error even where no network is
+    // needed; the ranks disagreeing only where it is.  Rank 0 says it once.
+    const bool agreed = std::all_of(choices.begin(), choices.end(), [&](const std::string &c) { return c == choices[0]; });
+    if (need_network && !agreed) {
+        if (rank_ != 0) return Status::transport;
         return base::report(Status::transport, op,
-                            all_network ? "unset SLUICE_ROUTE, or build a network conduit (configure --enable-udp)"
-                                        : "run on one host, or build a network conduit (configure --enable-udp)",
-                            "%s but this build has no network conduit",
-                            all_network ? "SLUICE_ROUTE=network" : "the job spans hosts");
+                            "give every rank the same SLUICE_NETWORK, and the conduits it lists on every host",
+                            "the ranks chose different network conduits: %s", choices_text(choices).c_str());
+    }
+    if (!network.chosen && (need_network || !base::knob_string(base::Knob::NETWORK).empty())) {
+        const Status status = network.unknown_name ? Status::argument : Status::transport;
+        if (rank_ != 0 && agreed) return status;
+        return base::report(status, op, network.fix.c_str(), "%s%s", network.error.c_str(),
+                            need_network ? "" : " (no network is needed now, but SLUICE_NETWORK is set)");
+    }
     // The rank itself always goes over the same-host conduit (which also
     // owns the segment): a network conduit never carries a rank's messages
     // to itself.
-    if (!same_host)
-        return base::report(Status::transport, op, "configure with the smp conduit (--enable-smp)",
-                            "no same-host conduit is compiled in");
+    if (!same_host.chosen) return base::report(Status::transport, op, same_host.fix.c_str(), "%s", same_host.error.c_str());
     route_.assign(size_, nullptr);
     auto start = [&](const conduit::TransportInfo &info, std::vector<Rank> peers) -> Status {
         auto t = info.create();
@@ -184,9 +236,9 @@ Status Runtime::init_transports() {
     std::vector<Rank> local = all_network ? std::vector<Rank>{rank_} : local_ranks_, remote;
     for (Rank r = 0; r < size_; ++r)
         if (std::find(local.begin(), local.end(), r) == local.end()) remote.push_back(r);
-    if (Status s = start(*same_host, local); s != Status::ok) return s;
-    if (size_ > 1 && (host_count_ > 1 || all_network)) {
-        if (Status s = start(*network, remote); s != Status::ok) return s;
+    if (Status s = start(*same_host.chosen, local); s != Status::ok) return s;
+    if (need_network) {
+        if (Status s = start(*network.chosen, remote); s != Status::ok) return s;
     }
     native_barrier_ = transports_.size() == 1 && transports_[0]->capabilities().native_barrier;
     base::say("routing: %zu peers over %s, %zu over %s", local.size(), transports_[0]->name(), remote.size(),

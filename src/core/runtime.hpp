@@ -3,6 +3,7 @@
 #pragma once
 
 #include "am/am.hpp"
+#include "conduits/registry.hpp"
 #include "rma/rma.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -63,8 +64,11 @@ private:
     friend struct SystemHandlers;
     friend struct ExitHandlers;
 
-    Status init_hosts();
-    Status init_transports();
+    // The host names, and every rank's choice of network conduit (one
+    // allgather carries both): `choices[r]` is rank r's conduit, or "!" and
+    // why it has none.
+    Status init_hosts(const std::string &my_choice, std::vector<std::string> &choices);
+    Status init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices);
     void system_handlers_register();
     void idle_policy_set();
     void progress_thread_start();

@@ -5,7 +5,7 @@
 #include "sluice_config.h"
 
 #include "base/knobs.hpp"
-#include "conduits/transport.hpp"
+#include "conduits/registry.hpp"
 #include "spawners/bootstrap.hpp"
 
 #include <sluice.h>
@@ -24,26 +24,16 @@ using sluice::base::KnobType;
 
 const char usage_text[] =
     "usage: sluice-info [--knobs] [--conduits] [--spawners] [--limits] [--markdown]\n"
-    "                   [--version] [--help]\n"
+    "                   [--conduit-list[=network|same-host]] [--version] [--help]\n"
     "With no option, prints the knobs, conduits, spawners and limits.\n"
     "  --knobs     every SLUICE_* environment knob: type, default, value now, doc\n"
-    "  --conduits  the conduits compiled in\n"
+    "  --conduits  the conduits compiled in: priority, probe here, which would be chosen\n"
+    "  --conduit-list[=KIND]  for scripts: one line per conduit (of KIND), by priority:\n"
+    "              name, kind and \"ok\" or why its probe fails, separated by tabs\n"
     "  --spawners  the bootstrap backends compiled in\n"
     "  --limits    AM limits (arguments, handler indices, payload sizes)\n"
     "  --markdown  the knob reference as markdown (this is docs/knobs.md)\n"
     "  --version   the Sluice version\n";
-
-// "16K (16384 bytes)", or "1000 bytes" when not a whole number of K, M or G.
-std::string size_text(std::size_t bytes) {
-    const std::string plain = std::to_string(bytes) + " bytes";
-    const char units[] = "KMG";
-    for (int u = 2; u >= 0; --u) {
-        const std::size_t unit = std::size_t{1} << (10 * (u + 1));
-        if (bytes >= unit && bytes % unit == 0)
-            return std::to_string(bytes / unit) + units[u] + " (" + plain + ")";
-    }
-    return plain;
-}
 
 std::string markdown_cell(const char *text) {
     std::string out;
@@ -84,16 +74,48 @@ void print_knobs() {
         std::printf("  warning: %s\n", w.c_str());
 }
 
+// The choice core would make in this environment, and why.
+void print_choice(const std::vector<sluice::conduit::TransportInfo> &registry, bool network) {
+    using namespace sluice::conduit;
+    const ConduitChoice c = network ? conduit_choose(registry, true, sluice::base::knob_string(Knob::NETWORK),
+                                                     "SLUICE_NETWORK")
+                                    : conduit_choose(registry, false, "", "the same-host conduit");
+    if (c.chosen) std::printf("  %s conduit here: %s (%s)\n", conduit_kind(network), c.chosen->name, c.how.c_str());
+    else std::printf("  %s conduit here: none: %s\n", conduit_kind(network), c.error.c_str());
+    for (const auto &[name, why] : c.others) std::printf("    not %s: %s\n", name.c_str(), why.c_str());
+}
+
 void print_conduits() {
-    std::printf("Conduits compiled in (peers on one host use a same-host conduit, "
-                "the others the job's network conduit):\n");
     const auto &registry = sluice::conduit::transport_registry();
+    std::printf("Conduits compiled in, by priority (peers on one host use the same-host conduit,\n"
+                "the others the network conduit; SLUICE_NETWORK names it, else the highest\n"
+                "priority whose probe succeeds is chosen):\n");
     std::size_t width = 0;
     for (const auto &t : registry) width = std::max(width, std::strlen(t.name));
-    for (const auto &t : registry)
-        std::printf("  %-*s  %-9s  %s\n", static_cast<int>(width), t.name,
-                    t.network ? "network" : "same-host", t.description);
+    for (const auto &t : registry) {
+        const std::string why_not = t.probe ? t.probe() : std::string();
+        std::printf("  %-*s  %-9s  priority %3d  %s\n", static_cast<int>(width), t.name,
+                    sluice::conduit::conduit_kind(t.network), t.priority, t.description);
+        std::printf("  %*s  capabilities: %s\n", static_cast<int>(width), "", t.capabilities);
+        std::printf("  %*s  probe here: %s\n", static_cast<int>(width), "",
+                    why_not.empty() ? "ok" : ("fails: " + why_not).c_str());
+    }
     if (registry.empty()) std::printf("  (none)\n");
+    print_choice(registry, false);
+    print_choice(registry, true);
+}
+
+// --conduit-list[=KIND]: "name<TAB>kind<TAB>ok|why not" per conduit.
+int print_conduit_list(const std::string &kind) {
+    if (!kind.empty() && kind != "network" && kind != "same-host")
+        return std::fprintf(stderr, "sluice-info: --conduit-list=%s: use network or same-host\n", kind.c_str()), 2;
+    for (const auto &t : sluice::conduit::transport_registry()) {
+        const char *k = sluice::conduit::conduit_kind(t.network);
+        if (!kind.empty() && kind != k) continue;
+        const std::string why_not = t.probe ? t.probe() : std::string();
+        std::printf("%s\t%s\t%s\n", t.name, k, why_not.empty() ? "ok" : why_not.c_str());
+    }
+    return 0;
 }
 
 void print_spawners() {
@@ -132,20 +154,12 @@ void print_spawners() {
 }
 
 void print_limits() {
-    // The smp figures are its knobs as set now (a value outside the range of
-    // src/base/knobs.def is refused); smp grows each ring to hold two of the
-    // largest Medium messages.
-    const std::size_t ring = sluice::base::knob_size(Knob::SMP_RING_SIZE);
-    const std::size_t medium = sluice::base::knob_size(Knob::SMP_MAX_MEDIUM);
     std::printf("AM limits:\n");
     std::printf("  max AM arguments         %d (32-bit each)\n", SLUICE_AM_MAX_ARGS);
     std::printf("  handler indices          0..255 (the runtime's own handlers use a separate table)\n");
-    std::printf("  smp max Medium payload   %s, SLUICE_SMP_MAX_MEDIUM (512 bytes to 1M)\n",
-                size_text(medium).c_str());
-    std::printf("  smp max Long payload     1M per message (Put and Get have no limit)\n");
-    std::printf("  smp AM ring size         %s per queue, SLUICE_SMP_RING_SIZE (grown to hold\n"
-                "                           two of the largest Medium messages when smaller)\n",
-                size_text(ring).c_str());
+    // Each conduit's own, from its registration (its knobs as set now).
+    for (const auto &t : sluice::conduit::transport_registry())
+        if (t.limits) std::fputs(t.limits().c_str(), stdout);
 }
 
 // The whole of docs/knobs.md: `sluice-info --markdown > docs/knobs.md`.
@@ -153,8 +167,8 @@ void print_markdown() {
     std::printf(
         "# Sluice knobs\n"
         "\n"
-        "<!-- Generated by `sluice-info --markdown` from src/base/knobs.def; edit the table "
-        "there, then regenerate. -->\n"
+        "<!-- Generated by `sluice-info --markdown` from src/base/knobs.def and each conduit's "
+        "src/conduits/NAME/knobs.def; edit the tables there, then regenerate. -->\n"
         "\n"
         "Every knob is an environment variable, read when the runtime starts. Set it in the\n"
         "environment of `sluicerun` (or of a 1-rank program); `SLUICE_VERBOSEENV=1` prints\n"
@@ -198,6 +212,8 @@ int main(int argc, char **argv) {
         else if (a == "--limits") sections.push_back(limits);
         else if (a == "--markdown") sections.push_back(markdown);
         else if (a == "--version" || a == "-V") sections.push_back(version);
+        else if (a == "--conduit-list") return print_conduit_list("");
+        else if (a.rfind("--conduit-list=", 0) == 0) return print_conduit_list(a.substr(15));
         else if (a == "--help" || a == "-h") {
             std::fputs(usage_text, stdout);
             return 0;

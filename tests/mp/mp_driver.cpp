@@ -23,20 +23,20 @@ struct Config {
     int ranks = 2;
     bool native_rma = true;
     const char *credits = nullptr;  // SLUICE_CREDIT_POLICY with SLUICE_CREDIT_FLOW=1, null: not set
-    bool udp = false;               // SLUICE_ROUTE=network: every peer over the udp conduit
+    std::string network = {};       // SLUICE_ROUTE=network SLUICE_NETWORK=this: every peer over it
 };
 
 void PrintTo(const Config &c, std::ostream *os) {
     *os << c.ranks << " ranks, " << (c.native_rma ? "native" : "reference") << " RMA";
     if (c.credits) *os << ", SLUICE_CREDIT_FLOW=1 SLUICE_CREDIT_POLICY=" << c.credits;
-    if (c.udp) *os << ", SLUICE_ROUTE=network (udp)";
+    if (!c.network.empty()) *os << ", SLUICE_ROUTE=network SLUICE_NETWORK=" << c.network;
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config> &info) {
     std::string n = "N" + std::to_string(info.param.ranks);
     n += info.param.native_rma ? "_native" : "_reference";
     if (info.param.credits) n += std::string("_credits_") + info.param.credits;
-    if (info.param.udp) n += "_udp";
+    if (!info.param.network.empty()) n += "_" + info.param.network;
     return n;
 }
 
@@ -74,12 +74,47 @@ std::vector<Config> by_ranks_and_rma() {
     return v;
 }
 
-// Every peer but the rank itself over the udp conduit (issue 6): the AM and
-// RMA suites on the network path, on one host.  The udp conduit needs
-// credits, so its own credit engine runs (dynamic policy).
+// The network conduits of this build whose probe succeeds here, from
+// `sluice-info --conduit-list=network` (so a new conduit needs no line in
+// this file); the others are named on stderr with their probe's reason.
+bool network_conduits_listed = false;  // sluice-info answered
+const std::vector<std::string> &network_conduits() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        const std::string command = build_dir() + "/sluice-info --conduit-list=network";
+        std::FILE *p = ::popen(command.c_str(), "r");
+        if (!p) return v;
+        char line[1024];
+        while (std::fgets(line, sizeof line, p)) {
+            std::string l(line);
+            if (!l.empty() && l.back() == '\n') l.pop_back();
+            const std::size_t tab1 = l.find('\t'), tab2 = l.find('\t', tab1 + 1);
+            if (tab2 == std::string::npos) continue;
+            const std::string name = l.substr(0, tab1), probe = l.substr(tab2 + 1);
+            if (probe == "ok") v.push_back(name);
+            else std::fprintf(stderr, "mp tests: network conduit %s not run here: %s\n", name.c_str(), probe.c_str());
+        }
+        network_conduits_listed = ::pclose(p) == 0;
+        return v;
+    }();
+    return names;
+}
+
+// Every peer but the rank itself over each network conduit (issue 6): the AM
+// and RMA suites on the network path, on one host.  A conduit that needs
+// credits runs its own credit engine (dynamic policy).
+std::vector<Config> over_network(const std::vector<int> &counts) {
+    std::vector<Config> v;
+    for (const std::string &network : network_conduits())
+        for (int n : counts) v.push_back({n, true, nullptr, network});
+    return v;
+}
+std::vector<Config> over_network() { return over_network(reduced() ? std::vector<int>{2} : std::vector<int>{2, 3, 4}); }
+// udp's own tests (its sockets, its counters), when udp is built.
 std::vector<Config> over_udp() {
     std::vector<Config> v;
-    for (int n : reduced() ? std::vector<int>{2} : std::vector<int>{2, 3, 4}) v.push_back({n, true, nullptr, true});
+    for (const Config &c : over_network())
+        if (c.network == "udp") v.push_back(c);
     return v;
 }
 
@@ -102,7 +137,10 @@ protected:
         for (auto &a : args) spec.program.push_back(a);
         spec.env = std::move(env);
         if (!c.native_rma) spec.env.emplace_back("SLUICE_NATIVE_RMA", "0");
-        if (c.udp) spec.env.emplace_back("SLUICE_ROUTE", "network");
+        if (!c.network.empty()) {
+            spec.env.emplace_back("SLUICE_ROUTE", "network");
+            spec.env.emplace_back("SLUICE_NETWORK", c.network);
+        }
         if (c.credits) {
             // 4 per peer (static, dynamic) and 16 to lend: senders stall,
             // the bank runs dry, revokes and reclaims happen.
@@ -171,7 +209,7 @@ TEST_P(AmCategories, PayloadsZeroOneMaxAndMaxPlusOne) {
     expect_error_lines(r, GetParam().ranks, false);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmCategories, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, AmCategories, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmCategories, ::testing::ValuesIn(over_network()), config_name);
 
 class AmMaxMediumKnob : public MpTest {};
 TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
@@ -186,28 +224,28 @@ INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, 
 class AmArguments : public MpTest {};
 TEST_P(AmArguments, ZeroToSixteenInEveryCategoryThroughCAndCpp) { expect_success(run({"args"})); }
 INSTANTIATE_TEST_SUITE_P(Mp, AmArguments, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, AmArguments, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmArguments, ::testing::ValuesIn(over_network()), config_name);
 
 class AmChains : public MpTest {};
 TEST_P(AmChains, RequestReplyRoundTripsAndMultiHopTokens) {
     expect_success(run({"chain", std::to_string(scaled(300, 100, 60)), std::to_string(scaled(20, 8, 5))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmChains, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, AmChains, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmChains, ::testing::ValuesIn(over_network()), config_name);
 
 class AmHiddenReplies : public MpTest {};
 TEST_P(AmHiddenReplies, HandlersThatNeverReplyDoNotStallTheSender) {
     expect_success(run({"hidden", std::to_string(scaled(2000, 500, 300))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmHiddenReplies, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, AmHiddenReplies, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmHiddenReplies, ::testing::ValuesIn(over_network()), config_name);
 
 class AmFlood : public MpTest {};
 TEST_P(AmFlood, ThousandsOutstandingInBothDirections) {
     expect_success(run({"flood", std::to_string(scaled(5000, 2000, 1000))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmFlood, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, AmFlood, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmFlood, ::testing::ValuesIn(over_network()), config_name);
 
 // Credit knobs: statistics written per rank; a bad policy named with the
 // choices; a fixed receive space that cannot hold the shares named too.
@@ -248,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(Mp, CreditKnobs, ::testing::Values(Config{3, true, null
 class Rma : public MpTest {};
 TEST_P(Rma, PutGetOneByteTo16MiBEveryCompletionMode) { expect_success(run({"rma"}, 240)); }
 INSTANTIATE_TEST_SUITE_P(Mp, Rma, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, Rma, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, Rma, ::testing::ValuesIn(over_network()), config_name);
 
 // ---- udp: strangers on the sockets ------------------------------------------
 // Random bytes, a well-formed datagram with another job's secret, stubs
@@ -430,7 +468,7 @@ TEST_P(BarrierStorm, ThousandsOfBarriersWithAMsInterleaved) {
                        180));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, BarrierStorm, ::testing::ValuesIn(by_ranks()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, BarrierStorm, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, BarrierStorm, ::testing::ValuesIn(over_network()), config_name);
 
 // The README's program: a request to the right neighbour, a Put, a barrier,
 // many times, then a request with a reply right before finalize.  Several
@@ -446,21 +484,22 @@ TEST_P(Delivery, EveryRequestRunsBeforeBarrierAndFinalizeReturn) {
         if (::testing::Test::HasFailure()) break;
     }
 }
-std::vector<Config> delivery_configs(bool udp) {
+std::vector<Config> delivery_configs() {
     std::vector<Config> v;
-    for (int n : reduced() ? std::vector<int>{1, 2, 3} : std::vector<int>{1, 2, 3, 8})
-        if (!udp || n > 1) v.push_back({n, true, nullptr, udp});
+    for (int n : reduced() ? std::vector<int>{1, 2, 3} : std::vector<int>{1, 2, 3, 8}) v.push_back({n, true, nullptr});
     return v;
 }
-INSTANTIATE_TEST_SUITE_P(Mp, Delivery, ::testing::ValuesIn(delivery_configs(false)), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, Delivery, ::testing::ValuesIn(delivery_configs(true)), config_name);
+INSTANTIATE_TEST_SUITE_P(Mp, Delivery, ::testing::ValuesIn(delivery_configs()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, Delivery,
+                         ::testing::ValuesIn(over_network(reduced() ? std::vector<int>{2, 3} : std::vector<int>{2, 3, 8})),
+                         config_name);
 
 class Allgather : public MpTest {};
 TEST_P(Allgather, EveryLengthUpToMaxMedium) {
     expect_success(run({"allgather", std::to_string(scaled(20, 8, 5))}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Allgather, ::testing::ValuesIn(by_ranks()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, Allgather, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, Allgather, ::testing::ValuesIn(over_network()), config_name);
 
 class HostQueries : public MpTest {};
 TEST_P(HostQueries, RanksHostsAndSegments) {
@@ -475,7 +514,7 @@ TEST_P(Basic, InitPutGetBarrierFinalize) {
     expect_success(run({"basic", std::to_string(GetParam().ranks)}));
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Basic, ::testing::ValuesIn(by_ranks()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, Basic, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, Basic, ::testing::ValuesIn(over_network()), config_name);
 
 // Without a launcher a Sluice program is a 1-rank job.
 TEST(Singleton, WithoutLauncherIsOneRank) {
@@ -496,7 +535,75 @@ INSTANTIATE_TEST_SUITE_P(Mp, Threads,
                          ::testing::Values(Config{2, true, nullptr}, Config{2, false, nullptr}, Config{4, true, nullptr},
                                            Config{4, false, nullptr}, Config{2, true, "static"}),
                          config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, Threads, ::testing::Values(Config{2, true, nullptr, true}), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, Threads, ::testing::ValuesIn(over_network({2})), config_name);
+
+// ---- choosing the network conduit (SLUICE_NETWORK) --------------------------
+// Each job runs `basic` over the network path (SLUICE_ROUTE=network) with
+// SLUICE_NETWORK set on every rank, or set differently on rank 1 alone.
+class NetworkChoice : public ::testing::TestWithParam<std::string> {
+protected:
+    JobResult run(const std::string &everyone, const std::string &rank1 = "") {
+        require_programs();
+        JobSpec spec;
+        spec.ranks = 3;
+        spec.program = {mp_program(), "basic", "3"};
+        if (!rank1.empty())
+            spec.program = {"sh", "-c", "if [ \"$SLUICE_RANK\" = 1 ]; then export SLUICE_NETWORK='" + rank1 +
+                                             "'; fi && exec \"$0\" \"$@\"",
+                            mp_program(), "basic", "3"};
+        spec.env = {{"SLUICE_ROUTE", "network"}, {"SLUICE_NETWORK", everyone}, {"SLUICE_VERBOSE", "1"}};
+        spec.time_limit = 60;
+        return run_job(spec);
+    }
+    // The job failed at start-up, cleanly, with `message` said by rank 0 only.
+    void expect_refused(const JobResult &r, const std::string &message) {
+        EXPECT_FALSE(r.timed_out) << r.describe();
+        EXPECT_NE(r.code, 0) << r.describe();
+        EXPECT_NE(r.err.find("sluice[rank 0] init: " + message), std::string::npos) << r.describe();
+        EXPECT_EQ(r.err.find("sluice[rank 1] init:"), std::string::npos) << "said once, by rank 0\n" << r.describe();
+        EXPECT_EQ(r.err.find("sluice[rank 2] init:"), std::string::npos) << "said once, by rank 0\n" << r.describe();
+        EXPECT_TRUE(r.survivors.empty()) << r.describe();
+        EXPECT_TRUE(r.shm_left.empty()) << r.describe();
+    }
+};
+
+TEST_P(NetworkChoice, TheListedConduitCarriesTheJob) {
+    const std::string &name = GetParam();
+    JobResult r = run("no-such-conduit-is-not-listed-here," + name);
+    EXPECT_NE(r.code, 0) << "an unknown name is refused even before a good one\n" << r.describe();
+    r = run(" " + name + " ");
+    expect_success(r);
+    EXPECT_EQ(count_occurrences(r.err, "network conduit: " + name + " (first of SLUICE_NETWORK= " + name +
+                                           "  whose probe succeeds"),
+              3)
+        << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, "over " + name + "\n"), 3) << r.describe();
+}
+
+TEST_P(NetworkChoice, AnUnknownNameSaysDidYouMeanAndTheBuiltOnes) {
+    const std::string &name = GetParam();
+    JobResult r = run(name + "x");
+    expect_refused(r, "SLUICE_NETWORK=" + name + "x: this build has no network conduit '" + name + "x'; did you mean '" +
+                          name + "'? (network conduits built: ");
+}
+
+TEST_P(NetworkChoice, RanksThatDisagreeAreNamedWithTheirChoices) {
+    const std::string &name = GetParam();
+    JobResult r = run(name, "bogus");
+    expect_refused(r, "the ranks chose different network conduits: " + name +
+                          " on ranks 0, 2; none (SLUICE_NETWORK=bogus: this build has no network conduit 'bogus'");
+    r = run(name, name);  // the same choice, spelled by rank 1 alone: fine
+    expect_success(r);
+}
+// The list the Net/ suites run over comes from sluice-info: if it cannot
+// answer, they would silently not run.
+TEST(NetworkConduits, SluiceInfoListsThem) {
+    (void)network_conduits();
+    EXPECT_TRUE(network_conduits_listed) << build_dir() << "/sluice-info --conduit-list=network failed";
+}
+
+INSTANTIATE_TEST_SUITE_P(Net, NetworkChoice, ::testing::ValuesIn(network_conduits()),
+                         [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 
 // ---- bad input -------------------------------------------------------------
 class BadInput : public MpTest {};
@@ -506,7 +613,7 @@ TEST_P(BadInput, ClearErrorsAndNoCorruption) {
     expect_error_lines(r, GetParam().ranks, false);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, BadInput, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
-INSTANTIATE_TEST_SUITE_P(Udp, BadInput, ::testing::ValuesIn(over_udp()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, BadInput, ::testing::ValuesIn(over_network()), config_name);
 
 class BadInputQuiet : public MpTest {};
 TEST_P(BadInputQuiet, QuietErrorsStillReturnTheStatus) {

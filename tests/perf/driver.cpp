@@ -17,7 +17,7 @@
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/sockets.hpp"
 
-#include "conduits/transport.hpp"
+#include "conduits/registry.hpp"
 
 #include <algorithm>
 #include <cstdio>
