@@ -195,19 +195,29 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
         std::fprintf(stderr, "sluice[rank 0] same-host conduit: %s\nsluice[rank 0] network conduit: %s\n",
                      conduit::conduit_choice_text(same_host).c_str(), conduit::conduit_choice_text(network).c_str());
     // An unusable SLUICE_NETWORK is an error even where no network is
-    // needed; the ranks disagreeing only where it is.  Rank 0 says it once.
+    // needed; the ranks disagreeing only where it is.  When every rank
+    // fails alike, rank 0 says it once, and the others wait for it in a
+    // barrier: a rank that left at once would have the launcher stop the
+    // job before rank 0 had said why.
     const bool agreed = std::all_of(choices.begin(), choices.end(), [&](const std::string &c) { return c == choices[0]; });
+    auto fail_together = [&](Status status) {
+        BootstrapCall in_bootstrap;
+        (void)bootstrap_->barrier();
+        return status;
+    };
     if (need_network && !agreed) {
-        if (rank_ != 0) return Status::transport;
-        return base::report(Status::transport, op,
-                            "give every rank the same SLUICE_NETWORK, and the conduits it lists on every host",
-                            "the ranks chose different network conduits: %s", choices_text(choices).c_str());
+        if (rank_ == 0)
+            (void)base::report(Status::transport, op,
+                               "give every rank the same SLUICE_NETWORK, and the conduits it lists on every host",
+                               "the ranks chose different network conduits: %s", choices_text(choices).c_str());
+        return fail_together(Status::transport);
     }
     if (!network.chosen && (need_network || !base::knob_string(base::Knob::NETWORK).empty())) {
         const Status status = network.unknown_name ? Status::argument : Status::transport;
-        if (rank_ != 0 && agreed) return status;
-        return base::report(status, op, network.fix.c_str(), "%s%s", network.error.c_str(),
-                            need_network ? "" : " (no network is needed now, but SLUICE_NETWORK is set)");
+        const char *note = need_network ? "" : " (no network is needed now, but SLUICE_NETWORK is set)";
+        if (!agreed) return base::report(status, op, network.fix.c_str(), "%s%s", network.error.c_str(), note);
+        if (rank_ == 0) (void)base::report(status, op, network.fix.c_str(), "%s%s", network.error.c_str(), note);
+        return fail_together(status);
     }
     // The rank itself always goes over the same-host conduit (which also
     // owns the segment): a network conduit never carries a rank's messages

@@ -542,16 +542,20 @@ INSTANTIATE_TEST_SUITE_P(Net, Threads, ::testing::ValuesIn(over_network({2})), c
 // SLUICE_NETWORK set on every rank, or set differently on rank 1 alone.
 class NetworkChoice : public ::testing::TestWithParam<std::string> {
 protected:
-    JobResult run(const std::string &everyone, const std::string &rank1 = "") {
+    JobResult run(const std::string &everyone, const std::string &rank1 = "",
+                  std::vector<std::pair<std::string, std::string>> env = {{"SLUICE_VERBOSE", "1"}},
+                  std::vector<std::string> launcher_options = {}) {
         require_programs();
         JobSpec spec;
+        spec.launcher_options = std::move(launcher_options);
         spec.ranks = 3;
         spec.program = {mp_program(), "basic", "3"};
         if (!rank1.empty())
             spec.program = {"sh", "-c", "if [ \"$SLUICE_RANK\" = 1 ]; then export SLUICE_NETWORK='" + rank1 +
                                              "'; fi && exec \"$0\" \"$@\"",
                             mp_program(), "basic", "3"};
-        spec.env = {{"SLUICE_ROUTE", "network"}, {"SLUICE_NETWORK", everyone}, {"SLUICE_VERBOSE", "1"}};
+        spec.env = {{"SLUICE_ROUTE", "network"}, {"SLUICE_NETWORK", everyone}};
+        for (auto &e : env) spec.env.push_back(std::move(e));
         spec.time_limit = 60;
         return run_job(spec);
     }
@@ -578,6 +582,16 @@ TEST_P(NetworkChoice, TheListedConduitCarriesTheJob) {
               3)
         << r.describe();
     EXPECT_EQ(count_occurrences(r.err, "over " + name + "\n"), 3) << r.describe();
+    // Without SLUICE_VERBOSE: SLUICE_VERBOSEENV=1 has rank 0 say the choice,
+    // sluicerun -v says what it would be on the launching host.
+    r = run(name, "", {{"SLUICE_VERBOSE", "0"}, {"SLUICE_VERBOSEENV", "1"}}, {"-v"});
+    expect_success(r);
+    const std::string choice = "network conduit: " + name + " (first of SLUICE_NETWORK=" + name;
+    EXPECT_EQ(count_occurrences(r.err, "sluice[rank 0] " + choice), 1) << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, "sluice[rank 1] " + choice), 0) << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, "sluicerun: network conduit here: " + name + " (first of SLUICE_NETWORK=" + name),
+              1)
+        << r.describe();
 }
 
 TEST_P(NetworkChoice, AnUnknownNameSaysDidYouMeanAndTheBuiltOnes) {
