@@ -2,6 +2,7 @@
 // ranks, a socketpair bootstrap, init and segment attach done the way core
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
+#include "conduits/registry.hpp"
 
 #include "base/status.hpp"
 
@@ -16,6 +17,13 @@
 #include <cstring>
 #include <map>
 #include <thread>
+
+#define SLUICE_CONDUIT_IN_LIBRARY(name)
+#define SLUICE_CONDUIT_IN_TESTS(name) \
+    namespace sluice::conduit::registered { const TransportInfo &conduit_##name(); }
+#include "conduits/conduits.def"
+#undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_IN_TESTS
 
 namespace conduit_test {
 namespace {
@@ -255,6 +263,13 @@ std::string run_world(const Conduit &c, const std::function<void(World &)> &body
 
 std::vector<Conduit> conduits_under_test() {
     std::vector<Conduit> out;
+    // The conduits built for the tests only (the template) are linked in by
+    // this reference to their registration (tests/unit/unit_registry.cpp).
+#define SLUICE_CONDUIT_IN_LIBRARY(name)
+#define SLUICE_CONDUIT_IN_TESTS(id) (void)sluice::conduit::registered::conduit_##id();
+#include "conduits/conduits.def"
+#undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_IN_TESTS
     for (const auto &info : sluice::conduit::transport_registry())
         out.push_back(Conduit{info.name, info.network, info.create});
     return out;

@@ -145,15 +145,7 @@ private:
 using base::flag_try_take;
 
 // Spinlock in private memory, serializing the producers of one ring.
-class SpinLock {
-public:
-    void lock() { base::flag_take(flag_); }
-    void unlock() { base::flag_release(flag_); }
-    std::atomic<bool> &flag() { return flag_; }
-
-private:
-    std::atomic<bool> flag_{false};
-};
+using base::SpinLock;
 
 struct alignas(line_size) Outgoing {
     SpinLock lock;         // for the request queue (see record_begin for replies)
