@@ -56,16 +56,16 @@ inline void flag_take(std::atomic<bool> &flag) {
 
 inline void flag_release(std::atomic<bool> &flag) { flag.store(false, std::memory_order_release); }
 
-// The one spin lock of the hot paths (smp's ring producers, the credit
-// engine, the udp conduit): the flag above as a BasicLockable, so
-// std::lock_guard and std::unique_lock take it.  For sections of a few
+// The one spin lock of the hot paths (ring producers of a same-host
+// conduit, the credit engine, conduits' own state): the flag above as a
+// BasicLockable, so std::lock_guard and std::unique_lock take it.  For sections of a few
 // dozen instructions that never block; anything longer takes a mutex.
 class SpinLock {
 public:
     void lock() { flag_take(flag_); }
     bool try_lock() { return flag_try_take(flag_); }
     void unlock() { flag_release(flag_); }
-    // For code that hands the flag to flag_try_take itself (smp's reply
+    // For code that hands the flag to flag_try_take itself (a conduit's reply
     // path tries the request queue's lock without waiting).
     std::atomic<bool> &flag() { return flag_; }
 
