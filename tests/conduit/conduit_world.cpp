@@ -3,6 +3,7 @@
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
+#include "sluice_config.h"
 
 #include "base/status.hpp"
 

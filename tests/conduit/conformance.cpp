@@ -5,6 +5,7 @@
 // Long's reassembly in src/am, bad input.  See tests/conduit/README.md.
 #include "am/am.hpp"
 #include "conduit_world.hpp"
+#include "sluice_config.h"
 
 #include "base/status.hpp"
 
@@ -290,6 +291,23 @@ TEST_P(Conformance, BadInput) {
         }
         EXPECT_TRUE(w.delivered.empty());
     });
+}
+
+// Every conduit configure built (into libsluice or for the tests only) is
+// under test: a conduit that drops out of the registry, e.g. a test-only one
+// no longer linked in, fails here instead of vanishing from the suite.
+TEST(ConformanceRegistry, EveryBuiltConduitIsUnderTest) {
+    std::vector<std::string> built;
+#define SLUICE_CONDUIT_IN_LIBRARY(name) built.push_back(#name);
+#define SLUICE_CONDUIT_IN_TESTS(name) built.push_back(#name);
+#include "conduits/conduits.def"
+#undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_IN_TESTS
+    ASSERT_FALSE(built.empty()) << "conduits.def lists no conduit: sluice_config.h not included?";
+    const std::vector<Conduit> tested = conduits_under_test();
+    for (const std::string &name : built)
+        EXPECT_TRUE(std::any_of(tested.begin(), tested.end(), [&](const Conduit &c) { return c.name == name; }))
+            << name << " is built but not in the registry the suite runs over";
 }
 
 } // namespace
