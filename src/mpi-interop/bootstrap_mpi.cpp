@@ -37,6 +37,14 @@ struct Shared {
 };
 Shared shared;
 
+// Whether a rank leaving with a non-zero code calls MPI_Finalize first (see
+// MpiBootstrap::exit_notify).
+#if defined(OPEN_MPI)
+constexpr bool finalize_before_failing = false;
+#else
+constexpr bool finalize_before_failing = true;
+#endif
+
 const char *level_name(int level) {
     switch (level) {
     case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
@@ -210,20 +218,23 @@ public:
 
     // A rank leaving by the exit protocol (sluice_exit, return from main,
     // a signal).  The job's code reaches mpirun as this process's exit
-    // status, and both launchers need MPI_Finalize before it: Open MPI calls
-    // an exit 0 without it improper and fails the job; MPICH's hydra takes a
-    // non-zero exit without it for a crash and SIGKILLs the ranks still on
-    // their way out, so the job ends with 9 instead of the code.  Every rank
-    // is here (a graceful exit is collective), so finalize MPI if nobody
-    // has.  The runtime calls this from the main thread whenever that thread
-    // can be reached.  `in_signal`: MPI may be interrupted (exit() from
-    // inside it), leave it alone.  Either way no shared-memory name is left:
-    // under mpirun nobody else would unlink it.
+    // status.  Open MPI calls an exit 0 without MPI_Finalize improper and
+    // fails the job; MPICH's hydra takes a non-zero exit without it for a
+    // crash and SIGKILLs the ranks still on their way out, so the job ends
+    // with 9 instead of the code.  Every rank is here (a graceful exit is
+    // collective), so finalize MPI if nobody has -- except for a non-zero
+    // code under Open MPI, which reports that code without MPI_Finalize and
+    // whose mpirun (4.1 with PMIx 4.2) can crash in PMIx_server_finalize
+    // when one rank waits in MPI_Finalize's fence while another, stopped
+    // inside an MPI call, exits without it.  The runtime calls this from
+    // the main thread whenever that thread can be reached.  `in_signal`:
+    // MPI may be interrupted (exit() from inside it), leave it alone.
+    // Either way no shared-memory name is left: under mpirun nobody else
+    // would unlink it.
     void exit_notify(int code, bool in_signal) override {
-        (void)code;
         shm_names_.unlink_all();
         exit_in_signal_ = in_signal;
-        if (in_signal || mpi_finalized() || inside_mpi()) {
+        if (in_signal || mpi_finalized() || inside_mpi() || (code != 0 && !finalize_before_failing)) {
             exit_in_signal_ = true;  // fini() leaves MPI alone too
             return;
         }
