@@ -40,6 +40,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -231,6 +232,69 @@ sluice_status_t sluice_poll(void);
 __attribute__((noreturn))
 #endif
 void sluice_exit(int code);
+
+/* ---- same-host Put/Get inlined (internal) ------------------------------- */
+/* A blocking sluice_put or sluice_get to a rank whose segment is mapped into
+ * this process (a peer on the same host under the smp conduit) is a memcpy
+ * inlined into the caller: after sluice_segment_attach the library publishes
+ * where each such segment is mapped, and the inline code below checks the
+ * rank, the null local buffer and the segment bounds before it copies.
+ * Anything else (another rank, a bad argument, no segment yet, Sluice not
+ * running) calls the library, which checks it all and reports.
+ *
+ * Release builds of the library do not check the handler context on this
+ * path: a Put from inside a handler to such a peer just copies.  A library
+ * configured with --enable-debug publishes nothing, so every call is checked
+ * there.  Define SLUICE_NO_INLINE_RMA before including this header to call
+ * the library for every Put and Get.  The names below ending in '_' are not
+ * part of the API: use sluice_put and sluice_get. */
+struct sluice_mapped_segment_ {
+    uintptr_t base; /* the segment's address on its owner */
+    uintptr_t size;
+    char *view; /* where it is mapped here; null when it is not */
+};
+struct sluice_mapped_ {
+    const struct sluice_mapped_segment_ *peers; /* one per rank */
+    sluice_rank_t size;                         /* 0 while nothing is published */
+};
+extern struct sluice_mapped_ sluice_mapped_;
+
+/* Where `length` bytes at `remote` of `rank` are mapped here, or null. */
+static inline char *sluice_mapped_view_(sluice_rank_t rank, const void *remote, const void *local,
+                                        size_t length) {
+    const struct sluice_mapped_segment_ *p;
+    uintptr_t offset;
+    if (rank >= sluice_mapped_.size || !local) return 0;
+    p = &sluice_mapped_.peers[rank];
+    offset = (uintptr_t)remote - p->base;
+    if (!p->view || offset > p->size || length > p->size - offset) return 0;
+    return p->view + offset;
+}
+/* memcpy, with the scalar sizes a program puts and gets most (a double, a
+ * 64- or 32-bit integer) as single moves rather than a library call. */
+static inline void sluice_copy_(void *to, const void *from, size_t length) {
+    if (length == 8) memcpy(to, from, 8);
+    else if (length == 4) memcpy(to, from, 4);
+    else memcpy(to, from, length);
+}
+static inline sluice_status_t sluice_put_inline_(sluice_rank_t rank, void *dest, const void *src,
+                                                 size_t length) {
+    char *view = sluice_mapped_view_(rank, dest, src, length);
+    if (!view) return sluice_put(rank, dest, src, length);
+    sluice_copy_(view, src, length);
+    return SLUICE_OK;
+}
+static inline sluice_status_t sluice_get_inline_(void *dest, sluice_rank_t rank, const void *src,
+                                                 size_t length) {
+    const char *view = sluice_mapped_view_(rank, src, dest, length);
+    if (!view) return sluice_get(dest, rank, src, length);
+    sluice_copy_(dest, view, length);
+    return SLUICE_OK;
+}
+#ifndef SLUICE_NO_INLINE_RMA
+#define sluice_put(rank, dest, src, length) sluice_put_inline_(rank, dest, src, length)
+#define sluice_get(dest, rank, src, length) sluice_get_inline_(dest, rank, src, length)
+#endif
 
 #ifdef __cplusplus
 }

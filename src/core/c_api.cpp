@@ -2,6 +2,9 @@
 // exception crosses this boundary (nothing below throws on the data path;
 // allocation failures at start-up end in std::terminate, reported by the
 // fatal-signal handler).
+// The exported sluice_put and sluice_get are defined here, not the header's
+// inline versions.
+#define SLUICE_NO_INLINE_RMA
 #include "core/runtime.hpp"
 
 #include <sluice.h>

@@ -261,6 +261,7 @@ Status Runtime::finalize() {
     if (!running()) return base::report(Status::state, op, "call sluice_init first (and finalize once)", "not running");
     if (am::AmEngine::in_handler())
         return base::report(Status::context, op, "finalize after the handler returns", "called from a handler");
+    rma.withdraw_mapped();
     (void)rma.nbi_sync();
     if (Status s = barrier(); s != Status::ok) return s;
     // What this rank sent must arrive before it stops polling: a peer may
@@ -373,6 +374,7 @@ Status Runtime::segment_attach(std::size_t size) {
         e.view = static_cast<char *>(route_[r]->peer_segment_view(r));
     }
     segments.attached = true;
+    rma.publish_mapped();
     base::say("segment of %zu bytes attached at %p", size, base);
     return Status::ok;
 }

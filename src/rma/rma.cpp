@@ -1,9 +1,14 @@
 // src/rma/rma.cpp - Put/Get: checks, the native memcpy path, and the
 // reference Put/Get over AM.
+#include "sluice_config.h"
+
 #include "rma/rma.hpp"
 
 #include <algorithm>
 #include <cstring>
+
+// Read by the inline Put/Get of <sluice.h> (declared there, extern "C").
+struct sluice_mapped_ sluice_mapped_ = {nullptr, 0};
 
 namespace sluice::rma {
 namespace {
@@ -224,6 +229,22 @@ Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
     if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
     if (copy_mapped(false, r, const_cast<void *>(src), dest, n)) return Status::ok;
     return start(false, r, const_cast<void *>(src), dest, n, nbi_outstanding);
+}
+
+void RmaEngine::publish_mapped() {
+#ifndef SLUICE_DEBUG
+    mapped_.assign(size_, sluice_mapped_segment_{});
+    for (Rank r = 0; r < size_; ++r) {
+        const am::SegmentTable::Entry &e = segments_->entries[r];
+        mapped_[r] = {static_cast<std::uintptr_t>(e.base), static_cast<std::uintptr_t>(e.size), native_ ? e.view : nullptr};
+    }
+    sluice_mapped_ = {mapped_.data(), size_};
+#endif
+}
+
+void RmaEngine::withdraw_mapped() {
+    sluice_mapped_ = {nullptr, 0};
+    mapped_.clear();
 }
 
 Status RmaEngine::event_test(sluice_event *ev) {

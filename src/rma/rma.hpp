@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 // The object behind sluice_event_t.
 struct sluice_event {
@@ -52,6 +53,11 @@ public:
     Status get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev);
     Status put_nbi(Rank r, void *dest, const void *src, std::size_t n);
     Status get_nbi(void *dest, Rank r, const void *src, std::size_t n);
+    // Publishes the mapped peer segments for the inline Put/Get of
+    // <sluice.h> (after segment attach), and withdraws them (first thing in
+    // finalize).  Debug builds publish nothing: every call is checked.
+    void publish_mapped();
+    void withdraw_mapped();
     Status event_test(sluice_event *ev);
     Status event_wait(sluice_event *ev);
     Status nbi_sync();
@@ -108,6 +114,7 @@ private:
     Status get_reference(void *dest, Rank r, const void *src, std::size_t n,
                          std::atomic<std::uint64_t> &counter);
 
+    std::vector<sluice_mapped_segment_> mapped_;  // what publish_mapped() showed
     am::AmEngine *am_ = nullptr;
     const am::SegmentTable *segments_ = nullptr;
     Rank size_ = 0;

@@ -224,12 +224,15 @@ struct Report {
         for (std::size_t z : rma_sizes(options.all_sizes)) {
             Row &put = add(lat, "put_lat_ns", z, med("put_lat", z),
                            have_mpi ? "mpi_put_flush_ns" : "", med("mpi_put_lat", z));
-            if (z == 8)
-                target(put, Check::value_at_most, 10, "8 B blocking Put <= 10 ns");
             Row &get = add(lat, "get_lat_ns", z, med("get_lat", z),
                            have_mpi ? "mpi_get_flush_ns" : "", med("mpi_get_lat", z));
-            if (z == 8)
-                target(get, Check::value_at_most, 10, "8 B blocking Get <= 10 ns");
+            if (z != 8) continue;
+            // Same-host 8 B Put/Get are inlined into the caller (<sluice.h>);
+            // the memcpy row is one call of libc's memcpy of 8 B.
+            target(put, Check::value_at_most, 2.5, "8 B blocking Put <= 2.5 ns");
+            target(get, Check::value_at_most, 2.5, "8 B blocking Get <= 2.5 ns");
+            add(lat, "put_lat_ns", z, med("put_lat", z), "memcpy_ns", med("memcpy", z));
+            add(lat, "get_lat_ns", z, med("get_lat", z), "memcpy_ns", med("memcpy", z));
         }
         const std::string bw = "Put/Get bandwidth (nbi, 64 per sync; GB/s)";
         for (std::string op : {"put", "get"})
@@ -318,7 +321,7 @@ struct Report {
     // Prints the targets; returns the number that did not pass.
     int print_targets() const {
         int failed = 0;
-        std::printf("\nTargets (issues 2 and 6; 2 ranks; medians of %d runs, references in "
+        std::printf("\nTargets (issues 2, 6 and 28; 2 ranks; medians of %d runs, references in "
                     "the same run):\n",
                     options.reps);
         for (const Row &r : rows) {
