@@ -1,5 +1,7 @@
 // tests/unit/unit_knobs.cpp - the knob table: size parsing, typed values,
 // malformed values, the listing, edit distance and "did you mean".
+#include "sluice_config.h"  // SLUICE_CONDUIT_*: which conduits' knobs the table has
+
 #include "tests/unit/unit_env.hpp"
 
 #include <algorithm>
@@ -194,11 +196,13 @@ TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
         EXPECT_FALSE(knob_range_text(k).empty()) << k.name;
     }
     EXPECT_GE(ranged, 10u);
+#ifdef SLUICE_CONDUIT_UDP
     const KnobInfo *mtu = find_knob("SLUICE_UDP_MTU");
     ASSERT_NE(mtu, nullptr);
     EXPECT_EQ(knob_range_text(*mtu), "0, or 576 to 65535");
     for (const char *ok : {"0", "576", "1500", "65535"}) EXPECT_TRUE(knob_value_valid(*mtu, ok)) << ok;
     for (const char *bad : {"1", "575", "65536", "-1", "x"}) EXPECT_FALSE(knob_value_valid(*mtu, bad)) << bad;
+#endif
     const KnobInfo *medium = find_knob("SLUICE_SMP_MAX_MEDIUM");
     ASSERT_NE(medium, nullptr);
     EXPECT_TRUE(knob_value_valid(*medium, "1M"));
@@ -210,33 +214,59 @@ TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
 // A value outside the range is refused: one message naming the knob, the
 // value, the range and the doc, and the default is what the code sees.
 TEST_F(CleanEnvironment, OutOfRangeValuesAreRefusedWithRangeAndDoc) {
-    set("SLUICE_SMP_MAX_MEDIUM", "100");
+    std::size_t refused = 2;
     set("SLUICE_EXIT_TIMEOUT", "-1");
+    set("SLUICE_CREDIT_MIN", "16");
+    // Conduit knobs are in the table only when their conduit is built.
+#ifdef SLUICE_CONDUIT_SMP
+    set("SLUICE_SMP_MAX_MEDIUM", "100");
+    refused += 1;
+#endif
+#ifdef SLUICE_CONDUIT_UDP
     set("SLUICE_UDP_WINDOW", "5");
     set("SLUICE_UDP_MTU", "65536");
+    refused += 2;
+#endif
     const auto errors = knobs_load();
-    ASSERT_EQ(errors.size(), 4u);
+    ASSERT_EQ(errors.size(), refused);
     auto find = [&](const char *what) {
         for (const auto &e : errors)
             if (e.find(what) != std::string::npos) return e;
         return std::string();
     };
+    EXPECT_NE(find("SLUICE_EXIT_TIMEOUT=-1 ").find("0 or more"), std::string::npos);
+    const std::string credit = find("SLUICE_CREDIT_MIN=16 ");
+    EXPECT_NE(credit.find("1 to 15"), std::string::npos) << credit;
+    EXPECT_NE(credit.find(find_knob("SLUICE_CREDIT_MIN")->doc), std::string::npos) << credit;
+    EXPECT_EQ(knob_int(Knob::CREDIT_MIN), 4);
+    EXPECT_FALSE(knob_is_set(Knob::CREDIT_MIN));
+#ifdef SLUICE_CONDUIT_SMP
+    EXPECT_NE(find("SLUICE_SMP_MAX_MEDIUM=100 ").find("512 to 1M"), std::string::npos);
+    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+#endif
+#ifdef SLUICE_CONDUIT_UDP
     const std::string window = find("SLUICE_UDP_WINDOW=5 ");
     EXPECT_NE(window.find("8 to 1024"), std::string::npos) << window;
     EXPECT_NE(window.find("datagrams sent to one peer"), std::string::npos) << window;
-    EXPECT_NE(find("SLUICE_SMP_MAX_MEDIUM=100 ").find("512 to 1M"), std::string::npos);
-    EXPECT_NE(find("SLUICE_EXIT_TIMEOUT=-1 ").find("0 or more"), std::string::npos);
     EXPECT_NE(find("SLUICE_UDP_MTU=65536 ").find("0, or 576 to 65535"), std::string::npos);
-    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
     EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 64);
     EXPECT_FALSE(knob_is_set(Knob::UDP_WINDOW));
+#endif
     // The bounds themselves are accepted.
-    set("SLUICE_SMP_MAX_MEDIUM", "512");
     set("SLUICE_EXIT_TIMEOUT", "0");
+    set("SLUICE_CREDIT_MIN", "15");
+#ifdef SLUICE_CONDUIT_SMP
+    set("SLUICE_SMP_MAX_MEDIUM", "512");
+#endif
+#ifdef SLUICE_CONDUIT_UDP
     set("SLUICE_UDP_WINDOW", "1024");
     set("SLUICE_UDP_MTU", "0");
+#endif
     EXPECT_TRUE(knobs_load().empty());
+    EXPECT_EQ(knob_int(Knob::CREDIT_MIN), 15);
+#ifdef SLUICE_CONDUIT_UDP
     EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 1024);
+#endif
 }
 
 TEST_F(CleanEnvironment, EmptyNumericValueIsMalformed) {
