@@ -15,11 +15,11 @@ namespace smp = sluice::conduit::smp;
 namespace {
 
 struct Ring {
-    explicit Ring(std::size_t bytes) : bytes(bytes), memory(smp::ring_footprint(bytes) + smp::line_size) {
+    explicit Ring(std::size_t bytes, bool long_records = true) : bytes(bytes), memory(smp::ring_footprint(bytes) + smp::line_size) {
         auto addr = reinterpret_cast<std::uintptr_t>(memory.data());
         shared = reinterpret_cast<smp::RingShared *>((addr + smp::line_size - 1) & ~(smp::line_size - 1));
         new (shared) smp::RingShared{};
-        producer.attach(shared, bytes);
+        producer.attach(shared, bytes, long_records);
         consumer.attach(shared, bytes);
     }
     std::size_t bytes;
@@ -79,7 +79,7 @@ TEST(Ring, VariableRecordsOverManyLaps) {
             ASSERT_EQ(seq, received);
             ++received;
             in_flight.erase(in_flight.begin());
-            r.consumer.release(rec, size);
+            r.consumer.release(size);
         }
         if (in_flight.empty()) {
             std::uint32_t size = 0;
@@ -94,7 +94,7 @@ TEST(Ring, VariableRecordsOverManyLaps) {
         ASSERT_NE(rec, nullptr);
         ASSERT_EQ(size, in_flight.front());
         in_flight.erase(in_flight.begin());
-        r.consumer.release(rec, size);
+        r.consumer.release(size);
         ++received;
     }
     EXPECT_EQ(received, sent);
@@ -106,7 +106,7 @@ TEST(Ring, VariableRecordsOverManyLaps) {
 // One-line records are never written to by the consumer: after a full lap
 // every line still holds last lap's record, and none of them is taken again.
 TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
-    Ring r(4096);
+    Ring r(4096, false);
     const std::size_t lines = 4096 / smp::line_size;
     for (int lap = 0; lap < 5; ++lap) {
         for (std::size_t i = 0; i < lines; ++i) {
@@ -120,7 +120,7 @@ TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
             std::uint32_t size = 0;
             char *got = r.consumer.peek(size);
             ASSERT_EQ(got, slot.at);
-            r.consumer.release(got, size);
+            r.consumer.release(size);
             // The next line holds a record from the previous lap (or is
             // fresh): either way nothing is there yet.
             EXPECT_FALSE(r.consumer.ready());
@@ -133,7 +133,7 @@ TEST(Ring, LastLapsRecordsAreNotTakenAgain) {
 // (refresh_head), so its inline reserve, which never reads the head itself,
 // finds the lines the consumer handed back; and it finds none before then.
 TEST(Ring, RefreshHeadSeesWhatTheConsumerHandedBack) {
-    Ring r(4 * smp::line_size);
+    Ring r(4 * smp::line_size, false);
     for (int i = 0; i < 4; ++i) {
         const smp::RingSlot slot = r.producer.reserve_inline(16);
         ASSERT_NE(slot.at, nullptr);
@@ -145,10 +145,41 @@ TEST(Ring, RefreshHeadSeesWhatTheConsumerHandedBack) {
     for (int i = 0; i < 4; ++i) {
         char *got = r.consumer.peek(size);
         ASSERT_NE(got, nullptr);
-        r.consumer.release(got, size);  // a quarter of this ring: published at once
+        r.consumer.release(size);  // a quarter of this ring: published at once
     }
     EXPECT_EQ(r.producer.reserve_inline(16).at, nullptr);  // its cached head is old
     r.producer.refresh_head();
     const smp::RingSlot slot = r.producer.reserve_inline(16);
     EXPECT_EQ(slot.at, r.shared->data());
+}
+
+// A ring of long records: the consumer stores nothing into a record's lines
+// (they stay in the producer's cache), and the producer keeps one line
+// spare: a ring of 8 lines takes 7 lines of records, not 8.
+TEST(Ring, LongRecordsAreLeftAsWrittenAndOneLineStaysSpare) {
+    Ring r(8 * smp::line_size);
+    const std::size_t size = 3 * smp::line_size;
+    std::vector<char> written(size);
+    for (int lap = 0; lap < 6; ++lap) {
+        smp::RingSlot slot = r.producer.reserve(size);
+        if (!slot.at) {
+            r.consumer.publish();
+            slot = r.producer.reserve(size);
+        }
+        ASSERT_NE(slot.at, nullptr);
+        poison(slot.at, size, lap);
+        r.producer.commit(slot, 0);
+        std::memcpy(written.data(), slot.at, size);
+        std::uint32_t got_size = 0;
+        char *got = r.consumer.peek(got_size);
+        ASSERT_EQ(got, slot.at);
+        r.consumer.release(got_size);
+        EXPECT_EQ(std::memcmp(got, written.data(), size), 0) << "the consumer wrote into the record";
+    }
+    r.consumer.publish();
+    Ring full(8 * smp::line_size);
+    const smp::RingSlot seven = full.producer.reserve(7 * smp::line_size);
+    ASSERT_NE(seven.at, nullptr);
+    full.producer.commit(seven, 0);
+    EXPECT_EQ(full.producer.reserve(8).at, nullptr) << "the spare line was handed out";
 }

@@ -13,15 +13,19 @@
 // bytes of the conduit's own (its message header).  The control word is the
 // record's size in bytes, `skip_bit` for the filler that pads the end of the
 // ring when a record would not fit contiguously, and a lap tag: `tag_even`
-// or `tag_odd` by the parity of the lap the record was written in.  A line's
-// first word is only ever 0 or a control word of the current or the previous
-// lap at that place: the consumer zeroes the first word of every line a
-// record or filler spanned except its first line, and every lap covers every
-// line.  So one compare of the tag bits with the tag it expects tells the
-// consumer whether a record is there (0 and last lap's words both differ),
-// and a one-line record (every Short AM) costs the consumer no store into
-// the line it read, which would otherwise stall its next send behind an
-// ownership transfer of that line.
+// or `tag_odd` by the parity of the lap the record was written in.  Where
+// the consumer looks for the next record, the first word is only ever 0, a
+// control word of the previous lap at that place, or the record itself; so
+// one compare of the tag bits with the tag it expects tells the consumer
+// whether a record is there.  In a ring of one-line records this holds by
+// itself: every line starts a record in every lap.  A ring that takes longer
+// records (attach with `long_records`) keeps one line spare, and before it
+// publishes a record or filler the producer zeroes the first word of the
+// line just after it, where the consumer looks next: that word may be
+// payload of a record of the last lap.  The consumer stores nothing into the
+// ring: a one-line record (every Short AM) costs it no store into the line
+// it read, and the lines of a long record stay in the producer's cache
+// unless the handler reads them, as a Long's payload does in the segment.
 #pragma once
 
 #include <atomic>
@@ -83,10 +87,12 @@ struct RingSlot {
 // the conduit serializes producers of one ring.
 class RingProducer {
 public:
-    void attach(RingShared *shared, std::size_t bytes) {
+    // `long_records`: records may span more than one line.
+    void attach(RingShared *shared, std::size_t bytes, bool long_records) {
         shared_ = shared;
         data_ = shared->data();
         bytes_ = bytes;
+        spare_ = long_records ? line_size : 0;
         tail_ = 0;
         cached_head_ = 0;
     }
@@ -105,7 +111,7 @@ public:
     RingSlot reserve_inline(std::size_t size) const {
         const std::size_t need = line_align(size);
         const std::size_t offset = tail_ & (bytes_ - 1);
-        if (__builtin_expect(offset + need <= bytes_ && tail_ + need - cached_head_ <= bytes_, 1))
+        if (__builtin_expect(offset + need <= bytes_ && tail_ + need + spare_ - cached_head_ <= bytes_, 1))
             return {data_ + offset, static_cast<std::uint32_t>(size) | lap_tag(tail_, bytes_),
                     static_cast<std::uint32_t>(need)};
         return {};
@@ -114,6 +120,7 @@ public:
     // Publishes a reserved record: its first word (the control word and
     // `info`) goes last.
     void commit(const RingSlot &slot, std::uint32_t info) {
+        clear_after(tail_ + slot.span);
         record_word(slot.at).store(std::uint64_t{info} << 32 | slot.control, std::memory_order_release);
         tail_ += slot.span;
     }
@@ -131,8 +138,9 @@ private:
         const std::size_t need = line_align(size);
         std::size_t offset = tail_ & (bytes_ - 1);
         const std::size_t filler = offset + need > bytes_ ? bytes_ - offset : 0;
-        if (!has_room(filler + need)) return {};
+        if (!has_room(filler + need + spare_)) return {};
         if (filler) {
+            clear_after(tail_ + filler);
             record_word(data_ + offset).store(skip_bit | lap_tag(tail_, bytes_) | static_cast<std::uint32_t>(filler),
                                                std::memory_order_release);
             tail_ += filler;
@@ -147,9 +155,16 @@ private:
         return tail_ + n - cached_head_ <= bytes_;
     }
 
+    // A ring of long records: the consumer's next place after a record
+    // ending at `end` shows no stale payload (the spare line is free).
+    void clear_after(std::uint64_t end) {
+        if (spare_) record_word(data_ + (end & (bytes_ - 1))).store(0, std::memory_order_relaxed);
+    }
+
     RingShared *shared_ = nullptr;
     char *data_ = nullptr;
     std::size_t bytes_ = 0;
+    std::size_t spare_ = 0;  // line_size for a ring of long records
     std::uint64_t tail_ = 0;
     std::uint64_t cached_head_ = 0;
 };
@@ -179,7 +194,7 @@ public:
             const auto c = static_cast<std::uint32_t>(w);
             if ((c & tag_mask) != expect_.load(std::memory_order_relaxed)) return nullptr;
             if (c & skip_bit) {
-                release(at, c & size_mask);
+                release(c & size_mask);
                 continue;
             }
             size = c & size_mask;
@@ -188,15 +203,12 @@ public:
         }
     }
 
-    // Consumes the record at `at` (of `size` bytes).  The producer sees the
+    // Consumes the record peek() returned (of `size` bytes).  The producer sees the
     // space again at the next publish(), or here once a quarter of the ring
     // waits: one store to the shared head per batch, not per message, yet
     // large records still stream.
-    void release(char *at, std::uint32_t size) {
-        std::size_t span = line_align(size);
-        for (std::size_t off = line_size; off < span; off += line_size)
-            record_word(at + off).store(0, std::memory_order_relaxed);
-        advance(head_ + span);
+    void release(std::uint32_t size) {
+        advance(head_ + line_align(size));
         if (head_ - published_ >= bytes_ / 4) publish();
     }
     void publish() {

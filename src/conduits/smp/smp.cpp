@@ -269,8 +269,8 @@ protected:
         in_ = std::vector<Incoming>(local);
         for (std::size_t p = 0; p < local; ++p) {
             for (int kind = 0; kind < 2; ++kind) {
-                out_[p].line[kind].attach(line_at(p, me_, kind), line_ring_bytes);
-                out_[p].ring[kind].attach(ring_at(p, me_, kind), ring_bytes_);
+                out_[p].line[kind].attach(line_at(p, me_, kind), line_ring_bytes, false);
+                out_[p].ring[kind].attach(ring_at(p, me_, kind), ring_bytes_, true);
                 in_[p].q[kind].line.attach(line_at(me_, p, kind), line_ring_bytes);
                 in_[p].q[kind].ring.attach(ring_at(me_, p, kind), ring_bytes_);
             }
@@ -443,11 +443,10 @@ protected:
         InRing *d = current_dispatch;
         if (!d) return;
         std::uint32_t size, info;
-        if (char *r = d->line.peek(size, info)) {  // released only after its handler
+        if (d->line.peek(size, info)) {  // released only after its handler
             std::uint32_t big;
-            if (is_marker(info))
-                if (char *b = d->ring.peek(big)) d->ring.release(b, big);
-            d->line.release(r, size);
+            if (is_marker(info) && d->ring.peek(big)) d->ring.release(big);
+            d->line.release(size);
         }
         d->line.publish();
         d->ring.publish();
@@ -594,8 +593,8 @@ private:
             deliver(h, args, payload);
         }
         current_dispatch = outer;
-        if (r != at) in.ring.release(r, size);
-        in.line.release(at, line_bytes);
+        if (r != at) in.ring.release(size);
+        in.line.release(line_bytes);
         in.busy.store(false, std::memory_order_release);
         return 1;
     }
