@@ -38,6 +38,11 @@ public:
     // library may be interrupted (a signal, or exit() called from inside
     // it): do only async-signal-safe work and call nothing of it.
     virtual void exit_notify(int code, bool in_signal) { (void)code, (void)in_signal; }
+    // The exit protocol starts on this rank, before it tells the others:
+    // release what only this rank can (the names given to
+    // cleanup_register).  Once every rank has arrived, the first to leave
+    // may make the launcher kill the rest wherever they are.
+    virtual void exit_begin() {}
     // Coordination failed: end the whole job now with `code`.  Does not return.
     [[noreturn]] virtual void abort(int code) = 0;
     // Normal end of bootstrap use (finalize or graceful exit).

@@ -128,6 +128,8 @@ struct ExitHandlers {
     // from the leader: the job is ending with args[0]
     static void request(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
         Runtime &rt = runtime();
+        // With every ack in, the leader may leave, and its launcher kill us.
+        rt.bootstrap_->exit_begin();
         (void)rt.am.system_reply(token, short_message(am::sys_exit_ack, nullptr, 0));
         rt.exit_leader_code_.store(static_cast<int>(args[0]));
         rt.exit_leader_heard_.store(true);
@@ -286,6 +288,7 @@ void Runtime::exit_body(int code) {
     }
     am.user_handlers_disable();
     progress_stop_.store(true);
+    bootstrap_->exit_begin();
     base::say("exit with code %d", code);
     am.credit_stats_write();
 

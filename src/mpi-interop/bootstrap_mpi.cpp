@@ -262,6 +262,10 @@ public:
     }
 
     void cleanup_register(const std::string &name) override { shm_names_.add(name); }
+    // Open MPI's mpirun kills the other ranks when the first exits with a
+    // non-zero code (they do not wait in MPI_Finalize, see exit_notify): a
+    // name left for exit_notify could stay in /dev/shm.
+    void exit_begin() override { shm_names_.unlink_all(); }
 
 private:
     MPI_Comm comm_ = MPI_COMM_NULL;
