@@ -7,9 +7,11 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <mutex>
 #include <string_view>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace sluice::spawner {
@@ -150,6 +152,43 @@ void ShmNames::unlink_all() noexcept {
     if (!mutex_.try_lock()) return;
     for (const auto &n : names_) ::shm_unlink(n.c_str());
     mutex_.unlock();
+}
+
+// glibc's shm_open names are files in /dev/shm; the directory is read with
+// getdents64 because opendir allocates.
+void ShmNames::unlink_job() noexcept {
+    unlink_all();
+#ifdef __linux__
+    if (!mutex_.try_lock()) return;
+    const std::string_view prefix = job_prefix_.empty() ? std::string_view{}
+                                                        : std::string_view(job_prefix_).substr(1);
+    const int dir = prefix.empty() ? -1 : ::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    // Entries removed while the directory is read may hide others from the
+    // same pass: read it again until a pass removes nothing (bounded).
+    for (int pass = 0, removed = 1; dir >= 0 && removed > 0 && pass < 8; ++pass) {
+        removed = 0;
+        ::lseek(dir, 0, SEEK_SET);
+        alignas(8) char buf[4096];
+        long got;
+        while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+            for (long at = 0; at < got;) {
+                struct Entry {
+                    std::uint64_t ino;
+                    std::int64_t off;
+                    unsigned short reclen;
+                    unsigned char type;
+                    char name[1];
+                };
+                const auto *e = reinterpret_cast<const Entry *>(buf + at);
+                if (std::string_view(e->name).starts_with(prefix) && ::unlinkat(dir, e->name, 0) == 0)
+                    ++removed;
+                at += e->reclen;
+            }
+        }
+    }
+    if (dir >= 0) ::close(dir);
+    mutex_.unlock();
+#endif
 }
 
 LauncherMark launcher_mark() {

@@ -50,6 +50,12 @@ public:
     // A shared-memory name the launcher must unlink at job end if the rank
     // cannot (crash between create and unlink).
     virtual void cleanup_register(const std::string &shm_name) { (void)shm_name; }
+    // Every shared-memory name that begins with `prefix` belongs to this job
+    // on this host.  A rank that never answers the exit protocol (stopped,
+    // or starved of the processor) may own one when another rank aborts the
+    // job; under a launcher that cleans nothing, the aborting rank unlinks
+    // them all.
+    virtual void cleanup_register_job(const std::string &prefix) { (void)prefix; }
     // The job is deliberately a part of what the launcher started (the mpi
     // backend over a sub-communicator), so its size may differ from the
     // launcher's.
@@ -60,17 +66,33 @@ public:
 // pmi2): the shared-memory names registered during start-up, unlinked when
 // the job aborts.  unlink_all() may run inside a signal handler: it neither
 // allocates nor frees, and skips the list if another thread holds it.
+// unlink_job() unlinks, besides, every name in /dev/shm with the job's
+// prefix (other ranks' too), with system calls only.
 class ShmNames {
 public:
     void add(const std::string &name) {
         std::lock_guard<std::mutex> lock(mutex_);
         names_.push_back(name);
     }
+    void job(const std::string &prefix) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_prefix_ = prefix;
+    }
     void unlink_all() noexcept;
+    void unlink_job() noexcept;
+    // For a rank leaving with `code`: a non-zero code ends the job under
+    // these launchers the moment the rank is gone (they kill the others
+    // wherever they are), so a rank that has not unlinked its own names by
+    // then never will: unlink the job's.  Code 0: only this rank's.
+    void unlink_leaving(int code) noexcept {
+        if (code != 0) unlink_job();
+        else unlink_all();
+    }
 
 private:
     std::mutex mutex_;
     std::vector<std::string> names_;
+    std::string job_prefix_;  // "/sluice.<job>.", as shm_open takes it
 };
 
 // "Sluice rank R ends the job with code C" for an abort call, formatted

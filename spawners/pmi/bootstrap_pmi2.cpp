@@ -151,7 +151,7 @@ public:
     // No lock: the exit path may have interrupted a PMI2 call of this
     // process; the job ends either way.
     [[noreturn]] void abort(int code) override {
-        shm_names_.unlink_all();
+        shm_names_.unlink_job();
         if (we_initialized_ || PMI2_Initialized()) {
             abort_code.store(code);
             std::atexit(exit_with_abort_code);
@@ -162,8 +162,8 @@ public:
     }
 
     // Nobody else unlinks our names under this launcher.
-    void exit_notify(int, bool in_signal) override {
-        shm_names_.unlink_all();
+    void exit_notify(int code, bool in_signal) override {
+        shm_names_.unlink_leaving(code);
         if (in_signal) in_signal_.store(true);
     }
 
@@ -177,6 +177,7 @@ public:
     }
 
     void cleanup_register(const std::string &name) override { shm_names_.add(name); }
+    void cleanup_register_job(const std::string &prefix) override { shm_names_.job(prefix); }
 
 private:
     static std::string key(const std::string &prefix, std::uint32_t rank, std::size_t chunk) {

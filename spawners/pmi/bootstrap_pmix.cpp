@@ -118,7 +118,7 @@ public:
     }
 
     [[noreturn]] void abort(int code) override {
-        shm_names_.unlink_all();
+        shm_names_.unlink_job();
         if (referenced_) {
             const AbortMessage message(rank_, code);
             (void)PMIx_Abort(code, message.text, nullptr, 0);  // every process of our namespace
@@ -129,8 +129,8 @@ public:
     // A graceful exit finalizes (Open MPI's mpirun calls a rank that exits
     // after PMIx_Init without PMIx_Finalize a failure), but not when PMIx
     // may be interrupted (`in_signal`).  Nobody else unlinks our names.
-    void exit_notify(int, bool in_signal) override {
-        shm_names_.unlink_all();
+    void exit_notify(int code, bool in_signal) override {
+        shm_names_.unlink_leaving(code);
         if (in_signal) in_signal_.store(true);
     }
 
@@ -140,6 +140,7 @@ public:
     }
 
     void cleanup_register(const std::string &name) override { shm_names_.add(name); }
+    void cleanup_register_job(const std::string &prefix) override { shm_names_.job(prefix); }
 
 private:
     bool fence(bool collect) {

@@ -210,7 +210,7 @@ public:
     // code) only for MPI_COMM_WORLD; on a duplicate it signals the peers
     // itself, which a rank busy in its own code never hears.
     [[noreturn]] void abort(int code) override {
-        shm_names_.unlink_all();
+        shm_names_.unlink_job();
         if (!inside_mpi() && !mpi_finalized())
             MPI_Abort(comm_ == MPI_COMM_NULL || !subset() ? MPI_COMM_WORLD : comm_, code);
         ::_exit(code);
@@ -232,7 +232,7 @@ public:
     // Either way no shared-memory name is left: under mpirun nobody else
     // would unlink it.
     void exit_notify(int code, bool in_signal) override {
-        shm_names_.unlink_all();
+        shm_names_.unlink_leaving(code);
         exit_in_signal_ = in_signal;
         if (in_signal || mpi_finalized() || inside_mpi() || (code != 0 && !finalize_before_failing)) {
             exit_in_signal_ = true;  // fini() leaves MPI alone too
@@ -262,6 +262,7 @@ public:
     }
 
     void cleanup_register(const std::string &name) override { shm_names_.add(name); }
+    void cleanup_register_job(const std::string &prefix) override { shm_names_.job(prefix); }
     // Open MPI's mpirun kills the other ranks when the first exits with a
     // non-zero code (they do not wait in MPI_Finalize, see exit_notify): a
     // name left for exit_notify could stay in /dev/shm.

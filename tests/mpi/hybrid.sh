@@ -30,7 +30,7 @@ export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 # runs only (a race with the launcher) run several times at each size.
 modes="mpi-first:0 sluice-first:0 mpi-finalize-first:0 thread-level:0 subset:0 data-path:0 mpix:0
        mpix-before-mpi:0 exit-one:3 mpi-abort-one:4 return-from-main:0
-       mpi-abort-in-mpi:4:2 exit-before-attach:7:3 thread-exit-barrier:7:2 thread-exit-poll:7 thread-exit-send:7 thread-exit-spin:7
+       mpi-abort-in-mpi:4:2 exit-before-attach:7:3 exit-stopped-attach:7 thread-exit-barrier:7:2 thread-exit-poll:7 thread-exit-send:7 thread-exit-spin:7
        thread-exit-all:7:8 exit-spin:5 signal-barrier:130:2 signal-spin:143"
 sizes="2 4"
 if [ -n "${SLUICETEST_SUBSET:-}" ]; then sizes=2; fi

@@ -232,6 +232,25 @@ int segment_files() {
 }
 
 // Waits, at most `seconds`, until `done()`; says whether it came.
+// Whether the process whose pid is in `pid_file` is stopped (state T).
+bool process_stopped(const std::string &pid_file) {
+    int pid = 0;
+    if (FILE *f = std::fopen(pid_file.c_str(), "r")) {
+        if (std::fscanf(f, "%d", &pid) != 1) pid = 0;
+        std::fclose(f);
+    }
+    if (pid <= 0) return false;
+    char state = 0;
+    if (FILE *f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
+        // pid (comm) state ...; comm may hold spaces, so read after the last ')'.
+        char line[512];
+        if (std::fgets(line, sizeof line, f))
+            if (const char *paren = std::strrchr(line, ')')) state = paren[2];
+        std::fclose(f);
+    }
+    return state == 'T';
+}
+
 template <class Done> bool wait_for(Done done, double seconds) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (!done()) {
@@ -379,17 +398,40 @@ int main(int argc, char **argv) {
         if (sluice_rank() == sluice_size() - 1) MPI_Abort(MPI_COMM_WORLD, 4);
         (void)sluice_barrier();
         return 1;
-    } else if (mode == "exit-before-attach") {
+    } else if (mode == "exit-before-attach" || mode == "exit-stopped-attach") {
         // sluice_exit(7) on the last rank between sluice_init and
         // segment_attach, once every other rank has created its segment
         // inside segment_attach: code 7, and hybrid.sh checks no segment is
-        // left.
+        // left.  exit-stopped-attach: rank 0 is stopped (SIGSTOP) there
+        // first, so it never answers the exit protocol and never unlinks
+        // its segment; the exiting rank aborts the job and must unlink it.
         EXPECT(sluice_init(&argc, &argv) == SLUICE_OK);
         const int others = static_cast<int>(sluice_size()) - 1;
+        const bool stop_rank0 = mode == "exit-stopped-attach";
+        const std::string stopped_file = std::string("/tmp/sluice-hybrid-stopped.") +
+                                         (std::getenv("SLUICE_JOB_ID") ? std::getenv("SLUICE_JOB_ID") : "none");
+        if (stop_rank0 && sluice_rank() == 0) {
+            std::thread([=] {
+                (void)wait_for([&] { return segment_files() >= others; }, 5.0);
+                if (FILE *f = std::fopen(stopped_file.c_str(), "w")) {
+                    std::fprintf(f, "%d\n", static_cast<int>(::getpid()));
+                    std::fclose(f);
+                }
+                ::raise(SIGSTOP);
+            }).detach();
+        }
         if (static_cast<int>(sluice_rank()) == others) {
             // A bounded wait: a Sluice that creates no segment before its
             // peers meet in segment_attach exits after it all the same.
             (void)wait_for([&] { return segment_files() >= others; }, 5.0);
+            if (stop_rank0) {
+                const bool stopped = wait_for([&] { return process_stopped(stopped_file); }, 10.0);
+                ::unlink(stopped_file.c_str());
+                if (!stopped) {
+                    std::fprintf(stderr, "hybrid_test: rank 0 did not stop inside segment_attach\n");
+                    sluice_exit(8);
+                }
+            }
             sluice_exit(7);
         }
         (void)sluice_segment_attach(4096);
@@ -465,7 +507,7 @@ int main(int argc, char **argv) {
         MPI_Finalize();
     } else {
         std::fprintf(stderr, "usage: %s mpi-first|sluice-first|mpi-finalize-first|thread-level|subset|data-path|"
-                             "mpix|mpix-before-mpi|exit-one|mpi-abort-one|return-from-main|exit-before-attach|"
+                             "mpix|mpix-before-mpi|exit-one|mpi-abort-one|return-from-main|exit-before-attach|exit-stopped-attach|"
                              "thread-exit-{barrier,poll,send,spin,all}|exit-spin|signal-barrier|signal-spin|wrapped\n",
                      argv[0]);
         return 2;

@@ -80,13 +80,16 @@ public:
     SharedObject &operator=(const SharedObject &) = delete;
     ~SharedObject() { reset(); }
 
+    // What every name of the job's shared objects begins with.
+    static std::string job_prefix(const std::string &job) { return "/sluice." + job + "."; }
+
     Status create(const std::string &job, const char *what, std::size_t bytes, std::string &error) {
         for (int attempt = 0; attempt < 8; ++attempt) {
             unsigned char r[8];
             if (::getrandom(r, sizeof r, 0) != sizeof r) { error = "getrandom failed"; return Status::resource; }
             char hex[17];
             for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", r[i]);
-            std::string name = "/sluice." + job + "." + what + "." + hex;
+            std::string name = job_prefix(job) + what + "." + hex;
             int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
             if (fd < 0 && errno == EEXIST) continue;
             if (fd < 0) { error = "shm_open(" + name + "): " + std::strerror(errno); return Status::resource; }
@@ -227,6 +230,7 @@ protected:
         // name through one bootstrap allgather.
         std::string error, name;
         const std::size_t bytes = region_bytes(local, ring_bytes_);
+        s.bootstrap->cleanup_register_job(SharedObject::job_prefix(s.job_id));
         if (me_ == 0) {
             if (Status st = region_.create(s.job_id, "host", bytes, error); st != Status::ok)
                 return base::report(st, "init (smp)", "raise the /dev/shm size or lower SLUICE_SMP_RING_SIZE",
