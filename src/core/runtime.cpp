@@ -185,10 +185,13 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
     const std::string &route = base::knob_string(base::Knob::ROUTE);
     if (route != "auto" && route != "network")
         return base::report(Status::argument, op, "set SLUICE_ROUTE to auto or network", "SLUICE_ROUTE=%s", route.c_str());
-    const bool all_network = route == "network";
-    const bool need_network = size_ > 1 && (host_count_ > 1 || all_network);
     const conduit::ConduitChoice same_host =
         conduit::conduit_choose(conduit::transport_registry(), false, "", "the same-host conduit");
+    // A build without a same-host conduit sends everything over the network
+    // conduit, the rank's messages to itself too.
+    const bool network_only = !same_host.chosen && network.chosen;
+    const bool all_network = route == "network" || network_only;
+    const bool need_network = network_only || (size_ > 1 && (host_count_ > 1 || all_network));
     base::say("same-host conduit: %s", conduit::conduit_choice_text(same_host).c_str());
     base::say("network conduit: %s", conduit::conduit_choice_text(network).c_str());
     if (rank_ == 0 && base::knob_bool(base::Knob::VERBOSEENV))
@@ -219,10 +222,10 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
         if (rank_ == 0) (void)base::report(status, op, network.fix.c_str(), "%s%s", network.error.c_str(), note);
         return fail_together(status);
     }
-    // The rank itself always goes over the same-host conduit (which also
-    // owns the segment): a network conduit never carries a rank's messages
-    // to itself.
-    if (!same_host.chosen) return base::report(Status::transport, op, same_host.fix.c_str(), "%s", same_host.error.c_str());
+    // Otherwise the rank itself always goes over the same-host conduit
+    // (which also owns the segment).
+    if (!same_host.chosen && !network_only)
+        return base::report(Status::transport, op, same_host.fix.c_str(), "%s", same_host.error.c_str());
     route_.assign(size_, nullptr);
     auto start = [&](const conduit::TransportInfo &info, std::vector<Rank> peers) -> Status {
         auto t = info.create();
@@ -243,16 +246,21 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
         transports_.push_back(std::move(t));
         return Status::ok;
     };
-    std::vector<Rank> local = all_network ? std::vector<Rank>{rank_} : local_ranks_, remote;
+    std::vector<Rank> local = network_only ? std::vector<Rank>{} : all_network ? std::vector<Rank>{rank_} : local_ranks_,
+                      remote;
     for (Rank r = 0; r < size_; ++r)
         if (std::find(local.begin(), local.end(), r) == local.end()) remote.push_back(r);
-    if (Status s = start(*same_host.chosen, local); s != Status::ok) return s;
+    if (!network_only) {
+        if (Status s = start(*same_host.chosen, local); s != Status::ok) return s;
+    }
     if (need_network) {
         if (Status s = start(*network.chosen, remote); s != Status::ok) return s;
     }
     native_barrier_ = transports_.size() == 1 && transports_[0]->capabilities().native_barrier;
-    base::say("routing: %zu peers over %s, %zu over %s", local.size(), transports_[0]->name(), remote.size(),
-              transports_.size() > 1 ? transports_[1]->name() : "nothing");
+    if (network_only) base::say("routing: all %zu ranks over %s", remote.size(), transports_[0]->name());
+    else
+        base::say("routing: %zu peers over %s, %zu over %s", local.size(), transports_[0]->name(), remote.size(),
+                  transports_.size() > 1 ? transports_[1]->name() : "nothing");
     return Status::ok;
 }
 

@@ -240,7 +240,10 @@ std::string conduit_mode(const Conduit &c, std::string &why) {
     if (it == known.end()) {
         const auto nothing = [](World &) {};
         std::string mode, reason;
-        if (std::string pair = fork_ranks(c, 2, nothing); pair.empty()) {
+        if (c.alone) {
+            if (std::string alone = fork_ranks(c, 1, nothing); alone.empty()) mode = "alone";
+            else reason = "one rank alone does not start here (" + alone + ")";
+        } else if (std::string pair = fork_ranks(c, 2, nothing); pair.empty()) {
             mode = "pair";
         } else if (std::string loop = fork_ranks(c, 1, nothing); loop.empty()) {
             mode = "loopback";
@@ -257,6 +260,7 @@ std::string conduit_mode(const Conduit &c, std::string &why) {
 
 std::string run_world(const Conduit &c, const std::function<void(World &)> &body) {
     std::string why;
+    if (c.alone) return fork_ranks(c, 1, body);
     const std::string mode = conduit_mode(c, why);
     if (mode.empty()) return why;
     return fork_ranks(c, mode == "pair" ? 2 : 1, body);
@@ -271,8 +275,10 @@ std::vector<Conduit> conduits_under_test() {
 #include "conduits/conduits.def"
 #undef SLUICE_CONDUIT_IN_LIBRARY
 #undef SLUICE_CONDUIT_IN_TESTS
-    for (const auto &info : sluice::conduit::transport_registry())
+    for (const auto &info : sluice::conduit::transport_registry()) {
         out.push_back(Conduit{info.name, info.network, info.create});
+        if (info.network) out.push_back(Conduit{std::string(info.name) + "_alone", true, info.create, true});
+    }
     return out;
 }
 

@@ -23,6 +23,9 @@ struct Conduit {
     std::string name;
     bool network = false;  // reaches other hosts: runs with two "hosts"
     std::unique_ptr<Transport> (*create)() = nullptr;
+    // A network conduit as the only conduit of a one-rank job, carrying the
+    // rank's messages to itself (a build without a same-host conduit).
+    bool alone = false;
 };
 std::vector<Conduit> conduits_under_test();
 

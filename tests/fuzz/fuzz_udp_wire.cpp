@@ -27,7 +27,7 @@ namespace wire = sluice::conduit::udp::wire;
 namespace {
 
 constexpr std::uint64_t secret = 0x5eed5eed0badcafeull;
-constexpr wire::Expect expect{secret, 1, 4, 1u << 16};
+constexpr wire::Expect expect{secret, 1, 4, 1u << 16, 1};
 
 [[noreturn]] void fail(const char *what, std::size_t n) {
     std::fprintf(stderr, "fuzz_udp_wire: %s (input of %zu bytes)\n", what, n);

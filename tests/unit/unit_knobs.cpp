@@ -110,7 +110,7 @@ TEST_F(CleanEnvironment, TableIsWellFormed) {
         EXPECT_TRUE(k->internal) << internal;
     }
     for (const char *knob : {"SLUICE_VERBOSEENV", "SLUICE_BACKTRACE", "SLUICE_QUIET_ERRORS", "SLUICE_NATIVE_RMA",
-                             "SLUICE_CREDIT_PER_PEER", "SLUICE_JOB_ID", "SLUICE_SMP_MAX_MEDIUM", "SLUICE_EXIT_TIMEOUT"})
+                             "SLUICE_CREDIT_PER_PEER", "SLUICE_JOB_ID", "SLUICE_CREDIT_RECV_SPACE", "SLUICE_EXIT_TIMEOUT"})
         EXPECT_NE(find_knob(knob), nullptr) << knob << " is not declared";
 }
 
@@ -118,8 +118,10 @@ TEST_F(CleanEnvironment, DefaultsParseAndAreNotSet) {
     EXPECT_TRUE(knobs_load().empty()) << "a declared default does not parse";
     for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
         EXPECT_FALSE(knob_is_set(static_cast<Knob>(i))) << knob_table()[i].name;
-    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), default_size("SLUICE_SMP_RING_SIZE"));
+    EXPECT_EQ(knob_size(Knob::CREDIT_RECV_SPACE), default_size("SLUICE_CREDIT_RECV_SPACE"));
+#ifdef SLUICE_CONDUIT_SMP
     EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+#endif
     EXPECT_TRUE(knob_bool(Knob::NATIVE_RMA));
     EXPECT_FALSE(knob_bool(Knob::QUIET_ERRORS));
     EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
@@ -127,15 +129,15 @@ TEST_F(CleanEnvironment, DefaultsParseAndAreNotSet) {
 }
 
 TEST_F(CleanEnvironment, ValuesFromTheEnvironment) {
-    set("SLUICE_SMP_RING_SIZE", "1M");
+    set("SLUICE_CREDIT_RECV_SPACE", "1M");
     set("SLUICE_VERBOSEENV", "yes");
     set("SLUICE_NATIVE_RMA", "off");
     set("SLUICE_CREDIT_PER_PEER", "4");
     set("SLUICE_EXIT_TIMEOUT", "2.5");
     set("SLUICE_SPAWNER", "local");
     EXPECT_TRUE(knobs_load().empty());
-    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), 1u << 20);
-    EXPECT_TRUE(knob_is_set(Knob::SMP_RING_SIZE));
+    EXPECT_EQ(knob_size(Knob::CREDIT_RECV_SPACE), 1u << 20);
+    EXPECT_TRUE(knob_is_set(Knob::CREDIT_RECV_SPACE));
     EXPECT_TRUE(knob_bool(Knob::VERBOSEENV));
     EXPECT_FALSE(knob_bool(Knob::NATIVE_RMA));
     EXPECT_TRUE(knob_is_set(Knob::NATIVE_RMA));
@@ -159,7 +161,7 @@ TEST_F(CleanEnvironment, BooleanSpellings) {
 }
 
 TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
-    set("SLUICE_SMP_RING_SIZE", "12Q");
+    set("SLUICE_CREDIT_RECV_SPACE", "12Q");
     set("SLUICE_BACKTRACE", "maybe");
     set("SLUICE_CREDIT_PER_PEER", "4x");
     set("SLUICE_EXIT_TIMEOUT", "fast");
@@ -172,12 +174,12 @@ TEST_F(CleanEnvironment, MalformedValuesFallBackToDefaults) {
                 return true;
         return false;
     };
-    EXPECT_TRUE(mentions("SLUICE_SMP_RING_SIZE", "12Q"));
+    EXPECT_TRUE(mentions("SLUICE_CREDIT_RECV_SPACE", "12Q"));
     EXPECT_TRUE(mentions("SLUICE_BACKTRACE", "maybe"));
     EXPECT_TRUE(mentions("SLUICE_CREDIT_PER_PEER", "4x"));
     EXPECT_TRUE(mentions("SLUICE_EXIT_TIMEOUT", "fast"));
-    EXPECT_EQ(knob_size(Knob::SMP_RING_SIZE), default_size("SLUICE_SMP_RING_SIZE"));
-    EXPECT_FALSE(knob_is_set(Knob::SMP_RING_SIZE));
+    EXPECT_EQ(knob_size(Knob::CREDIT_RECV_SPACE), default_size("SLUICE_CREDIT_RECV_SPACE"));
+    EXPECT_FALSE(knob_is_set(Knob::CREDIT_RECV_SPACE));
     EXPECT_FALSE(knob_bool(Knob::BACKTRACE));
     EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
     EXPECT_DOUBLE_EQ(exit_timeout_seconds(0), 2.0);
@@ -203,12 +205,14 @@ TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
     for (const char *ok : {"0", "576", "1500", "65535"}) EXPECT_TRUE(knob_value_valid(*mtu, ok)) << ok;
     for (const char *bad : {"1", "575", "65536", "-1", "x"}) EXPECT_FALSE(knob_value_valid(*mtu, bad)) << bad;
 #endif
+#ifdef SLUICE_CONDUIT_SMP
     const KnobInfo *medium = find_knob("SLUICE_SMP_MAX_MEDIUM");
     ASSERT_NE(medium, nullptr);
     EXPECT_TRUE(knob_value_valid(*medium, "1M"));
     EXPECT_FALSE(knob_value_valid(*medium, "1025K"));
-    EXPECT_EQ(knob_range_text(*find_knob("SLUICE_EXIT_TIMEOUT")), "0 or more");
     EXPECT_EQ(knob_range_text(*find_knob("SLUICE_SMP_RING_SIZE")), "at most 256M");
+#endif
+    EXPECT_EQ(knob_range_text(*find_knob("SLUICE_EXIT_TIMEOUT")), "0 or more");
 }
 
 // A value outside the range is refused: one message naming the knob, the
@@ -271,10 +275,10 @@ TEST_F(CleanEnvironment, OutOfRangeValuesAreRefusedWithRangeAndDoc) {
 
 TEST_F(CleanEnvironment, EmptyNumericValueIsMalformed) {
     set("SLUICE_CREDIT_PER_PEER", "");
-    set("SLUICE_SMP_MAX_MEDIUM", "");
+    set("SLUICE_CREDIT_RECV_SPACE", "");
     EXPECT_EQ(knobs_load().size(), 2u);
     EXPECT_EQ(knob_int(Knob::CREDIT_PER_PEER), 0);
-    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+    EXPECT_EQ(knob_size(Knob::CREDIT_RECV_SPACE), 0u);
 }
 
 TEST_F(CleanEnvironment, ExitTimeout) {

@@ -52,6 +52,7 @@ wire::Expect expect() {
     e.me = me;
     e.size = ranks;
     e.max_message = max_message;
+    e.refused_source = me;
     return e;
 }
 
@@ -466,6 +467,9 @@ TEST(UdpWire, HeaderDrops) {
         b = good;
         put32(b, off_source, me);  // from ourselves
         EXPECT_EQ(drop_of(b), Drop::source);
+        wire::Expect to_myself = expect();  // unless udp carries our messages to ourselves
+        to_myself.refused_source = ~0u;
+        EXPECT_EQ(drop_of(b, to_myself), Drop::none);
         b = good;
         put32(b, off_source, ranks);
         EXPECT_EQ(drop_of(b), Drop::source);

@@ -185,6 +185,8 @@ Status UdpTransport::init_impl() {
     buffers_.configure(datagram_max_);
     for (auto &b : rx_) b = buffers_.get();
     expect_.me = s.rank;
+    const bool to_myself = std::find(s.peers.begin(), s.peers.end(), s.rank) != s.peers.end();
+    expect_.refused_source = to_myself ? ~0u : s.rank;
     expect_.size = s.size;
     expect_.max_message = static_cast<std::uint32_t>(std::max(max_medium_bytes, max_long_bytes));
     queue_limit_ = std::max<std::size_t>(2 * max_long_bytes, std::size_t{window_} * datagram_max_);

@@ -131,7 +131,7 @@ bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect,
         load64(data + at_secret) != expect.secret)
         return false;
     const std::uint32_t source = load32(data + at_source);
-    if (load32(data + at_dest) != expect.me || source >= expect.size || source == expect.me ||
+    if (load32(data + at_dest) != expect.me || source >= expect.size || source == expect.refused_source ||
         load32(data + at_length) != 0 || load64(data + at_offset) != 0)
         return false;
     const std::uint8_t *a = data + header_bytes;
@@ -184,7 +184,7 @@ Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, 
     h.source = load32(data + at_source);
     h.dest = load32(data + at_dest);
     if (h.dest != expect.me) return Drop::misrouted;
-    if (h.source >= expect.size || h.source == expect.me) return Drop::source;
+    if (h.source >= expect.size || h.source == expect.refused_source) return Drop::source;
     const std::uint8_t bits = data[at_bits];
     if ((bits & ~bit_am) || load16(data + at_reserved16) || load32(data + at_reserved32)) return Drop::kind;
     h.kind = static_cast<Kind>(data[at_kind]);

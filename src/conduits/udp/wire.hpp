@@ -91,6 +91,10 @@ struct Expect {
     std::uint32_t me = 0;
     std::uint32_t size = 0;            // ranks in the job
     std::uint32_t max_message = 0;     // largest message payload (max Medium/Long)
+    // The one source refused besides ranks out of range: `me`, unless this
+    // rank's messages to itself go over udp too (a build without a
+    // same-host conduit), then none (~0u).
+    std::uint32_t refused_source = 0;
 };
 
 // Checks and decodes `n` bytes.  On Drop::none `out` holds the datagram;
