@@ -103,6 +103,70 @@ TEST(Ring, VariableRecordsOverManyLaps) {
     EXPECT_FALSE(r.consumer.ready());
 }
 
+// Raw runs (commit_raw / take: bytes a record elsewhere announces, with no
+// control word) mixed with records: every run is found where the producer
+// put it, wrapping included, its bytes intact, and runs that look like
+// control words of either lap are never taken for records, not even by a
+// consumer that looks at an empty ring right after one.
+TEST(Ring, RawRunsBetweenRecordsAreFoundByTheirSize) {
+    Ring r(4096);
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<std::size_t> pick(1, 900);
+    struct Item { bool raw; std::size_t size; std::uint32_t seq; };
+    std::vector<Item> in_flight;
+    std::uint32_t sent = 0, received = 0, raws = 0;
+    for (int round = 0; round < 20000; ++round) {
+        for (;;) {
+            const bool raw = rng() % 2 == 0;
+            const std::size_t size = raw ? pick(rng) : std::max<std::size_t>(8, pick(rng));
+            const smp::RingSlot slot = r.producer.reserve(size);
+            if (!slot.at) break;
+            if (raw) {
+                for (std::size_t off = 0; off + 4 <= size; off += 4) {  // the first word too
+                    std::uint32_t w = ((off / 4 + sent) & 1 ? smp::tag_odd : smp::tag_even) | 64u;
+                    std::memcpy(slot.at + off, &w, 4);
+                }
+                std::memcpy(slot.at, &sent, std::min<std::size_t>(size, 4));
+                r.producer.commit_raw(slot);
+                ++raws;
+            } else {
+                poison(slot.at, size, sent);
+                r.producer.commit(slot, sent);
+            }
+            in_flight.push_back(Item{raw, size, sent++});
+        }
+        std::size_t take = rng() % 3 == 0 ? in_flight.size() : 1 + rng() % in_flight.size();
+        for (std::size_t i = 0; i < take; ++i) {
+            const Item item = in_flight.front();
+            in_flight.erase(in_flight.begin());
+            if (item.raw) {
+                char *run = r.consumer.take(static_cast<std::uint32_t>(item.size));
+                std::uint32_t seq = 0;
+                std::memcpy(&seq, run, std::min<std::size_t>(item.size, 4));
+                if (item.size >= 4) ASSERT_EQ(seq, item.seq);
+                else ASSERT_EQ(std::memcmp(run, &item.seq, item.size), 0);
+                r.consumer.release(static_cast<std::uint32_t>(item.size));
+            } else {
+                std::uint32_t size = 0, seq = 0;
+                char *rec = r.consumer.peek(size, seq);
+                ASSERT_NE(rec, nullptr);
+                ASSERT_EQ(size, item.size);
+                ASSERT_EQ(seq, item.seq);
+                r.consumer.release(size);
+            }
+            ++received;
+        }
+        if (in_flight.empty()) {
+            std::uint32_t size = 0;
+            ASSERT_FALSE(r.consumer.ready());
+            ASSERT_EQ(r.consumer.peek(size), nullptr);
+        }
+        r.consumer.publish();
+    }
+    EXPECT_GT(raws, 1000u);
+    EXPECT_EQ(received + in_flight.size(), sent);
+}
+
 // One-line records are never written to by the consumer: after a full lap
 // every line still holds last lap's record, and none of them is taken again.
 TEST(Ring, LastLapsRecordsAreNotTakenAgain) {

@@ -125,6 +125,16 @@ public:
         tail_ += slot.span;
     }
 
+    // Publishes nothing: a reserved run of raw bytes (no control word, so
+    // all `size` bytes are the caller's) that a record in another ring
+    // announces, with its size, after this returns.  The consumer finds it
+    // with take(): it starts where the last record or run ended, or at the
+    // start of the ring when it would not fit before the end.
+    void commit_raw(const RingSlot &slot) {
+        clear_after(tail_ + slot.span);
+        tail_ += slot.span;
+    }
+
     // Reads the consumer's head now.  Called right after commit() on a ring
     // that a round trip fills in a few messages: the load of the head's line,
     // which the consumer has just written, is then on its way while the
@@ -201,6 +211,15 @@ public:
             info = static_cast<std::uint32_t>(w >> 32);
             return at;
         }
+    }
+
+    // Where the raw run of `size` bytes the producer placed next
+    // (commit_raw) is, told its size by the record that announced it; no
+    // load of the ring itself.  Release it with release(size).
+    char *take(std::uint32_t size) {
+        const std::size_t offset = head_ & (bytes_ - 1);
+        if (offset + line_align(size) > bytes_) advance(head_ + (bytes_ - offset));  // past the filler
+        return next_.load(std::memory_order_relaxed);
     }
 
     // Consumes the record peek() returned (of `size` bytes).  The producer sees the

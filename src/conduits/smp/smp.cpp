@@ -55,6 +55,10 @@ constexpr std::size_t line_ring_bytes = 4 * line_size;
 constexpr std::uint32_t marker_category = 3;
 constexpr std::uint32_t marker_info = marker_category << 8;
 constexpr bool is_marker(std::uint32_t info) { return (info >> 8 & 0xff) == marker_category; }
+// The category value of a Medium whose header and arguments are this line
+// and whose payload is the next raw run of the large ring.
+constexpr std::uint32_t aside_category = 4;
+constexpr bool is_aside(std::uint32_t info) { return (info >> 8 & 0xff) == aside_category; }
 
 // One direction of one queue: where its two rings start in the region.
 constexpr std::size_t queue_footprint(std::size_t ring) {
@@ -301,14 +305,20 @@ protected:
     Status send_impl(Rank peer, const AmMessage &m) override {
         const AmHeader &h = m.header;
         const std::size_t args_end = record_header + 4u * h.nargs;
+        // A Medium longer than a line whose header and arguments fit one
+        // goes as that line with its payload aside, in the large ring: the
+        // consumer then reads the line it polls and the payload, not a
+        // marker first and the record only after it.
+        const bool aside = h.category == AmCategory::medium && args_end <= line_size &&
+                           args_end + h.payload_length > line_size;
         std::size_t size = args_end;
         if (h.category == AmCategory::long_)
             size = long_address_at(h.nargs) + 8;
-        else if (h.category == AmCategory::medium)
+        else if (h.category == AmCategory::medium && !aside)
             size = args_end + h.payload_length;
         Outgoing *o;
-        RingSlot marker;
-        const RingSlot slot = record_begin(peer, h.flags, size, o, marker);
+        RingSlot other;
+        const RingSlot slot = record_begin(peer, h.flags, size, o, other, aside ? h.payload_length : 0);
         if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
         char *r = slot.at;
         const auto length = static_cast<std::uint32_t>(h.payload_length);
@@ -322,9 +332,10 @@ protected:
             if (h.payload_length)
                 std::memcpy(translate(peer, h.dest_addr), m.payload, h.payload_length);
         } else if (h.category == AmCategory::medium && h.payload_length) {
-            std::memcpy(r + args_end, m.payload, h.payload_length);
+            std::memcpy(aside ? other.at : r + args_end, m.payload, h.payload_length);
         }
-        record_end(*o, h.flags, slot, marker, record_info(h.handler, h.category, h.nargs, h.flags));
+        const std::uint32_t category = aside ? aside_category : static_cast<std::uint32_t>(h.category);
+        record_end(*o, h.flags, slot, other, record_info(h.handler, category, h.nargs, h.flags), aside);
         return Status::ok;
     }
 
@@ -342,7 +353,7 @@ protected:
             if (__builtin_expect(slot.at != nullptr, 1)) {
                 slot.at[12] = static_cast<char>(credit);
                 record_args(slot.at, args, nargs);
-                record_end(o, flags, slot, RingSlot{}, record_info(handler, AmCategory::short_, nargs, flags));
+                record_end(o, flags, slot, RingSlot{}, record_info(handler, 0, nargs, flags));
                 return Status::ok;
             }
             if (!kind) o.lock.unlock();
@@ -358,7 +369,7 @@ protected:
         if (__builtin_expect(!slot.at, 0)) return Status::not_ready;
         slot.at[12] = static_cast<char>(credit);
         record_args(slot.at, args, nargs);
-        record_end(*o, flags, slot, marker, record_info(handler, AmCategory::short_, nargs, flags));
+        record_end(*o, flags, slot, marker, record_info(handler, 0, nargs, flags));
         return Status::ok;
     }
 
@@ -471,13 +482,15 @@ protected:
 private:
     // Space for a `size`-byte record to `peer` in its request or reply queue
     // (by `flags`); `at` is null while there is none.  A record of one line
-    // goes in the line ring; a longer one in the large ring, and `marker`
-    // is then its marker's place in the line ring (else `marker.at` is
-    // null).  Replies need no lock: a reply to P is sent only by the thread
-    // running a handler for a request from P, which holds the flag of P's
-    // request queue (src/am refuses replies from any other thread).
+    // goes in the line ring; a longer one in the large ring, and `other`
+    // is then its marker's place in the line ring (else `other.at` is
+    // null).  With `raw` bytes to go aside, the record is one line and
+    // `other` the raw run for them in the large ring.  Replies need no
+    // lock: a reply to P is sent only by the thread running a handler for a
+    // request from P, which holds the flag of P's request queue (src/am
+    // refuses replies from any other thread).
     [[gnu::always_inline]] RingSlot record_begin(Rank peer, std::uint8_t flags, std::size_t size, Outgoing *&o,
-                                                 RingSlot &marker) {
+                                                 RingSlot &other, std::size_t raw = 0) {
         const std::size_t li = static_cast<std::size_t>(local_index_[peer]);
         if (__builtin_expect(li == me_, 0) && !self_used_.load(std::memory_order_relaxed))
             self_used_.store(true, std::memory_order_relaxed);
@@ -485,10 +498,13 @@ private:
         o = &out_[li];
         if (kind == 0) o->lock.lock();
         RingSlot slot;
-        marker = {};
-        if (size <= line_size) {
+        other = {};
+        if (raw) {
             slot = o->line[kind].reserve(size);
-        } else if ((marker = o->line[kind].reserve(sizeof(std::uint64_t))).at) {
+            if (slot.at && !(other = o->ring[kind].reserve(raw)).at) slot = {};  // both stay unused
+        } else if (size <= line_size) {
+            slot = o->line[kind].reserve(size);
+        } else if ((other = o->line[kind].reserve(sizeof(std::uint64_t))).at) {
             slot = o->ring[kind].reserve(size);  // the marker's slot stays unused if this fails
         }
         if (__builtin_expect(!slot.at, 0) && kind == 0) o->lock.unlock();
@@ -498,29 +514,33 @@ private:
     // info word: handler, category, argument count and flags.  Bytes 8..11
     // hold the payload length of a Medium or Long, byte 12 the credit byte
     // (0 without am_flag_credit), and the arguments start at byte 16.  A Short without arguments is one 8-byte store.
-    static std::uint32_t record_info(std::uint8_t handler, AmCategory category, unsigned nargs,
+    // `category`: an AmCategory's value, or aside_category.
+    static std::uint32_t record_info(std::uint8_t handler, std::uint32_t category, unsigned nargs,
                                      std::uint8_t flags) {
-        return std::uint32_t{handler} | std::uint32_t{static_cast<std::uint8_t>(category)} << 8 | nargs << 16 |
-               std::uint32_t{flags} << 24;
+        return std::uint32_t{handler} | (category & 0xff) << 8 | nargs << 16 | std::uint32_t{flags} << 24;
     }
     static void record_args(char *r, const std::uint32_t *args, unsigned nargs) {
         auto *out = reinterpret_cast<std::uint32_t *>(r + record_header);
         for (unsigned i = 0; i < nargs; ++i) out[i] = args[i];
     }
     // Publishes the record, then its marker if it has one: the consumer
-    // finds the large ring's record in place when it reads the marker.
+    // finds the large ring's record in place when it reads the marker.  A
+    // record with its payload aside (`raw`) goes after that payload.
     // Then reads the line ring's head (RingProducer::refresh_head): four
     // lines fill in four round trips, and the consumer hands its head back
     // after every line, so the read that reserve() would otherwise make on
     // every fourth send, a miss on the latency path, is made here, while the
     // message is on its way (AM Short round trip 1.32 to 1.18 x the
     // ping-pong, README.md).
-    void record_end(Outgoing &o, std::uint8_t flags, const RingSlot &slot, const RingSlot &marker,
-                    std::uint32_t info) {
+    void record_end(Outgoing &o, std::uint8_t flags, const RingSlot &slot, const RingSlot &other,
+                    std::uint32_t info, bool raw = false) {
         const unsigned kind = flags & am_flag_reply;
-        if (marker.at) {
+        if (raw) {
+            o.ring[kind].commit_raw(other);
+            o.line[kind].commit(slot, info);
+        } else if (other.at) {
             o.ring[kind].commit(slot, info);
-            o.line[kind].commit(marker, marker_info);
+            o.line[kind].commit(other, marker_info);
         } else {
             o.line[kind].commit(slot, info);
         }
@@ -558,10 +578,15 @@ private:
             return 0;
         }
         char *r = at;
-        std::uint32_t size = line_bytes;
+        std::uint32_t size = line_bytes, aside_bytes = 0;
+        char *aside = nullptr;
         if (is_marker(info)) {
             r = in.ring.peek(size, info);  // published before its marker
             assert(r && "smp marker without its record");
+        } else if (is_aside(info)) {
+            std::memcpy(&aside_bytes, r + 8, 4);
+            aside = in.ring.take(aside_bytes);  // published before this line
+            info = (info & ~0xff00u) | std::uint32_t{static_cast<std::uint8_t>(AmCategory::medium)} << 8;
         }
         assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
         InRing *outer = current_dispatch;  // a reply waiting for room polls replies
@@ -592,12 +617,13 @@ private:
                 std::memcpy(&h.dest_addr, r + long_address_at(h.nargs), 8);
                 payload = reinterpret_cast<void *>(h.dest_addr);
             } else if (h.category == AmCategory::medium) {
-                payload = r + record_header + 4u * h.nargs;
+                payload = aside ? aside : r + record_header + 4u * h.nargs;
             }
             deliver(h, args, payload);
         }
         current_dispatch = outer;
         if (r != at) in.ring.release(size);
+        else if (aside) in.ring.release(aside_bytes);
         in.line.release(line_bytes);
         in.busy.store(false, std::memory_order_release);
         return 1;
