@@ -39,7 +39,6 @@ int case_args(int argc, char **argv);
 int case_chain(int argc, char **argv);
 int case_hidden(int argc, char **argv);
 int case_flood(int argc, char **argv);
-int case_intruder(int argc, char **argv);
 int case_rma(int argc, char **argv);
 int case_threads(int argc, char **argv);
 int case_bad(int argc, char **argv);

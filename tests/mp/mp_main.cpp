@@ -302,7 +302,6 @@ const Case cases[] = {
     {"rma", sluice_test::mp::case_rma, "rma"},
     {"threads", sluice_test::mp::case_threads, "threads [AMs per thread] [RMAs per thread]"},
     {"bad", sluice_test::mp::case_bad, "bad"},
-    {"intruder", sluice_test::mp::case_intruder, "intruder [datagrams of each kind] (SLUICE_ROUTE=network)"},
 };
 
 void usage() {

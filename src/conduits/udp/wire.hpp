@@ -105,7 +105,7 @@ struct Expect {
 // path does not accept, goes through decode_full(), the decoder of every
 // rule.  The fast path accepts a subset of what decode_full() accepts and
 // decodes it to the same fields: the fuzz harness checks both on every
-// input (tests/fuzz/fuzz_udp_wire.cpp).
+// input (src/conduits/udp/tests/fuzz_wire.cpp).
 Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out);
 Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out);
 

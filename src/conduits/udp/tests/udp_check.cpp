@@ -1,7 +1,7 @@
-// tests/udp/udp_check.cpp - sluice-udp-check CASE [args]: what the udp
-// conduit must guarantee across hosts, checked at the receiver and the
-// sender (tests/udp/udp-hosts.sh runs it over three network namespaces, with
-// and without injected loss).
+// src/conduits/udp/tests/udp_check.cpp - sluice-udp-check CASE [args]: what
+// the udp conduit must guarantee across hosts, checked at the receiver and
+// the sender (udp-hosts.sh runs it over three network namespaces, with and
+// without injected loss), and what it does with strangers' datagrams.
 //
 //   hosts H                  H hosts, the same number of ranks on each, one
 //                            name per host and it is gethostname()'s
@@ -20,12 +20,15 @@
 //                            last call returns (a conduit that queues every
 //                            request without polling is not), all after
 //                            sluice_nbi_sync (run by udp-nbi-get.sh)
+//   intruder [DATAGRAMS]     garbage and other jobs' datagrams sent to the
+//                            ranks' sockets (intruder.cpp; run by
+//                            sluice-udp-gtest, SLUICE_ROUTE=network)
 //
 // Every rank first prints "udp-check rank R of N pid P host NAME" (the
 // script finds the process to kill or stop from it).  A failed check prints
 // one "FAIL rank R case C ..." line and ends the job with code 1; rank 0
 // prints "PASS C ..." when every rank passed.
-#include "tests/rank_util.hpp"
+#include "conduits/udp/tests/udp_check.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -35,9 +38,13 @@
 
 using namespace sluice_test;
 
-namespace {
-
+namespace sluice_test::udp_check {
 sluice_rank_t me = 0, nranks = 1;
+} // namespace sluice_test::udp_check
+using sluice_test::udp_check::me;
+using sluice_test::udp_check::nranks;
+
+namespace {
 
 sluice_rank_t source_of(sluice_token_t token) {
     sluice_rank_t src = UINT32_MAX;
@@ -551,7 +558,11 @@ struct Case {
     const char *name;
     int (*run)(int, char **);
 };
-const Case cases[] = {{"hosts", case_hosts}, {"once", case_once}, {"rma", case_rma}, {"nbi-get", case_nbi_get}};
+const Case cases[] = {{"hosts", case_hosts},
+                      {"once", case_once},
+                      {"rma", case_rma},
+                      {"nbi-get", case_nbi_get},
+                      {"intruder", udp_check::case_intruder}};
 
 } // namespace
 
@@ -565,7 +576,8 @@ int main(int argc, char **argv) {
                              "  hosts H                    H hosts, distinct names, ranks spread evenly\n"
                              "  once N [WINDOW] [MEDIUMS]  every AM exactly once, one reply each\n"
                              "  rma [SIZE...]              Put/Get to the next rank, then all to all\n"
-                             "  nbi-get [GETS] [SIZE]      many Get nbi outstanding: the issuer polls\n");
+                             "  nbi-get [GETS] [SIZE]      many Get nbi outstanding: the issuer polls\n"
+                             "  intruder [DATAGRAMS]       strangers' datagrams dropped and counted\n");
         return 2;
     }
     g_case = chosen->name;

@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_udp_wire.cpp - fuzz target for the udp conduit's datagram
+// src/conduits/udp/tests/fuzz_wire.cpp - fuzz target for the udp conduit's datagram
 // decoder (src/conduits/udp/wire.cpp), the first code every received byte
 // reaches.
 //
@@ -7,7 +7,7 @@
 // the input bytes, so an accepted datagram is one the encoder could have
 // sent and no field was misread; and its fast path for whole Shorts agrees
 // with decode_full(), the decoder of every rule, on the verdict and on every
-// field.  Built two ways (tests/fuzz/README.md):
+// field.  Built two ways (src/conduits/udp/tests/README.md):
 // with clang's libFuzzer (-DSLUICE_LIBFUZZER, coverage-guided), and with
 // g++ as a self-contained mutation driver, so make check fuzzes on any
 // machine.  Both start from the same seeds, which the driver writes.

@@ -1,9 +1,9 @@
 #!/bin/sh
-# tests/fuzz/udp-wire.sh - bounded fuzzing of the udp datagram decoder
-# (tests/fuzz/README.md).  SLUICETEST_FUZZ_SECONDS sets the time per fuzzer
+# src/conduits/udp/tests/fuzz-wire.sh - bounded fuzzing of the udp datagram
+# decoder (src/conduits/udp/tests/README.md, "Fuzzing").  SLUICETEST_FUZZ_SECONDS sets the time per fuzzer
 # (default 20; 5 in the sanitizer subsets, whose build already instruments
 # the g++ driver).
-b="${SLUICETEST_BUILDDIR:-.}/tests/fuzz"
+b="${SLUICETEST_BUILDDIR:-.}/src/conduits/udp/tests"
 seconds="${SLUICETEST_FUZZ_SECONDS:-20}"
 [ -n "$SLUICETEST_SUBSET" ] && seconds="${SLUICETEST_FUZZ_SECONDS:-5}"
 

@@ -21,12 +21,12 @@
 # every case also checks which traffic really went over udp.  Sanitizer
 # builds and SLUICETEST_SUBSET run fewer, smaller cases with longer limits.
 # Root only: exits 77 (SKIP) otherwise, or without sshd, `ip netns` or the
-# udp conduit.  See tests/udp/README.md.
+# udp conduit.  See src/conduits/udp/tests/README.md.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 ssh_hosts_own_names=1
-# shellcheck source=../spawn/ssh/hosts.sh
-. "$here/../spawn/ssh/hosts.sh"
+# shellcheck source=../../../../tests/spawn/ssh/hosts.sh
+. "$here/../../../../tests/spawn/ssh/hosts.sh"
 
 builddir=${SLUICETEST_BUILDDIR:?}
 if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +udp +'; then
@@ -36,7 +36,7 @@ fi
 ssh_hosts_begin "udp conduit across hosts"
 mp="$builddir/tests/mp/sluice-mp-test"
 exitprog="$builddir/tests/exit/sluice-exit-test"
-check="$builddir/tests/udp/sluice-udp-check"
+check="$builddir/src/conduits/udp/tests/sluice-udp-check"
 for p in "$mp" "$exitprog" "$check"; do
     [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
 done

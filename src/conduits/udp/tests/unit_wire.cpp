@@ -1,4 +1,4 @@
-// tests/unit/unit_udp_wire.cpp - the udp conduit's datagram encoder and
+// src/conduits/udp/tests/unit_wire.cpp - the udp conduit's datagram encoder and
 // decoder (src/conduits/udp/wire.hpp) on bytes alone: every kind and AM
 // category round-trips field for field and re-encodes to the same bytes, the
 // layout is pinned byte by byte, every Drop reason is reached by a one-line

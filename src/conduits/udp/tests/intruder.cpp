@@ -1,4 +1,4 @@
-// tests/mp/mp_udp.cpp - strangers on the udp conduit's sockets.
+// src/conduits/udp/tests/intruder.cpp - strangers on the udp conduit's sockets.
 //
 // intruder [datagrams]: run with SLUICE_ROUTE=network and SLUICE_UDP_STATS=1.
 // Every rank finds its own udp sockets (their ports in /proc/net/udp, by
@@ -13,8 +13,9 @@
 // Meanwhile the ranks run request/reply round trips to each other, which
 // must all complete.  Each rank prints "INTRUDER rank R known magic N secret
 // N truncated N unknown magic N secret N truncated N" with what it sent; the
-// driver checks the receivers' udp counters against those figures.
-#include "tests/mp/mp_cases.hpp"
+// driver (udp_driver.cpp) checks the receivers' udp counters against those
+// figures.  A case of sluice-udp-check.
+#include "conduits/udp/tests/udp_check.hpp"
 
 #include "conduits/udp/wire.hpp"
 
@@ -33,8 +34,9 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
-namespace sluice_test::mp {
+namespace sluice_test::udp_check {
 namespace {
 
 enum : sluice_handler_t { h_ask = 90, h_answer };
@@ -111,7 +113,7 @@ int case_intruder(int argc, char **argv) {
     const int per_kind = argc > 2 ? std::atoi(argv[2]) : 100;
     TOK(sluice_handler_register(h_ask, on_ask, SLUICE_AM_SHORT, 1));
     TOK(sluice_handler_register(h_answer, on_answer, SLUICE_AM_SHORT, 1));
-    attach(1 << 16);
+    TOK(sluice_segment_attach(1 << 16));
     std::vector<std::uint32_t> ports(nranks);
     const std::uint32_t mine = own_udp_port(false);
     TOK(sluice_allgather(&mine, ports.data(), sizeof mine));
@@ -168,7 +170,11 @@ int case_intruder(int argc, char **argv) {
                 sent[0][0], sent[0][1], sent[0][2], sent[1][0], sent[1][1], sent[1][2]);
     std::fflush(stdout);
     TOK(sluice_finalize());  // the conduit prints its counters (SLUICE_UDP_STATS=1)
+    if (me == 0) {
+        std::printf("PASS intruder on %u ranks\n", nranks);
+        std::fflush(stdout);
+    }
     return 0;
 }
 
-} // namespace sluice_test::mp
+} // namespace sluice_test::udp_check

@@ -1,4 +1,4 @@
-// tests/unit/unit_udp_source_filter.cpp - the udp conduit's kernel check of
+// src/conduits/udp/tests/unit_source_filter.cpp - the udp conduit's kernel check of
 // datagram sources (src/conduits/udp/source_filter.hpp), on real sockets of
 // this process on loopback addresses (all of 127/8 is local on Linux): a
 // datagram from a known address and port arrives whole, any other arrives

@@ -1,0 +1,134 @@
+// tests/mp/mp_driver.hpp - what the multi-process GoogleTest drivers share:
+// a job's configuration (ranks, RMA, credits, network conduit) and its name,
+// the network conduits that probe here, the MpTest fixture that runs one job
+// per configuration and the checks every passing job meets.  Used by
+// mp_driver.cpp and by the conduits' own drivers (e.g.
+// src/conduits/udp/tests/udp_driver.cpp).
+#pragma once
+
+#include "tests/harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice_test {
+
+struct Config {
+    int ranks = 2;
+    bool native_rma = true;
+    const char *credits = nullptr;  // SLUICE_CREDIT_POLICY with SLUICE_CREDIT_FLOW=1, null: not set
+    std::string network = {};       // SLUICE_ROUTE=network SLUICE_NETWORK=this: every peer over it
+};
+
+inline void PrintTo(const Config &c, std::ostream *os) {
+    *os << c.ranks << " ranks, " << (c.native_rma ? "native" : "reference") << " RMA";
+    if (c.credits) *os << ", SLUICE_CREDIT_FLOW=1 SLUICE_CREDIT_POLICY=" << c.credits;
+    if (!c.network.empty()) *os << ", SLUICE_ROUTE=network SLUICE_NETWORK=" << c.network;
+}
+
+inline std::string config_name(const ::testing::TestParamInfo<Config> &info) {
+    std::string n = "N" + std::to_string(info.param.ranks);
+    n += info.param.native_rma ? "_native" : "_reference";
+    if (info.param.credits) n += std::string("_credits_") + info.param.credits;
+    if (!info.param.network.empty()) n += "_" + info.param.network;
+    return n;
+}
+
+// The network conduits of this build whose probe succeeds here, from
+// `sluice-info --conduit-list=network` (so a new conduit needs no line in
+// this file); the others are named on stderr with their probe's reason.
+inline bool network_conduits_listed = false;  // sluice-info answered
+inline const std::vector<std::string> &network_conduits() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        const std::string command = build_dir() + "/sluice-info --conduit-list=network";
+        std::FILE *p = ::popen(command.c_str(), "r");
+        if (!p) return v;
+        char line[1024];
+        while (std::fgets(line, sizeof line, p)) {
+            std::string l(line);
+            if (!l.empty() && l.back() == '\n') l.pop_back();
+            const std::size_t tab1 = l.find('\t'), tab2 = l.find('\t', tab1 + 1);
+            if (tab2 == std::string::npos) continue;
+            const std::string name = l.substr(0, tab1), probe = l.substr(tab2 + 1);
+            if (probe == "ok") v.push_back(name);
+            else std::fprintf(stderr, "mp tests: network conduit %s not run here: %s\n", name.c_str(), probe.c_str());
+        }
+        network_conduits_listed = ::pclose(p) == 0;
+        return v;
+    }();
+    return names;
+}
+
+// Every peer but the rank itself over each network conduit (issue 6): the AM
+// and RMA suites on the network path, on one host.  A conduit that needs
+// credits runs its own credit engine (dynamic policy).
+inline std::vector<Config> over_network(const std::vector<int> &counts) {
+    std::vector<Config> v;
+    for (const std::string &network : network_conduits())
+        for (int n : counts) v.push_back({n, true, nullptr, network});
+    return v;
+}
+inline std::vector<Config> over_network() { return over_network(reduced() ? std::vector<int>{2} : std::vector<int>{2, 3, 4}); }
+
+// Preconditions every job needs; a missing piece is a build problem, not a skip.
+inline void require_programs() {
+    ASSERT_TRUE(executable(launcher_path())) << "launcher not built: " << launcher_path();
+    ASSERT_TRUE(executable(mp_program())) << "test program not built: " << mp_program();
+}
+
+// A job of `program()` (sluice-mp-test unless a suite says otherwise) per
+// configuration.
+class MpTest : public ::testing::TestWithParam<Config> {
+protected:
+    void SetUp() override { require_programs(); }
+    virtual std::string program() const { return mp_program(); }
+
+    JobResult run(std::vector<std::string> args, double limit = 120,
+                  std::vector<std::pair<std::string, std::string>> env = {}) {
+        const Config &c = GetParam();
+        JobSpec spec;
+        spec.ranks = c.ranks;
+        spec.program = {program()};
+        for (auto &a : args) spec.program.push_back(a);
+        spec.env = std::move(env);
+        if (!c.native_rma) spec.env.emplace_back("SLUICE_NATIVE_RMA", "0");
+        if (!c.network.empty()) {
+            spec.env.emplace_back("SLUICE_ROUTE", "network");
+            spec.env.emplace_back("SLUICE_NETWORK", c.network);
+        }
+        if (c.credits) {
+            // 4 per peer (static, dynamic) and 16 to lend: senders stall,
+            // the bank runs dry, revokes and reclaims happen.
+            spec.env.emplace_back("SLUICE_CREDIT_FLOW", "1");
+            spec.env.emplace_back("SLUICE_CREDIT_POLICY", c.credits);
+            spec.env.emplace_back("SLUICE_CREDIT_PER_PEER", "4");
+            spec.env.emplace_back("SLUICE_CREDIT_BANKED", "16");
+            spec.env.emplace_back("SLUICE_CREDIT_STATS", "/dev/null");
+        }
+        spec.time_limit = limit;
+        return run_job(spec);
+    }
+    // Iteration counts: full at up to 4 ranks, smaller oversubscribed at 8,
+    // smaller again in the sanitizer subset.
+    unsigned scaled(unsigned full, unsigned at8, unsigned subset) const {
+        if (reduced()) return subset;
+        return GetParam().ranks >= 8 ? at8 : full;
+    }
+};
+
+inline void expect_success(const JobResult &r) {
+    EXPECT_FALSE(r.timed_out) << "the job hung\n" << r.describe();
+    EXPECT_EQ(r.code, 0) << r.describe();
+    EXPECT_NE(r.out.find("PASS "), std::string::npos) << "rank 0 did not report PASS\n" << r.describe();
+    EXPECT_EQ(r.err.find("FAIL rank"), std::string::npos) << r.describe();
+    EXPECT_TRUE(r.survivors.empty()) << "rank processes survived the job\n" << r.describe();
+    EXPECT_TRUE(r.shm_left.empty()) << "shared memory left behind\n" << r.describe();
+}
+
+} // namespace sluice_test
