@@ -7,6 +7,7 @@
 
 #include "sluice_config.h"
 
+#include <cctype>
 #include <gtest/gtest.h>
 
 using namespace sluice_test;
@@ -72,36 +73,46 @@ std::vector<ExitCase> exit_cases() {
 struct Param {
     int ranks;
     ExitCase c;
-    bool udp = false;  // SLUICE_ROUTE=network: every peer over the udp conduit
+    std::string network;  // set: SLUICE_NETWORK=it, SLUICE_ROUTE=network (every peer over it)
 };
 
 void PrintTo(const Param &p, std::ostream *os) {
-    *os << p.c.what << " " << p.c.value << " at " << p.ranks << " ranks" << (p.udp ? " over udp" : "");
+    *os << p.c.what << " " << p.c.value << " at " << p.ranks << " ranks";
+    if (!p.network.empty()) *os << " over " << p.network;
 }
 
 std::vector<Param> params() {
     std::vector<int> ranks = reduced() ? std::vector<int>{2, 4} : std::vector<int>{1, 2, 3, 4, 8};
     std::vector<Param> v;
     for (const auto &c : exit_cases())
-        for (int n : ranks) v.push_back({n, c});
+        for (int n : ranks) v.push_back({n, c, {}});
     return v;
 }
 
-// The same cases with every peer on udp (issue 6), plus a peer that stops
-// answering: the others end the job once SLUICE_UDP_PEER_TIMEOUT passes,
-// with an error naming the silent rank.
-std::vector<Param> udp_params() {
-    std::vector<ExitCase> cases = exit_cases();
-    cases.push_back({"PeerStoppedTimesOut", "stopped", Who::last, "", 1, {{"SLUICE_UDP_PEER_TIMEOUT", "1.5"}}, 0, false,
-                     "SLUICE_UDP_PEER_TIMEOUT"});
+// The same cases with every peer on each network conduit that probes here
+// (tests/harness.hpp, network_conduits), plus a peer that stops answering:
+// the others end the job once the conduit's SLUICE_<NAME>_PEER_TIMEOUT
+// passes (docs/conduits.md), with an error naming the silent rank.
+std::string peer_timeout_knob(const std::string &network) {
+    std::string knob = "SLUICE_";
+    for (char ch : network) knob += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return knob + "_PEER_TIMEOUT";
+}
+std::vector<Param> network_params() {
     std::vector<Param> v;
-    for (const auto &c : cases) v.push_back({reduced() ? 2 : 3, c, true});
+    for (const std::string &network : network_conduits()) {
+        std::vector<ExitCase> cases = exit_cases();
+        const std::string knob = peer_timeout_knob(network);
+        cases.push_back({"PeerStoppedTimesOut", "stopped", Who::last, "", 1, {{knob, "1.5"}}, 0, false, knob});
+        for (const auto &c : cases) v.push_back({reduced() ? 2 : 3, c, network});
+    }
     return v;
 }
 
 // A message the target cannot run (bad input: handlers registered
 // differently across ranks): the target's fatal error ends the job, on smp
-// (whose Shorts take the header-less delivery path) and on udp.
+// (whose Shorts take the header-less delivery path) and on each network
+// conduit.
 std::vector<Param> refused_params() {
     const std::vector<ExitCase> cases = {
         {"UnregisteredAtTarget", "unregistered", Who::last, "", 1, {}, 0, false, "which is not registered here"},
@@ -109,14 +120,15 @@ std::vector<Param> refused_params() {
     };
     std::vector<Param> v;
     for (const auto &c : cases) {
-        for (int n : {2, 3}) v.push_back({n, c});
-        v.push_back({2, c, true});
+        for (int n : {2, 3}) v.push_back({n, c, {}});
+        for (const std::string &network : network_conduits()) v.push_back({2, c, network});
     }
     return v;
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param> &info) {
-    return info.param.c.name + "_N" + std::to_string(info.param.ranks) + (info.param.udp ? "_udp" : "");
+    return info.param.c.name + "_N" + std::to_string(info.param.ranks) +
+           (info.param.network.empty() ? "" : "_" + info.param.network);
 }
 
 void require_programs() {
@@ -145,7 +157,10 @@ TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
     if (p.c.who != Who::none) spec.program.push_back(std::to_string(p.c.who == Who::first ? 0 : p.ranks - 1));
     if (!p.c.value.empty()) spec.program.push_back(p.c.value);
     spec.env = p.c.env;
-    if (p.udp) spec.env.emplace_back("SLUICE_ROUTE", "network");
+    if (!p.network.empty()) {
+        spec.env.emplace_back("SLUICE_NETWORK", p.network);
+        spec.env.emplace_back("SLUICE_ROUTE", "network");
+    }
     spec.time_limit = hard_limit;
     if (p.c.launcher_signal) {
         spec.ready_line = "READY";
@@ -171,7 +186,7 @@ TEST_P(JobExit, EndsWithTheRightCodeLeavingNothingBehind) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Exit, JobExit, ::testing::ValuesIn(params()), param_name);
-INSTANTIATE_TEST_SUITE_P(Udp, JobExit, ::testing::ValuesIn(udp_params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Net, JobExit, ::testing::ValuesIn(network_params()), param_name);
 INSTANTIATE_TEST_SUITE_P(Refused, JobExit, ::testing::ValuesIn(refused_params()), param_name);
 
 // ---- the launcher itself ---------------------------------------------------
@@ -286,12 +301,12 @@ TEST(Launcher, KnobOutOfRangeIsRefusedOnce) {
     JobSpec spec;
     spec.ranks = 2;
     spec.program = {exit_program(), "return", "0"};
-    spec.env = {{"SLUICE_UDP_WINDOW", "5"}};
+    spec.env = {{"SLUICE_CREDIT_MIN", "20"}};
     spec.time_limit = 30;
     JobResult r = run_job(spec);
     expect_clean_end(r);
     EXPECT_TRUE(r.rank_pids.empty()) << r.describe();
-    expect_refused_once(r, "SLUICE_UDP_WINDOW=5", "8 to 1024");
+    expect_refused_once(r, "SLUICE_CREDIT_MIN=20", "1 to 15");
 }
 
 // Without sluicerun (a singleton here; mpirun and srun alike) the ranks

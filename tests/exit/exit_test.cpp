@@ -130,7 +130,7 @@ void usage() {
                  "  mismatched RANK            ... for a handler RANK registered with another argument count\n"
                  "  ready                      print READY, then every rank polls until killed\n"
                  "  stopped RANK               RANK stops itself (SIGSTOP); the others send it AMs until the\n"
-                 "                             udp conduit's peer timeout ends the job (SLUICE_ROUTE=network)\n");
+                 "                             network conduit's peer timeout ends the job (SLUICE_ROUTE=network)\n");
 }
 
 } // namespace

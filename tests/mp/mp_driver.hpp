@@ -39,32 +39,6 @@ inline std::string config_name(const ::testing::TestParamInfo<Config> &info) {
     return n;
 }
 
-// The network conduits of this build whose probe succeeds here, from
-// `sluice-info --conduit-list=network` (so a new conduit needs no line in
-// this file); the others are named on stderr with their probe's reason.
-inline bool network_conduits_listed = false;  // sluice-info answered
-inline const std::vector<std::string> &network_conduits() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v;
-        const std::string command = build_dir() + "/sluice-info --conduit-list=network";
-        std::FILE *p = ::popen(command.c_str(), "r");
-        if (!p) return v;
-        char line[1024];
-        while (std::fgets(line, sizeof line, p)) {
-            std::string l(line);
-            if (!l.empty() && l.back() == '\n') l.pop_back();
-            const std::size_t tab1 = l.find('\t'), tab2 = l.find('\t', tab1 + 1);
-            if (tab2 == std::string::npos) continue;
-            const std::string name = l.substr(0, tab1), probe = l.substr(tab2 + 1);
-            if (probe == "ok") v.push_back(name);
-            else std::fprintf(stderr, "mp tests: network conduit %s not run here: %s\n", name.c_str(), probe.c_str());
-        }
-        network_conduits_listed = ::pclose(p) == 0;
-        return v;
-    }();
-    return names;
-}
-
 // Every peer but the rank itself over each network conduit (issue 6): the AM
 // and RMA suites on the network path, on one host.  A conduit that needs
 // credits runs its own credit engine (dynamic policy).
