@@ -219,8 +219,14 @@ Status UdpTransport::segment_create_impl(std::size_t size, void **base, std::str
 }
 
 Status UdpTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
+    // Core's poll thread may be delivering while segment_attach runs here
+    // (Runtime::ProgressWhileBlocked): the bounds a Long is checked against
+    // go in under the delivery flag, which orders them before its next
+    // delivery.
+    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
     segment_.base = all[setup().rank].base;
     segment_.bytes = all[setup().rank].size;
+    base::flag_release(deliver_flag_);
     return Status::ok;
 }
 
