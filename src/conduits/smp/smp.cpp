@@ -302,15 +302,21 @@ protected:
         return Status::ok;
     }
 
+    // A Medium longer than a line whose header and arguments fit one goes
+    // as that line with its payload aside, in the large ring: the consumer
+    // then reads the line it polls and the payload, not a marker first and
+    // the record only after it.  Each way is compiled on its own, so the
+    // others (a Long) carry nothing of it.
     Status send_impl(Rank peer, const AmMessage &m) override {
         const AmHeader &h = m.header;
         const std::size_t args_end = record_header + 4u * h.nargs;
-        // A Medium longer than a line whose header and arguments fit one
-        // goes as that line with its payload aside, in the large ring: the
-        // consumer then reads the line it polls and the payload, not a
-        // marker first and the record only after it.
-        const bool aside = h.category == AmCategory::medium && args_end <= line_size &&
-                           args_end + h.payload_length > line_size;
+        if (h.category == AmCategory::medium && args_end <= line_size && args_end + h.payload_length > line_size)
+            return send_record<true>(peer, m);
+        return send_record<false>(peer, m);
+    }
+    template <bool aside> Status send_record(Rank peer, const AmMessage &m) {
+        const AmHeader &h = m.header;
+        const std::size_t args_end = record_header + 4u * h.nargs;
         std::size_t size = args_end;
         if (h.category == AmCategory::long_)
             size = long_address_at(h.nargs) + 8;
@@ -583,7 +589,7 @@ private:
         if (is_marker(info)) {
             r = in.ring.peek(size, info);  // published before its marker
             assert(r && "smp marker without its record");
-        } else if (is_aside(info)) {
+        } else if (is_aside(info)) [[unlikely]] {
             std::memcpy(&aside_bytes, r + 8, 4);
             aside = in.ring.take(aside_bytes);  // published before this line
             info = (info & ~0xff00u) | std::uint32_t{static_cast<std::uint8_t>(AmCategory::medium)} << 8;
