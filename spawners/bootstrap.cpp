@@ -156,6 +156,15 @@ void ShmNames::unlink_all() noexcept {
 
 // glibc's shm_open names are files in /dev/shm; the directory is read with
 // getdents64 because opendir allocates.
+namespace {
+struct DirEntry64 {  // struct linux_dirent64, which glibc does not declare
+    std::uint64_t ino;
+    std::int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+};
+} // namespace
 void ShmNames::unlink_job() noexcept {
     unlink_all();
 #ifdef __linux__
@@ -172,14 +181,7 @@ void ShmNames::unlink_job() noexcept {
         long got;
         while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
             for (long at = 0; at < got;) {
-                struct Entry {
-                    std::uint64_t ino;
-                    std::int64_t off;
-                    unsigned short reclen;
-                    unsigned char type;
-                    char name[1];
-                };
-                const auto *e = reinterpret_cast<const Entry *>(buf + at);
+                const auto *e = reinterpret_cast<const DirEntry64 *>(buf + at);
                 if (std::string_view(e->name).starts_with(prefix) && ::unlinkat(dir, e->name, 0) == 0)
                     ++removed;
                 at += e->reclen;

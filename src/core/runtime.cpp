@@ -224,7 +224,7 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
     }
     // Otherwise the rank itself always goes over the same-host conduit
     // (which also owns the segment).
-    if (!same_host.chosen && !network_only)
+    if (!same_host.chosen && !network.chosen)
         return base::report(Status::transport, op, same_host.fix.c_str(), "%s", same_host.error.c_str());
     route_.assign(size_, nullptr);
     auto start = [&](const conduit::TransportInfo &info, std::vector<Rank> peers) -> Status {
