@@ -212,6 +212,12 @@ struct Report {
             for (std::size_t z : sizes_of("am_" + cat + "_flood"))
                 add(am, "am_" + cat + "_flood_ns", z, med("am_" + cat + "_flood", z),
                     have_mpi ? "mpi_send_stream_ns" : "", med("mpi_send_stream", z));
+        constexpr std::size_t k16 = std::size_t{16} << 10;
+        if (const double f = med("am_medium_flood", k16); f > 0) {
+            target(add(am, "am_medium_flood_ns", k16, f, "am_long_flood_ns", med("am_long_flood", k16)),
+                   Check::ratio_at_most, 1.0, "16 KiB Medium flood <= Long flood");
+            add(am, "am_medium_flood_ns", k16, f, "am_long_flood_4places_ns", med("am_long_flood_4places", k16));
+        }
         // 1 MiB is above smp's packed-Long limit: the two-part Long (payload
         // copied into the peer's segment, then two AMs) against a memcpy of
         // 1 MiB measured in the same run.

@@ -309,7 +309,9 @@ struct Suite {
         check(sluice_barrier(), "sluice_barrier");
     }
 
-    void request(AmKind kind, sluice_handler_t h, std::size_t size) {
+    // `place`: a Long goes to the place-th `size`-byte slot of the peer's
+    // segment (0: always the base).
+    void request(AmKind kind, sluice_handler_t h, std::size_t size, std::size_t place = 0) {
         switch (kind) {
         case AmKind::short_:
             check(sluice_am_request_short(peer, h, nullptr, 0), "sluice_am_request_short");
@@ -319,8 +321,8 @@ struct Suite {
                   "sluice_am_request_medium");
             break;
         case AmKind::long_:
-            check(sluice_am_request_long(peer, h, local.data(), size, peer_base, nullptr,
-                                         0),
+            check(sluice_am_request_long(peer, h, local.data(), size,
+                                         static_cast<char *>(peer_base) + place * size, nullptr, 0),
                   "sluice_am_request_long");
             break;
         }
@@ -369,12 +371,13 @@ struct Suite {
 
     std::uint64_t flood_sent = 0;
     // Back-to-back requests, then one round trip that reports how many ran.
-    void flood_batch(AmKind kind, std::size_t size, long count) {
+    // Longs go to `places` slots of the segment in turn.
+    void flood_batch(AmKind kind, std::size_t size, long count, std::size_t places = 1) {
         const sluice_handler_t h = kind == AmKind::short_   ? h_flood_short
                                    : kind == AmKind::medium ? h_flood_medium
                                                             : h_flood_long;
         for (long i = 0; i < count; ++i)
-            request(kind, h, size);
+            request(kind, h, size, static_cast<std::size_t>(i) % places);
         flood_sent += static_cast<std::uint64_t>(count);
         do {
             check(sluice_am_request_short(peer, h_flood_end, nullptr, 0),
@@ -382,11 +385,11 @@ struct Suite {
             wait_reply();
         } while (state.flood_acknowledged.load(std::memory_order_relaxed) < flood_sent);
     }
-    double am_flood(AmKind kind, std::size_t size) {
+    double am_flood(AmKind kind, std::size_t size, std::size_t places = 1) {
         const long iters = flood_iterations(size, options.scale);
-        flood_batch(kind, size, warmup_of(iters));
+        flood_batch(kind, size, warmup_of(iters), places);
         const double t0 = now_ns();
-        flood_batch(kind, size, iters);
+        flood_batch(kind, size, iters, places);
         return (now_ns() - t0) / static_cast<double>(iters);
     }
 
@@ -691,6 +694,12 @@ struct Suite {
         for (std::size_t s : am_sizes())
             if (s <= max_long)
                 measure("am_long_flood", s, [&] { return am_flood(AmKind::long_, s); });
+        // The Long flood above rewrites one place, which stays in the
+        // sender's L1; a Medium's payload goes through the queue's ring, a
+        // new place each time.  The same Long flood over four places (the
+        // 64 KiB a 16 KiB Medium's ring spans) tells the two costs apart.
+        if (std::size_t s = std::size_t{16} << 10; s <= max_medium && 4 * s <= peer_size)
+            measure("am_long_flood_4places", s, [&] { return am_flood(AmKind::long_, s, 4); });
         for (std::size_t s : rma_sizes(options.all_sizes)) {
             measure("put_lat", s, [&] { return put_latency(s); });
             measure("get_lat", s, [&] { return get_latency(s); });
