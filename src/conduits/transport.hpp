@@ -10,6 +10,7 @@
 #include "base/status.hpp"
 #include "spawners/bootstrap.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +71,9 @@ struct Capabilities {
     // a two-part Long (src/am): the payload by put_rc, the header by AM.
     // Only conduits with native_rma may set it below max_long.
     std::size_t max_packed_long = SIZE_MAX;
+    // Largest Medium payload, with 16 arguments, that travels as one packet
+    // (0: the conduit has no packets); see get_piece.
+    std::size_t max_packet_medium = 0;
     bool native_rma = false;           // put_impl/get_impl move bytes without AM
     bool remote_completion = false;    // put_rc_impl writes with immediate data (else: write, then AM)
     bool load_store = false;           // peers' segments are mapped here (PSHM)
@@ -82,6 +86,16 @@ struct Capabilities {
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
     bool acknowledges = false;         // receivers acknowledge, senders retransmit (see quiesce)
+
+    // The payload of one reply of the reference Get over AM when the job's
+    // largest Medium is `job_medium`: with packets, whole ones (one, if
+    // job_medium is smaller: fewer requests, nothing to reassemble), so no
+    // reply ends in a nearly empty packet; without, job_medium.
+    std::size_t get_piece(std::size_t job_medium) const {
+        const std::size_t p = std::min(max_packet_medium, max_medium);
+        if (!p) return std::max<std::size_t>(1, job_medium);
+        return std::max(p, job_medium - job_medium % p);
+    }
 };
 
 enum class PollMode { all, replies_only };

@@ -131,7 +131,10 @@ Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t
 
 Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t n,
                                 std::atomic<std::uint64_t> &counter) {
-    const std::size_t chunk = std::max<std::size_t>(1, am_->max_medium());
+    // Replies in whole packets of the peer's transport (udp on loopback:
+    // one 64 KiB datagram, not smp's 16 KiB Medium, nor a 64 KiB Medium
+    // and a nearly empty second datagram).
+    const std::size_t chunk = am_->route(r)->capabilities().get_piece(am_->max_medium());
     for (std::size_t off = 0; off < n; off += chunk) {
         std::uint32_t args[7];
         split(static_cast<const char *>(src) + off, args[0], args[1]);

@@ -293,6 +293,48 @@ TEST_P(Conformance, BadInput) {
     });
 }
 
+// A conduit with packets declares the largest Medium one of them carries
+// with 16 arguments: the reference Get answers in such pieces, so it must
+// be a Medium the conduit sends and delivers intact.
+TEST_P(Conformance, PacketMediumArrivesWhole) {
+    run([](World &w) {
+        Transport &t = *w.t;
+        const std::size_t packet = t.capabilities().max_packet_medium;
+        if (!packet) {
+            std::printf("[ conduit  ] %s: no packets (max_packet_medium 0): Get replies are the job's Medium\n", t.name());
+            return;
+        }
+        EXPECT_LE(packet, t.capabilities().max_medium);
+        std::uint32_t args[16];
+        for (unsigned i = 0; i < 16; ++i) args[i] = 0x2000u + i;
+        const std::string p = pattern(packet, 5);
+        if (sender(w)) {
+            EXPECT_EQ(t.send(w.peer, message(w, AmCategory::medium, 2, args, 16, p.data(), packet)), Status::ok);
+        }
+        if (!receiver(w)) return;
+        ASSERT_TRUE(w.wait_delivered(1));
+        EXPECT_EQ(w.delivered[0].payload, p);
+        EXPECT_EQ(w.delivered[0].args.size(), 16u);
+    });
+}
+
+// The reference Get's reply size: whole packets, at least one; without
+// packets the job's largest Medium.
+TEST(ConformanceCapabilities, GetRepliesAreWholePackets) {
+    conduit::Capabilities c;
+    c.max_medium = 65536;
+    EXPECT_EQ(c.get_piece(16384), 16384u);  // no packets (smp)
+    EXPECT_EQ(c.get_piece(0), 1u);
+    c.max_packet_medium = 65379;            // udp on loopback
+    EXPECT_EQ(c.get_piece(16384), 65379u);  // beside smp's Medium: one datagram, a quarter of the requests
+    EXPECT_EQ(c.get_piece(65536), 65379u);  // udp alone: not a 64 KiB Medium and a 157-byte datagram
+    c.max_packet_medium = 1344;             // udp at an MTU of 1500
+    EXPECT_EQ(c.get_piece(16384), 16128u);  // 12 full datagrams
+    EXPECT_EQ(c.get_piece(1000), 1344u);
+    c.max_packet_medium = 100000;           // never above max_medium
+    EXPECT_EQ(c.get_piece(16384), 65536u);
+}
+
 // Every conduit configure built (into libsluice or for the tests only) is
 // under test: a conduit that drops out of the registry, e.g. a test-only one
 // no longer linked in, fails here instead of vanishing from the suite.

@@ -74,6 +74,56 @@ TEST(Reliable, InOrderAcksFreeTheWindowAndMeasureTheRoundTrip) {
     EXPECT_EQ(tx.retransmitted(), 0u);
 }
 
+TEST(Reliable, UnstampedSendsTakeTheirTimeFromStamp) {
+    // A caller that reads the clock only once its packets left (udp's
+    // sends off the round trip's path) sends them unstamped, then stamps.
+    rel::Sender tx(config());
+    EXPECT_EQ(tx.oldest(), rel::first_seq);  // nothing in flight: the next number
+    const std::uint32_t a = tx.sent(5'000'000);
+    const std::uint32_t b = tx.sent(rel::unstamped), c = tx.sent(rel::unstamped);
+    EXPECT_EQ(tx.oldest(), a);
+    EXPECT_EQ(tx.next_due(), 6'000'000u);  // the unstamped ones set no deadline
+    tx.stamp(5'500'000);
+    EXPECT_EQ(tx.next_due(), 6'000'000u);
+    std::vector<std::uint32_t> resent;
+    auto resend = [&](std::uint32_t s) { resent.push_back(s); };
+    EXPECT_FALSE(tx.timers(6'000'000, resend));
+    EXPECT_EQ(resent, std::vector<std::uint32_t>{a});  // b and c left at 5.5 ms, not at 0
+    EXPECT_EQ(tx.next_due(), 6'500'000u);
+    tx.timers(6'500'000, resend);
+    EXPECT_EQ(resent, (std::vector<std::uint32_t>{a, b, c}));
+    // Their round trip counts from the stamp: b acked at 5.7 ms (a, sent
+    // again, gives no sample).
+    rel::Sender fresh(config());
+    fresh.sent(rel::unstamped);
+    fresh.stamp(1'000'000);
+    fresh.acked(fresh.oldest(), 0, 1'300'000, [](std::uint32_t) {});
+    EXPECT_EQ(fresh.srtt_ns(), 300'000u);
+    EXPECT_EQ(fresh.oldest(), fresh.next_seq());
+    // The peer timeout counts from the stamp too.
+    fresh.sent(rel::unstamped);
+    fresh.stamp(200'000'000);
+    EXPECT_FALSE(fresh.timers(200'000'000 + 100'000'000, [](std::uint32_t) {}));
+    EXPECT_TRUE(fresh.timers(200'000'000 + 100'000'001, [](std::uint32_t) {}));
+}
+
+TEST(Reliable, RoundTripEstimateSmoothsAndIsClamped) {
+    rel::Sender tx(config());
+    auto one = [&](std::uint64_t at, std::uint64_t rtt) {
+        tx.sent(at);
+        tx.acked(tx.next_seq() - 1, 0, at + rtt, [](std::uint32_t) {});
+    };
+    one(0, 400'000);  // first: srtt 400, deviation 200 us; 1.2 ms
+    EXPECT_EQ(tx.rttvar_ns(), 200'000u);
+    EXPECT_EQ(tx.rto_ns(), 1'200'000u);
+    one(1'000'000, 1'200'000);  // delta 800: deviation (600 + 800) / 4, srtt (2800 + 1200) / 8
+    EXPECT_EQ(tx.rttvar_ns(), 350'000u);
+    EXPECT_EQ(tx.srtt_ns(), 500'000u);
+    EXPECT_EQ(tx.rto_ns(), 1'900'000u);
+    one(10'000'000, 40'000'000);  // a long stall: capped at rto_max
+    EXPECT_EQ(tx.rto_ns(), 16'000'000u);
+}
+
 TEST(Reliable, LoneDataAckWaitsForTheDelay) {
     rel::Sender tx(config());
     Sink sink;

@@ -41,6 +41,9 @@ inline std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) { return static_c
 inline constexpr std::uint32_t first_seq = 0u - 1024;
 inline constexpr unsigned sack_bits = 32;
 inline constexpr std::uint64_t no_deadline = ~std::uint64_t{0};
+// The time of a packet sent before the clock was read (Sender::stamp):
+// never a clock's reading.
+inline constexpr std::uint64_t unstamped = ~std::uint64_t{0};
 
 struct Config {
     unsigned window = 64;                         // packets in flight, sender
@@ -51,22 +54,6 @@ struct Config {
     std::uint64_t rto_initial_ns = 10'000'000;    // before any round trip is measured
     std::uint64_t peer_timeout_ns = 30'000'000'000;
 };
-
-// One round trip sample into the smoothed round trip and its deviation
-// (srtt 0: none yet); returns the retransmission timeout they give:
-// srtt + 4 x deviation, within [rto_min, rto_max].
-inline std::uint64_t rtt_update(std::uint64_t &srtt, std::uint64_t &rttvar, std::uint64_t sample,
-                                std::uint64_t rto_min, std::uint64_t rto_max) {
-    if (!srtt) {
-        srtt = sample;
-        rttvar = sample / 2;
-    } else {
-        const std::uint64_t delta = srtt > sample ? srtt - sample : sample - srtt;
-        rttvar = (3 * rttvar + delta) / 4;
-        srtt = (7 * srtt + sample) / 8;
-    }
-    return std::clamp(srtt + 4 * rttvar, rto_min, rto_max);
-}
 
 // ---- sending ----------------------------------------------------------------
 
@@ -80,13 +67,27 @@ public:
     // The number the next packet gets; sent() takes it.
     std::uint32_t next_seq() const { return next_seq_; }
 
+    // The number of the oldest packet in flight (next_seq() when none):
+    // the caller's packets in flight are numbered from it.
+    std::uint32_t oldest() const { return next_seq_ - static_cast<std::uint32_t>(in_flight_.size()); }
+
     // A packet leaves for the first time at `now`; the window must be open.
-    // Returns its number.
+    // Returns its number.  `now` may be `unstamped` when the caller reads
+    // the clock only once the packet has left (off a latency path): stamp()
+    // then gives the time, before anything else is asked of this Sender.
     std::uint32_t sent(std::uint64_t now) {
         if (in_flight_.empty()) waiting_since_ns_ = now;
         in_flight_.push_back(Flight{next_seq_, now, 1, false});
-        due_ns_ = std::min(due_ns_, now + timeout_of(in_flight_.back()));
+        if (now != unstamped) due_ns_ = std::min(due_ns_, now + timeout_of(in_flight_.back()));
         return next_seq_++;
+    }
+    // The packets sent unstamped (the newest ones in flight) left at `now`.
+    void stamp(std::uint64_t now) {
+        for (std::size_t j = in_flight_.size(); j-- && in_flight_[j].sent_ns == unstamped;) {
+            in_flight_[j].sent_ns = now;
+            due_ns_ = std::min(due_ns_, now + timeout_of(in_flight_[j]));
+        }
+        if (waiting_since_ns_ == unstamped) waiting_since_ns_ = now;
     }
 
     // An ack arrived at `now`.  `freed(seq)` is called for every packet it
@@ -170,8 +171,18 @@ private:
         f.sent_ns = now;
         due_ns_ = std::min(due_ns_, now + timeout_of(f));
     }
+    // One round trip sample into the smoothed round trip and its
+    // deviation; the timeout is srtt + 4 x deviation, within [rto_min, rto_max].
     void rtt_sample(std::uint64_t sample) {
-        rto_ns_ = rtt_update(srtt_ns_, rttvar_ns_, sample, config_.rto_min_ns, config_.rto_max_ns);
+        if (!srtt_ns_) {
+            srtt_ns_ = sample;
+            rttvar_ns_ = sample / 2;
+        } else {
+            const std::uint64_t delta = srtt_ns_ > sample ? srtt_ns_ - sample : sample - srtt_ns_;
+            rttvar_ns_ = (3 * rttvar_ns_ + delta) / 4;
+            srtt_ns_ = (7 * srtt_ns_ + sample) / 8;
+        }
+        rto_ns_ = std::clamp(srtt_ns_ + 4 * rttvar_ns_, config_.rto_min_ns, config_.rto_max_ns);
     }
 
     Config config_;

@@ -63,6 +63,9 @@ constexpr std::size_t packed_long_limit = 64 * 1024;
 //                       above it (native_rma only) src/am sends a two-part
 //                       Long: payload by put_rc, header by AM, matched by a
 //                       Long ID.
+//   max_packet_medium   largest Medium (16 arguments) that goes in one packet
+//                       (0: no packets); the reference Get's replies are
+//                       whole packets (Capabilities::get_piece).
 //   remote_completion   put_rc_impl carries a notification with the write
 //                       (write with immediate data); else the wrapper writes
 //                       and then sends the notification by AM.

@@ -7,14 +7,14 @@
 // so receives need not ask for them); sends go through a
 // socket connected to the peer (up to SLUICE_UDP_CONNECTED_PEERS of them, all
 // on one shared send port) or through the receiving socket. Each ordered pair
-// of ranks has its own sequence numbers: the sender numbers every datagram and
-// keeps it until the receiver acknowledges it, sending it again after a
-// timeout that follows the measured round trip and doubles on every retry; the
-// receiver accepts datagrams in order, holding early ones in a window, so
-// every handler runs exactly once and the fragments of a message arrive one
-// after the other. Acks ride on data going back, or go alone after
-// SLUICE_UDP_ACK_DELAY; a selective-ack bitmap lets the sender resend only the
-// holes.  Sends and floods of receives are batched with sendmmsg and recvmmsg.
+// of ranks runs the kit's reliability protocol (common/reliable.hpp): the
+// peer's reliable::Sender numbers every datagram and says when to resend it
+// and when the peer is silent, its reliable::Receiver which datagrams to
+// deliver, hold or drop and when an ack must go alone.  udp keeps the
+// datagrams (in flight, waiting for the window, held early) and sends what
+// they say, so every handler runs exactly once and the fragments of a
+// message arrive one after the other.  Sends and floods of receives are
+// batched with sendmmsg and recvmmsg.
 // A round trip's lone datagrams take a shorter path both ways: send_alone
 // on the way out, and on the way in a poll that runs the handler straight
 // from its receive buffer (progress's `direct`, deliver_held).
@@ -83,7 +83,7 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
     // peer's replies unacknowledged past the retransmission timeout
     // (and held a datagram-sized buffer for each).  Refused, it polls
     // while it issues: replies and acks flow as the requests go.
-    if (p.waiting_bytes > queue_limit_ || p.out.size() - p.in_flight >= window_) return Status::not_ready;
+    if (p.waiting_bytes > queue_limit_ || p.waiting() >= protocol_.window) return Status::not_ready;
     wire::Header w;
     w.kind = wire::Kind::data;
     w.secret = expect_.secret;
@@ -91,20 +91,22 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
     w.dest = peer;
     w.message_length = static_cast<std::uint32_t>(total);
     const unsigned nargs = am.nargs;
-    if (p.in_flight == p.out.size() && p.in_flight < window_ && tx_count_ == 0 &&
+    if (p.waiting() == 0 && p.tx.window_open() && tx_count_ == 0 &&
         total <= datagram_max_ - wire::encoded_size(true, nargs, 0))
         return send_alone(peer, p, w, am, payload, total);
+    // Numbered as they will leave: after those waiting for the window.
+    std::uint32_t seq = p.tx.next_seq() + static_cast<std::uint32_t>(p.waiting());
     std::size_t offset = 0;
     do {
         const bool first = offset == 0;
         const std::size_t room = datagram_max_ - wire::encoded_size(first, first ? nargs : 0, 0);
         const std::size_t n = std::min(room, total - offset);
-        w.seq = p.next_seq++;
+        w.seq = seq++;
         w.fragment_offset = static_cast<std::uint32_t>(offset);
         std::uint8_t *buf = buffers_.get();
         const std::size_t length =
             wire::encode(w, first ? &am : nullptr, payload + offset, n, buf, datagram_max_, expect_.max_message);
-        p.out.push_back(Outbound{buf, static_cast<std::uint32_t>(length), w.seq});
+        p.out.push_back(Outbound{buf, static_cast<std::uint32_t>(length)});
         p.waiting_bytes += length;
         offset += n;
     } while (offset < total);
@@ -120,32 +122,26 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
     // before: it is then off the round trip's path.  The lock is held
     // throughout, so no one sees the datagrams unstamped; a round trip
     // sample then leaves out the send call itself.
-    const std::size_t first = p.in_flight;
     window_fill(peer, p, unstamped);
     tx_flush();
-    const std::uint64_t now = base::now_ns();
-    if (first == 0 && p.in_flight) p.waiting_since_ns = now;
-    for (std::size_t j = first; j < p.in_flight; ++j) {
-        p.out[j].sent_ns = now;
-        timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, p.out[j]));
-    }
+    p.tx.stamp(base::now_ns());
+    timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
     return Status::ok;
 }
 
 Status UdpTransport::send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload, std::size_t n) {
-    w.seq = p.next_seq++;
-    w.ack = p.expected - 1;
-    w.sack = sack_of(p);
+    w.seq = p.tx.next_seq();
+    w.ack = p.rx.ack();
+    w.sack = p.rx.sack();
     std::uint8_t *buf = buffers_.get();
     // Built from a message src/am checked, to fit (send_impl): no checks.
     const auto length = static_cast<std::uint32_t>(wire::write(w, &am, payload, n, buf));
-    ack_carried(p);
+    p.rx.ack_carried();
     if (!p.connect_tried) connect_peer(p, -1);
     transmit(buf, length, p.fd, &p.address);
-    const std::uint64_t now = delivering_ && poll_now_ ? poll_now_ : base::now_ns();
-    p.out.push_back(Outbound{buf, length, w.seq, now, 1});
-    if (p.in_flight++ == 0) p.waiting_since_ns = now;
-    timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, p.out.back()));
+    p.tx.sent(delivering_ && poll_now_ ? poll_now_ : base::now_ns());
+    p.out.push_back(Outbound{buf, length});
+    timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
     activate(r, p);
     return Status::ok;
 }
@@ -309,47 +305,35 @@ bool UdpTransport::arrived_checked(std::uint8_t *buf, std::size_t n, const socka
     if (from && source == peer_socket_rank_ && from->sin_port != peer_socket_port_ && from->sin_port == p.address.sin_port)
         peer_socket_follow(from->sin_port);
     ++counters_.received;
-    p.heard_ns = now;
+    p.tx.heard(now);
     // The datagram a round trip waits for runs its handler before the
     // ack it carries is taken in: that waits for this thread's next
     // progress (ack_deferred_apply), off the path from this receive to
     // the reply's (or the next request's) send.
-    const bool direct = mine && d.header.kind == wire::Kind::data && d.header.seq == p.expected;
+    const bool direct = mine && d.header.kind == wire::Kind::data && d.header.seq == p.rx.expected();
     ack_deferred_apply();  // acks are taken in in order
     if (direct) ack_deferred_ = AckDeferred{source, d.header.ack, d.header.sack, now};
     else acked(source, p, d.header.ack, d.header.sack, now);
     switch (d.header.kind) {
     case wire::Kind::ack: return false;
     case wire::Kind::probe:
-        ack_owe(source, p, now, true);
+        p.rx.probed(now);
+        ack_owe(source, p);
         return false;
     case wire::Kind::data: break;
     }
-    const std::int32_t ahead = seq_diff(d.header.seq, p.expected);
-    if (ahead < 0) {  // had it: the ack was lost
-        ++counters_.duplicate;
-        ack_owe(source, p, now, true);
-        return false;
+    using Arrival = common::reliable::Receiver::Arrival;
+    const Arrival arrival = p.rx.data(d.header.seq, now);
+    ack_owe(source, p);
+    switch (arrival) {
+    case Arrival::duplicate: ++counters_.duplicate; return false;
+    case Arrival::beyond: ++counters_.window; return false;
+    case Arrival::early:  // held until the hole before it is filled
+        if (p.early.empty()) p.early.resize(std::bit_ceil(protocol_.recv_window));
+        early_slot(p, d.header.seq) = Received{buf, d};
+        return true;
+    case Arrival::in_order: break;
     }
-    if (ahead >= static_cast<std::int32_t>(recv_window_)) {
-        ++counters_.window;
-        return false;
-    }
-    if (ahead > 0) {  // early: hold it, and tell the sender of the hole at once
-        if (p.early.empty()) p.early.resize(std::bit_ceil(recv_window_));
-        Received &slot = early_slot(p, d.header.seq);
-        const bool keep = slot.buffer == nullptr;
-        if (keep) {
-            slot = Received{buf, d};
-            ++p.early_count;
-        } else {
-            ++counters_.duplicate;
-        }
-        ack_owe(source, p, now, true);
-        return keep;
-    }
-    ++p.expected;
-    ack_owe(source, p, now, ++p.ack_pending >= window_ / 4);
     bool kept = true;
     if (direct) {
         // Its datagram was decoded in place.  A Short AM is then whole
@@ -361,14 +345,7 @@ bool UdpTransport::arrived_checked(std::uint8_t *buf, std::size_t n, const socka
     } else {
         ready_.push_back(Received{buf, d});
     }
-    while (p.early_count) {
-        Received &slot = early_slot(p, p.expected);
-        if (!slot.buffer) break;
-        ready_.push_back(slot);
-        slot.buffer = nullptr;
-        --p.early_count;
-        ++p.expected;
-    }
+    for (std::uint32_t held; p.rx.next_held(held);) ready_.push_back(early_slot(p, held));
     ready_count_.store(ready_.size(), std::memory_order_release);
     return kept;
 }
@@ -380,59 +357,33 @@ void UdpTransport::ack_deferred_apply() {
     acked(a.peer, peers_[a.peer], a.ack, a.sack, a.now);
 }
 
-void UdpTransport::ack_owe(Rank r, Peer &p, std::uint64_t now, bool at_once) {
-    if (!p.ack_owed) p.ack_due_ns = now + ack_delay_ns_;
-    p.ack_owed = true;
-    p.ack_now |= at_once;
-    timer_due_ns_ = std::min(timer_due_ns_, p.ack_now ? now : p.ack_due_ns);
+void UdpTransport::ack_owe(Rank r, Peer &p) {
+    timer_due_ns_ = std::min(timer_due_ns_, p.rx.ack_deadline());
     activate(r, p);
 }
 
 void UdpTransport::acked(Rank r, Peer &p, std::uint32_t ack, std::uint32_t sack, std::uint64_t now) {
     bool freed = false;
-    while (p.in_flight && seq_diff(p.out.front().seq, ack) <= 0) {
-        const Outbound &o = p.out.front();
-        if (o.tries == 1) rtt_sample(p, now - o.sent_ns);  // Karn: never from a retransmission
-        buffers_.put(o.bytes);
-        p.out.pop_front();
-        --p.in_flight;
+    const std::int64_t hole = p.tx.acked(ack, sack, now, [&](std::uint32_t) {
+        buffers_.put(p.out.pop_front().bytes);
         freed = true;
-    }
-    if (freed) p.waiting_since_ns = now;
-    if (sack && p.in_flight) {
-        const std::uint32_t front = p.out.front().seq;
-        for (unsigned i = 0; i < sack_bits; ++i) {
-            if (!(sack >> i & 1)) continue;
-            const std::uint32_t index = ack + 2 + i - front;
-            if (index < p.in_flight) p.out[index].sacked = true;
-        }
-        // The receiver has later datagrams but not this one: resend it
-        // now rather than at its timeout (once; then the timer rules).
-        Outbound &hole = p.out.front();
-        if (!hole.sacked && hole.tries == 1) stage(r, p, hole, now);
-    }
+    });
+    if (hole != common::reliable::Sender::no_resend) stage(r, p, static_cast<std::uint32_t>(hole));
     if (freed) window_fill(r, p, now);
 }
 
-void UdpTransport::rtt_sample(Peer &p, std::uint64_t sample) {
-    p.rto_ns = common::reliable::rtt_update(p.srtt_ns, p.rttvar_ns, sample, rto_min_ns_, rto_max_ns);
-}
-
 void UdpTransport::window_fill(Rank r, Peer &p, std::uint64_t now) {
-    while (p.in_flight < p.out.size() && p.in_flight < window_) {
-        Outbound &o = p.out[p.in_flight++];
-        p.waiting_bytes -= o.length;
-        if (p.in_flight == 1) p.waiting_since_ns = now;
-        stage(r, p, o, now);
+    while (p.waiting() && p.tx.window_open()) {
+        p.waiting_bytes -= p.out[p.tx.in_flight()].length;
+        stage(r, p, p.tx.sent(now));
     }
 }
 
-void UdpTransport::stage(Rank r, Peer &p, Outbound &o, std::uint64_t now) {
-    wire::ack_update(o.bytes, p.expected - 1, sack_of(p));
-    ack_carried(p);
-    if (o.tries++) ++counters_.retransmitted;
-    o.sent_ns = now;
-    if (now != unstamped) timer_due_ns_ = std::min(timer_due_ns_, now + timeout_of(p, o));
+void UdpTransport::stage(Rank r, Peer &p, std::uint32_t seq) {
+    const Outbound &o = p.out[seq - p.tx.oldest()];
+    wire::ack_update(o.bytes, p.rx.ack(), p.rx.sack());
+    p.rx.ack_carried();
+    timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
     tx_add(o.bytes, o.length, p);
     activate(r, p);
 }
@@ -442,23 +393,14 @@ void UdpTransport::timers(std::uint64_t now, bool quiescing, Rank &silent) {
     for (std::size_t i = 0; i < active_.size();) {
         const Rank r = active_[i];
         Peer &p = peers_[r];
-        for (std::size_t j = 0; j < p.in_flight; ++j) {
-            Outbound &o = p.out[j];
-            if (o.sacked) continue;
-            if (now - o.sent_ns >= timeout_of(p, o)) stage(r, p, o, now);
-            due = std::min(due, o.sent_ns + timeout_of(p, o));
+        if (p.tx.timers(now, [&](std::uint32_t seq) { stage(r, p, seq); }) && !silent_reported_) {
+            silent = r;
+            silent_reported_ = true;
         }
-        if (p.in_flight && !silent_reported_) {
-            const std::uint64_t since = std::max(p.heard_ns, p.waiting_since_ns);
-            if (now - since > peer_timeout_ns_) {
-                silent = r;
-                silent_reported_ = true;
-            }
-            due = std::min(due, since + peer_timeout_ns_ + 1);
-        }
-        if (p.ack_owed && (p.ack_now || quiescing || now >= p.ack_due_ns)) ack_send(r, p);
-        if (p.ack_owed) due = std::min(due, p.ack_due_ns);
-        if (p.out.empty() && !p.ack_owed) {
+        due = std::min(due, p.tx.next_due());
+        if (quiescing ? p.rx.ack_owed() : p.rx.ack_due(now)) ack_send(r, p);
+        due = std::min(due, p.rx.ack_deadline());
+        if (p.out.empty() && !p.rx.ack_owed()) {
             p.active = false;
             active_[i] = active_.back();
             active_.pop_back();
@@ -475,10 +417,10 @@ void UdpTransport::ack_send(Rank r, Peer &p) {
     h.secret = expect_.secret;
     h.source = setup().rank;
     h.dest = r;
-    h.ack = p.expected - 1;
-    h.sack = sack_of(p);
+    h.ack = p.rx.ack();
+    h.sack = p.rx.sack();
     const std::size_t n = wire::encode(h, nullptr, nullptr, 0, p.ack_datagram.data(), p.ack_datagram.size(), 0);
-    ack_carried(p);
+    p.rx.ack_carried();
     ++counters_.acks_sent;
     tx_add(p.ack_datagram.data(), n, p);
 }

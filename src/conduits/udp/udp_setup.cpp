@@ -96,11 +96,14 @@ Status UdpTransport::init_impl() {
     caps.needs_credits = true;  // a flood would overrun the peer's socket buffer
     caps.acknowledges = true;
 
-    window_ = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_WINDOW), 8, 1024));
-    ack_delay_ns_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_ACK_DELAY))) * 1000;
-    rto_min_ns_ = static_cast<std::uint64_t>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_RTO_MIN), 10, 1'000'000)) * 1000;
+    common::reliable::Config &c = protocol_;
+    c.window = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_WINDOW), 8, 1024));
+    c.ack_delay_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_ACK_DELAY))) * 1000;
+    c.rto_min_ns = static_cast<std::uint64_t>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_RTO_MIN), 10, 1'000'000)) * 1000;
+    c.rto_max_ns = rto_max_ns;
+    c.rto_initial_ns = 10'000'000;  // before any round trip is measured (at least rto_min)
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::UDP_PEER_TIMEOUT));
-    peer_timeout_ns_ = static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
+    c.peer_timeout_ns = static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
 
     bool one_host = true;
     for (std::uint32_t h : s.host_of) one_host &= h == s.host_of[s.rank];
@@ -144,12 +147,14 @@ Status UdpTransport::init_impl() {
         return base::report(Status::bootstrap, op, "check that every rank started", "broadcast of the job secret failed");
     std::memcpy(&expect_.secret, secret.data(), 8);
 
-    const AddressRecord record{mine.sin_addr.s_addr, mine.sin_port, send_port, static_cast<std::uint32_t>(mtu), window_};
+    const AddressRecord record{mine.sin_addr.s_addr, mine.sin_port, send_port, static_cast<std::uint32_t>(mtu), c.window};
     std::vector<std::string> all;
     if (!s.bootstrap->allgather(&record, sizeof record, all))
         return base::report(Status::bootstrap, op, "check that every rank started", "allgather of udp addresses failed");
     peers_ = std::vector<Peer>(s.size);
-    recv_window_ = window_;
+    // Ahead of what it expects, a receiver holds as many datagrams as the
+    // largest window of a peer sends.
+    c.recv_window = c.window;
     std::uint32_t path_mtu = static_cast<std::uint32_t>(mtu);
     for (Rank r : s.peers) {
         AddressRecord theirs{};
@@ -163,9 +168,12 @@ Status UdpTransport::init_impl() {
         p.address.sin_port = theirs.port;
         p.send_port = theirs.send_port;
         p.reachable = true;
-        p.rto_ns = std::max(rto_min_ns_, std::uint64_t{10'000'000});  // before any round trip is measured
-        recv_window_ = std::max(recv_window_, theirs.window);
+        c.recv_window = std::max(c.recv_window, theirs.window);
         if (!mtu_given) path_mtu = std::min(path_mtu, theirs.mtu);
+    }
+    for (Rank r : s.peers) {
+        peers_[r].tx = common::reliable::Sender(c);
+        peers_[r].rx = common::reliable::Receiver(c);
     }
     in_ = RxSocket{fd_};
     if (peer_socket) peer_socket_open(s.peers[0], mine);
@@ -183,13 +191,17 @@ Status UdpTransport::init_impl() {
     }
     datagram_max_ = std::min<std::size_t>(path_mtu - ip_udp_header_bytes, wire::max_datagram);
     buffers_.configure(datagram_max_);
+    // A Get's reply of this size is one datagram: no reassembly copy, and
+    // on loopback (64 KiB datagrams) a quarter of the requests smp's 16 KiB
+    // Medium would take.
+    caps.max_packet_medium = std::min(max_medium_bytes, datagram_max_ - wire::encoded_size(true, wire::max_args, 0));
     for (auto &b : rx_) b = buffers_.get();
     expect_.me = s.rank;
     const bool to_myself = std::find(s.peers.begin(), s.peers.end(), s.rank) != s.peers.end();
     expect_.refused_source = to_myself ? ~0u : s.rank;
     expect_.size = s.size;
     expect_.max_message = static_cast<std::uint32_t>(std::max(max_medium_bytes, max_long_bytes));
-    queue_limit_ = std::max<std::size_t>(2 * max_long_bytes, std::size_t{window_} * datagram_max_);
+    queue_limit_ = std::max<std::size_t>(2 * max_long_bytes, std::size_t{c.window} * datagram_max_);
 
     // With same-host peers on another conduit, a poll that finds nothing
     // here makes the next ones skip the socket (up to 63 of them): their
@@ -199,7 +211,7 @@ Status UdpTransport::init_impl() {
     for (Rank r = 0; r < s.size; ++r)
         if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
     stride_.store(1, std::memory_order_relaxed);
-    base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, window_);
+    base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, c.window);
     return Status::ok;
 }
 
@@ -388,11 +400,13 @@ void UdpTransport::stats_print() {
     std::string drops;
     for (std::size_t i = 1; i < wire::drop_reasons; ++i)
         drops += std::string(wire::drop_name(static_cast<wire::Drop>(i))) + " " + std::to_string(counters_.wire[i]) + ", ";
+    std::uint64_t retransmitted = 0;
+    for (const Peer &p : peers_) retransmitted += p.tx.retransmitted();
     std::fprintf(stderr,
                  "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu), "
                  "received %llu; dropped: %saddress %llu (checked by %s), duplicate %llu, beyond window %llu\n",
                  setup().rank, static_cast<unsigned long long>(counters_.sent),
-                 static_cast<unsigned long long>(counters_.retransmitted),
+                 static_cast<unsigned long long>(retransmitted),
                  static_cast<unsigned long long>(counters_.acks_sent),
                  static_cast<unsigned long long>(counters_.send_errors),
                  static_cast<unsigned long long>(counters_.received), drops.c_str(),
@@ -400,10 +414,12 @@ void UdpTransport::stats_print() {
                  aside_.fd >= 0 ? "a connected socket and Sluice" : in_.filter ? "the kernel's filter" : "Sluice",
                  static_cast<unsigned long long>(counters_.duplicate),
                  static_cast<unsigned long long>(counters_.window));
-    for (Rank r = 0; r < peers_.size(); ++r)
-        if (peers_[r].reachable && peers_[r].srtt_ns)
+    for (Rank r = 0; r < peers_.size(); ++r) {
+        const common::reliable::Sender &tx = peers_[r].tx;
+        if (peers_[r].reachable && tx.srtt_ns())
             std::fprintf(stderr, "sluice[rank %u] udp: to rank %u: round trip %.1f us (+- %.1f), retransmission timeout %.1f us\n",
-                         setup().rank, r, peers_[r].srtt_ns / 1e3, peers_[r].rttvar_ns / 1e3, peers_[r].rto_ns / 1e3);
+                         setup().rank, r, tx.srtt_ns() / 1e3, tx.rttvar_ns() / 1e3, tx.rto_ns() / 1e3);
+    }
 }
 
 } // namespace detail

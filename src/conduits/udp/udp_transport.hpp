@@ -1,7 +1,9 @@
 // src/conduits/udp/udp_transport.hpp - the udp conduit's transport class,
-// its per-peer state and its lock, shared by udp.cpp (the protocol: send,
-// receive, acks, timers, delivery) and udp_setup.cpp (sockets, addresses,
-// init, finalize, counters).  README.md has the design.
+// its per-peer state and its lock, shared by udp.cpp (the protocol's
+// datagrams: send, receive, acks, timers, delivery) and udp_setup.cpp
+// (sockets, addresses, init, finalize, counters).  The protocol's state and
+// rules are the kit's reliable::Sender and reliable::Receiver, one of each
+// per peer; udp keeps the datagrams they number.  README.md has the design.
 //
 // Locking: `lock_` covers the sockets, every peer's state and the buffers.
 // Handlers run outside it, on one thread at a time (`deliver_flag_`), in
@@ -33,16 +35,12 @@ constexpr unsigned batch = 32;                   // datagrams per recvmmsg / sen
 constexpr std::size_t max_medium_bytes = 65536;
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::uint64_t rto_max_ns = 200'000'000;
-// The time of a datagram send_impl stages before reading the clock.
-constexpr std::uint64_t unstamped = 0;
-// The protocol's numbers and rules are the kit's (reliable.hpp): sequence
-// numbers start 1024 short of their wrap, as Linux starts its jiffies 5
-// minutes short of theirs, so every job that sends a peer more than 1024
-// datagrams crosses it, and are compared by signed distance.
-using common::reliable::first_seq;
+// The protocol is the kit's (reliable.hpp): sequence numbers start 1024
+// short of their wrap, as Linux starts its jiffies 5 minutes short of
+// theirs, so every job that sends a peer more than 1024 datagrams crosses
+// it.  A datagram send_impl sends before reading the clock goes unstamped.
 using common::reliable::no_deadline;
-using common::reliable::sack_bits;
-using common::reliable::seq_diff;
+using common::reliable::unstamped;
 constexpr unsigned ip_udp_header_bytes = 28;
 // The length receive() gives a datagram the source filter emptied.
 constexpr std::size_t from_stranger = ~std::size_t{0};
@@ -102,14 +100,11 @@ private:
     bool taken_;
 };
 
-// A datagram I sent (or will send when the window has room) to a peer.
+// A datagram I sent (or will send when the window has room) to a peer:
+// its number, times and tries are the peer's Sender's.
 struct Outbound {
     std::uint8_t *bytes = nullptr;
     std::uint32_t length = 0;
-    std::uint32_t seq = 0;
-    std::uint64_t sent_ns = 0;  // last transmission
-    std::uint16_t tries = 0;    // transmissions so far
-    bool sacked = false;        // the receiver has it (selective ack); not yet freed
 };
 
 // A datagram received in order (or early), waiting for its handler.
@@ -127,28 +122,22 @@ struct Peer {
     bool connect_tried = false;
     bool reachable = false;  // routed over this transport
     bool active = false;     // in UdpTransport::active_
-    // sending
-    std::uint32_t next_seq = first_seq;
-    Fifo<Outbound> out;             // [0, in_flight) sent and unacknowledged, then waiting for the window
-    std::size_t in_flight = 0;
-    std::size_t waiting_bytes = 0;  // bytes of out beyond in_flight
-    std::uint64_t waiting_since_ns = 0;  // in_flight became non-zero, or an ack last freed some
-    std::uint64_t heard_ns = 0;          // a valid datagram last came from the peer
-    std::uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
-    // receiving
-    std::uint32_t expected = first_seq;  // next sequence number accepted in order
-    std::vector<Received> early;    // held out of order (early_slot; allocated on first use)
-    std::size_t early_count = 0;
-    bool ack_owed = false;          // received data not yet acknowledged
-    bool ack_now = false;           // acknowledge at the next flush (a hole, a duplicate, a probe)
-    std::uint64_t ack_due_ns = 0;
-    unsigned ack_pending = 0;       // datagrams received since the last ack
+    // sending: out's first tx.in_flight() datagrams are in flight,
+    // numbered from tx.oldest(); the rest wait for the window
+    common::reliable::Sender tx;
+    Fifo<Outbound> out;
+    std::size_t waiting_bytes = 0;  // bytes of out beyond those in flight
+    std::size_t waiting() const { return out.size() - tx.in_flight(); }
+    // receiving: the datagrams rx holds early (early_slot; allocated on first use)
+    common::reliable::Receiver rx;
+    std::vector<Received> early;
     std::array<std::uint8_t, wire::header_bytes> ack_datagram{};
     common::Reassembly assembly;  // the message whose fragments are arriving; only under the delivery flag
 };
 
+// Retransmissions are the Senders' (reliable::Sender::retransmitted).
 struct Counters {
-    std::uint64_t sent = 0, retransmitted = 0, acks_sent = 0, received = 0, send_errors = 0;
+    std::uint64_t sent = 0, acks_sent = 0, received = 0, send_errors = 0;
     std::uint64_t wire[wire::drop_reasons] = {};
     std::uint64_t address = 0, duplicate = 0, window = 0;
 };
@@ -346,47 +335,24 @@ private:
     // taken in now.
     void ack_deferred_apply();
 
-    void ack_owe(Rank r, Peer &p, std::uint64_t now, bool at_once);
+    // Under lock_: p.rx may owe an ack; its deadline joins the timers'.
+    void ack_owe(Rank r, Peer &p);
 
     // Under lock_: the peer's cumulative and selective ack.
     void acked(Rank r, Peer &p, std::uint32_t ack, std::uint32_t sack, std::uint64_t now);
 
-    void rtt_sample(Peer &p, std::uint64_t sample);
-
     // Under lock_: sends what the window allows.
     void window_fill(Rank r, Peer &p, std::uint64_t now);
 
-    // Under lock_: queues one data datagram for the next tx_flush, with the
-    // freshest ack (which then need not go alone).
-    void stage(Rank r, Peer &p, Outbound &o, std::uint64_t now);
+    // Under lock_: queues datagram `seq` (sent, or sent again: p.tx has
+    // counted it) for the next tx_flush, with the freshest ack (which then
+    // need not go alone).
+    void stage(Rank r, Peer &p, std::uint32_t seq);
 
-    // A datagram on its way to `p` carries the ack of all it has sent me.
-    static void ack_carried(Peer &p) {
-        p.ack_owed = p.ack_now = false;
-        p.ack_pending = 0;
-    }
-
-    // How long `o` waits for its ack before it is sent again.
-    std::uint64_t timeout_of(const Peer &p, const Outbound &o) const {
-        return std::min(p.rto_ns << std::min<unsigned>(o.tries - 1, 16), rto_max_ns);
-    }
-
-    std::uint32_t sack_of(const Peer &p) const {
-        if (!p.early_count) return 0;
-        std::uint32_t bits = 0;
-        for (unsigned i = 0; i < sack_bits && i + 1 < recv_window_; ++i) {
-            const Received &slot = early_slot(p, p.expected + 1 + i);
-            if (slot.buffer && slot.datagram.header.seq == p.expected + 1 + i) bits |= 1u << i;
-        }
-        return bits;
-    }
-
-    // Where datagram `seq` waits while it is early: a power-of-two array,
-    // so that consecutive numbers take consecutive slots across the wrap.
-    // (One body for a Peer and a const Peer.)
-    template <class P> static auto early_slot(P &p, std::uint32_t seq) -> decltype(p.early[0]) {
-        return p.early[seq & (p.early.size() - 1)];
-    }
+    // Where datagram `seq` waits while it is early: a power-of-two array
+    // as large as p.rx's, so that consecutive numbers take consecutive
+    // slots across the wrap.
+    static Received &early_slot(Peer &p, std::uint32_t seq) { return p.early[seq & (p.early.size() - 1)]; }
 
     void activate(Rank r, Peer &p) {
         if (p.active) return;
@@ -448,8 +414,7 @@ private:
     wire::Expect expect_;
     std::size_t datagram_max_ = 0;
     std::size_t queue_limit_ = 0;
-    unsigned window_ = 64, recv_window_ = 64;
-    std::uint64_t ack_delay_ns_ = 0, rto_min_ns_ = 0, peer_timeout_ns_ = 0;
+    common::reliable::Config protocol_;  // every peer's Sender and Receiver, from the knobs
     double peer_timeout_s_ = 0;
     bool silent_reported_ = false;
     std::vector<Peer> peers_;
