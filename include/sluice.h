@@ -275,11 +275,16 @@ static inline char *sluice_mapped_view_(sluice_rank_t rank, const void *remote, 
     if (offset > p->size || length > p->size - offset) return 0;
     return (char *)((uintptr_t)p->view + offset);
 }
+/* The library's copy for SLUICE_COPY_BULK_MIN_ bytes and more, past the
+ * first-level cache, where it is faster than memcpy (src/rma/copy.cpp). */
+#define SLUICE_COPY_BULK_MIN_ ((size_t)32 * 1024)
+void sluice_copy_bulk_(void *to, const void *from, size_t length);
 /* memcpy, with the scalar sizes a program puts and gets most (a double, a
  * 64- or 32-bit integer) as single moves rather than a library call. */
 static inline void sluice_copy_(void *to, const void *from, size_t length) {
     if (length == 8) memcpy(to, from, 8);
     else if (length == 4) memcpy(to, from, 4);
+    else if (length >= SLUICE_COPY_BULK_MIN_) sluice_copy_bulk_(to, from, length);
     else memcpy(to, from, length);
 }
 static inline sluice_status_t sluice_put_inline_(sluice_rank_t rank, void *dest, const void *src,
