@@ -235,8 +235,9 @@ void sluice_exit(int code);
 
 /* ---- same-host Put/Get inlined (internal) ------------------------------- */
 /* A blocking sluice_put or sluice_get to a rank whose segment is mapped into
- * this process (a peer on the same host under the smp conduit) is a memcpy
- * inlined into the caller: after sluice_segment_attach the library publishes
+ * this process (a peer on the same host under the smp conduit) is a copy
+ * inlined into the caller (memcpy, or from SLUICE_COPY_BULK_MIN_ bytes the
+ * library's copy): after sluice_segment_attach the library publishes
  * where each such segment is mapped, and the inline code below checks the
  * rank, the null local buffer and the segment bounds before it copies.
  * Anything else (another rank, a bad argument, no segment yet, Sluice not

@@ -7,8 +7,9 @@
 // sizes with `rep movsb`, which moved 19 to 34 GB/s at 64 KiB depending on
 // where source and destination start within their pages; a loop of 32-byte
 // loads and destination-aligned 32-byte stores moved 35 to 38 GB/s on the
-// same buffers, and 11.7 to 12.1 against 10.3 to 11.8 GB/s at 4 MiB
-// (docs/performance.md, "Put and Get bandwidth").  Below 32 KiB glibc's own
+// same buffers, and 11.6 to 12.1 against 10.3 to 11.8 GB/s at 4 MiB
+// (docs/performance.md, "Put and Get bandwidth"); around 1 MiB it is the
+// slower, and memcpy copies there (below).  Below 32 KiB glibc's own
 // choice is the faster (114 against 71 GB/s at 16 KiB), so the header calls
 // memcpy there.  Non-temporal stores are not used: at 4 MiB both buffers
 // fit the last-level cache, and bypassing it would send the copy to memory.
@@ -72,9 +73,16 @@ CopyFn choose() {
 }
 const CopyFn bulk = choose();
 
+// Between these two sizes the copy spills out of the second-level cache
+// (1 MiB a core there) and glibc's rep movsb, which writes whole lines
+// without reading them first, is the faster: 17.5-18.2 against 11.3-12.6
+// GB/s at 1 MiB, equal at 512 KiB and 2 MiB; from 2 MiB the loop is level
+// or ahead again (Get at 4 MiB: 11.7-11.9 against 10.5-10.7 GB/s).
+constexpr std::size_t libc_from = 512 * 1024, libc_below = 2 * 1024 * 1024;
+
 } // namespace
 
 extern "C" void sluice_copy_bulk_(void *to, const void *from, size_t length) {
-    if (length < 64) std::memcpy(to, from, length);
+    if (length < 64 || (length >= libc_from && length < libc_below)) std::memcpy(to, from, length);
     else bulk(to, from, length);
 }
