@@ -235,8 +235,9 @@ void sluice_exit(int code);
 
 /* ---- same-host Put/Get inlined (internal) ------------------------------- */
 /* A blocking sluice_put or sluice_get to a rank whose segment is mapped into
- * this process (a peer on the same host under the smp conduit) is a memcpy
- * inlined into the caller: after sluice_segment_attach the library publishes
+ * this process (a peer on the same host under the smp conduit) is a copy
+ * inlined into the caller (memcpy, or from SLUICE_COPY_BULK_MIN_ bytes the
+ * library's copy): after sluice_segment_attach the library publishes
  * where each such segment is mapped, and the inline code below checks the
  * rank, the null local buffer and the segment bounds before it copies.
  * Anything else (another rank, a bad argument, no segment yet, Sluice not
@@ -250,8 +251,8 @@ void sluice_exit(int code);
  * part of the API: use sluice_put and sluice_get. */
 struct sluice_mapped_segment_ {
     uintptr_t base; /* the segment's address on its owner */
-    uintptr_t size;
-    char *view; /* where it is mapped here; null when it is not */
+    uintptr_t size; /* 0 when it is not mapped here */
+    char *view;     /* where it is mapped here; null when it is not */
 };
 struct sluice_mapped_ {
     const struct sluice_mapped_segment_ *peers; /* one per rank */
@@ -259,7 +260,12 @@ struct sluice_mapped_ {
 };
 extern struct sluice_mapped_ sluice_mapped_;
 
-/* Where `length` bytes at `remote` of `rank` are mapped here, or null. */
+/* Where `length` bytes at `remote` of `rank` are mapped here, or null.  It
+ * runs in the caller's loop, so it does no more than it must: a peer that
+ * is not mapped has size 0, and the bounds test then lets through only a
+ * zero length at offset 0, whose address (null + 0) is null as well; one
+ * test fewer than asking for the view separately (docs/performance.md,
+ * "8 B Put and Get"). */
 static inline char *sluice_mapped_view_(sluice_rank_t rank, const void *remote, const void *local,
                                         size_t length) {
     const struct sluice_mapped_segment_ *p;
@@ -267,14 +273,19 @@ static inline char *sluice_mapped_view_(sluice_rank_t rank, const void *remote, 
     if (rank >= sluice_mapped_.size || !local) return 0;
     p = &sluice_mapped_.peers[rank];
     offset = (uintptr_t)remote - p->base;
-    if (!p->view || offset > p->size || length > p->size - offset) return 0;
-    return p->view + offset;
+    if (offset > p->size || length > p->size - offset) return 0;
+    return (char *)((uintptr_t)p->view + offset);
 }
+/* The library's copy for SLUICE_COPY_BULK_MIN_ bytes and more, past the
+ * first-level cache, where it is faster than memcpy (src/rma/copy.cpp). */
+#define SLUICE_COPY_BULK_MIN_ ((size_t)32 * 1024)
+void sluice_copy_bulk_(void *to, const void *from, size_t length);
 /* memcpy, with the scalar sizes a program puts and gets most (a double, a
  * 64- or 32-bit integer) as single moves rather than a library call. */
 static inline void sluice_copy_(void *to, const void *from, size_t length) {
     if (length == 8) memcpy(to, from, 8);
     else if (length == 4) memcpy(to, from, 4);
+    else if (length >= SLUICE_COPY_BULK_MIN_) sluice_copy_bulk_(to, from, length);
     else memcpy(to, from, length);
 }
 static inline sluice_status_t sluice_put_inline_(sluice_rank_t rank, void *dest, const void *src,

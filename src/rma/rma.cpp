@@ -236,10 +236,13 @@ Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
 
 void RmaEngine::publish_mapped() {
 #ifndef SLUICE_DEBUG
+    // A peer whose segment is not mapped here keeps {0, 0, null}: the inline
+    // bounds test (<sluice.h>) relies on its size being 0.
     mapped_.assign(size_, sluice_mapped_segment_{});
     for (Rank r = 0; r < size_; ++r) {
         const am::SegmentTable::Entry &e = segments_->entries[r];
-        mapped_[r] = {static_cast<std::uintptr_t>(e.base), static_cast<std::uintptr_t>(e.size), native_ ? e.view : nullptr};
+        if (native_ && e.view)
+            mapped_[r] = {static_cast<std::uintptr_t>(e.base), static_cast<std::uintptr_t>(e.size), e.view};
     }
     sluice_mapped_ = {mapped_.data(), size_};
 #endif

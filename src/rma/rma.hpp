@@ -103,8 +103,8 @@ private:
     bool copy_mapped(bool put, Rank r, void *remote, void *local, std::size_t n) const {
         char *view = native_view(r, remote);
         if (!view) return false;
-        if (put) std::memcpy(view, local, n);
-        else std::memcpy(local, view, n);
+        if (put) sluice_copy_(view, local, n);
+        else sluice_copy_(local, view, n);
         return true;
     }
     Status check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const;

@@ -178,6 +178,13 @@ int case_bad(int, char **) {
         TERR(SLUICE_ERR_RANK, sluice_get_nbi(g.data, nranks, peer_base, 8));
         TCHECK(ev == reinterpret_cast<sluice_event_t>(0x1234), "event written on failure");
     }
+    // Zero lengths: valid at either end of the segment, refused at a null
+    // remote address (a peer that is not mapped here is published with size
+    // 0, which the inline bounds test lets through at offset 0 only).
+    TOK(sluice_put(peer, peer_base, g.data, 0));
+    TOK(sluice_get(g.data, peer, peer_base + peer_size, 0));
+    rma_outside(peer, nullptr, 0, SLUICE_ERR_ARGUMENT, "a null remote address, zero length");
+    rma_outside(peer, peer_base + peer_size + 1, 0, SLUICE_ERR_SEGMENT, "zero length past the end");
 
     // Unregistered handler, wrong category, wrong argument count.
     TERR(SLUICE_ERR_HANDLER, sluice_am_request_short(peer, h_unregistered, a2, 2));

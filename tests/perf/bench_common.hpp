@@ -32,14 +32,18 @@ inline constexpr std::size_t segment_bytes = largest_rma + 64 * kib;
 // RMA bandwidth loops issue this many operations between two syncs.
 inline constexpr int rma_window = 64;
 
-// Put/Get/memcpy sizes: powers of 4 from 8 B, plus 4 MiB (--all-sizes: every
-// power of 2 from 8 B to 4 MiB).
+// Put/Get/memcpy sizes: powers of 4 from 8 B, plus 64 KiB and 4 MiB, the
+// sizes of issue 28's bandwidth targets (--all-sizes: every power of 2 from
+// 8 B to 4 MiB).
+inline constexpr std::size_t rma_target_size = 64 * kib;
 inline std::vector<std::size_t> rma_sizes(bool all_sizes) {
     std::vector<std::size_t> v;
     for (std::size_t s = 8; s <= largest_rma; s *= all_sizes ? 2 : 4)
         v.push_back(s);
-    if (v.back() != largest_rma)
-        v.push_back(largest_rma);
+    for (std::size_t s : {rma_target_size, largest_rma})
+        if (std::find(v.begin(), v.end(), s) == v.end())
+            v.push_back(s);
+    std::sort(v.begin(), v.end());
     return v;
 }
 

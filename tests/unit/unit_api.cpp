@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -104,4 +107,35 @@ TEST_F(BeforeInit, CppWrappersGiveNeutralValuesOnFailure) {
     EXPECT_EQ(s.base, nullptr);
     EXPECT_EQ(s.size, 0u);
     EXPECT_TRUE(sluice::host_ranks().empty());
+}
+
+// The copy of large same-host Puts and Gets (src/rma/copy.cpp): every byte
+// of the range at every mutual alignment of source and destination, and not
+// one byte either side of it, at lengths around its vector width, its
+// four-vector round, the size the header hands it from, and either side of
+// the sizes it leaves to memcpy.
+TEST(BulkCopy, CopiesExactlyTheRangeAtEveryAlignment) {
+    constexpr std::size_t guard = 64;
+    const std::size_t base = SLUICE_COPY_BULK_MIN_;
+    const std::size_t lengths[] = {0, 1, 31, 63, 64, 65, 95, 96, 127, 128, 129, 161, 4096 + 33,
+                                   base - 1, base, base + 1, base + 127, 3 * base + 45,
+                                   512 * 1024 + 3, 2 * 1024 * 1024 + 35};
+    std::vector<unsigned char> src(2 * 1024 * 1024 + 256 + 2 * guard), dst(src.size());
+    for (std::size_t i = 0; i < src.size(); ++i)
+        src[i] = static_cast<unsigned char>(i * 131 + 7);
+    for (std::size_t n : lengths)
+        for (std::size_t from : {0, 1, 8, 16, 31, 32, 63})
+            for (std::size_t to : {0, 1, 15, 16, 17, 32, 48}) {
+                const std::size_t span = guard + to + n + guard; // the range and a guard each side
+                std::fill(dst.begin(), dst.begin() + span, 0xEE);
+                sluice_copy_bulk_(dst.data() + guard + to, src.data() + guard + from, n);
+                std::size_t bad = SIZE_MAX;
+                for (std::size_t i = 0; i < span && bad == SIZE_MAX; ++i) {
+                    const bool inside = i >= guard + to && i < guard + to + n;
+                    const unsigned char want = inside ? src[i - to + from] : 0xEE;
+                    if (dst[i] != want) bad = i;
+                }
+                ASSERT_EQ(bad, SIZE_MAX) << n << " bytes from offset " << from << " to offset " << to
+                                         << ": wrong byte at " << bad;
+            }
 }
