@@ -45,6 +45,7 @@ conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, st
     out.header.dest_addr = reinterpret_cast<std::uint64_t>(m.dest_addr);
     out.args = m.args;
     out.payload = m.payload;
+    out.payload_stable = m.payload_stable;
     return out;
 }
 

@@ -86,6 +86,7 @@ struct Send {
     const void *payload = nullptr;
     std::size_t length = 0;
     void *dest_addr = nullptr;
+    bool payload_stable = false;  // conduit::AmMessage::payload_stable
 };
 
 // The conduit message for `m` from `source`.

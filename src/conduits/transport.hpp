@@ -45,11 +45,17 @@ struct AmHeader {
 };
 
 // An outgoing message.  Medium and Long payloads are read from `payload`
-// during the send call only.
+// during the send call only, unless `payload_stable`: the sender promises
+// the bytes stay readable (and whatever they hold is what may be sent)
+// until the transport has finished with the message, so a conduit that
+// keeps messages for retransmission may send and resend them from there
+// instead of copying them (udp, for a reference Get's replies, which read
+// the segment).  Other conduits ignore it.
 struct AmMessage {
     AmHeader header;
     const std::uint32_t *args = nullptr;
     const void *payload = nullptr;
+    bool payload_stable = false;
 };
 
 // Called by a conduit's poll for every arriving message.  `payload` is the

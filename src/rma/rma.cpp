@@ -51,6 +51,10 @@ void on_get(sluice_token_t token, void *, std::size_t, const std::uint32_t *args
     data.handler = am::sys_get_reply;
     data.payload = join<const char>(args[0], args[1]);
     data.length = args[2];
+    // Segment memory, readable until finalize: a conduit may resend from
+    // it rather than copy it (udp).  A resend reads the bytes again while
+    // the Get is still incomplete at the issuer, and so within the Get.
+    data.payload_stable = true;
     data.args = args + 3;
     data.nargs = 4;
     (void)rma_am->system_reply(token, data);

@@ -61,7 +61,7 @@ Status UdpTransport::send_impl(Rank peer, const AmMessage &m) {
     am.credit = (h.flags & am_flag_credit) ? h.credit : 0;
     am.dest_addr = h.category == AmCategory::long_ ? h.dest_addr : 0;
     std::copy(m.args, m.args + h.nargs, am.args);
-    return send_am(peer, am, static_cast<const std::uint8_t *>(m.payload), total);
+    return send_am(peer, am, static_cast<const std::uint8_t *>(m.payload), total, m.payload_stable && total);
 }
 
 Status UdpTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit, const std::uint32_t *args, unsigned nargs) {
@@ -71,10 +71,10 @@ Status UdpTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8
     am.flags = flags;
     am.credit = credit;
     std::copy(args, args + nargs, am.args);
-    return send_am(peer, am, nullptr, 0);
+    return send_am(peer, am, nullptr, 0, false);
 }
 
-Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total) {
+Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total, bool stable) {
     Peer &p = peers_[peer];
     Guard g(lock_);
     // Refused (the caller polls and retries) once a window of datagrams
@@ -93,7 +93,7 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
     const unsigned nargs = am.nargs;
     if (p.waiting() == 0 && p.tx.window_open() && tx_count_ == 0 &&
         total <= datagram_max_ - wire::encoded_size(true, nargs, 0))
-        return send_alone(peer, p, w, am, payload, total);
+        return send_alone(peer, p, w, am, payload, total, stable);
     // Numbered as they will leave: after those waiting for the window.
     std::uint32_t seq = p.tx.next_seq() + static_cast<std::uint32_t>(p.waiting());
     std::size_t offset = 0;
@@ -104,10 +104,17 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
         w.seq = seq++;
         w.fragment_offset = static_cast<std::uint32_t>(offset);
         std::uint8_t *buf = buffers_.get();
-        const std::size_t length =
-            wire::encode(w, first ? &am : nullptr, payload + offset, n, buf, datagram_max_, expect_.max_message);
-        p.out.push_back(Outbound{buf, static_cast<std::uint32_t>(length)});
-        p.waiting_bytes += length;
+        const wire::Am *section = first ? &am : nullptr;
+        Outbound o{buf, 0};
+        if (stable) {
+            o.length = static_cast<std::uint32_t>(wire::encode_head(w, section, n, buf, datagram_max_, expect_.max_message));
+            o.tail = payload + offset;
+            o.tail_length = static_cast<std::uint32_t>(n);
+        } else {
+            o.length = static_cast<std::uint32_t>(wire::encode(w, section, payload + offset, n, buf, datagram_max_, expect_.max_message));
+        }
+        p.out.push_back(o);
+        p.waiting_bytes += o.size();
         offset += n;
     } while (offset < total);
     // A handler this thread's poll runs (a reply, most often) sends
@@ -129,18 +136,26 @@ Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *
     return Status::ok;
 }
 
-Status UdpTransport::send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload, std::size_t n) {
+Status UdpTransport::send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload, std::size_t n,
+                                bool stable) {
     w.seq = p.tx.next_seq();
     w.ack = p.rx.ack();
     w.sack = p.rx.sack();
-    std::uint8_t *buf = buffers_.get();
     // Built from a message src/am checked, to fit (send_impl): no checks.
-    const auto length = static_cast<std::uint32_t>(wire::write(w, &am, payload, n, buf));
+    Outbound o{buffers_.get(), 0};
+    if (stable) {
+        o.length = static_cast<std::uint32_t>(wire::write_head(w, &am, n, o.bytes));
+        o.tail = payload;
+        o.tail_length = static_cast<std::uint32_t>(n);
+    } else {
+        o.length = static_cast<std::uint32_t>(wire::write(w, &am, payload, n, o.bytes));
+    }
     p.rx.ack_carried();
     if (!p.connect_tried) connect_peer(p, -1);
-    transmit(buf, length, p.fd, &p.address);
+    transmit(o.bytes, o.length, p.fd, &p.address, o.tail, o.tail_length);
+    counters_.in_place += stable;
     p.tx.sent(delivering_ && poll_now_ ? poll_now_ : base::now_ns());
-    p.out.push_back(Outbound{buf, length});
+    p.out.push_back(o);
     timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
     activate(r, p);
     return Status::ok;
@@ -374,7 +389,7 @@ void UdpTransport::acked(Rank r, Peer &p, std::uint32_t ack, std::uint32_t sack,
 
 void UdpTransport::window_fill(Rank r, Peer &p, std::uint64_t now) {
     while (p.waiting() && p.tx.window_open()) {
-        p.waiting_bytes -= p.out[p.tx.in_flight()].length;
+        p.waiting_bytes -= p.out[p.tx.in_flight()].size();
         stage(r, p, p.tx.sent(now));
     }
 }
@@ -384,7 +399,7 @@ void UdpTransport::stage(Rank r, Peer &p, std::uint32_t seq) {
     wire::ack_update(o.bytes, p.rx.ack(), p.rx.sack());
     p.rx.ack_carried();
     timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
-    tx_add(o.bytes, o.length, p);
+    tx_add(o.bytes, o.length, p, o.tail, o.tail_length);
     activate(r, p);
 }
 
@@ -425,10 +440,11 @@ void UdpTransport::ack_send(Rank r, Peer &p) {
     tx_add(p.ack_datagram.data(), n, p);
 }
 
-void UdpTransport::tx_add(std::uint8_t *bytes, std::size_t n, Peer &p) {
+void UdpTransport::tx_add(std::uint8_t *bytes, std::size_t n, Peer &p, const std::uint8_t *tail, std::size_t tail_length) {
     if (!p.connect_tried) connect_peer(p, -1);
     if (tx_count_ == batch) tx_flush();
-    tx_[tx_count_++] = Staged{bytes, n, &p.address, p.fd};
+    tx_[tx_count_++] = Staged{bytes, n, &p.address, p.fd, tail, tail_length};
+    counters_.in_place += tail_length != 0;
 }
 
 void UdpTransport::tx_flush() {
@@ -442,19 +458,22 @@ void UdpTransport::tx_flush() {
 
 void UdpTransport::tx_send(unsigned first, unsigned end) {
     if (end - first == 1) {
-        transmit(tx_[first].bytes, tx_[first].length, tx_[first].fd, tx_[first].to);
+        const Staged &s = tx_[first];
+        transmit(s.bytes, s.length, s.fd, s.to, s.tail, s.tail_length);
         return;
     }
     const bool connected = tx_[first].fd >= 0;
     mmsghdr msgs[batch];
-    iovec iov[batch];
+    iovec iov[batch][2];
     for (unsigned i = first; i < end; ++i) {
-        iov[i] = {tx_[i].bytes, tx_[i].length};
+        // sendmsg only reads the iovecs' bytes.
+        iov[i][0] = {tx_[i].bytes, tx_[i].length};
+        iov[i][1] = {const_cast<std::uint8_t *>(tx_[i].tail), tx_[i].tail_length};
         msgs[i] = {};
         msgs[i].msg_hdr.msg_name = connected ? nullptr : tx_[i].to;
         msgs[i].msg_hdr.msg_namelen = connected ? 0 : sizeof(sockaddr_in);
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_iov = iov[i];
+        msgs[i].msg_hdr.msg_iovlen = tx_[i].tail_length ? 2 : 1;
     }
     for (unsigned done = first; done < end;) {
         in_socket_call = true;
@@ -470,11 +489,13 @@ void UdpTransport::tx_send(unsigned first, unsigned end) {
     }
 }
 
-void UdpTransport::transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to) {
+void UdpTransport::transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to,
+                            const std::uint8_t *tail, std::size_t tail_length) {
     for (;;) {
         in_socket_call = true;
-        const ssize_t n = fd >= 0 ? ::send(fd, bytes, length, 0)
-                                  : ::sendto(fd_, bytes, length, 0, reinterpret_cast<const sockaddr *>(to), sizeof *to);
+        const ssize_t n = tail_length ? transmit_gathered(bytes, length, fd, to, tail, tail_length)
+                        : fd >= 0     ? ::send(fd, bytes, length, 0)
+                                      : ::sendto(fd_, bytes, length, 0, reinterpret_cast<const sockaddr *>(to), sizeof *to);
         in_socket_call = false;
         if (n >= 0) {
             ++counters_.sent;
@@ -485,6 +506,18 @@ void UdpTransport::transmit(const std::uint8_t *bytes, std::size_t length, int f
             return;
         }
     }
+}
+
+ssize_t UdpTransport::transmit_gathered(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to,
+                                        const std::uint8_t *tail, std::size_t tail_length) {
+    // sendmsg only reads the iovecs' bytes and the address.
+    iovec iov[2] = {{const_cast<std::uint8_t *>(bytes), length}, {const_cast<std::uint8_t *>(tail), tail_length}};
+    msghdr m{};
+    m.msg_name = fd >= 0 ? nullptr : const_cast<sockaddr_in *>(to);
+    m.msg_namelen = fd >= 0 ? 0 : sizeof *to;
+    m.msg_iov = iov;
+    m.msg_iovlen = 2;
+    return ::sendmsg(fd >= 0 ? fd : fd_, &m, 0);
 }
 
 int UdpTransport::deliver_ready() {

@@ -403,12 +403,14 @@ void UdpTransport::stats_print() {
     std::uint64_t retransmitted = 0;
     for (const Peer &p : peers_) retransmitted += p.tx.retransmitted();
     std::fprintf(stderr,
-                 "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu), "
+                 "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu, "
+                 "payload sent in place %llu), "
                  "received %llu; dropped: %saddress %llu (checked by %s), duplicate %llu, beyond window %llu\n",
                  setup().rank, static_cast<unsigned long long>(counters_.sent),
                  static_cast<unsigned long long>(retransmitted),
                  static_cast<unsigned long long>(counters_.acks_sent),
                  static_cast<unsigned long long>(counters_.send_errors),
+                 static_cast<unsigned long long>(counters_.in_place),
                  static_cast<unsigned long long>(counters_.received), drops.c_str(),
                  static_cast<unsigned long long>(counters_.address),
                  aside_.fd >= 0 ? "a connected socket and Sluice" : in_.filter ? "the kernel's filter" : "Sluice",

@@ -101,10 +101,18 @@ private:
 };
 
 // A datagram I sent (or will send when the window has room) to a peer:
-// its number, times and tries are the peer's Sender's.
+// its number, times and tries are the peer's Sender's.  `bytes` is a
+// buffer of the pool; a message whose payload is stable memory
+// (AmMessage::payload_stable: a reference Get's reply, read from the
+// segment) keeps there only its header and AM section, and its payload
+// bytes, `tail`, are sent (and resent) from where they lie, as a second
+// iovec: no copy into the buffer (README, "Zero-copy Get replies").
 struct Outbound {
     std::uint8_t *bytes = nullptr;
     std::uint32_t length = 0;
+    const std::uint8_t *tail = nullptr;
+    std::uint32_t tail_length = 0;
+    std::size_t size() const { return std::size_t{length} + tail_length; }
 };
 
 // A datagram received in order (or early), waiting for its handler.
@@ -136,8 +144,10 @@ struct Peer {
 };
 
 // Retransmissions are the Senders' (reliable::Sender::retransmitted).
+// in_place: datagrams (sends and resends) whose payload went out from where
+// it lies (Outbound::tail).
 struct Counters {
-    std::uint64_t sent = 0, acks_sent = 0, received = 0, send_errors = 0;
+    std::uint64_t sent = 0, acks_sent = 0, received = 0, send_errors = 0, in_place = 0;
     std::uint64_t wire[wire::drop_reasons] = {};
     std::uint64_t address = 0, duplicate = 0, window = 0;
 };
@@ -184,15 +194,17 @@ protected:
     // A round trip's message: src/am checked it (at most 16 arguments).
     Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit, const std::uint32_t *args, unsigned nargs) override;
 
-    // A message of `total` payload bytes with its AM section, checked.
-    Status send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total);
+    // A message of `total` payload bytes with its AM section, checked;
+    // `stable`: the payload is sent from where it lies (Outbound::tail).
+    Status send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total, bool stable);
 
     // Under lock_: a message of one datagram, with the window open and
     // nothing waiting or staged ahead of it (a round trip's request or
     // reply).  It leaves at once with the freshest ack, through its own
     // system call, and its bookkeeping follows it off the latency path.
     // The clock is the one send_impl would stamp it with.
-    Status send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload, std::size_t n);
+    Status send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am &am, const std::uint8_t *payload, std::size_t n,
+                      bool stable);
 
     // A poll for replies only (a reply waiting for room on some transport)
     // runs no handler here: room on udp comes back with acks alone, and a
@@ -366,7 +378,7 @@ private:
 
     void ack_send(Rank r, Peer &p);
 
-    void tx_add(std::uint8_t *bytes, std::size_t n, Peer &p);
+    void tx_add(std::uint8_t *bytes, std::size_t n, Peer &p, const std::uint8_t *tail = nullptr, std::size_t tail_length = 0);
 
     // Under lock_: sends what was staged, one system call for each run of
     // datagrams that leave through the same socket.  A datagram the kernel
@@ -380,8 +392,13 @@ private:
     void tx_send(unsigned first, unsigned end);
 
     // Under lock_: one datagram through `fd` (a peer's connected socket) or,
-    // when it is -1, through the receiving socket to `to`.
-    void transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to);
+    // when it is -1, through the receiving socket to `to`: `length` bytes,
+    // then `tail_length` more from `tail` (Outbound::tail).
+    void transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to,
+                  const std::uint8_t *tail = nullptr, std::size_t tail_length = 0);
+    // transmit()'s one try of a datagram with a tail: a sendmsg of two iovecs.
+    ssize_t transmit_gathered(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to,
+                              const std::uint8_t *tail, std::size_t tail_length);
 
     // Runs the handlers of datagrams received in order, a batch at most,
     // on one thread at a time and never nested in a handler.
@@ -404,6 +421,8 @@ private:
         std::size_t length;
         sockaddr_in *to;
         int fd;  // the peer's connected socket, or -1
+        const std::uint8_t *tail;  // Outbound::tail
+        std::size_t tail_length;
     };
 
     Lock lock_;

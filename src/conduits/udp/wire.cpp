@@ -241,11 +241,23 @@ std::size_t encode(const Header &h, const Am *am, const void *payload, std::size
     return write(h, am, payload, payload_length, buf);
 }
 
+std::size_t encode_head(const Header &h, const Am *am, std::size_t payload_length, std::uint8_t *buf,
+                        std::size_t capacity, std::uint32_t max_message) {
+    if (!encodable(h, am, payload_length, capacity, max_message)) return 0;
+    return write_head(h, am, payload_length, buf);
+}
+
 std::size_t write(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                   std::uint8_t *buf) {
+    const std::size_t used = write_head(h, am, payload_length, buf);
+    if (payload_length) std::memcpy(buf + used, payload, payload_length);
+    return used + payload_length;
+}
+
+std::size_t write_head(const Header &h, const Am *am, std::size_t payload_length, std::uint8_t *buf) {
     const bool has_am = am != nullptr;
     assert(encodable(h, am, payload_length, max_datagram, ~std::uint32_t{0}));  // --enable-debug builds
-    const std::size_t size = encoded_size(has_am, has_am ? am->nargs : 0, payload_length);
+    (void)payload_length;  // the header does not carry it: the datagram's size does
     // A word at a time: the header is six 64-bit words, the AM section's
     // fixed part two.
     store64(buf + at_magic, pair(magic, std::uint32_t{static_cast<std::uint8_t>(h.kind)} | (has_am ? bit_am : 0u) << 8));
@@ -264,8 +276,7 @@ std::size_t write(const Header &h, const Am *am, const void *payload, std::size_
         for (unsigned i = 0; i < am->nargs; ++i) store32(a + am_args + 4 * i, am->args[i]);
         used += am_fixed_bytes + 4u * am->nargs;
     }
-    if (payload_length) std::memcpy(buf + used, payload, payload_length);
-    return size;
+    return used;
 }
 
 void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack) {

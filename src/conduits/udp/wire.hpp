@@ -128,6 +128,17 @@ std::size_t encode(const Header &h, const Am *am, const void *payload, std::size
 std::size_t write(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                   std::uint8_t *buf);
 
+// The gathered form of encode() and write(), for a payload sent from where
+// it lies (a second iovec) rather than copied after the header: they write
+// only the header and AM section of a datagram whose `payload_length`
+// payload bytes follow them on the wire, and return how many bytes they
+// wrote (the datagram's size less payload_length; encode_head: 0 where
+// encode() returns 0).  The datagram is the header's bytes then the
+// payload's: exactly what encode() writes into one buffer.
+std::size_t encode_head(const Header &h, const Am *am, std::size_t payload_length, std::uint8_t *buf,
+                        std::size_t capacity, std::uint32_t max_message);
+std::size_t write_head(const Header &h, const Am *am, std::size_t payload_length, std::uint8_t *buf);
+
 // Rewrites the cumulative and selective ack of an encoded datagram, so a
 // retransmission carries what the sender knows now.
 void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack);

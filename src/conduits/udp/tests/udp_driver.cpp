@@ -109,18 +109,24 @@ INSTANTIATE_TEST_SUITE_P(Udp, UdpIntruders, ::testing::ValuesIn(over_udp()), con
 // nbi-get's 16 Gets of 4 MiB at the largest datagram (65507 bytes) take
 // 16 x 65 replies of 65379 bytes, where smp's 16 KiB Medium (the job's,
 // beside smp) took 4096 and a 64 KiB Medium (udp alone) 2048 datagrams.  Rank 1's counters
-// show it: data datagrams are those sent less the acks alone.
+// show it: data datagrams are those sent less the acks alone.  Each goes
+// out with its payload read in place from the segment, not copied into
+// the datagram (AmMessage::payload_stable), which the in-place count shows.
 class UdpGetReplies : public UdpIntruders {};
 TEST_P(UdpGetReplies, OneDatagramEach) {
     JobResult r = run({"nbi-get", "16", "4194304"}, 120, {{"SLUICE_UDP_STATS", "1"}, {"SLUICE_UDP_MTU", "65535"}});
     expect_success(r);
     EXPECT_NE(r.out.find("PASS nbi-get"), std::string::npos) << r.describe();
     std::smatch m;
-    const std::regex counters("sluice\\[rank 1\\] udp: sent ([0-9]+) \\(retransmitted ([0-9]+), acks alone ([0-9]+),");
+    const std::regex counters("sluice\\[rank 1\\] udp: sent ([0-9]+) \\(retransmitted ([0-9]+), acks alone ([0-9]+), "
+                              "refused by the kernel [0-9]+, payload sent in place ([0-9]+)\\)");
     ASSERT_TRUE(std::regex_search(r.err, m, counters)) << r.describe();
     const long data = std::stol(m[1]) - std::stol(m[3]);
     EXPECT_GE(data, 16 * 65) << r.describe();
     EXPECT_LE(data, 16 * 65 + std::stol(m[2]) + 16) << "Get replies of more than one datagram\n" << r.describe();
+    const long in_place = std::stol(m[4]);
+    EXPECT_GE(in_place, 16 * 65) << "Get replies copied into their datagrams\n" << r.describe();
+    EXPECT_LE(in_place, data) << r.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Udp, UdpGetReplies, ::testing::ValuesIn(over_udp()), config_name);
 

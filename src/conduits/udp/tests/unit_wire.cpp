@@ -381,6 +381,39 @@ TEST(UdpWire, WriteMakesEncodesBytes) {
     }
 }
 
+// The gathered form (a Get reply's payload sent from the segment, udp.cpp):
+// the header that encode_head() and write_head() write, followed by the
+// payload, is exactly encode()'s datagram, and they write nothing past the
+// header; encode_head() refuses what encode() refuses (here a payload that
+// does not fit the capacity, or the message).
+TEST(UdpWire, HeadAndPayloadMakeEncodesBytes) {
+    for (const Case &c : valid_cases()) {
+        const Bytes want = encode(c);
+        const wire::Am *am = c.has_am ? &c.am : nullptr;
+        const std::size_t head = c.size() - c.payload.size();
+        for (int checked = 0; checked < 2; ++checked) {
+            Bytes got(c.size() + 16, 0xaa);
+            const std::size_t n = checked ? wire::encode_head(c.h, am, c.payload.size(), got.data(), got.size(), max_message)
+                                          : wire::write_head(c.h, am, c.payload.size(), got.data());
+            ASSERT_EQ(n, head) << c.name << (checked ? " encode_head" : " write_head");
+            for (std::size_t i = n; i < got.size(); ++i)
+                EXPECT_EQ(got[i], 0xaa) << c.name << " wrote past its header at " << i;
+            std::copy(c.payload.begin(), c.payload.end(), got.begin() + static_cast<std::ptrdiff_t>(n));
+            got.resize(c.size());
+            EXPECT_EQ(got, want) << c.name;
+            const Decoded r = decode(got);
+            ASSERT_EQ(r.drop, Drop::none) << c.name;
+            expect_same(c, r);
+        }
+    }
+    const Case c = long_case();
+    ASSERT_FALSE(c.payload.empty());
+    Bytes buf(c.size());
+    EXPECT_EQ(wire::encode_head(c.h, &c.am, c.payload.size(), buf.data(), c.size() - 1, max_message), 0u);
+    EXPECT_EQ(wire::encode_head(c.h, &c.am, c.payload.size(), buf.data(), c.size(), c.h.message_length - 1), 0u);
+    EXPECT_EQ(wire::encode_head(c.h, &c.am, c.payload.size(), buf.data(), c.size(), max_message), c.size() - c.payload.size());
+}
+
 // Edge values the rules allow: message_length == max_message, rank 0 and the
 // last rank as source, a Medium or Long with no payload at all, the largest
 // datagram.
