@@ -4,7 +4,7 @@
 // and keys, RDMA completion, Put with remote completion and the two-part
 // Long's reassembly in src/am, bad input.  See tests/conduit/README.md.
 #include "am/am.hpp"
-#include "conduit_world.hpp"
+#include "conduit_test.hpp"
 #include "sluice_config.h"
 
 #include "base/status.hpp"
@@ -23,19 +23,7 @@ using conduit::AmCategory;
 using conduit::AmMessage;
 using conduit::PollMode;
 
-class Conformance : public ::testing::TestWithParam<Conduit> {
-protected:
-    void SetUp() override {
-        // Errors the tests provoke on purpose are reported quietly.
-        ::setenv("SLUICE_QUIET_ERRORS", "1", 1);
-        std::string why;
-        if (conduit_mode(GetParam(), why).empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    }
-    void run(const std::function<void(World &)> &body) {
-        const std::string failed = run_world(GetParam(), body);
-        EXPECT_EQ(failed, "") << GetParam().name;
-    }
-};
+class Conformance : public ConduitTest {};
 
 AmMessage message(World &w, AmCategory c, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                   const void *payload = nullptr, std::size_t n = 0, std::uint64_t dest = 0) {
@@ -354,7 +342,6 @@ TEST(ConformanceRegistry, EveryBuiltConduitIsUnderTest) {
 
 } // namespace
 
-INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(conduits_under_test()),
-                         [](const ::testing::TestParamInfo<Conduit> &info) { return info.param.name; });
+CONDUIT_TEST_SUITE(Conformance);
 
 } // namespace conduit_test

@@ -3,7 +3,7 @@
 // order within the bounds, reference counts, refusal when every
 // registration is in use, growth within a window, invalidation (unused and
 // in use), transfers cut at windows, and bad configurations.
-#include "conduit_world.hpp"
+#include "conduit_test.hpp"
 #include "rma/firehose/victim.hpp"
 
 #include <gtest/gtest.h>
@@ -39,16 +39,7 @@ std::unique_ptr<VictimPool> pool(Transport &t, std::size_t regions, std::size_t 
     return p;
 }
 
-class Firehose : public ::testing::TestWithParam<Conduit> {
-protected:
-    void run(const std::function<void(World &)> &body) {
-        ::setenv("SLUICE_QUIET_ERRORS", "1", 1);
-        std::string why;
-        if (conduit_mode(GetParam(), why).empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-        const std::string failed = run_world(GetParam(), body);
-        EXPECT_TRUE(failed.empty()) << failed;
-    }
-};
+class Firehose : public ConduitTest {};
 
 TEST_P(Firehose, HitsMissesAndLeastRecentlyUsedEviction) {
     run([](World &w) {
@@ -212,8 +203,7 @@ TEST_P(Firehose, TransfersAreCutAtWindowsAndBadInputIsRefused) {
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, Firehose, ::testing::ValuesIn(conduits_under_test()),
-                         [](const ::testing::TestParamInfo<Conduit> &info) { return info.param.name; });
+CONDUIT_TEST_SUITE(Firehose);
 
 } // namespace
 } // namespace conduit_test

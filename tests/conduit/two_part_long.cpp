@@ -5,7 +5,7 @@
 // before the payload's notification (its RDMA completes from poll), smp the
 // payload first: both orders of the LID cache run.
 #include "am/am.hpp"
-#include "conduit_world.hpp"
+#include "conduit_test.hpp"
 
 #include <gtest/gtest.h>
 
@@ -52,13 +52,10 @@ void on_reply(sluice_token_t, void *payload, std::size_t n, const std::uint32_t 
     bytes_ok &= std::memcmp(payload, fill(n, args[0] + 1).data(), n) == 0;
 }
 
-class TwoPartLong : public ::testing::TestWithParam<Conduit> {};
+class TwoPartLong : public ConduitTest {};
 
 TEST_P(TwoPartLong, RequestAndReplyReassembleByLongId) {
-    ::setenv("SLUICE_QUIET_ERRORS", "1", 1);
-    std::string why;
-    if (conduit_mode(GetParam(), why).empty()) GTEST_SKIP() << GetParam().name << ": " << why;
-    const std::string failed = run_world(GetParam(), [](World &w) {
+    run([](World &w) {
         Transport &t = *w.t;
         am::AmEngine am;
         am::SegmentTable segments;
@@ -107,11 +104,9 @@ TEST_P(TwoPartLong, RequestAndReplyReassembleByLongId) {
             EXPECT_EQ(requests_run, static_cast<int>(sizes.size()));
         }
     });
-    EXPECT_EQ(failed, "") << GetParam().name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, TwoPartLong, ::testing::ValuesIn(conduits_under_test()),
-                         [](const ::testing::TestParamInfo<Conduit> &info) { return info.param.name; });
+CONDUIT_TEST_SUITE(TwoPartLong);
 
 } // namespace
 } // namespace conduit_test
