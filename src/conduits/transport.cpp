@@ -21,6 +21,9 @@ struct RmaOp {
     void *local = nullptr;
     std::size_t n = 0;
     std::atomic<std::uint64_t> *counter = nullptr;
+    // The registration covering [local, local + n) (MemRegion::handle), 0
+    // when none does (Transport::local_handle).
+    std::uint64_t local_handle = 0;
     // put_rc: the notification, with its arguments and payload copied.
     AmMessage notify;
     std::array<std::uint32_t, 16> notify_args{};
@@ -199,6 +202,12 @@ Status Transport::rma_issue(RmaOp *op, bool from_backlog) {
     void *remote = op->remote;
     if (caps_.remote_offsets)
         remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[op->peer]);
+    if (!op->local_handle && segment_region_.registered && op->n) {
+        const auto at = reinterpret_cast<std::uintptr_t>(op->local);
+        const auto base = reinterpret_cast<std::uintptr_t>(segment_region_.base);
+        if (at >= base && op->n <= segment_region_.size && at - base <= segment_region_.size - op->n)
+            op->local_handle = segment_region_.handle;
+    }
     bool later = false;
     Status s = Status::transport;
     switch (op->kind) {
@@ -242,6 +251,8 @@ void Transport::rma_finish(RmaOp *op) {
     op->counter->fetch_sub(1, std::memory_order_release);
     delete op;
 }
+
+std::uint64_t Transport::local_handle(const RmaOp *op) { return op->local_handle; }
 
 void Transport::rma_complete(RmaOp *op) {
     std::lock_guard<std::mutex> lock(rma_lock_);

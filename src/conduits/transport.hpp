@@ -306,6 +306,12 @@ protected:
     // signals the caller.  For put_rc_impl, "complete" means the target
     // will deliver the notification.
     void rma_complete(RmaOp *op);
+    // The local handle (MemRegion::handle) of a registration covering the
+    // local buffer of `op` (put_impl/get_impl/put_rc_impl), or 0 when no
+    // registration covers it: for a conduit that sets needs_registration,
+    // the buffer is then not registered.  The segment's registration
+    // covers buffers in the segment.
+    static std::uint64_t local_handle(const RmaOp *op);
 
     virtual Status init_impl() = 0;
     // Status::not_ready when there is no room now; the wrapper polls and retries.
