@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 namespace sluice::conduit::ofi::detail {
@@ -107,6 +108,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
 
 // The message's sequence number, taken under the lock in posting order.
 std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
+    order_[peer].sent = true;
     const std::uint16_t seq = order_[peer].send_seq++;
     std::memcpy(message + offsetof(WireHead, seq), &seq, sizeof seq);
     return seq;
@@ -115,22 +117,28 @@ std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
 // ---- completions ----
 
 // Queues an arrival for delivery in its sender's order: one that came
-// ahead of its turn waits in `early` for the ones before it.
-void OfiTransport::arrived(const Arrival &a) {
+// ahead of its turn waits in `early` for the ones before it.  False for
+// a control message, handled here.
+bool OfiTransport::arrived(const Arrival &a) {
     WireHead w;
     if (a.length < sizeof w) {
         ready_.push_back(a);  // deliver_one reports it
-        return;
+        return true;
     }
     std::memcpy(&w, a.bytes, sizeof w);
     if (w.source >= order_.size()) {
         ready_.push_back(a);
-        return;
+        return true;
     }
     PeerOrder &o = order_[w.source];
+    o.heard = true;
+    if (w.category == category_ping || w.category == category_pong) {
+        if (w.category == category_ping) control_send(w.source, category_pong);
+        return false;
+    }
     if (w.seq != o.expect) {
         o.early.push_back(a);
-        return;
+        return true;
     }
     ready_.push_back(a);
     ++o.expect;
@@ -148,6 +156,58 @@ void OfiTransport::arrived(const Arrival &a) {
             break;
         }
     }
+    return true;
+}
+
+// A ping or pong: a bare header, injected (a provider without inject
+// room leaves it owed until the next liveness check).
+void OfiTransport::control_send(Rank peer, std::uint8_t category) {
+    WireHead w{};
+    w.category = category;
+    w.source = setup().rank;
+    const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
+    if (category == category_pong) order_[peer].pong_owed = r != 0;
+}
+
+// Every liveness_every polls: a peer that was sent something and has said
+// nothing since is pinged after half the peer timeout and taken for dead
+// after the other half.  A stopped or hung process keeps its connections
+// open, so the provider alone would never notice.
+void OfiTransport::liveness() {
+    const std::uint64_t now = base::now_ns();
+    const auto half = static_cast<std::uint64_t>(peer_timeout_s_ * 0.5e9);
+    Rank silent = setup().size;
+    {
+        Guard g(*this);
+        if (!ep_) return;
+        for (Rank r = 0; r < order_.size(); ++r) {
+            PeerOrder &o = order_[r];
+            if (o.pong_owed) control_send(r, category_pong);
+            if (o.heard) {
+                o.heard = false;
+                o.owed_since = o.pinged_at = 0;
+            } else if (o.sent && o.owed_since == 0) {
+                o.owed_since = now;
+            }
+            o.sent = false;
+            if (!o.owed_since || r == setup().rank) continue;
+            if (o.pinged_at && now - o.pinged_at > half) silent = r;
+            else if (!o.pinged_at && now - o.owed_since > half) {
+                control_send(r, category_ping);
+                o.pinged_at = now;
+            }
+        }
+    }
+    if (silent != setup().size) peer_silent(silent);
+}
+
+[[noreturn]] void OfiTransport::peer_silent(Rank r) {
+    char fix[200];
+    std::snprintf(fix, sizeof fix,
+                  "check that rank %u is alive and polls; a rank that computes without polling for longer "
+                  "needs a larger SLUICE_OFI_PEER_TIMEOUT or SLUICE_PROGRESS_THREAD=1", r);
+    base::fatal("ofi", fix, "rank %u (over %s, domain %s) has answered nothing for %.1f s (SLUICE_OFI_PEER_TIMEOUT=%g): "
+                "taking it for dead", r, provider_.c_str(), domain_name_.c_str(), peer_timeout_s_, peer_timeout_s_);
 }
 
 void OfiTransport::repost(RecvBuffer *b) {
@@ -191,8 +251,7 @@ void OfiTransport::reap() {
         for (ssize_t i = 0; i < n; ++i) {
             if (e[i].flags & FI_RECV) {
                 auto *b = static_cast<RecvBuffer *>(static_cast<Context *>(e[i].op_context));
-                if (e[i].len) {
-                    arrived(Arrival{static_cast<const std::byte *>(e[i].buf), e[i].len, b});
+                if (e[i].len && arrived(Arrival{static_cast<const std::byte *>(e[i].buf), e[i].len, b})) {
                     ++b->pending;
                     ++counters_.received;
                 }
@@ -267,6 +326,7 @@ void OfiTransport::reap_error() {
 // ---- delivery ----
 
 int OfiTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % liveness_every == 0, 0)) liveness();
     {
         Guard g(*this);
         if (!ep_) return 0;

@@ -114,7 +114,19 @@ struct PeerOrder {
     std::uint16_t send_seq = 0;
     std::uint16_t expect = 0;
     std::vector<Arrival> early;  // arrived ahead of `expect`
+    // Liveness (OfiTransport::liveness): something sent to it, or heard
+    // from it, since the last check; since when it owes us an answer; when
+    // it was pinged.
+    bool sent = false, heard = false, pong_owed = false;
+    std::uint64_t owed_since = 0, pinged_at = 0;
 };
+
+// Control messages, in WireHead::category beyond the AM categories:
+// handled by the conduit in its poll, never delivered, not sequenced.
+constexpr std::uint8_t category_ping = 3;
+constexpr std::uint8_t category_pong = 4;
+// Polls between two liveness checks.
+constexpr unsigned liveness_every = 1024;
 
 struct Counters {
     std::uint64_t injected = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, eagain = 0,
@@ -171,7 +183,10 @@ private:
     Status rma_issue(RmaGroup *g);                                    // under lock_
     void piece_done(RmaGroup *g);                                     // under lock_
     void reap();                                                      // under lock_
-    void arrived(const Arrival &a);                                   // under lock_
+    bool arrived(const Arrival &a);                                   // under lock_
+    void control_send(Rank peer, std::uint8_t category);              // under lock_
+    void liveness();
+    [[noreturn]] void peer_silent(Rank peer);
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
@@ -215,6 +230,8 @@ private:
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
 
     std::size_t rma_outstanding_ = 0;  // pieces posted
+    std::atomic<unsigned> polls_{0};
+    double peer_timeout_s_ = 30;
     std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
 
