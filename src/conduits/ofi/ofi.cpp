@@ -255,7 +255,13 @@ void OfiTransport::reap() {
                     ++b->pending;
                     ++counters_.received;
                 }
-                if (e[i].flags & FI_MULTI_RECV) {
+                // shm never sets FI_MULTI_RECV: the buffer is released once
+                // less than the minimum is left, which the conduit counts.
+                const bool released =
+                    (e[i].flags & FI_MULTI_RECV) ||
+                    (release_by_offset_ && e[i].len &&
+                     b->size - (static_cast<const std::byte *>(e[i].buf) - b->bytes) - e[i].len < min_free_);
+                if (released && b->posted) {
                     b->posted = false;
                     if (b->pending == 0) repost(b);
                 }

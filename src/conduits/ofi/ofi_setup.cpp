@@ -224,8 +224,11 @@ Status OfiTransport::open_fabric() {
     if (Status s = check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)"); s != Status::ok) return s;
     if (Status s = check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)"); s != Status::ok) return s;
     if (Status s = check(fi_enable(ep_), "fi_enable"); s != Status::ok) return s;
-    const std::size_t min_free = eager_limit_ + head_room;
-    return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free, sizeof min_free),
+    min_free_ = eager_limit_ + head_room;
+    // libfabric 1.17's shm stops filling a multi-receive buffer with less
+    // than the minimum left but never reports it (FI_MULTI_RECV).
+    release_by_offset_ = provider_ == "shm";
+    return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
                  "fi_setopt(FI_OPT_MIN_MULTI_RECV)");
 }
 

@@ -214,6 +214,8 @@ private:
     std::size_t rma_chunk_ = 0;
     std::size_t tx_depth_ = 0;      // pieces posted at most
     bool delivery_complete_ = true;
+    std::size_t min_free_ = 0;        // FI_OPT_MIN_MULTI_RECV
+    bool release_by_offset_ = false;  // the provider never reports a released receive buffer
 
     // Buffers.
     std::vector<std::unique_ptr<RecvBuffer>> recv_;
