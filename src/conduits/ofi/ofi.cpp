@@ -7,12 +7,15 @@
 // design.
 #include "conduits/ofi/ofi_transport.hpp"
 
+#include "base/knobs.hpp"
 #include "base/status.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <ctime>
+#include <poll.h>
 #include <cstring>
 
 namespace sluice::conduit::ofi::detail {
@@ -20,6 +23,11 @@ namespace sluice::conduit::ofi::detail {
 thread_local bool in_ofi_lock = false;
 
 namespace {
+
+void nap(std::uint64_t ns) {
+    const timespec t{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    ::nanosleep(&t, nullptr);
+}
 
 constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
@@ -332,6 +340,8 @@ void OfiTransport::reap_error() {
 // ---- delivery ----
 
 int OfiTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
+        receive_thread_start();
     if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % liveness_every == 0, 0)) liveness();
     {
         Guard g(*this);
@@ -449,6 +459,45 @@ void OfiTransport::quiesce_impl() {
 }
 
 bool OfiTransport::signal_exit_safe_impl() const { return !in_ofi_lock; }
+
+// ---- the receive thread ----
+
+// Sleeps until the completion queue has something (fi_trywait, then the
+// wait descriptor; at most 100 ms, to notice a stop), then polls every
+// transport of the rank as the application's poll would, handlers
+// included.  SLUICE_RCV_THREAD_RATE spaces the wake-ups.
+void OfiTransport::receive_thread_main() {
+    const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
+    const std::uint64_t spacing = rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 0;
+    std::uint64_t last = 0;
+    while (!rcv_stop_.load(std::memory_order_relaxed)) {
+        if (wait_fd_ >= 0) {
+            fid *f = &cq_->fid;
+            int r;
+            {
+                Guard g(*this);
+                r = ep_ ? fi_trywait(fabric_, &f, 1) : -FI_EAGAIN;
+            }
+            if (r == FI_SUCCESS) {
+                pollfd p{wait_fd_, POLLIN, 0};
+                (void)::poll(&p, 1, 100);
+            }
+        } else {
+            nap(spacing ? spacing : 1'000'000);
+        }
+        if (rcv_stop_.load(std::memory_order_relaxed)) break;
+        if (spacing) {
+            const std::uint64_t now = base::now_ns();
+            if (now - last < spacing) {
+                nap(spacing - (now - last));
+            }
+            last = base::now_ns();
+        }
+        rcv_wakeups_.fetch_add(1, std::memory_order_relaxed);
+        if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
+        else (void)poll(PollMode::all);
+    }
+}
 
 // ---- RDMA ----
 

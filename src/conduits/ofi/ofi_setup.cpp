@@ -194,6 +194,7 @@ Status OfiTransport::open_fabric() {
         return base::report(Status::transport, op, nullptr, "provider %s: max_msg_size %zu is too small", provider_.c_str(),
                             rma_chunk_);
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
+    rcv_wanted_.store(base::knob_bool(base::Knob::RCV_THREAD), std::memory_order_relaxed);
     tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);
     // shm moves a write's bytes into the target before it completes it,
     // and in libfabric 1.17 never completes one asked FI_DELIVERY_COMPLETE.
@@ -219,7 +220,15 @@ Status OfiTransport::open_fabric() {
     cq.format = FI_CQ_FORMAT_DATA;
     cq.wait_obj = FI_WAIT_NONE;
     cq.size = std::max<std::size_t>(4096, 2 * tx_depth_ + 2 * base::knob_int(base::Knob::OFI_SEND_BUFFERS));
-    if (Status s = check(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open"); s != Status::ok) return s;
+    // The receive thread sleeps on a file descriptor where the provider
+    // has one; without, it polls at its rate.
+    if (base::knob_bool(base::Knob::RCV_THREAD)) {
+        cq.wait_obj = FI_WAIT_FD;
+        if (fi_cq_open(domain_, &cq, &cq_, nullptr) == 0 && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+        if (!cq_) cq.wait_obj = FI_WAIT_NONE;
+    }
+    if (!cq_)
+        if (Status s = check(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open"); s != Status::ok) return s;
     if (Status s = check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint"); s != Status::ok) return s;
     if (Status s = check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)"); s != Status::ok) return s;
     if (Status s = check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)"); s != Status::ok) return s;
@@ -393,7 +402,26 @@ Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t siz
     return Status::ok;
 }
 
+// From the first poll: before it, the layers above may not be ready for a
+// poll from another thread.
+void OfiTransport::receive_thread_start() {
+    rcv_stop_.store(false);
+    rcv_thread_ = std::thread([this] { receive_thread_main(); });
+    base::say("ofi: receive thread started (%s, at most %lld wake-ups/s)",
+              wait_fd_ >= 0 ? "sleeps on the completion queue's descriptor" : "polls: the provider has no wait descriptor",
+              static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
+}
+
+void OfiTransport::receive_thread_stop() {
+    if (!rcv_thread_.joinable()) return;
+    rcv_stop_.store(true);
+    // A handler on the receive thread may be the one ending the job.
+    if (std::this_thread::get_id() == rcv_thread_.get_id()) rcv_thread_.detach();
+    else rcv_thread_.join();
+}
+
 void OfiTransport::fini_impl() {
+    receive_thread_stop();
     if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
     close_all();
 }
@@ -432,12 +460,12 @@ void OfiTransport::stats_print() const {
     const Counters &c = counters_;
     std::fprintf(stderr,
                  "sluice[rank %u] ofi (%s): injected %llu, sent %llu, received %llu, packed Longs %llu, writes %llu, "
-                 "reads %llu, completions %llu, FI_EAGAIN %llu\n",
+                 "reads %llu, completions %llu, FI_EAGAIN %llu, receive-thread wake-ups %llu\n",
                  setup().rank, provider_.c_str(), static_cast<unsigned long long>(c.injected),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.writes),
                  static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.completions),
-                 static_cast<unsigned long long>(c.eagain));
+                 static_cast<unsigned long long>(c.eagain), static_cast<unsigned long long>(rcv_wakeups_.load()));
 }
 
 } // namespace detail

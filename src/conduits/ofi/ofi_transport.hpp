@@ -28,6 +28,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sluice::conduit::ofi::detail {
@@ -186,6 +187,9 @@ private:
     bool arrived(const Arrival &a);                                   // under lock_
     void control_send(Rank peer, std::uint8_t category);              // under lock_
     void liveness();
+    void receive_thread_start();
+    void receive_thread_main();
+    void receive_thread_stop();
     [[noreturn]] void peer_silent(Rank peer);
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
@@ -234,6 +238,15 @@ private:
     std::size_t rma_outstanding_ = 0;  // pieces posted
     std::atomic<unsigned> polls_{0};
     double peer_timeout_s_ = 30;
+
+    // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
+    // queue's file descriptor (-1: the provider has none, it polls at
+    // SLUICE_RCV_THREAD_RATE or every millisecond).
+    std::thread rcv_thread_;
+    std::atomic<bool> rcv_stop_{false};
+    std::atomic<bool> rcv_wanted_{false};  // SLUICE_RCV_THREAD, not started yet
+    int wait_fd_ = -1;
+    std::atomic<std::uint64_t> rcv_wakeups_{0};
     std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
 
