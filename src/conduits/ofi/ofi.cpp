@@ -227,14 +227,28 @@ void OfiTransport::repost(RecvBuffer *b) {
     msg.iov_count = 1;
     msg.addr = FI_ADDR_UNSPEC;
     msg.context = &b->fi;
-    const ssize_t r = fi_recvmsg(ep_, &msg, FI_MULTI_RECV);
+    const ssize_t r = fi_recvmsg(ep_, &msg, multi_recv_ ? FI_MULTI_RECV : 0);
     if (r == 0) {
         b->posted = true;
+        posted_.push_back(b);
         return;
     }
     // Not posted: reap() tries again while any buffer waits.
     ++unposted_;
     if (r != -FI_EAGAIN) (void)fatal("poll (ofi)", setup().rank, static_cast<int>(r), "posting a receive buffer failed");
+}
+
+// The provider is done with `b`: it is posted again once every message in
+// it was delivered.
+void OfiTransport::release(RecvBuffer *b) {
+    if (!b->posted) return;
+    b->posted = false;
+    for (auto it = posted_.begin(); it != posted_.end(); ++it)
+        if (*it == b) {
+            posted_.erase(it);
+            break;
+        }
+    if (b->pending == 0) repost(b);
 }
 
 void OfiTransport::reap() {
@@ -259,20 +273,19 @@ void OfiTransport::reap() {
         for (ssize_t i = 0; i < n; ++i) {
             if (e[i].flags & FI_RECV) {
                 auto *b = static_cast<RecvBuffer *>(static_cast<Context *>(e[i].op_context));
+                // In order: a message in a later buffer means the provider
+                // is done with the ones posted before it.
+                while (in_order_receives_ && b->posted && posted_.front() != b) release(posted_.front());
                 if (e[i].len && arrived(Arrival{static_cast<const std::byte *>(e[i].buf), e[i].len, b})) {
                     ++b->pending;
                     ++counters_.received;
                 }
-                // shm never sets FI_MULTI_RECV: the buffer is released once
-                // less than the minimum is left, which the conduit counts.
-                const bool released =
-                    (e[i].flags & FI_MULTI_RECV) ||
-                    (release_by_offset_ && e[i].len &&
-                     b->size - (static_cast<const std::byte *>(e[i].buf) - b->bytes) - e[i].len < min_free_);
-                if (released && b->posted) {
-                    b->posted = false;
-                    if (b->pending == 0) repost(b);
-                }
+                // Released: the flag, or (in order) less than the minimum
+                // left after this message.
+                if (!multi_recv_ || (e[i].flags & FI_MULTI_RECV) ||
+                    (in_order_receives_ && e[i].len &&
+                     b->size - (static_cast<const std::byte *>(e[i].buf) - b->bytes) - e[i].len < min_free_))
+                    release(b);
                 continue;
             }
             auto *c = static_cast<Context *>(e[i].op_context);
@@ -312,10 +325,7 @@ void OfiTransport::reap_error() {
         auto *b = static_cast<RecvBuffer *>(c);
         base::report(Status::transport, "poll (ofi)", "this is a Sluice bug or a provider fault",
                      "ofi (%s): a receive failed: %s (%s)", provider_.c_str(), fi_strerror(err.err), detail ? detail : "");
-        if (err.flags & FI_MULTI_RECV) {
-            b->posted = false;
-            if (b->pending == 0) repost(b);
-        }
+        if (err.flags & FI_MULTI_RECV) release(b);
         return;
     }
     if (!c) return;

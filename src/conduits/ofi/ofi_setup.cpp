@@ -131,8 +131,10 @@ Status OfiTransport::init_impl() {
     c.inline_limit = inject_limit_;
     if (Status s = exchange_addresses(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
-    base::say("ofi: provider %s, domain %s, inject %zu bytes, eager %zu bytes, packed Long %zu bytes%s%s%s", provider_.c_str(),
-              domain_name_.c_str(), inject_limit_, eager_limit_, packed, mr_.local ? ", FI_MR_LOCAL" : "",
+    base::say("ofi: provider %s, domain %s, inject %zu bytes, eager %zu bytes, packed Long %zu bytes%s%s%s%s", provider_.c_str(),
+              domain_name_.c_str(), inject_limit_, eager_limit_, packed,
+              multi_recv_ ? ", multi-receive buffers" : ", a ring of receive buffers",
+              mr_.local ? ", FI_MR_LOCAL" : "",
               mr_.virt_addr ? ", virtual addresses" : ", offsets", mr_.prov_key ? ", provider keys" : "");
     (void)op;
     return Status::ok;
@@ -234,9 +236,24 @@ Status OfiTransport::open_fabric() {
     if (Status s = check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)"); s != Status::ok) return s;
     if (Status s = check(fi_enable(ep_), "fi_enable"); s != Status::ok) return s;
     min_free_ = eager_limit_ + head_room;
-    // libfabric 1.17's shm stops filling a multi-receive buffer with less
-    // than the minimum left but never reports it (FI_MULTI_RECV).
-    release_by_offset_ = provider_ == "shm";
+    // libfabric 1.17's shm and sockets stop filling a multi-receive buffer
+    // but never report it (FI_MULTI_RECV).  Where receives complete in
+    // order, the conduit tells a released buffer by the bytes left in it
+    // and by messages landing in the next one; elsewhere (tcp;ofi_rxm
+    // completes a rendezvous message after later ones) only the flag says
+    // that nothing more will land.
+    in_order_receives_ = (info_->rx_attr->comp_order & FI_ORDER_STRICT) == FI_ORDER_STRICT;
+    // Multi-receive only where a released buffer can be told: the rxm
+    // providers report it, in-order ones are inferred.  Others (udp;ofi_rxd,
+    // which does neither) get a ring of buffers of one message each.
+    const std::string &recv_mode = base::knob_string(base::Knob::OFI_RECV_MODE);
+    if (recv_mode == "multi") multi_recv_ = true;
+    else if (recv_mode == "ring") multi_recv_ = false;
+    else if (recv_mode == "auto" || recv_mode.empty())
+        multi_recv_ = in_order_receives_ || provider_.ends_with(";ofi_rxm");
+    else
+        return base::report(Status::argument, op, "use auto, multi or ring", "SLUICE_OFI_RECV_MODE=%s", recv_mode.c_str());
+    if (!multi_recv_) return Status::ok;
     return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
                  "fi_setopt(FI_OPT_MIN_MULTI_RECV)");
 }
@@ -321,8 +338,13 @@ Status OfiTransport::buffers_create() {
         send_[i].next = send_free_;
         send_free_ = &send_[i];
     }
-    const std::size_t recv_size = std::max(base::knob_size(base::Knob::OFI_RECV_BUFFER_SIZE), 4 * slot);
-    const std::size_t recv_count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_RECV_BUFFERS));
+    std::size_t recv_size = std::max(base::knob_size(base::Knob::OFI_RECV_BUFFER_SIZE), 4 * slot);
+    std::size_t recv_count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_RECV_BUFFERS));
+    if (!multi_recv_) {
+        // The same memory as buffers of one message each.
+        recv_count *= recv_size / slot;
+        recv_size = slot;
+    }
     Guard g(*this);
     for (std::size_t i = 0; i < recv_count; ++i) {
         auto b = std::make_unique<RecvBuffer>();
@@ -435,6 +457,7 @@ void OfiTransport::close_all() {
         ::munmap(b->bytes, b->size);
     }
     recv_.clear();
+    posted_.clear();
     ready_.clear();
     order_.clear();
     if (send_mr_) fi_close(&send_mr_->fid);

@@ -194,6 +194,7 @@ private:
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
+    void release(RecvBuffer *b);                                      // under lock_
     int deliver_ready();
     void deliver_one(const Arrival &a);
     Status fatal(const char *op, Rank peer, int error, const char *what);
@@ -219,7 +220,8 @@ private:
     std::size_t tx_depth_ = 0;      // pieces posted at most
     bool delivery_complete_ = true;
     std::size_t min_free_ = 0;        // FI_OPT_MIN_MULTI_RECV
-    bool release_by_offset_ = false;  // the provider never reports a released receive buffer
+    bool in_order_receives_ = false;  // receives complete in order (FI_ORDER_STRICT)
+    bool multi_recv_ = true;          // FI_MULTI_RECV buffers, else one message per buffer
 
     // Buffers.
     std::vector<std::unique_ptr<RecvBuffer>> recv_;
@@ -227,6 +229,7 @@ private:
     std::vector<SendBuffer> send_;
     fid_mr *send_mr_ = nullptr;
     SendBuffer *send_free_ = nullptr;
+    std::deque<RecvBuffer *> posted_;  // in the order they were posted
     std::deque<Arrival> ready_;
     std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
 

@@ -16,10 +16,13 @@ conformance=$builddir/tests/conduit/sluice-conduit-conformance
 mp=$builddir/tests/mp/sluice-mp-gtest
 failed=0
 ran=0
-# run NAME ENV...: both suites with ENV; mp at 2 ranks under a sanitizer subset.
+# run NAME EXCLUDE ENV...: both suites with ENV, the multi-process suites
+# without the tests EXCLUDE names (a gtest negative pattern, or "");
+# mp at 2 ranks under a sanitizer subset.
 run() {
     name=$1
-    shift
+    exclude=$2
+    shift 2
     echo "=== ofi: $name"
     if ! env "$@" timeout 600 "$conformance" --gtest_filter='*/ofi:*/ofi_alone' --gtest_brief=1; then
         echo "FAIL: conformance suite over ofi ($name)"
@@ -27,6 +30,10 @@ run() {
     fi
     filter='Net/*_ofi:Net/*/ofi'
     [ -n "${SLUICETEST_SUBSET:-}" ] && [ "${SLUICETEST_SUBSET}" != full ] && filter='Net/*N2_native_ofi'
+    if [ -n "$exclude" ]; then
+        filter="$filter-$exclude"
+        echo "excluded on $name: $exclude (src/conduits/ofi/README.md, Limits)"
+    fi
     if ! env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ofi ($name)"
         failed=1
@@ -39,12 +46,16 @@ for p in shm sockets 'udp;ofi_rxd'; do
         echo "SKIP provider $p: not offered here"
         continue
     fi
-    run "provider $p" SLUICE_OFI_PROVIDER="$p"
+    exclude=
+    # sockets: thousands of barriers among 3 or 4 ranks stop (see README).
+    [ "$p" = sockets ] && exclude='Net/BarrierStorm.*N3_*:Net/BarrierStorm.*N4_*'
+    run "provider $p" "$exclude" SLUICE_OFI_PROVIDER="$p"
 done
-run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY, ENDPOINT and VIRT_ADDR" \
+run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY, ENDPOINT and VIRT_ADDR" "" \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint,virt_addr
-run "tcp;ofi_rxm with 64 KiB RMA pieces, 4 send buffers and small receive buffers" \
+run "tcp;ofi_rxm with 64 KiB RMA pieces, 4 send buffers and small receive buffers" "" \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RMA_CHUNK=64K SLUICE_OFI_SEND_BUFFERS=4 \
     SLUICE_OFI_RECV_BUFFERS=2 SLUICE_OFI_RECV_BUFFER_SIZE=300K
+run "tcp;ofi_rxm with a ring of receive buffers" "" SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RECV_MODE=ring
 [ "$ran" -gt 0 ] || { echo "SKIP: no provider ran"; exit 77; }
 exit $failed
