@@ -405,11 +405,10 @@ int driver_main(int argc, char **argv) {
     if (udp)
         std::printf("  udp:    SLUICE_ROUTE=network %s --worker udp (and exactly-once)\n",
                     describe(sluice_cmd).c_str());
-    // One host: the provider's loopback interface (FI_TCP_IFACE, unless
-    // set), the one the udp section's sockets use too.
-    std::vector<std::string> ofi_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=" + o.ofi_network};
-    if (!std::getenv("FI_TCP_IFACE"))
-        ofi_env.push_back("FI_TCP_IFACE=lo");
+    // On one host the conduit and the bare reference both take the
+    // provider's loopback domain where it has one (tcp's "lo").
+    const std::vector<std::string> ofi_env{"SLUICE_ROUTE=network",
+                                           "SLUICE_NETWORK=" + o.ofi_network};
     for (const auto &p : ofi_providers)
         std::printf("  ofi:    %s SLUICE_OFI_PROVIDER='%s' %s --worker ofi\n",
                     describe(ofi_env).c_str(), p.c_str(), describe(sluice_cmd).c_str());

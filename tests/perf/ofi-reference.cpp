@@ -16,6 +16,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <sys/uio.h>
 
 #include <cstring>
 #include <sys/mman.h>
@@ -42,7 +43,7 @@ std::string ofi_probe(const std::string &) { return no_libfabric; }
 struct OfiReference::State {};
 OfiReference::OfiReference() = default;
 OfiReference::~OfiReference() = default;
-bool OfiReference::open(const std::string &, std::size_t) {
+bool OfiReference::open(const std::string &, std::size_t, bool) {
     error_ = no_libfabric;
     return false;
 }
@@ -72,16 +73,34 @@ std::string fi_text(const char *what, long rc) {
     return std::string(what) + ": " + fi_strerror(static_cast<int>(-rc));
 }
 
-fi_info *hints_for(const std::string &provider) {
+// The conduit's hints (src/conduits/ofi), so fi_getinfo answers with the
+// entry the conduit gets: FI_MULTI_RECV is asked for though the reference
+// posts plain receives, and FI_DELIVERY_COMPLETE as the default op flag
+// when writes use it (shm answers such hints with another entry).
+constexpr std::uint32_t fabric_version = FI_VERSION(1, 10);
+fi_info *hints_for(const std::string &provider, bool delivery_complete) {
     fi_info *hints = fi_allocinfo();
     if (!hints)
         return nullptr;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG | FI_RMA;
-    hints->mode = FI_CONTEXT;
+    hints->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->mr_mode = static_cast<int>(mr_modes_we_honour);
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    if (delivery_complete)
+        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->fabric_attr->prov_name = strdup(provider.c_str());
     return hints;
+}
+// Both ranks are on this host: the loopback domain where the provider has
+// one (tcp's "lo", as the conduit picks on one host), else the first.
+fi_info *loopback_or_first(fi_info *list) {
+    for (fi_info *i = list; i; i = i->next)
+        if (i->domain_attr->name && std::strcmp(i->domain_attr->name, "lo") == 0)
+            return i;
+    return list;
 }
 
 // An anonymous mapping: page-aligned and allocated, as FI_MR_ALLOCATED asks,
@@ -114,12 +133,11 @@ template <class T> void close_fid(T *&p) {
 } // namespace
 
 std::string ofi_probe(const std::string &provider) {
-    fi_info *hints = hints_for(provider);
+    fi_info *hints = hints_for(provider, true);
     if (!hints)
         return "fi_allocinfo failed";
     fi_info *info = nullptr;
-    const int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr,
-                              0, hints, &info);
+    const int rc = fi_getinfo(fabric_version, nullptr, nullptr, 0, hints, &info);
     fi_freeinfo(hints);
     if (info)
         fi_freeinfo(info);
@@ -127,7 +145,8 @@ std::string ofi_probe(const std::string &provider) {
 }
 
 struct OfiReference::State {
-    fi_info *info = nullptr;
+    fi_info *list = nullptr; // fi_getinfo's answers
+    fi_info *info = nullptr; // the one used
     fid_fabric *fabric = nullptr;
     fid_domain *domain = nullptr;
     fid_cq *cq = nullptr;
@@ -140,11 +159,12 @@ struct OfiReference::State {
     fi_addr_t peer = FI_ADDR_UNSPEC;
     std::uint64_t peer_base = 0, peer_key = 0;
     std::uint64_t mr_mode = 0;
+    std::uint64_t write_flags = FI_COMPLETION;
 
     // FI_CONTEXT: every outstanding operation owns one fi_context.
-    fi_context receive_context[message_slots];
-    fi_context send_context;
-    fi_context rma_context[max_window];
+    fi_context2 receive_context[message_slots];
+    fi_context2 send_context;
+    fi_context2 rma_context[max_window];
     // Values received and not yet taken, in order (a read of the queue
     // may return several).
     std::uint64_t values[message_slots] = {};
@@ -162,8 +182,8 @@ struct OfiReference::State {
         close_fid(cq);
         close_fid(domain);
         close_fid(fabric);
-        if (info)
-            fi_freeinfo(info);
+        if (list)
+            fi_freeinfo(list);
     }
     bool local_desc_needed() const { return (mr_mode & FI_MR_LOCAL) != 0; }
     void *desc(fid_mr *mr) const { return local_desc_needed() ? fi_mr_desc(mr) : nullptr; }
@@ -194,7 +214,7 @@ struct OfiReference::State {
             return false;
         }
         for (ssize_t k = 0; k < n; ++k) {
-            auto *c = static_cast<fi_context *>(entries[k].op_context);
+            auto *c = static_cast<fi_context2 *>(entries[k].op_context);
             if (c >= receive_context && c < receive_context + message_slots) {
                 const auto i = static_cast<std::size_t>(c - receive_context);
                 std::memcpy(&values[received % message_slots], slot(i), sizeof values[0]);
@@ -265,21 +285,23 @@ struct OfiReference::State {
 OfiReference::OfiReference() = default;
 OfiReference::~OfiReference() = default;
 
-bool OfiReference::open(const std::string &provider, std::size_t region_bytes) {
+bool OfiReference::open(const std::string &provider, std::size_t region_bytes,
+                        bool delivery_complete) {
     auto s = std::make_unique<State>();
-    fi_info *hints = hints_for(provider);
+    fi_info *hints = hints_for(provider, delivery_complete);
     if (!hints) {
         error_ = "fi_allocinfo failed";
         return false;
     }
-    int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0,
-                        hints, &s->info);
+    int rc = fi_getinfo(fabric_version, nullptr, nullptr, 0, hints, &s->list);
     fi_freeinfo(hints);
     if (rc != 0) {
         error_ = fi_text(("fi_getinfo(" + provider + ")").c_str(), rc);
         return false;
     }
-    fi_info *info = s->info;
+    fi_info *info = s->info = loopback_or_first(s->list);
+    if (delivery_complete)
+        s->write_flags |= FI_DELIVERY_COMPLETE;
     s->mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
     if ((rc = fi_fabric(info->fabric_attr, &s->fabric, nullptr)) != 0 ||
         (rc = fi_domain(s->fabric, info, &s->domain, nullptr)) != 0) {
@@ -378,7 +400,10 @@ std::string OfiReference::describe() const {
     const fi_info *i = state_->info;
     return std::string(i->fabric_attr->prov_name) + " domain " + i->domain_attr->name +
            ", mr_mode " + (modes.empty() ? "none" : modes) + ", data progress " +
-           (i->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto");
+           (i->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto") +
+           ", writes " +
+           ((state_->write_flags & FI_DELIVERY_COMPLETE) ? "delivery" : "transmit") +
+           "-complete";
 }
 
 double OfiReference::ping(std::uint32_t n, std::uint32_t lead, bool inject) {
@@ -418,13 +443,21 @@ double OfiReference::rma(OfiRma op, std::size_t bytes, std::uint32_t count,
         const std::uint64_t base = s.rma_done;
         const std::uint32_t batch = std::min(window, count - posted);
         for (std::uint32_t k = 0; k < batch; ++k) {
+            // As the conduit posts them: fi_writemsg with its completion
+            // flags, fi_readmsg with FI_COMPLETION.
+            iovec iov{s.local.base, bytes};
+            fi_rma_iov remote{s.peer_base, bytes, s.peer_key};
+            fi_msg_rma msg{};
+            msg.msg_iov = &iov;
+            msg.desc = &desc;
+            msg.iov_count = 1;
+            msg.addr = s.peer;
+            msg.rma_iov = &remote;
+            msg.rma_iov_count = 1;
+            msg.context = &s.rma_context[k];
             for (;;) {
-                const long rc =
-                    op == OfiRma::write
-                        ? fi_write(s.ep, s.local.base, bytes, desc, s.peer, s.peer_base,
-                                   s.peer_key, &s.rma_context[k])
-                        : fi_read(s.ep, s.local.base, bytes, desc, s.peer, s.peer_base,
-                                  s.peer_key, &s.rma_context[k]);
+                const long rc = op == OfiRma::write ? fi_writemsg(s.ep, &msg, s.write_flags)
+                                                    : fi_readmsg(s.ep, &msg, FI_COMPLETION);
                 if (rc == 0)
                     break;
                 if (rc != -FI_EAGAIN) {

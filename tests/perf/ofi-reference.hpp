@@ -1,7 +1,8 @@
 // tests/perf/ofi-reference.hpp - the bare libfabric reference of the ofi
 // section: what the same provider does without Sluice, between the same two
 // rank processes.  One reliable-datagram endpoint (FI_EP_RDM, FI_MSG|FI_RMA)
-// per process, a completion queue read in a spin loop (manual progress: the
+// per process, from fi_getinfo with the ofi conduit's hints (so it gets the
+// entry, the completion level and the domain the conduit gets), a completion queue read in a spin loop (manual progress: the
 // loop drives it), and one registered region of its own as the RMA target
 // and source.  The cards (address, MR key and base) travel through the
 // Sluice job, the loops run on either side of it (sluice-bench.cpp, kind ofi).
@@ -54,7 +55,12 @@ public:
 
     // Opens `provider` and registers a region of `region_bytes` (target of
     // the peer's RMA) and one as large as the local side of this side's RMA.
-    bool open(const std::string &provider, std::size_t region_bytes);
+    // `delivery_complete`: writes complete once their bytes are at the
+    // target (FI_DELIVERY_COMPLETE, asked at fi_getinfo too), as the ofi
+    // conduit's Puts by default (SLUICE_OFI_DELIVERY_COMPLETE); else the
+    // provider's default, transmit complete.
+    bool open(const std::string &provider, std::size_t region_bytes,
+              bool delivery_complete = true);
     bool connect(const OfiCard &peer);
     OfiCard card() const;
     // Why the last call failed.

@@ -17,6 +17,7 @@
 #include <sluice.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <cstdio>
@@ -61,7 +62,7 @@ public:
             return 2;
         }
         name_ = "ofi_" + ofi_tag(provider) + "_";
-        open_reference(provider);
+        open_reference(provider, delivery_complete());
         latency_phase();
         for (std::size_t z : {rma_target_size, largest_rma})
             bandwidth_phase(z);
@@ -83,15 +84,25 @@ private:
         s_.results.add(metric(what), size, ns);
     }
 
+    // Writes complete as the conduit's do: SLUICE_OFI_DELIVERY_COMPLETE,
+    // read as the knob table reads a Bool; on unless it says no.
+    static bool delivery_complete() {
+        const char *v = std::getenv("SLUICE_OFI_DELIVERY_COMPLETE");
+        std::string s = v ? v : "";
+        for (char &c : s)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return !(s == "0" || s == "no" || s == "false" || s == "off" || s == "n");
+    }
+
     // Both open the provider, exchange cards through the job, connect.
-    void open_reference(const char *provider) {
+    void open_reference(const char *provider, bool delivery) {
         struct Card {
             OfiCard card;
             std::uint32_t ok;
             std::uint32_t pad;
         };
         Card mine{};
-        mine.ok = ofi_.open(provider, largest_rma) ? 1 : 0;
+        mine.ok = ofi_.open(provider, largest_rma, delivery) ? 1 : 0;
         if (mine.ok)
             mine.card = ofi_.card();
         Card all[2] = {};
