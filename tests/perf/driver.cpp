@@ -407,8 +407,10 @@ int driver_main(int argc, char **argv) {
                     describe(sluice_cmd).c_str());
     // On one host the conduit and the bare reference both take the
     // provider's loopback domain where it has one (tcp's "lo").
-    const std::vector<std::string> ofi_env{"SLUICE_ROUTE=network",
-                                           "SLUICE_NETWORK=" + o.ofi_network};
+    // The conduit's counters go to the job logs (--keep).
+    std::vector<std::string> ofi_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=" + o.ofi_network};
+    if (o.ofi_network == "ofi")
+        ofi_env.push_back("SLUICE_OFI_STATS=1");
     for (const auto &p : ofi_providers)
         std::printf("  ofi:    %s SLUICE_OFI_PROVIDER='%s' %s --worker ofi\n",
                     describe(ofi_env).c_str(), p.c_str(), describe(sluice_cmd).c_str());
