@@ -1,0 +1,8 @@
+# ofi conduit: AMs and RDMA over libfabric (README.md).  Built by default
+# when libfabric (>= 1.10, pkg-config libfabric) is there; --enable-ofi
+# without it is an error.
+PKG_CHECK_MODULES([FABRIC], [libfabric >= 1.10], [sluice_have_fabric=yes], [sluice_have_fabric=no])
+AS_IF([test "x$sluice_have_fabric" = xno && test "x${enable_ofi+set}" != xset], [enable_ofi=no])
+SLUICE_CONDUIT([ofi], [yes])
+AS_IF([test "x$enable_ofi" != xno && test "x$sluice_have_fabric" = xno],
+  [AC_MSG_ERROR([the ofi conduit needs libfabric >= 1.10 (Debian: libfabric-dev); use --disable-ofi])])

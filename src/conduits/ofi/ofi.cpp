@@ -1,0 +1,586 @@
+// src/conduits/ofi/ofi.cpp - the ofi conduit's traffic: AMs by fi_inject
+// (small) or fi_send from a send buffer (up to the eager limit, packed
+// Longs included), received into multi-receive buffers; Put and Get as
+// fi_write and fi_read straight between the registered segment and the
+// caller's buffer, cut at the provider's largest message; completions
+// reaped from one completion queue on every poll.  README.md has the
+// design.
+#include "conduits/ofi/ofi_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <ctime>
+#include <poll.h>
+#include <cstring>
+
+namespace sluice::conduit::ofi::detail {
+
+thread_local bool in_ofi_lock = false;
+
+namespace {
+
+void nap(std::uint64_t ns) {
+    const timespec t{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    ::nanosleep(&t, nullptr);
+}
+
+constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
+// Where the arguments start, and where the payload starts.
+std::size_t args_offset(AmCategory c) { return sizeof(WireHead) + (c == AmCategory::long_ ? 8 : 0); }
+std::size_t payload_offset(AmCategory c, unsigned nargs) { return align8(args_offset(c) + 4u * nargs); }
+
+// Writes `h`, its arguments and payload at `out`; returns the message's
+// length, a multiple of 8, so messages packed back to back in a
+// multi-receive buffer stay aligned.
+std::size_t encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out) {
+    WireHead w{};
+    w.handler = h.handler;
+    w.category = static_cast<std::uint8_t>(h.category);
+    w.nargs = h.nargs;
+    w.flags = h.flags;
+    w.source = h.source;
+    w.credit = h.credit;
+    w.length = static_cast<std::uint32_t>(h.payload_length);
+    std::memcpy(out, &w, sizeof w);
+    if (h.category == AmCategory::long_) std::memcpy(out + sizeof w, &h.dest_addr, 8);
+    if (h.nargs) std::memcpy(out + args_offset(h.category), args, 4u * h.nargs);
+    const std::size_t at = payload_offset(h.category, h.nargs);
+    if (h.category != AmCategory::short_ && h.payload_length) std::memcpy(out + at, payload, h.payload_length);
+    return align8(at + (h.category == AmCategory::short_ ? 0 : h.payload_length));
+}
+
+} // namespace
+
+Status OfiTransport::fatal(const char *op, Rank peer, int error, const char *what) {
+    return base::report(Status::transport, op, "check that the peer is alive and reachable over this provider",
+                        "ofi (%s): %s, rank %u: %s", provider_.c_str(), what, peer, fi_strerror(error < 0 ? -error : error));
+}
+
+// ---- sends ----
+
+Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
+    const AmHeader &h = m.header;
+    const std::size_t payload = h.category == AmCategory::short_ ? 0 : h.payload_length;
+    const std::size_t length = align8(payload_offset(h.category, h.nargs) + payload);
+    if (length <= inject_limit_) {
+        alignas(8) std::byte bytes[4096 + head_room];
+        encode(h, m.args, m.payload, bytes);
+        Guard g(*this);
+        if (!ep_) return Status::transport;
+        stamp(peer, bytes);
+        const ssize_t r = fi_inject(ep_, bytes, length, addr_[peer]);
+        if (__builtin_expect(r == 0, 1)) {
+            ++counters_.injected;
+            return Status::ok;
+        }
+        --order_[peer].send_seq;
+        if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_inject failed");
+        ++counters_.eagain;
+        reap();
+        return Status::not_ready;
+    }
+    SendBuffer *b;
+    {
+        Guard g(*this);
+        if (!ep_) return Status::transport;
+        if (!send_free_) reap();
+        if (!send_free_) return Status::not_ready;
+        b = send_free_;
+        send_free_ = b->next;
+    }
+    // The copy outside the lock: another thread may poll meanwhile.
+    encode(h, m.args, m.payload, b->bytes);
+    Guard g(*this);
+    b->peer = peer;
+    stamp(peer, b->bytes);
+    const ssize_t r = fi_send(ep_, b->bytes, length, send_mr_ ? fi_mr_desc(send_mr_) : nullptr, addr_[peer], &b->fi);
+    if (__builtin_expect(r == 0, 1)) {
+        ++counters_.sent;
+        counters_.long_packed += h.category == AmCategory::long_;
+        return Status::ok;
+    }
+    --order_[peer].send_seq;
+    b->next = send_free_;
+    send_free_ = b;
+    if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_send failed");
+    ++counters_.eagain;
+    reap();
+    return Status::not_ready;
+}
+
+// The message's sequence number, taken under the lock in posting order.
+std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
+    order_[peer].sent = true;
+    const std::uint16_t seq = order_[peer].send_seq++;
+    std::memcpy(message + offsetof(WireHead, seq), &seq, sizeof seq);
+    return seq;
+}
+
+// ---- completions ----
+
+// Queues an arrival for delivery in its sender's order: one that came
+// ahead of its turn waits in `early` for the ones before it.  False for
+// a control message, handled here.
+bool OfiTransport::arrived(const Arrival &a) {
+    WireHead w;
+    if (a.length < sizeof w) {
+        ready_.push_back(a);  // deliver_one reports it
+        return true;
+    }
+    std::memcpy(&w, a.bytes, sizeof w);
+    if (w.source >= order_.size()) {
+        ready_.push_back(a);
+        return true;
+    }
+    PeerOrder &o = order_[w.source];
+    o.heard = true;
+    if (w.category == category_ping || w.category == category_pong) {
+        if (w.category == category_ping) control_send(w.source, category_pong);
+        return false;
+    }
+    if (w.seq != o.expect) {
+        o.early.push_back(a);
+        return true;
+    }
+    ready_.push_back(a);
+    ++o.expect;
+    for (bool found = !o.early.empty(); found;) {
+        found = false;
+        for (std::size_t i = 0; i < o.early.size(); ++i) {
+            std::uint16_t seq;
+            std::memcpy(&seq, o.early[i].bytes + offsetof(WireHead, seq), sizeof seq);
+            if (seq != o.expect) continue;
+            ready_.push_back(o.early[i]);
+            o.early[i] = o.early.back();
+            o.early.pop_back();
+            ++o.expect;
+            found = true;
+            break;
+        }
+    }
+    return true;
+}
+
+// A ping or pong: a bare header, injected (a provider without inject
+// room leaves it owed until the next liveness check).
+void OfiTransport::control_send(Rank peer, std::uint8_t category) {
+    WireHead w{};
+    w.category = category;
+    w.source = setup().rank;
+    const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
+    if (category == category_pong) order_[peer].pong_owed = r != 0;
+}
+
+// Every liveness_every polls: a peer that was sent something and has said
+// nothing since is pinged after half the peer timeout and taken for dead
+// after the other half.  A stopped or hung process keeps its connections
+// open, so the provider alone would never notice.
+void OfiTransport::liveness() {
+    const std::uint64_t now = base::now_ns();
+    const auto half = static_cast<std::uint64_t>(peer_timeout_s_ * 0.5e9);
+    Rank silent = setup().size;
+    {
+        Guard g(*this);
+        if (!ep_) return;
+        for (Rank r = 0; r < order_.size(); ++r) {
+            PeerOrder &o = order_[r];
+            if (o.pong_owed) control_send(r, category_pong);
+            if (o.heard) {
+                o.heard = false;
+                o.owed_since = o.pinged_at = 0;
+            } else if (o.sent && o.owed_since == 0) {
+                o.owed_since = now;
+            }
+            o.sent = false;
+            if (!o.owed_since || r == setup().rank) continue;
+            if (o.pinged_at && now - o.pinged_at > half) silent = r;
+            else if (!o.pinged_at && now - o.owed_since > half) {
+                control_send(r, category_ping);
+                o.pinged_at = now;
+            }
+        }
+    }
+    if (silent != setup().size) peer_silent(silent);
+}
+
+[[noreturn]] void OfiTransport::peer_silent(Rank r) {
+    char fix[200];
+    std::snprintf(fix, sizeof fix,
+                  "check that rank %u is alive and polls; a rank that computes without polling for longer "
+                  "needs a larger SLUICE_OFI_PEER_TIMEOUT or SLUICE_PROGRESS_THREAD=1", r);
+    base::fatal("ofi", fix, "rank %u (over %s, domain %s) has answered nothing for %.1f s (SLUICE_OFI_PEER_TIMEOUT=%g): "
+                "taking it for dead", r, provider_.c_str(), domain_name_.c_str(), peer_timeout_s_, peer_timeout_s_);
+}
+
+void OfiTransport::repost(RecvBuffer *b) {
+    iovec iov{b->bytes, b->size};
+    void *desc = b->mr ? fi_mr_desc(b->mr) : nullptr;
+    fi_msg msg{};
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = FI_ADDR_UNSPEC;
+    msg.context = &b->fi;
+    const ssize_t r = fi_recvmsg(ep_, &msg, FI_MULTI_RECV);
+    if (r == 0) {
+        b->posted = true;
+        return;
+    }
+    // Not posted: reap() tries again while any buffer waits.
+    ++unposted_;
+    if (r != -FI_EAGAIN) (void)fatal("poll (ofi)", setup().rank, static_cast<int>(r), "posting a receive buffer failed");
+}
+
+void OfiTransport::reap() {
+    if (__builtin_expect(unposted_ != 0, 0)) {
+        unposted_ = 0;
+        for (auto &b : recv_)
+            if (!b->posted && b->pending == 0) repost(b.get());
+    }
+    fi_cq_data_entry e[cq_batch];
+    for (;;) {
+        const ssize_t n = fi_cq_read(cq_, e, cq_batch);
+        if (n == -FI_EAGAIN) break;
+        if (n == -FI_EAVAIL) {
+            reap_error();
+            continue;
+        }
+        if (n < 0) {
+            (void)fatal("poll (ofi)", setup().rank, static_cast<int>(n), "reading the completion queue failed");
+            break;
+        }
+        counters_.completions += static_cast<std::uint64_t>(n);
+        for (ssize_t i = 0; i < n; ++i) {
+            if (e[i].flags & FI_RECV) {
+                auto *b = static_cast<RecvBuffer *>(static_cast<Context *>(e[i].op_context));
+                if (e[i].len && arrived(Arrival{static_cast<const std::byte *>(e[i].buf), e[i].len, b})) {
+                    ++b->pending;
+                    ++counters_.received;
+                }
+                // shm never sets FI_MULTI_RECV: the buffer is released once
+                // less than the minimum is left, which the conduit counts.
+                const bool released =
+                    (e[i].flags & FI_MULTI_RECV) ||
+                    (release_by_offset_ && e[i].len &&
+                     b->size - (static_cast<const std::byte *>(e[i].buf) - b->bytes) - e[i].len < min_free_);
+                if (released && b->posted) {
+                    b->posted = false;
+                    if (b->pending == 0) repost(b);
+                }
+                continue;
+            }
+            auto *c = static_cast<Context *>(e[i].op_context);
+            if (c->tag == Tag::send) {
+                auto *b = static_cast<SendBuffer *>(c);
+                b->next = send_free_;
+                send_free_ = b;
+            } else if (c->tag == Tag::rma) {
+                piece_done(static_cast<RmaPiece *>(c)->group);
+            }
+        }
+        if (n < static_cast<ssize_t>(cq_batch)) break;
+    }
+    // Operations cut into more pieces than the provider took at once.
+    while (!rma_partial_.empty() && rma_outstanding_ < tx_depth_) {
+        RmaGroup *g = rma_partial_.front();
+        if (rma_issue(g) == Status::not_ready && g->issued < g->n) break;
+        rma_partial_.pop_front();
+    }
+}
+
+void OfiTransport::piece_done(RmaGroup *g) {
+    --g->outstanding;
+    --rma_outstanding_;
+    if (g->outstanding || g->issued < g->n) return;
+    rma_complete(g->op);
+    delete g;
+}
+
+void OfiTransport::reap_error() {
+    fi_cq_err_entry err{};
+    if (fi_cq_readerr(cq_, &err, 0) <= 0) return;
+    char text[256];
+    const char *detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, text, sizeof text);
+    auto *c = static_cast<Context *>(err.op_context);
+    if (err.flags & FI_RECV) {
+        auto *b = static_cast<RecvBuffer *>(c);
+        base::report(Status::transport, "poll (ofi)", "this is a Sluice bug or a provider fault",
+                     "ofi (%s): a receive failed: %s (%s)", provider_.c_str(), fi_strerror(err.err), detail ? detail : "");
+        if (err.flags & FI_MULTI_RECV) {
+            b->posted = false;
+            if (b->pending == 0) repost(b);
+        }
+        return;
+    }
+    if (!c) return;
+    if (c->tag == Tag::send) {
+        auto *b = static_cast<SendBuffer *>(c);
+        base::report(Status::transport, "send (ofi)", "check that the peer is alive and reachable over this provider",
+                     "ofi (%s): an AM to rank %u was not delivered: %s (%s)", provider_.c_str(), b->peer,
+                     fi_strerror(err.err), detail ? detail : "");
+        b->next = send_free_;
+        send_free_ = b;
+    } else if (c->tag == Tag::rma) {
+        RmaGroup *g = static_cast<RmaPiece *>(c)->group;
+        // Reported, then completed: the caller must not wait for ever.
+        base::report(Status::transport, g->write ? "put (ofi)" : "get (ofi)",
+                     "check that the peer is alive and that the address lies in its segment",
+                     "ofi (%s): %s of %zu bytes with rank %u failed: %s (%s)", provider_.c_str(),
+                     g->write ? "fi_write" : "fi_read", g->n, g->peer, fi_strerror(err.err), detail ? detail : "");
+        piece_done(g);
+    }
+}
+
+// ---- delivery ----
+
+int OfiTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
+        receive_thread_start();
+    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % liveness_every == 0, 0)) liveness();
+    {
+        Guard g(*this);
+        if (!ep_) return 0;
+        reap();
+        if (ready_.empty()) return 0;
+    }
+    if (mode == PollMode::replies_only || delivering_) return 0;
+    return deliver_ready();
+}
+
+int OfiTransport::deliver_ready() {
+    if (!base::flag_try_take(deliver_flag_)) return 0;
+    delivering_ = true;
+    int n = 0;
+    Arrival a{};
+    RecvBuffer *done = nullptr;
+    while (n < static_cast<int>(poll_budget)) {
+        {
+            Guard g(*this);
+            if (done && --done->pending == 0 && !done->posted) repost(done);
+            done = nullptr;
+            if (ready_.empty()) break;
+            a = ready_.front();
+            ready_.pop_front();
+        }
+        deliver_one(a);
+        done = a.buffer;
+        ++n;
+    }
+    if (done) {
+        Guard g(*this);
+        if (--done->pending == 0 && !done->posted) repost(done);
+    }
+    delivering_ = false;
+    base::flag_release(deliver_flag_);
+    return n;
+}
+
+void OfiTransport::deliver_one(const Arrival &a) {
+    WireHead w;
+    if (a.length < sizeof w) {
+        base::report(Status::transport, "poll (ofi)", "this is a Sluice bug", "a message of %zu bytes dropped", a.length);
+        return;
+    }
+    std::memcpy(&w, a.bytes, sizeof w);
+    const auto category = static_cast<AmCategory>(w.category);
+    const std::size_t at = w.category <= 2 && w.nargs <= max_args ? payload_offset(category, w.nargs) : ~std::size_t{0};
+    const std::size_t payload = category == AmCategory::short_ ? 0 : w.length;
+    if (at > a.length || payload > a.length - at || w.source >= setup().size) {
+        base::report(Status::transport, "poll (ofi)", "run the same Sluice build on every rank",
+                     "a malformed message of %zu bytes (rank %u, category %u, %u arguments, payload %u) dropped",
+                     a.length, w.source, w.category, w.nargs, w.length);
+        return;
+    }
+    std::uint32_t args[max_args];
+    if (w.nargs) std::memcpy(args, a.bytes + args_offset(category), 4u * w.nargs);
+    if (category == AmCategory::short_) {
+        deliver_short(w.source, w.handler, w.flags, w.credit, args, w.nargs);
+        return;
+    }
+    AmHeader h;
+    h.handler = w.handler;
+    h.category = category;
+    h.nargs = w.nargs;
+    h.flags = w.flags;
+    h.credit = w.credit;
+    h.source = w.source;
+    h.payload_length = payload;
+    void *data = const_cast<std::byte *>(a.bytes + at);
+    if (category == AmCategory::long_) {
+        std::memcpy(&h.dest_addr, a.bytes + sizeof w, 8);
+        if (h.dest_addr < segment_base_ || payload > segment_bytes_ || h.dest_addr - segment_base_ > segment_bytes_ - payload) {
+            base::report(Status::segment, "poll (ofi)", "this is a Sluice bug: the sender checks Long bounds",
+                         "a Long of %zu bytes from rank %u to 0x%llx lies outside this rank's segment; dropped", payload,
+                         w.source, static_cast<unsigned long long>(h.dest_addr));
+            return;
+        }
+        void *dest = reinterpret_cast<void *>(h.dest_addr);
+        if (payload) std::memcpy(dest, data, payload);
+        data = dest;
+    }
+    deliver(h, args, data);
+}
+
+void OfiTransport::dispatch_abandon_impl() {
+    if (!delivering_) return;
+    delivering_ = false;
+    base::flag_release(deliver_flag_);
+}
+
+// Everything posted leaves before finalize goes on: with manual progress a
+// message still queued in the provider moves only while someone polls.
+void OfiTransport::quiesce_impl() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        bool idle;
+        {
+            Guard g(*this);
+            if (!ep_) return;
+            reap();
+            std::size_t free = 0;
+            for (SendBuffer *b = send_free_; b; b = b->next) ++free;
+            idle = free == send_.size() && rma_outstanding_ == 0;
+        }
+        deliver_ready();
+        if (idle) return;
+        if (std::chrono::steady_clock::now() > deadline) {
+            base::report(Status::transport, "finalize (ofi)", "check that every rank is alive",
+                         "ofi (%s): sends or RDMA operations still incomplete after 10 s", provider_.c_str());
+            return;
+        }
+        base::idle();
+    }
+}
+
+bool OfiTransport::signal_exit_safe_impl() const { return !in_ofi_lock; }
+
+// ---- the receive thread ----
+
+// Sleeps until the completion queue has something (fi_trywait, then the
+// wait descriptor; at most 100 ms, to notice a stop), then polls every
+// transport of the rank as the application's poll would, handlers
+// included.  SLUICE_RCV_THREAD_RATE spaces the wake-ups.
+void OfiTransport::receive_thread_main() {
+    const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
+    const std::uint64_t spacing = rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 0;
+    std::uint64_t last = 0;
+    while (!rcv_stop_.load(std::memory_order_relaxed)) {
+        if (wait_fd_ >= 0) {
+            fid *f = &cq_->fid;
+            int r;
+            {
+                Guard g(*this);
+                r = ep_ ? fi_trywait(fabric_, &f, 1) : -FI_EAGAIN;
+            }
+            if (r == FI_SUCCESS) {
+                pollfd p{wait_fd_, POLLIN, 0};
+                (void)::poll(&p, 1, 100);
+            }
+        } else {
+            nap(spacing ? spacing : 1'000'000);
+        }
+        if (rcv_stop_.load(std::memory_order_relaxed)) break;
+        if (spacing) {
+            const std::uint64_t now = base::now_ns();
+            if (now - last < spacing) {
+                nap(spacing - (now - last));
+            }
+            last = base::now_ns();
+        }
+        rcv_wakeups_.fetch_add(1, std::memory_order_relaxed);
+        if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
+        else (void)poll(PollMode::all);
+    }
+}
+
+// ---- RDMA ----
+
+Status OfiTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
+    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, later);
+}
+
+Status OfiTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
+    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, later);
+}
+
+Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                               bool &later) {
+    later = false;
+    if (n == 0) return Status::ok;
+    void *desc = nullptr;
+    if (mr_.local) {
+        const std::uint64_t handle = local_handle(op);
+        if (!handle)
+            return base::report(Status::argument, write ? "put (ofi)" : "get (ofi)",
+                                "use a buffer in the segment, or a build with firehose registration",
+                                "ofi (%s): the local buffer %p (%zu bytes) is not registered, and the provider needs it "
+                                "(FI_MR_LOCAL)",
+                                provider_.c_str(), local, n);
+        desc = fi_mr_desc(reinterpret_cast<fid_mr *>(handle));
+    }
+    auto *g = new RmaGroup;
+    g->op = op;
+    g->write = write;
+    g->peer = peer;
+    g->local = static_cast<std::byte *>(local);
+    g->remote = remote;
+    g->n = n;
+    g->desc = desc;
+    g->pieces.resize(n / rma_chunk_ + (n % rma_chunk_ != 0));
+    Guard guard(*this);
+    if (!ep_) {
+        delete g;
+        return Status::transport;
+    }
+    if (rma_outstanding_ >= tx_depth_) reap();
+    const Status s = rma_outstanding_ < tx_depth_ ? rma_issue(g) : Status::not_ready;
+    if (g->issued == 0) {
+        // Nothing started: "retry" goes to the wrapper's backlog.
+        delete g;
+        return s;
+    }
+    if (g->issued < g->n) rma_partial_.push_back(g);
+    later = true;
+    return Status::ok;
+}
+
+Status OfiTransport::rma_issue(RmaGroup *g) {
+    while (g->issued < g->n) {
+        if (rma_outstanding_ >= tx_depth_) return Status::not_ready;
+        const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
+        RmaPiece &p = g->pieces[g->issued / rma_chunk_];
+        p.tag = Tag::rma;
+        p.group = g;
+        iovec iov{g->local + g->issued, len};
+        fi_rma_iov rma{g->remote + g->issued, len, peer_key_[g->peer]};
+        fi_msg_rma msg{};
+        msg.msg_iov = &iov;
+        msg.desc = &g->desc;
+        msg.iov_count = 1;
+        msg.addr = addr_[g->peer];
+        msg.rma_iov = &rma;
+        msg.rma_iov_count = 1;
+        msg.context = &p.fi;
+        const ssize_t r = g->write ? fi_writemsg(ep_, &msg, FI_COMPLETION | (delivery_complete_ ? FI_DELIVERY_COMPLETE : 0))
+                                   : fi_readmsg(ep_, &msg, FI_COMPLETION);
+        if (r == -FI_EAGAIN) {
+            ++counters_.eagain;
+            return Status::not_ready;
+        }
+        if (r != 0) return fatal(g->write ? "put (ofi)" : "get (ofi)", g->peer, static_cast<int>(r),
+                                 g->write ? "fi_write failed" : "fi_read failed");
+        g->issued += len;
+        ++g->outstanding;
+        ++rma_outstanding_;
+        ++(g->write ? counters_.writes : counters_.reads);
+    }
+    return Status::ok;
+}
+
+} // namespace sluice::conduit::ofi::detail

@@ -1,0 +1,501 @@
+// src/conduits/ofi/ofi_setup.cpp - the ofi conduit's set-up and tear-down:
+// which provider, the endpoint and its address vector, memory
+// registrations in whatever mode the provider demands, the buffers,
+// finalize and the counters.
+#include "conduits/ofi/ofi.hpp"
+#include "conduits/ofi/ofi_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+namespace sluice::conduit::ofi {
+
+namespace detail {
+namespace {
+
+constexpr std::uint32_t fabric_version = FI_VERSION(1, 10);
+
+// The default order: hardware providers first, then the software ones
+// that run anywhere.
+constexpr const char *provider_order[] = {"cxi", "verbs;ofi_rxm", "efa", "psm3", "psm2", "opx",
+                                          "tcp;ofi_rxm", "sockets", "shm", "udp;ofi_rxd"};
+
+// Reliable datagram endpoints with messages (multi-receive) and RMA, every
+// memory-registration mode this conduit honours, each peer's messages in
+// order.
+fi_info *hints_make(const std::string &provider) {
+    fi_info *h = fi_allocinfo();
+    if (!h) return nullptr;
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
+    h->mode = FI_CONTEXT | FI_CONTEXT2;
+    h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    h->domain_attr->threading = FI_THREAD_DOMAIN;
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    if (!provider.empty()) h->fabric_attr->prov_name = ::strdup(provider.c_str());
+    return h;
+}
+
+int rank_of(const char *name) {
+    for (std::size_t i = 0; i < std::size(provider_order); ++i)
+        if (std::strcmp(name, provider_order[i]) == 0) return static_cast<int>(i);
+    return static_cast<int>(std::size(provider_order));
+}
+
+// The entry to use among fi_getinfo's answers: the wanted provider (else
+// the first in provider_order), then the wanted domain (else "lo" for a
+// job on one host, else the first that is not "lo").
+const fi_info *choose(const fi_info *list, const std::string &domain, bool one_host) {
+    const fi_info *best = nullptr;
+    for (const fi_info *i = list; i; i = i->next)
+        if (!best || rank_of(i->fabric_attr->prov_name) < rank_of(best->fabric_attr->prov_name)) best = i;
+    if (!best) return nullptr;
+    const char *prov = best->fabric_attr->prov_name;
+    const fi_info *pick = nullptr;
+    for (const fi_info *i = list; i; i = i->next) {
+        if (std::strcmp(i->fabric_attr->prov_name, prov) != 0) continue;
+        const char *d = i->domain_attr->name ? i->domain_attr->name : "";
+        if (!domain.empty()) {
+            if (domain == d) return i;
+            continue;
+        }
+        const bool lo = std::strcmp(d, "lo") == 0;
+        if (one_host ? lo : !lo) return i;
+        if (!pick) pick = i;
+    }
+    return domain.empty() ? pick : nullptr;
+}
+
+// fi_getinfo for `provider` (empty: every provider).  Null and `why` set
+// when nothing answers.
+fi_info *query(const std::string &provider, std::string &why) {
+    fi_info *h = hints_make(provider);
+    if (!h) {
+        why = "fi_allocinfo failed";
+        return nullptr;
+    }
+    fi_info *list = nullptr;
+    const int r = fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &list);
+    fi_freeinfo(h);
+    if (r != 0 || !list) {
+        why = provider.empty() ? std::string("no libfabric provider offers reliable datagram endpoints with messages "
+                                             "and RMA (fi_getinfo: ") + fi_strerror(-r) + ")"
+                               : "provider " + provider + " offers no reliable datagram endpoint with messages and "
+                                 "RMA here (fi_getinfo: " + fi_strerror(-r) + ")";
+        return nullptr;
+    }
+    return list;
+}
+
+struct AddressRecord {
+    char provider[48];
+    std::uint32_t name_length;
+    std::uint8_t name[212];
+};
+static_assert(sizeof(AddressRecord) == 264);
+
+} // namespace
+
+OfiTransport::OfiTransport() : Transport("ofi", Capabilities{}) {}
+
+OfiTransport::~OfiTransport() { close_all(); }
+
+Status OfiTransport::init_impl() {
+    const char *op = "ofi conduit init";
+    Capabilities &c = capabilities_mutable();
+    eager_limit_ = base::knob_size(base::Knob::OFI_EAGER_LIMIT);
+    std::size_t packed = base::knob_size(base::Knob::OFI_PACKED_LONG);
+    if (packed == 0 || packed > eager_limit_) packed = eager_limit_;
+    if (Status s = open_fabric(); s != Status::ok) return s;
+    c.max_medium = eager_limit_;
+    c.max_long = std::numeric_limits<std::size_t>::max();
+    c.max_packed_long = packed;
+    c.native_rma = true;
+    c.remote_completion = false;  // the wrapper writes, then sends the notification
+    c.needs_registration = mr_.local;
+    c.remote_offsets = !mr_.virt_addr;
+    c.provider_keys = mr_.prov_key;
+    c.key_per_endpoint = false;
+    c.needs_credits = true;  // receive buffers are a fixed space
+    c.inline_limit = inject_limit_;
+    if (Status s = exchange_addresses(); s != Status::ok) return s;
+    if (Status s = buffers_create(); s != Status::ok) return s;
+    base::say("ofi: provider %s, domain %s, inject %zu bytes, eager %zu bytes, packed Long %zu bytes%s%s%s", provider_.c_str(),
+              domain_name_.c_str(), inject_limit_, eager_limit_, packed, mr_.local ? ", FI_MR_LOCAL" : "",
+              mr_.virt_addr ? ", virtual addresses" : ", offsets", mr_.prov_key ? ", provider keys" : "");
+    (void)op;
+    return Status::ok;
+}
+
+Status OfiTransport::open_fabric() {
+    const char *op = "ofi conduit init";
+    const std::string &wanted = base::knob_string(base::Knob::OFI_PROVIDER);
+    std::string why;
+    fi_info *list = query(wanted, why);
+    if (!list)
+        return base::report(Status::transport, op,
+                            wanted.empty() ? "install a libfabric provider, or use SLUICE_NETWORK=udp"
+                                           : "fi_info -l lists the providers here; set SLUICE_OFI_PROVIDER to one",
+                            "%s", why.c_str());
+    bool one_host = true;
+    for (std::uint32_t h : setup().host_of) one_host &= h == setup().host_of[setup().rank];
+    const std::string &domain = base::knob_string(base::Knob::OFI_DOMAIN);
+    const fi_info *pick = choose(list, domain, one_host);
+    if (!pick) {
+        fi_freeinfo(list);
+        return base::report(Status::transport, op, "fi_info -v lists each provider's domains; unset SLUICE_OFI_DOMAIN or set it to one",
+                            "no domain %s for provider %s", domain.c_str(), wanted.c_str());
+    }
+    info_ = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    if (!info_) return base::report(Status::resource, op, nullptr, "fi_dupinfo failed");
+    provider_ = info_->fabric_attr->prov_name;
+    domain_name_ = info_->domain_attr->name ? info_->domain_attr->name : "";
+
+    const std::uint64_t mode = info_->domain_attr->mr_mode;
+    if (mode & (FI_MR_RAW | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT))
+        return base::report(Status::transport, op, "choose another provider with SLUICE_OFI_PROVIDER",
+                            "provider %s demands a memory-registration mode this conduit does not implement (%s)",
+                            provider_.c_str(), fi_tostr(&mode, FI_TYPE_MR_MODE));
+    mr_.local = mode & FI_MR_LOCAL;
+    mr_.virt_addr = mode & FI_MR_VIRT_ADDR;
+    mr_.prov_key = mr_.real_prov_key = mode & FI_MR_PROV_KEY;
+    mr_.endpoint = mr_.real_endpoint = mode & FI_MR_ENDPOINT;
+    mr_.allocated = mode & FI_MR_ALLOCATED;
+    std::stringstream add(base::knob_string(base::Knob::OFI_MR_MODE_ADD));
+    for (std::string word; std::getline(add, word, ',');) {
+        if (word == "local") mr_.local = true;
+        else if (word == "prov_key") mr_.prov_key = true;
+        else if (word == "endpoint") mr_.endpoint = true;
+        else if (word == "virt_addr") mr_.virt_addr = true;
+        else if (!word.empty())
+            return base::report(Status::argument, op, "use local, prov_key, endpoint or virt_addr, separated by commas",
+                                "SLUICE_OFI_MR_MODE_ADD: unknown mode '%s'", word.c_str());
+    }
+
+    const std::size_t inject_knob = base::knob_size(base::Knob::OFI_INJECT_LIMIT);
+    inject_limit_ = info_->tx_attr->inject_size;
+    if (inject_knob) inject_limit_ = std::min(inject_limit_, inject_knob);
+    inject_limit_ = std::min<std::size_t>(inject_limit_, 4096);  // send_impl's stack buffer
+    rma_chunk_ = info_->ep_attr->max_msg_size;
+    if (const std::size_t k = base::knob_size(base::Knob::OFI_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
+    if (rma_chunk_ < 4096)
+        return base::report(Status::transport, op, nullptr, "provider %s: max_msg_size %zu is too small", provider_.c_str(),
+                            rma_chunk_);
+    peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
+    rcv_wanted_.store(base::knob_bool(base::Knob::RCV_THREAD), std::memory_order_relaxed);
+    tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);
+    // shm moves a write's bytes into the target before it completes it,
+    // and in libfabric 1.17 never completes one asked FI_DELIVERY_COMPLETE.
+    const std::string &dc = base::knob_string(base::Knob::OFI_DELIVERY_COMPLETE);
+    if (dc == "auto" || dc.empty()) delivery_complete_ = provider_ != "shm";
+    else if (dc == "1" || dc == "yes" || dc == "on") delivery_complete_ = true;
+    else if (dc == "0" || dc == "no" || dc == "off") delivery_complete_ = false;
+    else
+        return base::report(Status::argument, op, "use auto, 1 or 0", "SLUICE_OFI_DELIVERY_COMPLETE=%s", dc.c_str());
+
+    auto check = [&](int r, const char *call) -> Status {
+        if (r == 0) return Status::ok;
+        return base::report(Status::transport, op, "SLUICE_OFI_PROVIDER chooses another provider",
+                            "provider %s, domain %s: %s: %s", provider_.c_str(), domain_name_.c_str(), call, fi_strerror(-r));
+    };
+    if (Status s = check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric"); s != Status::ok) return s;
+    if (Status s = check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain"); s != Status::ok) return s;
+    fi_av_attr av{};
+    av.type = FI_AV_TABLE;
+    av.count = setup().size;
+    if (Status s = check(fi_av_open(domain_, &av, &av_, nullptr), "fi_av_open"); s != Status::ok) return s;
+    fi_cq_attr cq{};
+    cq.format = FI_CQ_FORMAT_DATA;
+    cq.wait_obj = FI_WAIT_NONE;
+    cq.size = std::max<std::size_t>(4096, 2 * tx_depth_ + 2 * base::knob_int(base::Knob::OFI_SEND_BUFFERS));
+    // The receive thread sleeps on a file descriptor where the provider
+    // has one; without, it polls at its rate.
+    if (base::knob_bool(base::Knob::RCV_THREAD)) {
+        cq.wait_obj = FI_WAIT_FD;
+        if (fi_cq_open(domain_, &cq, &cq_, nullptr) == 0 && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+        if (!cq_) cq.wait_obj = FI_WAIT_NONE;
+    }
+    if (!cq_)
+        if (Status s = check(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open"); s != Status::ok) return s;
+    if (Status s = check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint"); s != Status::ok) return s;
+    if (Status s = check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)"); s != Status::ok) return s;
+    if (Status s = check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)"); s != Status::ok) return s;
+    if (Status s = check(fi_enable(ep_), "fi_enable"); s != Status::ok) return s;
+    min_free_ = eager_limit_ + head_room;
+    // libfabric 1.17's shm stops filling a multi-receive buffer with less
+    // than the minimum left but never reports it (FI_MULTI_RECV).
+    release_by_offset_ = provider_ == "shm";
+    return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
+                 "fi_setopt(FI_OPT_MIN_MULTI_RECV)");
+}
+
+Status OfiTransport::exchange_addresses() {
+    const char *op = "ofi conduit init";
+    AddressRecord mine{};
+    std::snprintf(mine.provider, sizeof mine.provider, "%s", provider_.c_str());
+    std::size_t length = sizeof mine.name;
+    if (int r = fi_getname(&ep_->fid, mine.name, &length); r != 0)
+        return base::report(Status::transport, op, nullptr, "provider %s: fi_getname: %s (%zu bytes)", provider_.c_str(),
+                            fi_strerror(-r), length);
+    mine.name_length = static_cast<std::uint32_t>(length);
+    std::vector<std::string> all;
+    if (!setup().bootstrap->allgather(&mine, sizeof mine, all))
+        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of ofi addresses failed");
+    const Rank n = setup().size;
+    std::vector<std::uint8_t> names;
+    for (Rank r = 0; r < n; ++r) {
+        AddressRecord theirs{};
+        if (all[r].size() != sizeof theirs)
+            return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                "rank %u sent an ofi address record of %zu bytes", r, all[r].size());
+        std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        theirs.provider[sizeof theirs.provider - 1] = 0;
+        if (provider_ != theirs.provider)
+            return base::report(Status::state, op, "set SLUICE_OFI_PROVIDER to the same provider on every rank",
+                                "this rank uses provider %s, rank %u uses %s", provider_.c_str(), r, theirs.provider);
+        if (theirs.name_length != mine.name_length)
+            return base::report(Status::state, op, "set SLUICE_OFI_PROVIDER and SLUICE_OFI_DOMAIN alike on every rank",
+                                "rank %u's address is %u bytes, mine %u", r, theirs.name_length, mine.name_length);
+        names.insert(names.end(), theirs.name, theirs.name + theirs.name_length);
+    }
+    addr_.assign(n, FI_ADDR_NOTAVAIL);
+    const int inserted = fi_av_insert(av_, names.data(), n, addr_.data(), 0, nullptr);
+    if (inserted != static_cast<int>(n))
+        return base::report(Status::transport, op, "check that every rank reaches the others over this provider",
+                            "fi_av_insert took %d of %u addresses (%s)", inserted, n,
+                            inserted < 0 ? fi_strerror(-inserted) : "some refused");
+    peer_key_.assign(n, 0);
+    order_.assign(n, PeerOrder{});
+    return Status::ok;
+}
+
+Status OfiTransport::register_raw(void *base, std::size_t size, std::uint64_t access, std::uint64_t key, fid_mr *&mr,
+                                  const char *what) {
+    // Offsets: the registration starts at offset 0, so a remote address is
+    // the offset into it.  Virtual addresses without the provider's asking
+    // (SLUICE_OFI_MR_MODE_ADD=virt_addr): the registration starts at its
+    // own address, which makes the two the same.
+    const std::uint64_t offset = mr_.virt_addr ? reinterpret_cast<std::uint64_t>(base) : 0;
+    // Keys the provider does not pick are unique in this process; when the
+    // conduit only pretends the provider picks them, it still hands the
+    // provider unique ones, and reads the key back like a real one.
+    if (mr_.prov_key && !mr_.real_prov_key) key = next_key_++;
+    int r = fi_mr_reg(domain_, base, size, access, offset, mr_.real_prov_key ? 0 : key, 0, &mr, nullptr);
+    if (r == 0 && mr_.real_endpoint) {
+        r = fi_mr_bind(mr, &ep_->fid, 0);
+        if (r == 0) r = fi_mr_enable(mr);
+    }
+    if (r == 0) return Status::ok;
+    if (mr) fi_close(&mr->fid);
+    mr = nullptr;
+    return base::report(Status::resource, "register memory", "check the locked-memory limit (ulimit -l)",
+                        "ofi (%s): cannot register %zu bytes at %p for %s: %s", provider_.c_str(), size, base, what,
+                        fi_strerror(-r));
+}
+
+Status OfiTransport::buffers_create() {
+    const std::size_t slot = eager_limit_ + head_room;
+    const std::size_t count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_SEND_BUFFERS));
+    send_bytes_ = std::make_unique<std::byte[]>(slot * count);
+    send_.assign(count, SendBuffer{});
+    if (mr_.local) {
+        if (Status s = register_raw(send_bytes_.get(), slot * count, FI_SEND, next_key_++, send_mr_, "send buffers");
+            s != Status::ok)
+            return s;
+    }
+    for (std::size_t i = count; i-- > 0;) {
+        send_[i].tag = Tag::send;
+        send_[i].bytes = send_bytes_.get() + i * slot;
+        send_[i].next = send_free_;
+        send_free_ = &send_[i];
+    }
+    const std::size_t recv_size = std::max(base::knob_size(base::Knob::OFI_RECV_BUFFER_SIZE), 4 * slot);
+    const std::size_t recv_count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_RECV_BUFFERS));
+    Guard g(*this);
+    for (std::size_t i = 0; i < recv_count; ++i) {
+        auto b = std::make_unique<RecvBuffer>();
+        b->tag = Tag::recv;
+        b->size = recv_size;
+        void *p = ::mmap(nullptr, recv_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return base::report(Status::resource, "ofi conduit init", "lower SLUICE_OFI_RECV_BUFFER_SIZE",
+                                "cannot map a receive buffer of %zu bytes: %s", recv_size, std::strerror(errno));
+        b->bytes = static_cast<std::byte *>(p);
+        if (mr_.local) {
+            if (Status s = register_raw(p, recv_size, FI_RECV, next_key_++, b->mr, "receive buffers"); s != Status::ok) {
+                ::munmap(p, recv_size);
+                return s;
+            }
+        }
+        recv_.push_back(std::move(b));
+        repost(recv_.back().get());
+        if (!recv_.back()->posted) return Status::transport;  // reported
+    }
+    return Status::ok;
+}
+
+Status OfiTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
+    // Only when no same-host conduit owns the segment: private memory.
+    key.clear();
+    *base = nullptr;
+    if (size == 0) return Status::ok;
+    void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return base::report(Status::resource, "segment_attach (ofi)", "ask for a smaller segment",
+                            "cannot map %zu bytes: %s", size, std::strerror(errno));
+    own_segment_ = p;
+    own_segment_bytes_ = size;
+    *base = p;
+    return Status::ok;
+}
+
+Status OfiTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
+    // Under the delivery flag: a progress thread may be delivering, and a
+    // packed Long is checked against these bounds.
+    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
+    segment_base_ = all[setup().rank].base;
+    segment_bytes_ = all[setup().rank].size;
+    base::flag_release(deliver_flag_);
+    return Status::ok;
+}
+
+Status OfiTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key,
+                                       std::uint64_t &handle, std::string &rkey) {
+    fid_mr *mr = nullptr;
+    Status s;
+    {
+        Guard g(*this);
+        s = register_raw(base, size, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV,
+                         requested_key ? requested_key : next_key_++, mr, "RDMA");
+    }
+    if (s != Status::ok) return s;
+    handle = reinterpret_cast<std::uint64_t>(mr);
+    const std::uint64_t key = fi_mr_key(mr);
+    rkey.assign(reinterpret_cast<const char *>(&key), sizeof key);
+    return Status::ok;
+}
+
+void OfiTransport::mem_deregister_impl(std::uint64_t handle) {
+    if (!handle) return;
+    Guard g(*this);
+    fi_close(&reinterpret_cast<fid_mr *>(handle)->fid);
+}
+
+Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
+    if (size == 0) return Status::ok;
+    if (rkey.size() != sizeof(std::uint64_t))
+        return base::report(Status::state, "segment_attach (ofi)", "run the same Sluice build on every rank",
+                            "rank %u published an ofi key of %zu bytes", peer, rkey.size());
+    std::memcpy(&peer_key_[peer], rkey.data(), sizeof(std::uint64_t));
+    return Status::ok;
+}
+
+// From the first poll: before it, the layers above may not be ready for a
+// poll from another thread.
+void OfiTransport::receive_thread_start() {
+    rcv_stop_.store(false);
+    rcv_thread_ = std::thread([this] { receive_thread_main(); });
+    base::say("ofi: receive thread started (%s, at most %lld wake-ups/s)",
+              wait_fd_ >= 0 ? "sleeps on the completion queue's descriptor" : "polls: the provider has no wait descriptor",
+              static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
+}
+
+void OfiTransport::receive_thread_stop() {
+    if (!rcv_thread_.joinable()) return;
+    rcv_stop_.store(true);
+    // A handler on the receive thread may be the one ending the job.
+    if (std::this_thread::get_id() == rcv_thread_.get_id()) rcv_thread_.detach();
+    else rcv_thread_.join();
+}
+
+void OfiTransport::fini_impl() {
+    receive_thread_stop();
+    if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
+    close_all();
+}
+
+void OfiTransport::close_all() {
+    // The endpoint first: nothing lands in buffers being freed.
+    if (ep_) fi_close(&ep_->fid);
+    ep_ = nullptr;
+    for (auto &b : recv_) {
+        if (b->mr) fi_close(&b->mr->fid);
+        ::munmap(b->bytes, b->size);
+    }
+    recv_.clear();
+    ready_.clear();
+    order_.clear();
+    if (send_mr_) fi_close(&send_mr_->fid);
+    send_mr_ = nullptr;
+    send_free_ = nullptr;
+    send_.clear();
+    send_bytes_.reset();
+    if (cq_) fi_close(&cq_->fid);
+    cq_ = nullptr;
+    if (av_) fi_close(&av_->fid);
+    av_ = nullptr;
+    if (domain_) fi_close(&domain_->fid);
+    domain_ = nullptr;
+    if (fabric_) fi_close(&fabric_->fid);
+    fabric_ = nullptr;
+    if (info_) fi_freeinfo(info_);
+    info_ = nullptr;
+    if (own_segment_) ::munmap(own_segment_, own_segment_bytes_);
+    own_segment_ = nullptr;
+}
+
+void OfiTransport::stats_print() const {
+    const Counters &c = counters_;
+    std::fprintf(stderr,
+                 "sluice[rank %u] ofi (%s): injected %llu, sent %llu, received %llu, packed Longs %llu, writes %llu, "
+                 "reads %llu, completions %llu, FI_EAGAIN %llu, receive-thread wake-ups %llu\n",
+                 setup().rank, provider_.c_str(), static_cast<unsigned long long>(c.injected),
+                 static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
+                 static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.writes),
+                 static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.completions),
+                 static_cast<unsigned long long>(c.eagain), static_cast<unsigned long long>(rcv_wakeups_.load()));
+}
+
+} // namespace detail
+
+std::unique_ptr<Transport> make_ofi_transport() { return std::make_unique<detail::OfiTransport>(); }
+
+std::string probe() {
+    std::string why;
+    fi_info *list = detail::query(base::knob_string(base::Knob::OFI_PROVIDER), why);
+    if (!list) return why;
+    fi_freeinfo(list);
+    return "";
+}
+
+std::string limits() {
+    std::string why;
+    const std::string &wanted = base::knob_string(base::Knob::OFI_PROVIDER);
+    fi_info *list = detail::query(wanted, why);
+    if (!list) return "  ofi provider            none: " + why + "\n";
+    const fi_info *pick = detail::choose(list, base::knob_string(base::Knob::OFI_DOMAIN), true);
+    std::string out;
+    if (pick) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  ofi provider            %s (domain %s on one host), inject %zu bytes\n",
+                      pick->fabric_attr->prov_name, pick->domain_attr->name ? pick->domain_attr->name : "?",
+                      pick->tx_attr->inject_size);
+        out = line;
+    }
+    fi_freeinfo(list);
+    return out;
+}
+
+} // namespace sluice::conduit::ofi

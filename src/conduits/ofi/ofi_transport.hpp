@@ -1,0 +1,282 @@
+// src/conduits/ofi/ofi_transport.hpp - the ofi conduit's transport class,
+// shared by ofi.cpp (messages, RDMA, completions, delivery) and
+// ofi_setup.cpp (provider choice, endpoint, registrations, finalize).
+// README.md has the design.
+//
+// Locking: `lock_` covers the endpoint, the completion queue and every
+// buffer list (libfabric is opened FI_THREAD_DOMAIN: the conduit
+// serializes its calls).  Handlers run outside it, one thread at a time
+// (`deliver_flag_`), in arrival order, which is each peer's send order
+// (FI_ORDER_SAS).  A poll nested in a handler's send (waiting for room)
+// reaps completions and queues arrivals but delivers nothing.
+#pragma once
+
+#include "base/flag.hpp"
+#include "base/status.hpp"
+#include "conduits/transport.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::conduit::ofi::detail {
+
+constexpr unsigned max_args = 16;
+constexpr unsigned poll_budget = 64;      // messages one poll delivers at most
+constexpr unsigned cq_batch = 16;         // completions one fi_cq_read takes
+
+// The AM header on the wire.  A Long adds the 8-byte destination address
+// after it; the arguments follow, then the payload at an 8-byte boundary.
+struct WireHead {
+    std::uint8_t handler;
+    std::uint8_t category;
+    std::uint8_t nargs;
+    std::uint8_t flags;
+    std::uint32_t source;
+    std::uint8_t credit;
+    std::uint8_t pad;
+    std::uint16_t seq;     // per sender and receiver: completions come in any order
+    std::uint32_t length;
+};
+static_assert(sizeof(WireHead) == 16);
+// Room a send buffer keeps beyond the payload: head, Long address, arguments.
+constexpr std::size_t head_room = sizeof(WireHead) + 8 + 4 * max_args;
+
+// Every operation posted with a context starts with one of these, so a
+// completion tells what it completes.  `fi` first: providers that ask for
+// FI_CONTEXT / FI_CONTEXT2 use that memory.
+enum class Tag : std::uint8_t { recv, send, rma };
+struct Context {
+    fi_context2 fi{};
+    Tag tag = Tag::send;
+};
+
+// A multi-receive buffer (FI_MULTI_RECV): messages land back to back; it is
+// reposted once the provider released it and every message in it was
+// delivered.
+struct RecvBuffer : Context {
+    std::byte *bytes = nullptr;
+    std::size_t size = 0;
+    fid_mr *mr = nullptr;
+    unsigned pending = 0;    // messages in it not delivered yet
+    bool posted = false;     // the provider owns it
+};
+
+// A send buffer of eager_limit + head_room bytes.
+struct SendBuffer : Context {
+    std::byte *bytes = nullptr;
+    SendBuffer *next = nullptr;  // free list
+    Rank peer = 0;               // while posted
+};
+
+// One fi_write/fi_read of an RDMA operation, which may be cut into pieces.
+struct RmaGroup;
+struct RmaPiece : Context {
+    RmaGroup *group = nullptr;
+};
+struct RmaGroup {
+    RmaOp *op = nullptr;
+    bool write = true;
+    Rank peer = 0;
+    std::byte *local = nullptr;
+    std::uint64_t remote = 0;
+    std::size_t n = 0;
+    void *desc = nullptr;
+    std::size_t issued = 0;       // bytes posted so far
+    unsigned outstanding = 0;     // pieces posted, not completed
+    std::vector<RmaPiece> pieces; // one per piece
+};
+
+// An arrived message waiting for delivery.
+struct Arrival {
+    const std::byte *bytes;
+    std::size_t length;
+    RecvBuffer *buffer;
+};
+
+// Per peer: the sequence numbers that put its messages back in the order
+// it sent them.  Providers match receives in order (FI_ORDER_SAS) but may
+// complete them in any order (comp_order FI_ORDER_NONE): tcp;ofi_rxm
+// reports a large message, moved by rendezvous, after smaller ones sent
+// behind it.
+struct PeerOrder {
+    std::uint16_t send_seq = 0;
+    std::uint16_t expect = 0;
+    std::vector<Arrival> early;  // arrived ahead of `expect`
+    // Liveness (OfiTransport::liveness): something sent to it, or heard
+    // from it, since the last check; since when it owes us an answer; when
+    // it was pinged.
+    bool sent = false, heard = false, pong_owed = false;
+    std::uint64_t owed_since = 0, pinged_at = 0;
+};
+
+// Control messages, in WireHead::category beyond the AM categories:
+// handled by the conduit in its poll, never delivered, not sequenced.
+constexpr std::uint8_t category_ping = 3;
+constexpr std::uint8_t category_pong = 4;
+// Polls between two liveness checks.
+constexpr unsigned liveness_every = 1024;
+
+struct Counters {
+    std::uint64_t injected = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, eagain = 0,
+                  long_packed = 0;
+};
+
+// What libfabric demands of memory, after SLUICE_OFI_MR_MODE_ADD.
+struct MrMode {
+    bool local = false;       // FI_MR_LOCAL: descriptors for local buffers
+    bool virt_addr = false;   // FI_MR_VIRT_ADDR: remote addresses are virtual
+    bool prov_key = false;    // FI_MR_PROV_KEY: the provider picks keys
+    bool endpoint = false;    // FI_MR_ENDPOINT: bind registrations to the endpoint
+    bool real_prov_key = false, real_endpoint = false;  // what the provider itself asked
+    bool allocated = false;   // FI_MR_ALLOCATED: only mapped memory (always true here)
+};
+
+class OfiTransport final : public Transport {
+public:
+    OfiTransport();
+    ~OfiTransport() override;
+
+protected:
+    Status init_impl() override;
+    Status send_impl(Rank peer, const AmMessage &m) override;
+    int poll_impl(PollMode mode) override;
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
+    Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
+                             std::string &rkey) override;
+    void mem_deregister_impl(std::uint64_t handle) override;
+    Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override;
+    void dispatch_abandon_impl() override;
+    void quiesce_impl() override;
+    bool signal_exit_safe_impl() const override;
+    void fini_impl() override;
+
+private:
+    class Guard;
+
+    // ofi_setup.cpp
+    Status open_fabric();
+    Status exchange_addresses();
+    Status buffers_create();
+    Status register_raw(void *base, std::size_t size, std::uint64_t access, std::uint64_t key, fid_mr *&mr,
+                        const char *what);
+    void close_all();
+    void stats_print() const;
+
+    // ofi.cpp
+    Status post(Rank peer, const void *bytes, std::size_t length);  // under lock_
+    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op, bool &later);
+    Status rma_issue(RmaGroup *g);                                    // under lock_
+    void piece_done(RmaGroup *g);                                     // under lock_
+    void reap();                                                      // under lock_
+    bool arrived(const Arrival &a);                                   // under lock_
+    void control_send(Rank peer, std::uint8_t category);              // under lock_
+    void liveness();
+    void receive_thread_start();
+    void receive_thread_main();
+    void receive_thread_stop();
+    [[noreturn]] void peer_silent(Rank peer);
+    std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
+    void reap_error();                                                // under lock_
+    void repost(RecvBuffer *b);                                       // under lock_
+    int deliver_ready();
+    void deliver_one(const Arrival &a);
+    Status fatal(const char *op, Rank peer, int error, const char *what);
+
+    // libfabric objects, in order of creation.
+    fi_info *info_ = nullptr;
+    fid_fabric *fabric_ = nullptr;
+    fid_domain *domain_ = nullptr;
+    fid_av *av_ = nullptr;
+    fid_cq *cq_ = nullptr;
+    fid_ep *ep_ = nullptr;
+    std::string provider_;          // "tcp;ofi_rxm"
+    std::string domain_name_;
+    MrMode mr_;
+    std::vector<fi_addr_t> addr_;   // by rank
+    std::vector<std::uint64_t> peer_key_;
+    std::vector<PeerOrder> order_;  // by rank
+
+    // Limits.
+    std::size_t inject_limit_ = 0;  // whole message
+    std::size_t eager_limit_ = 0;   // Medium payload
+    std::size_t rma_chunk_ = 0;
+    std::size_t tx_depth_ = 0;      // pieces posted at most
+    bool delivery_complete_ = true;
+    std::size_t min_free_ = 0;        // FI_OPT_MIN_MULTI_RECV
+    bool release_by_offset_ = false;  // the provider never reports a released receive buffer
+
+    // Buffers.
+    std::vector<std::unique_ptr<RecvBuffer>> recv_;
+    std::unique_ptr<std::byte[]> send_bytes_;
+    std::vector<SendBuffer> send_;
+    fid_mr *send_mr_ = nullptr;
+    SendBuffer *send_free_ = nullptr;
+    std::deque<Arrival> ready_;
+    std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
+
+    // The segment this conduit created (no same-host conduit owns it).
+    void *own_segment_ = nullptr;
+    std::size_t own_segment_bytes_ = 0;
+    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+
+    std::size_t rma_outstanding_ = 0;  // pieces posted
+    std::atomic<unsigned> polls_{0};
+    double peer_timeout_s_ = 30;
+
+    // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
+    // queue's file descriptor (-1: the provider has none, it polls at
+    // SLUICE_RCV_THREAD_RATE or every millisecond).
+    std::thread rcv_thread_;
+    std::atomic<bool> rcv_stop_{false};
+    std::atomic<bool> rcv_wanted_{false};  // SLUICE_RCV_THREAD, not started yet
+    int wait_fd_ = -1;
+    std::atomic<std::uint64_t> rcv_wakeups_{0};
+    std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
+    unsigned unposted_ = 0;            // receive buffers a repost left unposted
+
+    base::SpinLock lock_;
+    std::atomic<bool> deliver_flag_{false};
+    bool delivering_ = false;
+    Counters counters_;
+};
+
+// Set while this thread holds an OfiTransport's lock: an exit run from a
+// signal handler then waits until the lock is released (its state, and
+// the provider's, may be half updated).
+extern thread_local bool in_ofi_lock;
+
+class OfiTransport::Guard {
+public:
+    explicit Guard(OfiTransport &t) : t_(t) {
+        t_.lock_.lock();
+        in_ofi_lock = true;
+    }
+    ~Guard() {
+        in_ofi_lock = false;
+        t_.lock_.unlock();
+        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
+    }
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+
+private:
+    OfiTransport &t_;
+};
+
+} // namespace sluice::conduit::ofi::detail

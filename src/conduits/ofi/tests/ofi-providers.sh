@@ -1,0 +1,50 @@
+#!/bin/sh
+# The ofi conduit on each libfabric provider that probes here, and on
+# tcp;ofi_rxm with the registration modes no provider here demands
+# (SLUICE_OFI_MR_MODE_ADD): the conduit conformance suite, then the
+# multi-process suites over the network path (tests/mp, Net/*ofi*).  The
+# default provider (tcp;ofi_rxm) runs in those suites already.  Skips (77)
+# without the ofi conduit; a provider fi_info does not list here is named
+# and skipped.  README.md in this folder.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ofi +'; then
+    echo "SKIP: the ofi conduit is not in this build"
+    exit 77
+fi
+conformance=$builddir/tests/conduit/sluice-conduit-conformance
+mp=$builddir/tests/mp/sluice-mp-gtest
+failed=0
+ran=0
+# run NAME ENV...: both suites with ENV; mp at 2 ranks under a sanitizer subset.
+run() {
+    name=$1
+    shift
+    echo "=== ofi: $name"
+    if ! env "$@" timeout 600 "$conformance" --gtest_filter='*/ofi:*/ofi_alone' --gtest_brief=1; then
+        echo "FAIL: conformance suite over ofi ($name)"
+        failed=1
+    fi
+    filter='Net/*_ofi:Net/*/ofi'
+    [ -n "${SLUICETEST_SUBSET:-}" ] && [ "${SLUICETEST_SUBSET}" != full ] && filter='Net/*N2_native_ofi'
+    if ! env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
+        echo "FAIL: multi-process suites over ofi ($name)"
+        failed=1
+    fi
+    ran=$((ran + 1))
+}
+for p in shm sockets 'udp;ofi_rxd'; do
+    if ! fi_info -p "$p" -t FI_EP_RDM > /dev/null 2>&1 && ! SLUICE_OFI_PROVIDER="$p" "$builddir/sluice-info" --conduits 2> /dev/null |
+        grep -A3 -E '^ +ofi +' | grep -q 'probe here: ok'; then
+        echo "SKIP provider $p: not offered here"
+        continue
+    fi
+    run "provider $p" SLUICE_OFI_PROVIDER="$p"
+done
+run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY, ENDPOINT and VIRT_ADDR" \
+    SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint,virt_addr
+run "tcp;ofi_rxm with 64 KiB RMA pieces, 4 send buffers and small receive buffers" \
+    SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RMA_CHUNK=64K SLUICE_OFI_SEND_BUFFERS=4 \
+    SLUICE_OFI_RECV_BUFFERS=2 SLUICE_OFI_RECV_BUFFER_SIZE=300K
+[ "$ran" -gt 0 ] || { echo "SKIP: no provider ran"; exit 77; }
+exit $failed

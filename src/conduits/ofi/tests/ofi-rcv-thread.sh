@@ -1,0 +1,34 @@
+#!/bin/sh
+# The receive thread (SLUICE_RCV_THREAD) of the ofi conduit: rank 1
+# computes for 3 s without calling Sluice while rank 0 makes 200 round
+# trips to it; with the thread they end within half of that, without it
+# they cannot (sluice-ofi-check rcv-thread).  On tcp;ofi_rxm (a wait
+# descriptor) and shm (none: the thread polls at its rate).  Skips (77)
+# without the ofi conduit.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ofi +'; then
+    echo "SKIP: the ofi conduit is not in this build"
+    exit 77
+fi
+check=$builddir/src/conduits/ofi/tests/sluice-ofi-check
+failed=0
+run="timeout 60 $builddir/sluicerun -n 2 $check rcv-thread 3000 200"
+# job ENV... EXPECT: one two-rank job.
+job() {
+    out=$(env SLUICE_ROUTE=network SLUICE_NETWORK=ofi SLUICE_VERBOSE=1 "$@" 2>&1)
+    status=$?
+    printf '%s\n' "$out" | grep -E 'PASS|FAIL|round trips|receive thread'
+    return $status
+}
+for p in 'tcp;ofi_rxm' shm; do
+    if ! job SLUICE_OFI_PROVIDER="$p" SLUICE_RCV_THREAD=1 SLUICE_RCV_THREAD_RATE=20000 $run thread; then
+        echo "FAIL: receive thread on $p"
+        failed=1
+    fi
+done
+if ! job SLUICE_OFI_PROVIDER='tcp;ofi_rxm' $run none; then
+    echo "FAIL: without a receive thread the round trips must wait for rank 1"
+    failed=1
+fi
+exit $failed

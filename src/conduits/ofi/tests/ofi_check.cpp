@@ -1,0 +1,88 @@
+// src/conduits/ofi/tests/ofi_check.cpp - sluice-ofi-check CASE [args]: what
+// the ofi conduit promises beyond the shared suites.
+//
+//   rcv-thread SPIN_MS TRIPS [thread|none]
+//       two ranks over ofi (SLUICE_ROUTE=network).  After a barrier rank 1
+//       computes for SPIN_MS without calling Sluice while rank 0 makes TRIPS
+//       Short round trips to it.  `thread` (run with SLUICE_RCV_THREAD=1):
+//       rank 1's receive thread answers, so the trips must end within half
+//       of SPIN_MS; `none` (no receive thread): they cannot end before rank 1
+//       polls again, so they must take at least 80 % of SPIN_MS (the check
+//       above would fail without the thread).
+//
+// A failed check prints one FAIL line and ends the job with code 1; rank 0
+// prints "PASS CASE ..." when every check passed.
+#include "tests/rank_util.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace sluice_test;
+
+namespace {
+
+sluice_rank_t me = 0;
+enum : sluice_handler_t { h_ping = 40, h_pong };
+std::atomic<unsigned> pongs{0};
+
+void on_ping(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    std::uint32_t arg = args[0];
+    TOK(sluice_am_reply_short(token, h_pong, &arg, 1));
+}
+void on_pong(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { pongs.fetch_add(1); }
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+int case_rcv_thread(int argc, char **argv) {
+    const double spin = (argc > 2 ? std::atof(argv[2]) : 2000) / 1000.0;
+    const unsigned trips = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 100;
+    const std::string expect = argc > 4 ? argv[4] : "thread";
+    TCHECK(sluice_size() == 2, "run on 2 ranks, not %u", sluice_size());
+    TCHECK(expect == "thread" || expect == "none", "expect thread or none, not %s", expect.c_str());
+    TOK(sluice_handler_register(h_ping, on_ping, SLUICE_AM_SHORT, 1));
+    TOK(sluice_handler_register(h_pong, on_pong, SLUICE_AM_SHORT, 1));
+    TOK(sluice_barrier());
+    const auto start = std::chrono::steady_clock::now();
+    if (me == 1) {
+        // Computing: no Sluice call at all.
+        volatile std::uint64_t sink = 0;
+        while (seconds_since(start) < spin) sink = sink + 1;
+    } else {
+        for (unsigned i = 0; i < trips; ++i) {
+            TOK(sluice_am_request_short(1, h_ping, &i, 1));
+            while (pongs.load() <= i) TOK(sluice_poll());
+        }
+        const double took = seconds_since(start);
+        std::printf("rank 0: %u round trips in %.3f s while rank 1 computed for %.3f s (%s)\n", trips, took, spin,
+                    expect.c_str());
+        if (expect == "thread")
+            TCHECK(took < spin / 2, "%u round trips took %.3f s: rank 1's receive thread did not answer while it computed",
+                   trips, took);
+        else
+            TCHECK(took > spin * 0.8, "%u round trips took only %.3f s without a receive thread", trips, took);
+    }
+    TOK(sluice_barrier());
+    if (me == 0) std::printf("PASS rcv-thread %s\n", expect.c_str());
+    TOK(sluice_finalize());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    record_pid();
+    if (argc < 2 || std::strcmp(argv[1], "rcv-thread") != 0) {
+        std::fprintf(stderr, "usage: sluicerun -n 2 sluice-ofi-check rcv-thread [SPIN_MS] [TRIPS] [thread|none]\n");
+        return 2;
+    }
+    g_case = argv[1];
+    TOK(sluice_init(&argc, &argv));
+    me = sluice_rank();
+    return case_rcv_thread(argc, argv);
+}
