@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -35,7 +36,7 @@ protected:
     // `parent` runs here, `child` in a forked process (its result is its
     // exit code), the two references connected.
     void run_pair(const std::function<void(OfiReference &)> &parent,
-                  const std::function<bool(OfiReference &)> &child, bool delivery = true) {
+                  const std::function<bool(OfiReference &)> &child, bool delivery) {
         int fds[2];
         ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
         const pid_t pid = fork();
@@ -66,6 +67,35 @@ protected:
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed";
     }
+    // Writes, then reads, checking the bytes on both sides.
+    void write_and_read(bool delivery) {
+        run_pair(
+            [](OfiReference &r) {
+                // Write: the child finds our pattern in its target region.
+                std::memset(r.local_region(), 0x5a, region);
+                EXPECT_FALSE(std::isnan(r.rma(OfiRma::write, region, 3, 2))) << r.error();
+                EXPECT_FALSE(std::isnan(r.rma(OfiRma::write, 8, 10, 1))) << r.error();
+                EXPECT_TRUE(r.finish()) << r.error();
+                // Read: the child's target region holds 0x3c by now.
+                EXPECT_TRUE(r.pong(1, true)) << r.error();
+                std::memset(r.local_region(), 0, region);
+                EXPECT_FALSE(std::isnan(r.rma(OfiRma::read, region, 2, 2))) << r.error();
+                EXPECT_EQ(r.local_region()[0], 0x3c);
+                EXPECT_EQ(r.local_region()[region - 1], 0x3c);
+                EXPECT_TRUE(r.finish()) << r.error();
+            },
+            [](OfiReference &r) {
+                std::memset(r.target_region(), 0, region);
+                if (!r.serve())
+                    return false;
+                const bool written =
+                    r.target_region()[0] == 0x5a && r.target_region()[region - 1] == 0x5a;
+                std::memset(r.target_region(), 0x3c, region);
+                // Tells the parent to read, then serves the read.
+                return written && !std::isnan(r.ping(1, 0, true)) && r.serve();
+            },
+            delivery);
+    }
 };
 
 TEST_P(OfiReferenceTest, PingPongBothWays) {
@@ -80,38 +110,31 @@ TEST_P(OfiReferenceTest, PingPongBothWays) {
         [](OfiReference &r) { return r.pong(200, false) && r.pong(200, true); }, false);
 }
 
-TEST_P(OfiReferenceTest, WriteAndReadMoveTheBytes) {
-    run_pair(
-        [](OfiReference &r) {
-            // Write: the child finds our pattern in its target region.
-            std::memset(r.local_region(), 0x5a, region);
-            EXPECT_FALSE(std::isnan(r.rma(OfiRma::write, region, 3, 2))) << r.error();
-            EXPECT_FALSE(std::isnan(r.rma(OfiRma::write, 8, 10, 1))) << r.error();
-            EXPECT_TRUE(r.finish()) << r.error();
-            // Read: the child's target region holds 0x3c by now.
-            EXPECT_TRUE(r.pong(1, true)) << r.error();
-            std::memset(r.local_region(), 0, region);
-            EXPECT_FALSE(std::isnan(r.rma(OfiRma::read, region, 2, 2))) << r.error();
-            EXPECT_EQ(r.local_region()[0], 0x3c);
-            EXPECT_EQ(r.local_region()[region - 1], 0x3c);
-            EXPECT_TRUE(r.finish()) << r.error();
-        },
-        [](OfiReference &r) {
-            std::memset(r.target_region(), 0, region);
-            if (!r.serve())
-                return false;
-            const bool written =
-                r.target_region()[0] == 0x5a && r.target_region()[region - 1] == 0x5a;
-            std::memset(r.target_region(), 0x3c, region);
-            // Tells the parent to read, then serves the read.
-            return written && !std::isnan(r.ping(1, 0, true)) && r.serve();
-        });
+// Writes complete at the level the conduit asks for over this provider.
+TEST_P(OfiReferenceTest, WriteAndReadMoveTheBytesAsTheConduitCompletes) {
+    write_and_read(ofi_delivery_complete(GetParam()));
 }
+
+// The provider's default completion (transmit complete).
+TEST_P(OfiReferenceTest, WriteAndReadMoveTheBytesTransmitComplete) { write_and_read(false); }
 
 INSTANTIATE_TEST_SUITE_P(Providers, OfiReferenceTest, testing::Values("tcp;ofi_rxm", "shm"),
                          [](const testing::TestParamInfo<const char *> &p) {
                              return ofi_tag(p.param);
                          });
+
+TEST(OfiReference, DeliveryCompleteFollowsTheConduitKnob) {
+    unsetenv("SLUICE_OFI_DELIVERY_COMPLETE"); // auto: all but shm
+    EXPECT_TRUE(ofi_delivery_complete("tcp;ofi_rxm"));
+    EXPECT_FALSE(ofi_delivery_complete("shm"));
+    setenv("SLUICE_OFI_DELIVERY_COMPLETE", "on", 1);
+    EXPECT_TRUE(ofi_delivery_complete("shm"));
+    setenv("SLUICE_OFI_DELIVERY_COMPLETE", "0", 1);
+    EXPECT_FALSE(ofi_delivery_complete("tcp;ofi_rxm"));
+    setenv("SLUICE_OFI_DELIVERY_COMPLETE", "auto", 1);
+    EXPECT_TRUE(ofi_delivery_complete("tcp;ofi_rxm"));
+    unsetenv("SLUICE_OFI_DELIVERY_COMPLETE");
+}
 
 TEST(OfiReference, BadInput) {
     EXPECT_EQ(ofi_tag("tcp;ofi_rxm"), "tcp");

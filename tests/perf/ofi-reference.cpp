@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #if SLUICE_BENCH_HAVE_OFI
@@ -31,6 +32,16 @@ std::string ofi_tag(std::string_view provider) {
         if (std::isalnum(static_cast<unsigned char>(c)))
             tag += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return tag.empty() ? "default" : tag;
+}
+
+bool ofi_delivery_complete(const std::string &provider) {
+    const char *v = std::getenv("SLUICE_OFI_DELIVERY_COMPLETE");
+    const std::string s = v ? v : "";
+    if (s == "1" || s == "yes" || s == "on")
+        return true;
+    if (s == "0" || s == "no" || s == "off")
+        return false;
+    return provider != "shm";
 }
 
 #if !SLUICE_BENCH_HAVE_OFI
@@ -75,10 +86,9 @@ std::string fi_text(const char *what, long rc) {
 
 // The conduit's hints (src/conduits/ofi), so fi_getinfo answers with the
 // entry the conduit gets: FI_MULTI_RECV is asked for though the reference
-// posts plain receives, and FI_DELIVERY_COMPLETE as the default op flag
-// when writes use it (shm answers such hints with another entry).
+// posts plain receives.
 constexpr std::uint32_t fabric_version = FI_VERSION(1, 10);
-fi_info *hints_for(const std::string &provider, bool delivery_complete) {
+fi_info *hints_for(const std::string &provider) {
     fi_info *hints = fi_allocinfo();
     if (!hints)
         return nullptr;
@@ -89,8 +99,6 @@ fi_info *hints_for(const std::string &provider, bool delivery_complete) {
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
-    if (delivery_complete)
-        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->fabric_attr->prov_name = strdup(provider.c_str());
     return hints;
 }
@@ -133,7 +141,7 @@ template <class T> void close_fid(T *&p) {
 } // namespace
 
 std::string ofi_probe(const std::string &provider) {
-    fi_info *hints = hints_for(provider, true);
+    fi_info *hints = hints_for(provider);
     if (!hints)
         return "fi_allocinfo failed";
     fi_info *info = nullptr;
@@ -288,7 +296,7 @@ OfiReference::~OfiReference() = default;
 bool OfiReference::open(const std::string &provider, std::size_t region_bytes,
                         bool delivery_complete) {
     auto s = std::make_unique<State>();
-    fi_info *hints = hints_for(provider, delivery_complete);
+    fi_info *hints = hints_for(provider);
     if (!hints) {
         error_ = "fi_allocinfo failed";
         return false;

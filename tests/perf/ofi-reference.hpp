@@ -44,6 +44,11 @@ std::string ofi_tag(std::string_view provider);
 // else why not.  The driver's probe, before it starts a job.
 std::string ofi_probe(const std::string &provider);
 
+// Whether the ofi conduit's writes over `provider` ask for delivery
+// completion (SLUICE_OFI_DELIVERY_COMPLETE, src/conduits/ofi/knobs.def):
+// auto (the default) all but shm, 1/yes/on always, 0/no/off never.
+bool ofi_delivery_complete(const std::string &provider);
+
 enum class OfiRma { write, read };
 
 class OfiReference {
@@ -56,9 +61,9 @@ public:
     // Opens `provider` and registers a region of `region_bytes` (target of
     // the peer's RMA) and one as large as the local side of this side's RMA.
     // `delivery_complete`: writes complete once their bytes are at the
-    // target (FI_DELIVERY_COMPLETE, asked at fi_getinfo too), as the ofi
-    // conduit's Puts by default (SLUICE_OFI_DELIVERY_COMPLETE); else the
-    // provider's default, transmit complete.
+    // target (FI_DELIVERY_COMPLETE), as the ofi conduit's Puts by default
+    // except over shm (SLUICE_OFI_DELIVERY_COMPLETE); else the provider's
+    // default, transmit complete.
     bool open(const std::string &provider, std::size_t region_bytes,
               bool delivery_complete = true);
     bool connect(const OfiCard &peer);

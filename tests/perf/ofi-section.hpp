@@ -17,7 +17,6 @@
 #include <sluice.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <cstdio>
@@ -62,7 +61,7 @@ public:
             return 2;
         }
         name_ = "ofi_" + ofi_tag(provider) + "_";
-        open_reference(provider, delivery_complete());
+        open_reference(provider, ofi_delivery_complete(provider));
         latency_phase();
         for (std::size_t z : {rma_target_size, largest_rma})
             bandwidth_phase(z);
@@ -82,16 +81,6 @@ private:
     }
     void add(const char *what, std::size_t size, double ns) {
         s_.results.add(metric(what), size, ns);
-    }
-
-    // Writes complete as the conduit's do: SLUICE_OFI_DELIVERY_COMPLETE,
-    // read as the knob table reads a Bool; on unless it says no.
-    static bool delivery_complete() {
-        const char *v = std::getenv("SLUICE_OFI_DELIVERY_COMPLETE");
-        std::string s = v ? v : "";
-        for (char &c : s)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return !(s == "0" || s == "no" || s == "false" || s == "off" || s == "n");
     }
 
     // Both open the provider, exchange cards through the job, connect.
