@@ -12,9 +12,15 @@
 // to each repetition a job over udp (SLUICE_ROUTE=network, sluice-bench
 // --worker udp) and the forked bare UDP ping-pong, and after the repetitions
 // one exactly-once job.
+//
+// The ofi section (when the build has an ofi conduit that probes, or --ofi
+// alone) adds to each repetition one job per libfabric provider over the ofi
+// conduit (SLUICE_NETWORK=ofi, SLUICE_OFI_PROVIDER, SLUICE_ROUTE=network,
+// sluice-bench --worker ofi) with the bare libfabric reference inside it.
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
+#include "tests/perf/ofi-reference.hpp"
 #include "tests/perf/sockets.hpp"
 
 #include "conduits/registry.hpp"
@@ -76,6 +82,14 @@ void usage(std::FILE *to) {
         "                      (1000000; --quick 50000)\n"
         "  --udp-any-transport run the udp section on whatever conduit the job gets\n"
         "                      (tests the benchmark itself; the figures are not udp's)\n"
+        "  --ofi               only the ofi section: the ofi conduit (SLUICE_ROUTE=network)\n"
+        "                      against the bare libfabric reference of the same provider;\n"
+        "                      a full run includes it when the build has an ofi conduit\n"
+        "                      that probes\n"
+        "  --no-ofi            no ofi section\n"
+        "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
+        "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
+        "                      the benchmark itself; the figures are not ofi's)\n"
         "  --timeout SECONDS   hard limit per job (300)\n"
         "  --wait-idle SECONDS before each repetition, wait up to this long for the\n"
         "                      machine to be quiet (5; 0: do not wait)\n"
@@ -139,6 +153,23 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.udp_count = std::max(1L, std::atol(value("--udp-count").c_str()));
         } else if (a == "--udp-any-transport") {
             o.udp_any_transport = true;
+        } else if (a == "--ofi") {
+            o.ofi = Options::Ofi::only;
+        } else if (a == "--no-ofi") {
+            o.ofi = Options::Ofi::skip;
+        } else if (a == "--ofi-providers") {
+            o.ofi_providers.clear();
+            std::stringstream list(value("--ofi-providers"));
+            std::string item;
+            while (std::getline(list, item, ','))
+                if (!item.empty())
+                    o.ofi_providers.push_back(item);
+            if (o.ofi_providers.empty()) {
+                std::fprintf(stderr, "sluice-bench: --ofi-providers: no provider given\n");
+                return false;
+            }
+        } else if (a == "--ofi-network") {
+            o.ofi_network = value("--ofi-network");
         } else if (a == "--timeout") {
             o.timeout = std::atof(value("--timeout").c_str());
         } else if (a == "--wait-idle") {
@@ -162,16 +193,41 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
-    if (o.udp == Options::Udp::only)
+    // --udp or --ofi alone: that section only (both: both).
+    const bool udp_only = o.udp == Options::Udp::only, ofi_only = o.ofi == Options::Ofi::only;
+    if (udp_only || ofi_only)
         o.skip_launch = o.skip_shm = o.no_mpi = true;
+    if (ofi_only && o.udp == Options::Udp::auto_)
+        o.udp = Options::Udp::skip;
+    if (udp_only && o.ofi == Options::Ofi::auto_)
+        o.ofi = Options::Ofi::skip;
+    // Two providers with one tag would write the same rows.
+    std::vector<std::string> tags;
+    for (const auto &p : o.ofi_providers) {
+        if (std::find(tags.begin(), tags.end(), ofi_tag(p)) != tags.end()) {
+            std::fprintf(stderr, "sluice-bench: --ofi-providers: two providers named %s\n",
+                         ofi_tag(p).c_str());
+            return false;
+        }
+        tags.push_back(ofi_tag(p));
+    }
     return true;
 }
 
-bool build_has_udp() {
+const conduit::TransportInfo *network_conduit(const char *name) {
     for (const auto &t : conduit::transport_registry())
-        if (t.network && std::strcmp(t.name, "udp") == 0)
-            return true;
-    return false;
+        if (t.network && std::strcmp(t.name, name) == 0)
+            return &t;
+    return nullptr;
+}
+bool build_has_udp() { return network_conduit("udp") != nullptr; }
+// "" when the build has the network conduit `name` and it probes here.
+std::string network_conduit_missing(const char *name) {
+    const conduit::TransportInfo *t = network_conduit(name);
+    if (!t)
+        return std::string("this build has no ") + name + " conduit (sluice-info --conduits)";
+    const std::string why = t->probe ? t->probe() : "";
+    return why.empty() ? why : std::string("the ") + name + " conduit does not probe: " + why;
 }
 
 // --only NAME keeps `metric` (a name as the jobs write it)?
@@ -206,10 +262,11 @@ int driver_main(int argc, char **argv) {
         unsetenv("SLUICE_ROUTE");
     }
     const bool udp_only = o.udp == Options::Udp::only;
+    const bool ofi_only = o.ofi == Options::Ofi::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = "udp section skipped (--no-udp)";
+        udp_note = ofi_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -222,6 +279,36 @@ int driver_main(int argc, char **argv) {
         return 2;
     } else {
         udp_note = "udp section skipped: this build has no udp conduit (sluice-info --conduits)";
+    }
+    // The ofi section: the conduit must be built in and probe, and each
+    // provider must be one fi_getinfo offers (the bare reference's probe).
+    std::vector<std::string> ofi_providers;
+    std::string ofi_note;
+    if (o.ofi == Options::Ofi::skip) {
+        ofi_note = ofi_only || udp_only ? "" : "ofi section skipped (--no-ofi)";
+    } else if (o.only != "launch" && o.only != "shm") {
+        const std::string missing =
+            o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
+        if (!missing.empty()) {
+            ofi_note = "ofi section skipped: " + missing;
+        } else {
+            for (const auto &p : o.ofi_providers) {
+                const std::string why = ofi_probe(p);
+                if (why.empty())
+                    ofi_providers.push_back(p);
+                else
+                    ofi_note += (ofi_note.empty() ? "" : "; ") + ("provider " + p +
+                                                                  " skipped: " + why);
+            }
+            if (o.ofi_network != "ofi")
+                ofi_note += (ofi_note.empty() ? "" : "; ") +
+                            ("--ofi-network " + o.ofi_network + ": the ofi section ran over " +
+                             o.ofi_network + "; its Sluice figures are not ofi's");
+        }
+        if (ofi_only && ofi_providers.empty()) {
+            std::fprintf(stderr, "sluice-bench: --ofi: %s\n", ofi_note.c_str());
+            return 2;
+        }
     }
 
     const std::string self = self_path();
@@ -261,7 +348,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = udp_only ? "" : "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only || ofi_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -309,7 +396,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only)
+    if (!udp_only && !ofi_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
@@ -318,6 +405,15 @@ int driver_main(int argc, char **argv) {
     if (udp)
         std::printf("  udp:    SLUICE_ROUTE=network %s --worker udp (and exactly-once)\n",
                     describe(sluice_cmd).c_str());
+    // On one host the conduit and the bare reference both take the
+    // provider's loopback domain where it has one (tcp's "lo").
+    // The conduit's counters go to the job logs (--keep).
+    std::vector<std::string> ofi_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=" + o.ofi_network};
+    if (o.ofi_network == "ofi")
+        ofi_env.push_back("SLUICE_OFI_STATS=1");
+    for (const auto &p : ofi_providers)
+        std::printf("  ofi:    %s SLUICE_OFI_PROVIDER='%s' %s --worker ofi\n",
+                    describe(ofi_env).c_str(), p.c_str(), describe(sluice_cmd).c_str());
     std::fflush(stdout);
 
     Samples samples;
@@ -325,7 +421,7 @@ int driver_main(int argc, char **argv) {
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
     double busiest = 0;
-    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only;
+    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only;
     // --udp alone: the default-routing AM round trip comes from a suite job
     // of its own (the full run has it from the suite).
     const bool default_job = udp_only && only_keeps(o, "am_short_rtt");
@@ -347,7 +443,8 @@ int driver_main(int argc, char **argv) {
         }
         return r;
     };
-    for (int rep = 0; (run_suite || udp) && rep < o.reps; ++rep) {
+    std::vector<std::string> ofi_failed; // a failed provider is not run again
+    for (int rep = 0; (run_suite || udp || !ofi_providers.empty()) && rep < o.reps; ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
             ++busy_reps;
@@ -409,6 +506,26 @@ int driver_main(int argc, char **argv) {
                     rtt_iterations(0, common.scale), UdpWait::spin, 60));
                 std::fprintf(stderr, ", udp ping-pong %.1fs", (now_ns() - t0) / 1e9);
             }
+        }
+        for (const auto &p : ofi_providers) {
+            if (std::find(ofi_failed.begin(), ofi_failed.end(), p) != ofi_failed.end())
+                continue;
+            auto cmd = sluice_cmd;
+            for (const char *a : {"--worker", "ofi"})
+                cmd.push_back(a);
+            cmd.insert(cmd.end(), extra.begin(), extra.end());
+            cmd.push_back("--out");
+            auto env = ofi_env;
+            env.push_back("SLUICE_OFI_PROVIDER=" + p);
+            const std::string what = "Sluice over ofi, provider " + p;
+            JobResult r = collect(cmd, "ofi-" + ofi_tag(p) + "-" + tag, what.c_str(), env);
+            if (!r.ok) {
+                ofi_failed.push_back(p);
+                std::fprintf(stderr, "sluice-bench: the %s job is not run again in the later "
+                                     "repetitions\n", p.c_str());
+            }
+            std::fprintf(stderr, "%sofi %s %.1fs", run_suite || udp || p != ofi_providers[0]
+                                                       ? ", " : " ", p.c_str(), r.seconds);
         }
         std::fprintf(stderr, "\n");
     }
@@ -497,6 +614,8 @@ int driver_main(int argc, char **argv) {
     findings.mpi_note = mpi_note;
     findings.udp = udp;
     findings.udp_note = udp_note;
+    findings.ofi_providers = ofi_providers;
+    findings.ofi_note = ofi_note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

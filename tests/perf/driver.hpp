@@ -48,6 +48,11 @@ struct Options {
     enum class Udp { auto_, only, skip } udp = Udp::auto_;
     long udp_count = 0;          // --udp-count: AMs each way of the exactly-once check
     bool udp_any_transport = false; // --udp-any-transport: the benchmark's own test
+    // The ofi section (issue 29): auto (when the build has an ofi conduit
+    // that probes), only (--ofi), skip (--no-ofi); one job per provider.
+    enum class Ofi { auto_, only, skip } ofi = Ofi::auto_;
+    std::vector<std::string> ofi_providers{"tcp;ofi_rxm", "shm"};
+    std::string ofi_network = "ofi"; // --ofi-network: the benchmark's own test
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -127,6 +132,8 @@ struct Findings {
     std::string mpi_note;
     bool udp = false;    // the udp section ran
     std::string udp_note;
+    std::vector<std::string> ofi_providers; // the ofi section ran for these
+    std::string ofi_note;
     int busy_reps = 0;   // repetitions that started on a busy machine
     double busiest = 0;  // the busiest share seen
     std::map<int, ShmFigure> shm;

@@ -2,6 +2,7 @@
 // One row per (figure, reference); a row may carry a target of the issue.
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/ofi-reference.hpp"
 #include "tests/perf/sockets.hpp"
 
 #include <algorithm>
@@ -184,6 +185,67 @@ struct Report {
                "one host, default routing: no UDP socket open (AM path = smp)");
     }
 
+    // The ofi section (issue 29), one provider: every reference is the bare
+    // libfabric loop of the same provider between the same two processes,
+    // measured in the same job (ofi-section.hpp); the udp conduit's figures
+    // of the same run beside them when the udp section ran.
+    void build_ofi(const std::string &provider, bool udp_ran) {
+        const std::string t = "ofi_" + ofi_tag(provider) + "_";
+        auto m = [&](const std::string &what, std::size_t z) { return med(t + what, z); };
+        const std::string lat = "ofi conduit, provider " + provider +
+                                " (2 ranks, SLUICE_ROUTE=network; ns per round trip or operation)";
+        const double am = m("am_short_rtt", 0);
+        target(add(lat, t + "am_short_rtt_ns", 0, am, t + "fi_send_rtt_ns", m("fi_send_rtt", 0)),
+               Check::ratio_at_most, 1.15,
+               provider + " AM Short round trip <= 1.15 x bare fi_send ping-pong");
+        add(lat, t + "am_short_rtt_ns", 0, am, t + "fi_inject_rtt_ns", m("fi_inject_rtt", 0));
+        if (udp_ran)
+            add(lat, t + "am_short_rtt_ns", 0, am, "udp_am_short_rtt_ns", med("udp_am_short_rtt", 0));
+        for (std::string op : {"put", "get"}) {
+            const std::string bare = op == "put" ? "fi_write" : "fi_read";
+            const std::string name = op == "put" ? "Put" : "Get";
+            target(add(lat, t + op + "_lat_ns", 8, m(op + "_lat", 8), t + bare + "_lat_ns",
+                       m(bare + "_lat", 8)),
+                   Check::ratio_at_most, 1.2,
+                   provider + " 8 B blocking " + name + " <= 1.2 x bare " + bare + "+completion");
+            if (udp_ran)
+                add(lat, t + op + "_lat_ns", 8, m(op + "_lat", 8), "udp_" + op + "_lat_ns",
+                    med("udp_" + op + "_lat", 8));
+        }
+
+        const std::string bw = "ofi " + provider + " bandwidth (GB/s; nbi: 64 per sync, bare: "
+                               "64 posted then all reaped; blocking: one at a time)";
+        for (std::string op : {"put", "get"}) {
+            const std::string bare = op == "put" ? "fi_write" : "fi_read";
+            const std::string name = op == "put" ? "Put" : "Get";
+            for (std::size_t z : {rma_target_size, largest_rma}) {
+                Row &nbi = add(bw, t + op + "_bw_GBps", z, bandwidth(m(op + "_bw", z), z),
+                               t + bare + "_bw_GBps", bandwidth(m(bare + "_bw", z), z));
+                if (z == largest_rma)
+                    target(nbi, Check::ratio_at_least, 0.9,
+                           provider + " 4 MiB " + name + " bandwidth (nbi) >= 0.9 x bare " + bare);
+                add(bw, t + op + "_lat_GBps", z, bandwidth(m(op + "_lat", z), z),
+                    t + bare + "_lat_GBps", bandwidth(m(bare + "_lat", z), z));
+            }
+            if (udp_ran)
+                add(bw, t + op + "_bw_GBps", largest_rma,
+                    bandwidth(m(op + "_bw", largest_rma), largest_rma), "udp_" + op + "_bw_GBps",
+                    bandwidth(med("udp_" + op + "_bw", largest_rma), largest_rma));
+        }
+
+        const std::string fh = "ofi " + provider + " firehose (4 MiB blocking Put; local buffer "
+                               "outside the segment vs inside; GB/s)";
+        const double inside = bandwidth(m("put_inseg", largest_rma), largest_rma);
+        target(add(fh, t + "put_outside_warm_GBps", largest_rma,
+                   bandwidth(m("put_outside_warm", largest_rma), largest_rma),
+                   t + "put_inseg_GBps", inside),
+               Check::ratio_at_least, 0.9,
+               provider + " 4 MiB Put from outside the segment, warm >= 0.9 x inside");
+        add(fh, t + "put_outside_cold_GBps", largest_rma,
+            bandwidth(m("put_outside_cold", largest_rma), largest_rma), t + "put_inseg_GBps",
+            inside);
+    }
+
     void build(const std::map<int, ShmFigure> &shm) {
         const std::string am = "Active messages (2 ranks; ns per round trip or per message)";
         const double short_rtt = med("am_short_rtt", 0);
@@ -343,7 +405,7 @@ struct Report {
     // Prints the targets; returns the number that did not pass.
     int print_targets() const {
         int failed = 0;
-        std::printf("\nTargets (issues 2, 6 and 28; 2 ranks; medians of %d runs, references in "
+        std::printf("\nTargets (issues 2, 6, 28 and 29; 2 ranks; medians of %d runs, references in "
                     "the same run):\n",
                     options.reps);
         for (const Row &r : rows) {
@@ -372,10 +434,12 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     const auto &shm = f.shm;
     const auto &mpi_note = f.mpi_note;
     Report report{o, samples, {}, have_mpi};
-    if (o.udp != Options::Udp::only)
+    if (o.udp != Options::Udp::only && o.ofi != Options::Ofi::only)
         report.build(shm);
     if (f.udp)
         report.build_udp();
+    for (const auto &p : f.ofi_providers)
+        report.build_ofi(p, f.udp);
     if (!o.only.empty() || !o.only_size.empty())
         std::erase_if(report.rows, [](const Row &r) {
             return std::isnan(r.sluice) && std::isnan(r.reference);
@@ -407,6 +471,11 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     }
     if (!f.udp_note.empty())
         std::printf("   %s\n", f.udp_note.c_str());
+    if (!f.ofi_providers.empty())
+        std::printf("   (ofi: the bare reference is libfabric alone, same provider, same two "
+                    "processes, same job; its choices are in the job logs, --keep)\n");
+    if (!f.ofi_note.empty())
+        std::printf("   %s\n", f.ofi_note.c_str());
     if (f.busy_reps > 0)
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",

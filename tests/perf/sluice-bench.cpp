@@ -10,12 +10,17 @@
 //          SLUICE_ROUTE=network): AM Short round trip interleaved with a bare
 //          UDP 8 B ping-pong between the same two processes, 8 B Put/Get,
 //          4 MiB Put/Get bandwidth interleaved with a bare TCP stream;
+//   ofi    the same job over the ofi conduit, one provider per job: AM
+//          Short, 8 B Put/Get, 64 KiB and 4 MiB Put/Get and the firehose
+//          Puts, interleaved with the bare libfabric reference of the same
+//          provider between the same two processes (ofi-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
 //          (exactly_once.cpp);
 //   empty  init and finalize (the launch-time comparison);
 //   shm    records the shared-memory mappings of this rank (memory per rank).
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/ofi-section.hpp"
 #include "tests/perf/sockets.hpp"
 #include "tests/perf/worker.hpp"
 
@@ -64,6 +69,7 @@ enum Serve : std::uint32_t {
     serve_udp_spin,      // UDP ping-pong, recv(MSG_DONTWAIT) in a loop
     serve_udp_block,     // UDP ping-pong, blocking recv
     serve_tcp,           // read a TCP stream of 4 MiB messages
+    // OfiServe (ofi-section.hpp) from 16 on
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -167,6 +173,7 @@ struct Suite {
     std::vector<char> local;   // RMA local buffer, outside the segment
     UdpPingPong udp;           // the udp kind's bare references
     TcpStream tcp;
+    OfiReference ofi;          // the ofi kind's
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -247,7 +254,7 @@ struct Suite {
     // ask is answered, and both poll a while so that a network conduit's
     // delayed acknowledgements go out; otherwise its timers would fire
     // during the reference and its next round trips would pay for that.
-    void ask(Serve what, std::uint32_t n) {
+    void ask(std::uint32_t what, std::uint32_t n) {
         const std::uint32_t args[2] = {what, n};
         check(sluice_am_request_short(peer, h_serve, args, 2), "sluice_am_request_short");
         if (what != serve_cacheline) {
@@ -283,6 +290,9 @@ struct Suite {
                 std::fprintf(stderr, "sluice-bench worker rank %u: TCP stream read failed\n", me);
                 sluice_exit(3);
             }
+            break;
+        default:
+            ofi_serve(ofi, static_cast<std::uint32_t>(asked >> 32), n);
             break;
         }
     }
@@ -328,6 +338,10 @@ struct Suite {
         }
     }
 
+    void am_short_round_trip() {
+        request(AmKind::short_, h_short_ping, 0);
+        wait_reply();
+    }
     double am_round_trip(AmKind kind, std::size_t size) {
         const sluice_handler_t h = kind == AmKind::short_   ? h_short_ping
                                    : kind == AmKind::medium ? h_medium_ping
@@ -774,12 +788,14 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         return record_shared_memory(o);
     if (kind == "exactly-once")
         return exactly_once_main(o);
-    if (kind == "suite" || kind == "udp") {
+    if (kind == "suite" || kind == "udp" || kind == "ofi") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
             sluice_exit(2);
         }
+        if (kind == "ofi")
+            return OfiSection<Suite>(suite).run();
         return kind == "udp" ? suite.run_udp() : suite.run();
     }
     std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",
