@@ -3,6 +3,7 @@
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
+#include "rma/firehose/registrar.hpp"
 #include "sluice_config.h"
 
 #include "base/status.hpp"
@@ -126,6 +127,13 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
     s.deliver_context = &w;
     s.job_id = job;
     if (t->init(s) != Status::ok) return "init failed: " + std::string(base::last_error());
+    static std::unique_ptr<rma::firehose::Registrar> firehose;
+    if (t->capabilities().needs_registration) {
+        if (rma::firehose::Registrar::create(*t, rma::firehose::config_from_knobs(), firehose) != Status::ok)
+            return "firehose failed: " + std::string(base::last_error());
+        t->local_registrar_set(firehose.get());
+        w.firehose = firehose.get();
+    }
     std::string key;
     if (t->segment_create(segment_bytes, &w.segment, key) != Status::ok) return "segment create failed";
     w.segment_size = segment_bytes;

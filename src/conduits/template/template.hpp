@@ -10,6 +10,8 @@
 
 namespace sluice::conduit::template_ {
 
-std::unique_ptr<Transport> make_template_transport();
+// `registration`: the "NIC" demands registered local memory
+// (needs_registration), reached through firehose.
+std::unique_ptr<Transport> make_template_transport(bool registration = false);
 
 } // namespace sluice::conduit::template_
