@@ -87,6 +87,7 @@ Status Registrar::pin(void *local, std::size_t n, bool get, Lease &lease) {
         held->user = local;
         held->n = m;
         lease = Lease{m, local, held->pin.region->handle, held.release()};
+        leases_.fetch_add(1, std::memory_order_relaxed);
         return Status::ok;
     }
     if (s != Status::not_ready) return s;
@@ -124,11 +125,13 @@ Status Registrar::bounce(void *local, std::size_t n, bool get, Lease &lease) {
     if (!get) std::memcpy(buffer, local, n);
     ++(get ? stats_.bounced_gets : stats_.bounced_puts);
     lease = Lease{n, buffer, bounce_region_.handle, held.release()};
+    leases_.fetch_add(1, std::memory_order_relaxed);
     return Status::ok;
 }
 
 void Registrar::unpin(void *token, bool completed) {
     std::unique_ptr<Held> held(static_cast<Held *>(token));
+    leases_.fetch_sub(1, std::memory_order_relaxed);
     if (held->bounce >= 0) {
         std::lock_guard<std::mutex> guard(lock_);
         if (held->get && completed && bounce_base_)
@@ -144,9 +147,10 @@ void Registrar::unpin(void *token, bool completed) {
 void Registrar::release_all() {
     std::lock_guard<std::mutex> guard(lock_);
     if (pool_) {
-        const VictimStats last = pool_->stats();
+        stats_.victim = pool_->stats();
         pool_.reset();  // deregisters every registration
-        stats_.victim = last;
+        stats_.victim.regions = 0;
+        stats_.victim.pinned_bytes = 0;
     }
     if (bounce_base_) {
         t_.mem_deregister(bounce_region_);
@@ -159,6 +163,7 @@ void Registrar::release_all() {
 RegistrarStats Registrar::stats() const {
     std::lock_guard<std::mutex> guard(lock_);
     RegistrarStats s = stats_;
+    s.leases = leases_.load(std::memory_order_relaxed);
     if (pool_) s.victim = pool_->stats();
     return s;
 }

@@ -21,6 +21,7 @@
 
 #include "rma/firehose/victim.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,7 @@ struct RegistrarStats {
     std::uint64_t bounced_puts = 0;
     std::uint64_t bounced_gets = 0;
     std::uint64_t bounce_busy = 0;      // pins refused: no registration and no bounce buffer free
+    std::size_t leases = 0;             // held now by operations not yet finished
     bool caching = false;               // the monitor is in: registrations outlive transfers
 };
 
@@ -74,6 +76,7 @@ private:
     std::unique_ptr<VictimPool> pool_;
     bool caching_ = false;
     std::uint64_t seen_ = 0;  // monitor position read
+    std::atomic<std::size_t> leases_{0};
     mutable std::mutex lock_;
     // Bounce buffers: one mapping, registered on first use.
     std::size_t bounce_bytes_ = 0;  // each
