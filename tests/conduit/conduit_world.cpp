@@ -5,6 +5,9 @@
 #include "conduits/registry.hpp"
 #include "rma/firehose/registrar.hpp"
 #include "sluice_config.h"
+#ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
+#include "conduits/template/template.hpp"
+#endif
 
 #include "base/status.hpp"
 
@@ -287,6 +290,13 @@ std::vector<Conduit> conduits_under_test() {
         out.push_back(Conduit{info.name, info.network, info.create});
         if (info.network) out.push_back(Conduit{std::string(info.name) + "_alone", true, info.create, true});
     }
+#ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
+    // The template with a "NIC" that reaches only registered memory: every
+    // suite through firehose's registrar (template.hpp).
+    auto registered = sluice::conduit::template_::make_template_transport_registered;
+    out.push_back(Conduit{"template_registered", true, registered});
+    out.push_back(Conduit{"template_registered_alone", true, registered, true});
+#endif
     return out;
 }
 

@@ -25,9 +25,6 @@ namespace {
 // when it is there.
 std::string probe() { return "a skeleton that reaches only its own rank (fill in probe() in registration.cpp)"; }
 
-std::unique_ptr<Transport> make_plain() { return make_template_transport(false); }
-std::unique_ptr<Transport> make_registered() { return make_template_transport(true); }
-
 std::string limits() { return "  template max Medium      64K (65536 bytes), a constant\n"; }
 
 } // namespace
@@ -40,19 +37,6 @@ SLUICE_CONDUIT_REGISTER(template, {
     .network = true,
     .capabilities = "loopback AM queues; Put/Get over AM",
     .probe = sluice::conduit::template_::probe,
-    .create = sluice::conduit::template_::make_plain,
-    .limits = sluice::conduit::template_::limits,
-})
-
-// The same skeleton with a "NIC" that reaches only registered memory
-// (needs_registration), so the tests run every suite through firehose.
-SLUICE_CONDUIT_REGISTER(template_nic, {
-    .name = "template_registered",
-    .description = "the template demanding registered local memory (tests only, never chosen)",
-    .priority = 0,
-    .network = true,
-    .capabilities = "loopback AM queues; RDMA from registered memory only",
-    .probe = sluice::conduit::template_::probe,
-    .create = sluice::conduit::template_::make_registered,
+    .create = sluice::conduit::template_::make_template_transport,
     .limits = sluice::conduit::template_::limits,
 })

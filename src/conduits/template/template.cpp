@@ -108,9 +108,9 @@ Capabilities declared_capabilities(bool registration) {
     c.remote_completion = true;
     c.load_store = false;
     // The template's "NIC" can demand registration, as verbs and libfabric
-    // providers with FI_MR_LOCAL do: make_template_transport(true), the
-    // registry's "template_registered", which the tests run as a conduit
-    // of its own.  It then refuses an operation whose local handle does
+    // providers with FI_MR_LOCAL do: make_template_transport_registered(),
+    // "template_registered", which tests/conduit runs as a conduit of its
+    // own.  It then refuses an operation whose local handle does
     // not name a live registration covering the buffer, and reads and
     // writes registered shared memory through its own mapping of the pages
     // (see mem_register_impl), as a NIC reads the pages pinned when they
@@ -576,8 +576,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Transport> make_template_transport(bool registration) {
-    return std::make_unique<TemplateTransport>(registration);
-}
+std::unique_ptr<Transport> make_template_transport() { return std::make_unique<TemplateTransport>(false); }
+
+std::unique_ptr<Transport> make_template_transport_registered() { return std::make_unique<TemplateTransport>(true); }
 
 } // namespace sluice::conduit::template_

@@ -10,8 +10,11 @@
 
 namespace sluice::conduit::template_ {
 
-// `registration`: the "NIC" demands registered local memory
-// (needs_registration), reached through firehose.
-std::unique_ptr<Transport> make_template_transport(bool registration = false);
+std::unique_ptr<Transport> make_template_transport();
+// The same with a "NIC" that demands registered local memory
+// (needs_registration), named "template_registered": not in the registry
+// (one entry per conduit folder); tests/conduit adds it to the conduits it
+// tests, so every suite runs through firehose's registrar.
+std::unique_ptr<Transport> make_template_transport_registered();
 
 } // namespace sluice::conduit::template_
