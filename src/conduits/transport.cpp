@@ -257,18 +257,18 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
         std::lock_guard<std::mutex> lock(rma_lock_);
         pinned_.insert(piece);
     }
+    const std::size_t n = piece->n;  // a piece completed from another thread is gone
     void *remote = piece->remote;
     if (caps_.remote_offsets)
         remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[piece->peer]);
     bool later = false;
     Status s = Status::transport;
     switch (piece->kind) {
-    case RmaOp::Kind::put: s = put_impl(piece->peer, remote, local, piece->n, piece, later); break;
-    case RmaOp::Kind::get: s = get_impl(local, piece->peer, remote, piece->n, piece, later); break;
+    case RmaOp::Kind::put: s = put_impl(piece->peer, remote, local, n, piece, later); break;
+    case RmaOp::Kind::get: s = get_impl(local, piece->peer, remote, n, piece, later); break;
     case RmaOp::Kind::put_rc:
-        s = caps_.remote_completion && !piece->cut
-                ? put_rc_impl(piece->peer, remote, local, piece->n, piece->notify, piece, later)
-                : put_impl(piece->peer, remote, local, piece->n, piece, later);
+        s = caps_.remote_completion && !piece->cut ? put_rc_impl(piece->peer, remote, local, n, piece->notify, piece, later)
+                                                   : put_impl(piece->peer, remote, local, n, piece, later);
         break;
     }
     if (s != Status::ok) {
@@ -282,9 +282,9 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
         return Status::ok;
     }
     if (piece != op) {  // the rest, after this piece
-        op->remote = static_cast<char *>(op->remote) + piece->n;
-        op->local = static_cast<char *>(op->local) + piece->n;
-        op->n -= piece->n;
+        op->remote = static_cast<char *>(op->remote) + n;
+        op->local = static_cast<char *>(op->local) + n;
+        op->n -= n;
         rest = true;
     }
     if (later) stats_.rma_deferred.fetch_add(1, std::memory_order_relaxed);  // piece may be gone already
