@@ -278,6 +278,30 @@ TEST_P(FirehoseRegistrar, MemoryUnmappedAndMappedAgainIsRegisteredAnew) {
     });
 }
 
+// SLUICE_FIREHOSE_MEMHOOKS=0: nobody would say memory went away, so a
+// registration goes when its last transfer ends.
+TEST_P(FirehoseRegistrar, WithoutTheMonitorNothingIsCached) {
+    run([](World &w) {
+        if (w.rank != 0 || !needs_registration(*w.t)) return;
+        RegistrarConfig c;
+        c.monitor = false;
+        OwnRegistrar own(w, c);
+        EXPECT_FALSE(own.r->stats().caching);
+        const std::string src = pattern(100000, 4);
+        for (int i = 0; i < 2; ++i) {
+            ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), src.data(), src.size()), Status::ok);
+            EXPECT_TRUE(peer_bytes(w, 0, src.size()) == src);
+            EXPECT_EQ(own.r->stats().victim.regions, 0u);
+        }
+        const RegistrarStats s = own.r->stats();
+        EXPECT_EQ(s.victim.hits, 0u);
+        EXPECT_GE(s.victim.misses, 2u);
+        EXPECT_LE(s.victim.peak_pinned_bytes, 2 * c.victim.region_bytes);
+        EXPECT_NE(own.r->stats_line().find("not caching"), std::string::npos) << own.r->stats_line();
+        EXPECT_NE(w.firehose->stats_line().find(std::string("firehose ") + w.t->name() + ": "), std::string::npos);
+    });
+}
+
 // The template's "NIC" is a real check of the hook: without a registrar
 // an operation on memory outside the segment is refused; leases of
 // operations never completed are given back at fini.
