@@ -40,10 +40,12 @@ void record(const void *addr, std::size_t len) {
     if (!len) return;
     const std::uint64_t i = head.fetch_add(1, std::memory_order_acq_rel);
     Slot &s = ring[i % ring_size];
+    // Release stores, acquire loads in drain (no fences: ThreadSanitizer
+    // does not model them): a reader that sees a later record's fields
+    // sees its odd `seq` on the re-check.
     s.seq.store(2 * i + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    s.addr.store(reinterpret_cast<std::uintptr_t>(addr), std::memory_order_relaxed);
-    s.len.store(len, std::memory_order_relaxed);
+    s.addr.store(reinterpret_cast<std::uintptr_t>(addr), std::memory_order_release);
+    s.len.store(len, std::memory_order_release);
     s.seq.store(2 * i + 2, std::memory_order_release);
 }
 
@@ -67,9 +69,8 @@ void drain(std::uint64_t &seen, void (*gone)(void *, std::uintptr_t, std::size_t
             if (spins > 100000) return lost();
             else if (spins > 100) ::sched_yield();
         if (at != want) return lost();
-        const std::uintptr_t addr = s.addr.load(std::memory_order_relaxed);
-        const std::size_t len = s.len.load(std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_acquire);
+        const std::uintptr_t addr = s.addr.load(std::memory_order_acquire);
+        const std::size_t len = s.len.load(std::memory_order_acquire);
         if (s.seq.load(std::memory_order_relaxed) != want) return lost();
         gone(context, addr, len);
     }
