@@ -21,9 +21,23 @@ struct RmaOp {
     void *local = nullptr;
     std::size_t n = 0;
     std::atomic<std::uint64_t> *counter = nullptr;
-    // The registration covering [local, local + n) (MemRegion::handle), 0
-    // when none does (Transport::local_handle).
+    // The registration covering what the conduit was handed for
+    // [local, local + n) (MemRegion::handle), 0 when none does
+    // (Transport::local_handle).
     std::uint64_t local_handle = 0;
+    // The registrar's lease on the local buffer (LocalRegistrar), given
+    // back when the operation finishes.
+    void *lease = nullptr;
+    // A registrar's lease may cover only the start of the local buffer:
+    // the wrapper then cuts that start off as a piece of its own (`whole`
+    // names the operation it came from) and goes on with the rest.  The
+    // whole operation completes, and signals its counter, when it and
+    // every piece have: `outstanding` counts them.  A cut Put with remote
+    // completion sends its notification by AM after the last piece.
+    RmaOp *whole = nullptr;
+    std::atomic<unsigned> outstanding{1};
+    bool cut = false;
+    bool failed = false;  // a later piece failed: no notification
     // put_rc: the notification, with its arguments and payload copied.
     AmMessage notify;
     std::array<std::uint32_t, 16> notify_args{};
@@ -195,61 +209,140 @@ Status Transport::rma_start(RmaOp *op) {
     return rma_issue(op, false);
 }
 
-// Hands `op` to the conduit.  On "retry" it goes to the backlog (its front
-// when it came from there, so the order holds); on a final error the
+// Hands `op` to the conduit, piece by piece when the registrar covers
+// only part of its local buffer.  On "retry" it goes to the backlog (its
+// front when it came from there, so the order holds); on a final error the
 // caller's counter is given back.
 Status Transport::rma_issue(RmaOp *op, bool from_backlog) {
-    void *remote = op->remote;
-    if (caps_.remote_offsets)
-        remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[op->peer]);
-    if (!op->local_handle && segment_region_.registered && op->n) {
+    for (;;) {
+        bool rest = false;
+        if (Status s = rma_issue_one(op, from_backlog, rest); s != Status::ok || !rest) return s;
+    }
+}
+
+Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
+    RmaOp *piece = op;
+    void *local = op->local;
+    bool in_segment = false;
+    if (segment_region_.registered && op->n) {
         const auto at = reinterpret_cast<std::uintptr_t>(op->local);
         const auto base = reinterpret_cast<std::uintptr_t>(segment_region_.base);
-        if (at >= base && op->n <= segment_region_.size && at - base <= segment_region_.size - op->n)
-            op->local_handle = segment_region_.handle;
+        in_segment = at >= base && op->n <= segment_region_.size && at - base <= segment_region_.size - op->n;
     }
+    if (in_segment) {
+        op->local_handle = segment_region_.handle;
+    } else if (registrar_ && caps_.needs_registration && op->n) {
+        LocalRegistrar::Lease lease;
+        Status s = registrar_->pin(op->local, op->n, op->kind == RmaOp::Kind::get, lease);
+        if (s == Status::not_ready) {
+            rma_backlog(op, from_backlog);
+            return Status::ok;
+        }
+        if (s != Status::ok) return rma_fail(op, s);
+        if (lease.n < op->n) {
+            piece = new RmaOp;
+            piece->kind = op->kind == RmaOp::Kind::get ? RmaOp::Kind::get : RmaOp::Kind::put;
+            piece->peer = op->peer;
+            piece->remote = op->remote;
+            piece->local = op->local;
+            piece->n = lease.n;
+            piece->counter = op->counter;
+            piece->whole = op;
+            op->outstanding.fetch_add(1, std::memory_order_relaxed);
+            op->cut = true;
+        }
+        piece->lease = lease.token;
+        piece->local_handle = lease.handle;
+        local = lease.local;
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        pinned_.insert(piece);
+    }
+    const std::size_t n = piece->n;  // a piece completed from another thread is gone
+    void *remote = piece->remote;
+    if (caps_.remote_offsets)
+        remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[piece->peer]);
     bool later = false;
     Status s = Status::transport;
-    switch (op->kind) {
-    case RmaOp::Kind::put: s = put_impl(op->peer, remote, op->local, op->n, op, later); break;
-    case RmaOp::Kind::get: s = get_impl(op->local, op->peer, remote, op->n, op, later); break;
+    switch (piece->kind) {
+    case RmaOp::Kind::put: s = put_impl(piece->peer, remote, local, n, piece, later); break;
+    case RmaOp::Kind::get: s = get_impl(local, piece->peer, remote, n, piece, later); break;
     case RmaOp::Kind::put_rc:
-        s = caps_.remote_completion ? put_rc_impl(op->peer, remote, op->local, op->n, op->notify, op, later)
-                                    : put_impl(op->peer, remote, op->local, op->n, op, later);
+        s = caps_.remote_completion && !piece->cut ? put_rc_impl(piece->peer, remote, local, n, piece->notify, piece, later)
+                                                   : put_impl(piece->peer, remote, local, n, piece, later);
         break;
     }
-    if (s == Status::not_ready) {
-        std::lock_guard<std::mutex> lock(rma_lock_);
-        if (from_backlog) {
-            backlog_.push_front(op);
-        } else {
-            backlog_.push_back(op);
-            stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
+    if (s != Status::ok) {
+        if (piece->lease) rma_unpin(piece, false);
+        if (piece != op) {
+            op->outstanding.fetch_sub(1, std::memory_order_relaxed);
+            delete piece;
         }
-        rma_work_.fetch_add(1, std::memory_order_relaxed);
+        if (s != Status::not_ready) return rma_fail(op, s);
+        rma_backlog(op, from_backlog);
         return Status::ok;
     }
-    if (s != Status::ok) {
-        op->counter->fetch_sub(1, std::memory_order_release);
-        delete op;
-        return s;
+    if (piece != op) {  // the rest, after this piece
+        op->remote = static_cast<char *>(op->remote) + n;
+        op->local = static_cast<char *>(op->local) + n;
+        op->n -= n;
+        rest = true;
     }
-    if (later) stats_.rma_deferred.fetch_add(1, std::memory_order_relaxed);  // op may be gone already
-    else rma_finish(op);
+    if (later) stats_.rma_deferred.fetch_add(1, std::memory_order_relaxed);  // piece may be gone already
+    else rma_finish(piece);
     return Status::ok;
 }
 
-// The operation is complete here.  An emulated Put with remote completion
-// now sends its notification: the write has landed, and the AM that follows
-// it on this transport is delivered after it.
+void Transport::rma_backlog(RmaOp *op, bool from_backlog) {
+    std::lock_guard<std::mutex> lock(rma_lock_);
+    if (from_backlog) {
+        backlog_.push_front(op);
+    } else {
+        backlog_.push_back(op);
+        stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
+    }
+    rma_work_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A final error for what is left of `op`.  Pieces already issued finish
+// it (without its notification); else the counter is given back now.
+Status Transport::rma_fail(RmaOp *op, Status s) {
+    op->failed = true;
+    if (op->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return s;
+    op->counter->fetch_sub(1, std::memory_order_release);
+    delete op;
+    return s;
+}
+
+// The operation (or piece) is complete here.  The whole operation is
+// complete with its last piece: an emulated Put with remote completion
+// (or one cut in pieces) now sends its notification, since the write has
+// landed and the AM that follows it on this transport is delivered after
+// it.
 void Transport::rma_finish(RmaOp *op) {
-    if (op->kind == RmaOp::Kind::put_rc && !caps_.remote_completion) {
+    if (op->lease) rma_unpin(op, true);
+    if (RmaOp *whole = op->whole) {
+        delete op;
+        op = whole;
+    }
+    if (op->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (op->kind == RmaOp::Kind::put_rc && !op->failed && (op->cut || !caps_.remote_completion)) {
         if (Status s = send(op->peer, op->notify); s != Status::ok)
             base::report(s, "put with remote completion", nullptr, "%s: the notification to rank %u was not sent",
                          name_, op->peer);
     }
     op->counter->fetch_sub(1, std::memory_order_release);
     delete op;
+}
+
+// Gives the registrar's lease back (a Get's bounce buffer is copied out
+// when `completed`).
+void Transport::rma_unpin(RmaOp *op, bool completed) {
+    {
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        pinned_.erase(op);
+    }
+    registrar_->unpin(op->lease, completed);
+    op->lease = nullptr;
 }
 
 std::uint64_t Transport::local_handle(const RmaOp *op) { return op->local_handle; }
@@ -298,13 +391,23 @@ int Transport::rma_progress() {
 }
 
 void Transport::fini() {
-    mem_deregister(segment_region_);
+    std::vector<void *> leases;  // of operations the conduit never completed
     {
         std::lock_guard<std::mutex> lock(rma_lock_);
         for (RmaOp *op : backlog_) delete op;  // never started: nothing to wait for
         backlog_.clear();
         rma_work_.store(static_cast<std::uint32_t>(done_.size()), std::memory_order_relaxed);
+        for (RmaOp *op : pinned_) {
+            leases.push_back(op->lease);
+            op->lease = nullptr;
+        }
+        pinned_.clear();
     }
+    if (registrar_) {
+        for (void *lease : leases) registrar_->unpin(lease, false);
+        registrar_->release_all();
+    }
+    mem_deregister(segment_region_);
     fini_impl();
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -149,6 +150,39 @@ struct MemRegion {
 // work-request id) and hands it to rma_complete() from poll_impl.
 struct RmaOp;
 
+// How the wrapper reaches local memory outside the segment on a conduit
+// that sets needs_registration.  src/rma/firehose installs one per such
+// transport (Transport::local_registrar_set); the conduit sees only the
+// result: the local address and registration handle of each operation it
+// is handed (Transport::local_handle), so it registers nothing itself.
+// Called from any thread that starts or finishes RDMA: thread-safe.
+class LocalRegistrar {
+public:
+    // What one pin covers: the first `n` bytes of the range asked for (at
+    // least 1).  The wrapper hands the conduit `local` (the caller's buffer,
+    // or a registered bounce buffer the registrar filled for a Put and
+    // copies out of for a Get) and `handle`, which covers [local, local+n);
+    // it cuts the rest off into another operation, pinned after this one.
+    struct Lease {
+        std::size_t n = 0;
+        void *local = nullptr;
+        std::uint64_t handle = 0;
+        void *token = nullptr;  // handed back to unpin
+    };
+    virtual ~LocalRegistrar() = default;
+    // `get`: the conduit will write into [local, local+n), else read it.
+    // Status::not_ready: nothing free now (every registration and bounce
+    // buffer in use); the wrapper retries the operation from poll, after
+    // completions.  Another status is final and reported.
+    virtual Status pin(void *local, std::size_t n, bool get, Lease &lease) = 0;
+    // The operation that held the lease is over: `completed` (a Get's bytes
+    // are in place: copy them out of a bounce buffer) or abandoned (fini).
+    virtual void unpin(void *token, bool completed) = 0;
+    // Transport::fini, before the conduit closes its memory domain: every
+    // lease was given back; deregister what is cached.
+    virtual void release_all() = 0;
+};
+
 // Slow-path counters only: a locked increment per message would cost more
 // than a same-host AM itself.
 struct TransportStats {
@@ -255,6 +289,14 @@ public:
     // Polls until `counter` is 0.
     void rma_wait(const std::atomic<std::uint64_t> &counter);
 
+    // The registrar consulted, on a conduit with needs_registration, for an
+    // operation whose local buffer is not (wholly) in the segment.  Set it
+    // before the first RDMA operation and leave it until fini(); it must
+    // outlive the transport's fini().  Without one such an operation gets
+    // handle 0 and the conduit refuses it.
+    void local_registrar_set(LocalRegistrar *r) { registrar_ = r; }
+    LocalRegistrar *local_registrar() const { return registrar_; }
+
     // Native barrier over every peer this transport reaches (plus me), for
     // conduits with capabilities().native_barrier.  `poll_fn` keeps AMs
     // moving while waiting; returns false if it should give up (exit).
@@ -284,8 +326,9 @@ public:
     // conduit then runs base::signal_deferred_run() when it leaves.
     bool signal_exit_safe() const { return signal_exit_safe_impl(); }
 
-    // Releases every resource, in reverse order of creation: the segment's
-    // registration, RDMA operations never completed, then the conduit's.
+    // Releases every resource, in reverse order of creation: RDMA
+    // operations never completed (and their local registrations), the
+    // registrar's cache, the segment's registration, then the conduit's.
     void fini();
 
 protected:
@@ -307,10 +350,12 @@ protected:
     // will deliver the notification.
     void rma_complete(RmaOp *op);
     // The local handle (MemRegion::handle) of a registration covering the
-    // local buffer of `op` (put_impl/get_impl/put_rc_impl), or 0 when no
+    // local buffer `op` hands put_impl/get_impl/put_rc_impl, or 0 when no
     // registration covers it: for a conduit that sets needs_registration,
     // the buffer is then not registered.  The segment's registration
-    // covers buffers in the segment.
+    // covers buffers in the segment; the registrar's (LocalRegistrar) the
+    // rest, where the wrapper may hand the conduit a bounce buffer instead
+    // of the caller's, or a piece of the caller's operation.
     static std::uint64_t local_handle(const RmaOp *op);
 
     virtual Status init_impl() = 0;
@@ -385,7 +430,14 @@ private:
     [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
     Status rma_start(RmaOp *op);
     Status rma_issue(RmaOp *op, bool from_backlog);
+    // One call of the conduit's hook for `op` (or, when the registrar
+    // covers only its start, a piece cut off it); `rest` is set when the
+    // remainder of `op` is still to be issued.
+    Status rma_issue_one(RmaOp *op, bool from_backlog, bool &rest);
+    void rma_backlog(RmaOp *op, bool from_backlog);
+    Status rma_fail(RmaOp *op, Status s);
     void rma_finish(RmaOp *op);
+    void rma_unpin(RmaOp *op, bool completed);
     int rma_progress();
 
     const char *name_;
@@ -403,6 +455,8 @@ private:
     std::vector<std::uint64_t> peer_base_;       // segment bases, for remote_offsets
     std::vector<std::uint64_t> peer_size_;       // segment sizes, for the Long check
     MemRegion segment_region_;
+    LocalRegistrar *registrar_ = nullptr;
+    std::unordered_set<RmaOp *> pinned_;         // holding a lease, under rma_lock_
     std::uint64_t next_key_ = 1;
 };
 

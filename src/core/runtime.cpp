@@ -101,6 +101,7 @@ Status Runtime::init(int *, char ***) {
     if (Status s = init_hosts(network.chosen ? network.chosen->name : "!" + network.error, choices); s != Status::ok)
         return s;
     if (Status s = init_transports(network, choices); s != Status::ok) return s;
+    if (Status s = init_firehose(); s != Status::ok) return s;
     idle_policy_set();
 
     segments.entries.assign(size_, am::SegmentTable::Entry{});
@@ -288,6 +289,7 @@ Status Runtime::finalize() {
     }
     progress_thread_stop();
     am.credit_stats_write();
+    firehose_stats_print();
     state_.store(State::finalized);
     segments.attached = false;
     for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();
@@ -296,6 +298,23 @@ Status Runtime::finalize() {
     exit_handlers_release();
     base::say("finalized");
     return Status::ok;
+}
+
+Status Runtime::init_firehose() {
+    for (auto &t : transports_) {
+        if (!t->capabilities().needs_registration) continue;
+        std::unique_ptr<rma::firehose::Registrar> r;
+        if (Status s = rma::firehose::Registrar::create(*t, rma::firehose::config_from_knobs(), r); s != Status::ok)
+            return s;
+        t->local_registrar_set(r.get());
+        registrars_.push_back(std::move(r));
+    }
+    return Status::ok;
+}
+
+void Runtime::firehose_stats_print() const {
+    if (!base::knob_bool(base::Knob::FIREHOSE_STATS)) return;
+    for (const auto &r : registrars_) std::fprintf(stderr, "sluice[rank %u] %s\n", rank_, r->stats_line().c_str());
 }
 
 Status Runtime::segment_attach(std::size_t size) {

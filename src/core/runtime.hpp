@@ -4,6 +4,7 @@
 
 #include "am/am.hpp"
 #include "conduits/registry.hpp"
+#include "rma/firehose/registrar.hpp"
 #include "rma/rma.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -69,6 +70,11 @@ private:
     // why it has none.
     Status init_hosts(const std::string &my_choice, std::vector<std::string> &choices);
     Status init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices);
+    // Firehose on every transport that reaches only registered memory
+    // (needs_registration): its local registrar for buffers outside the
+    // segment.
+    Status init_firehose();
+    void firehose_stats_print() const;  // SLUICE_FIREHOSE_STATS, at finalize
     void system_handlers_register();
     void idle_policy_set();
     void progress_thread_start();
@@ -105,6 +111,8 @@ private:
     Rank rank_ = 0, size_ = 1;
     std::unique_ptr<spawner::Bootstrap> bootstrap_;
     std::vector<std::unique_ptr<conduit::Transport>> transports_;
+    // After transports_: destroyed first, while their transports still exist.
+    std::vector<std::unique_ptr<rma::firehose::Registrar>> registrars_;
     std::vector<conduit::Transport *> route_;
     std::vector<std::string> host_names_;
     std::vector<std::uint32_t> host_of_;

@@ -3,7 +3,11 @@
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
+#include "rma/firehose/registrar.hpp"
 #include "sluice_config.h"
+#ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
+#include "conduits/template/template.hpp"
+#endif
 
 #include "base/status.hpp"
 
@@ -126,6 +130,13 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
     s.deliver_context = &w;
     s.job_id = job;
     if (t->init(s) != Status::ok) return "init failed: " + std::string(base::last_error());
+    static std::unique_ptr<rma::firehose::Registrar> firehose;
+    if (t->capabilities().needs_registration) {
+        if (rma::firehose::Registrar::create(*t, rma::firehose::config_from_knobs(), firehose) != Status::ok)
+            return "firehose failed: " + std::string(base::last_error());
+        t->local_registrar_set(firehose.get());
+        w.firehose = firehose.get();
+    }
     std::string key;
     if (t->segment_create(segment_bytes, &w.segment, key) != Status::ok) return "segment create failed";
     w.segment_size = segment_bytes;
@@ -279,6 +290,13 @@ std::vector<Conduit> conduits_under_test() {
         out.push_back(Conduit{info.name, info.network, info.create});
         if (info.network) out.push_back(Conduit{std::string(info.name) + "_alone", true, info.create, true});
     }
+#ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
+    // The template with a "NIC" that reaches only registered memory: every
+    // suite through firehose's registrar (template.hpp).
+    auto registered = sluice::conduit::template_::make_template_transport_registered;
+    out.push_back(Conduit{"template_registered", true, registered});
+    out.push_back(Conduit{"template_registered_alone", true, registered, true});
+#endif
     return out;
 }
 

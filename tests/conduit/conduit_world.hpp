@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace sluice::rma::firehose {
+class Registrar;
+}
+
 namespace conduit_test {
 
 using sluice::conduit::Rank;
@@ -52,6 +56,9 @@ struct World {
     // Called for each delivery after it is recorded (tests that answer).
     std::function<void(World &, const Delivered &)> on_deliver;
     sluice::spawner::Bootstrap *bootstrap = nullptr;
+    // On a conduit with needs_registration: firehose, installed as the
+    // transport's local registrar (from the knobs), as core does.
+    sluice::rma::firehose::Registrar *firehose = nullptr;
 
     // Polls until `n` messages were delivered or 20 s passed.
     bool wait_delivered(std::size_t n);

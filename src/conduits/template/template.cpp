@@ -92,7 +92,7 @@ constexpr std::size_t packed_long_limit = 64 * 1024;
 //                       rank polls on until every rank is that far.
 // A conduit that learns a limit only in init_impl (from the device) sets it
 // there through capabilities_mutable().
-Capabilities declared_capabilities() {
+Capabilities declared_capabilities(bool registration) {
     Capabilities c;
     c.max_medium = medium_limit;
     // Loopback has no wire limit: a Long is one copy into my own segment,
@@ -107,7 +107,15 @@ Capabilities declared_capabilities() {
     c.native_rma = true;
     c.remote_completion = true;
     c.load_store = false;
-    c.needs_registration = false;
+    // The template's "NIC" can demand registration, as verbs and libfabric
+    // providers with FI_MR_LOCAL do: make_template_transport_registered(),
+    // "template_registered", which tests/conduit runs as a conduit of its
+    // own.  It then refuses an operation whose local handle does
+    // not name a live registration covering the buffer, and reads and
+    // writes registered shared memory through its own mapping of the pages
+    // (see mem_register_impl), as a NIC reads the pages pinned when they
+    // were registered.
+    c.needs_registration = registration;
     // Remote addresses arrive as offsets into the peer's segment (as with
     // verbs' zero-based regions or Portals' offsets); keys are the
     // provider's (mem_register_impl makes one up).
@@ -167,7 +175,10 @@ private:
 
 class TemplateTransport final : public Transport {
 public:
-    TemplateTransport() : Transport("template", declared_capabilities()) {}
+    explicit TemplateTransport(bool registration)
+        : Transport(registration ? "template_registered" : "template", declared_capabilities(registration)) {
+        regions_.emplace_back();  // handle 0 names no registration
+    }
     ~TemplateTransport() override { release(); }
 
 protected:
@@ -293,12 +304,23 @@ protected:
     // (verbs: ibv_reg_mr, lkey and rkey; libfabric: fi_mr_reg, fi_mr_key,
     // and the raw key with FI_MR_RAW).  When capabilities().provider_keys
     // is false, use `requested_key` (unique in this process).  FILL IN HERE:
-    // the template's "NIC" is a table of regions; the key is its index,
-    // packed with a check word so a corrupt key is refused on unpack.
+    // the template's "NIC" is a table of regions; the handle and the key
+    // are its index, packed with a check word so a corrupt key is refused
+    // on unpack.  With needs_registration it "pins" the pages of shared
+    // memory by mapping them a second time (mremap of old size 0 works on
+    // shared mappings only; private memory is reached at its address): if
+    // the program unmaps the range and maps new memory there, this
+    // registration still reaches the old pages, as a NIC's would.
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
                              std::string &rkey) override {
+        char *alias = nullptr;
+        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        if (capabilities().needs_registration && size && reinterpret_cast<std::uintptr_t>(base) % page == 0) {
+            void *p = ::mremap(base, 0, size, MREMAP_MAYMOVE);
+            if (p != MAP_FAILED) alias = static_cast<char *>(p);
+        }
         std::lock_guard<std::mutex> lock(mutex_);
-        regions_.push_back(Region{reinterpret_cast<std::uint64_t>(base), size, true});
+        regions_.push_back(Region{reinterpret_cast<std::uint64_t>(base), size, true, alias});
         handle = regions_.size() - 1;
         const PackedKey k{handle, key_check ^ handle};
         rkey.assign(reinterpret_cast<const char *>(&k), sizeof k);
@@ -306,7 +328,10 @@ protected:
     }
     void mem_deregister_impl(std::uint64_t handle) override {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (handle < regions_.size()) regions_[handle].live = false;
+        if (handle >= regions_.size() || !regions_[handle].live) return;
+        Region &r = regions_[handle];
+        if (r.alias) ::munmap(r.alias, r.size);
+        r = Region{};
     }
     // A peer's packed key for its segment at `base`: check it and keep
     // what put/get need (verbs: the rkey; libfabric with FI_MR_ENDPOINT or
@@ -338,6 +363,8 @@ protected:
     // src/rma; a conduit needing local registration (needs_registration)
     // looks `local` up in the firehose cache first.  FILL IN HERE: the
     // template's "NIC" is the rdma_ queue, worked off by poll_impl.
+    // With needs_registration, local_handle(op) names the registration of
+    // `local` (the segment's, or firehose's for memory outside it).
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override {
         return rdma_post(peer, Rdma::put, remote, const_cast<void *>(local), n, nullptr, op, later);
     }
@@ -424,6 +451,7 @@ private:
         std::uint64_t base = 0;
         std::size_t size = 0;
         bool live = false;
+        char *alias = nullptr;  // the pages registered, mapped again (shared memory)
     };
     struct PackedKey {
         std::uint64_t index = 0;
@@ -443,6 +471,9 @@ private:
         r.kind = kind;
         r.offset = offset;
         r.local = local;
+        if (capabilities().needs_registration && n) {
+            if (Status s = local_check(local, n, local_handle(op), r.local); s != Status::ok) return s;
+        }
         r.n = n;
         r.op = op;
         if (notify) {
@@ -456,6 +487,22 @@ private:
         if (rdma_.size() >= rdma_depth) return Status::not_ready;
         rdma_.push_back(std::move(r));
         later = true;
+        return Status::ok;
+    }
+
+    // A NIC that reaches only registered memory: `handle` must name a live
+    // registration covering [local, local+n).  `reach` is where the NIC
+    // reads or writes those bytes: through the registration's own mapping
+    // of the pages when it has one.
+    Status local_check(void *local, std::size_t n, std::uint64_t handle, void *&reach) {
+        const auto at = reinterpret_cast<std::uint64_t>(local);
+        std::lock_guard<std::mutex> lock(mutex_);
+        const Region *r = handle < regions_.size() ? &regions_[handle] : nullptr;
+        if (!r || !r->live || at < r->base || n > r->size || at - r->base > r->size - n)
+            return base::report(Status::argument, "template conduit RDMA", "register local buffers (firehose)",
+                                "%zu bytes at %p are not covered by registration %llu", n, local,
+                                static_cast<unsigned long long>(handle));
+        reach = r->alias ? r->alias + (at - r->base) : local;
         return Status::ok;
     }
 
@@ -529,8 +576,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Transport> make_template_transport() {
-    return std::make_unique<TemplateTransport>();
-}
+std::unique_ptr<Transport> make_template_transport() { return std::make_unique<TemplateTransport>(false); }
+
+std::unique_ptr<Transport> make_template_transport_registered() { return std::make_unique<TemplateTransport>(true); }
 
 } // namespace sluice::conduit::template_

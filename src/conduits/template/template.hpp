@@ -11,5 +11,10 @@
 namespace sluice::conduit::template_ {
 
 std::unique_ptr<Transport> make_template_transport();
+// The same with a "NIC" that demands registered local memory
+// (needs_registration), named "template_registered": not in the registry
+// (one entry per conduit folder); tests/conduit adds it to the conduits it
+// tests, so every suite runs through firehose's registrar.
+std::unique_ptr<Transport> make_template_transport_registered();
 
 } // namespace sluice::conduit::template_

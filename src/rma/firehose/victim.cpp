@@ -68,6 +68,7 @@ Status VictimPool::acquire(const void *addr, std::size_t len, Pin &pin) {
     ++stats_.misses;
     ++stats_.regions;
     stats_.pinned_bytes += end - begin;
+    stats_.peak_pinned_bytes = std::max(stats_.peak_pinned_bytes, stats_.pinned_bytes);
     pin = Pin{&e.region, window};
     return Status::ok;
 }

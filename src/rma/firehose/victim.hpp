@@ -47,6 +47,7 @@ struct VictimStats {
     std::uint64_t invalidated = 0;   // dropped because their memory went away
     std::size_t regions = 0;         // registered now
     std::size_t pinned_bytes = 0;    // registered now
+    std::size_t peak_pinned_bytes = 0;  // the most registered at any time
 };
 
 class VictimPool {
