@@ -180,9 +180,8 @@ Status OfiTransport::open_fabric() {
         if (word == "local") mr_.local = true;
         else if (word == "prov_key") mr_.prov_key = true;
         else if (word == "endpoint") mr_.endpoint = true;
-        else if (word == "virt_addr") mr_.virt_addr = true;
         else if (!word.empty())
-            return base::report(Status::argument, op, "use local, prov_key, endpoint or virt_addr, separated by commas",
+            return base::report(Status::argument, op, "use local, prov_key or endpoint, separated by commas",
                                 "SLUICE_OFI_MR_MODE_ADD: unknown mode '%s'", word.c_str());
     }
 
@@ -300,11 +299,9 @@ Status OfiTransport::exchange_addresses() {
 
 Status OfiTransport::register_raw(void *base, std::size_t size, std::uint64_t access, std::uint64_t key, fid_mr *&mr,
                                   const char *what) {
-    // Offsets: the registration starts at offset 0, so a remote address is
-    // the offset into it.  Virtual addresses without the provider's asking
-    // (SLUICE_OFI_MR_MODE_ADD=virt_addr): the registration starts at its
-    // own address, which makes the two the same.
-    const std::uint64_t offset = mr_.virt_addr ? reinterpret_cast<std::uint64_t>(base) : 0;
+    // Without FI_MR_VIRT_ADDR a remote address is the offset into the
+    // registration (offset 0 at its start); with it the provider ignores this.
+    const std::uint64_t offset = 0;
     // Keys the provider does not pick are unique in this process; when the
     // conduit only pretends the provider picks them, it still hands the
     // provider unique ones, and reads the key back like a real one.

@@ -51,8 +51,8 @@ for p in shm sockets 'udp;ofi_rxd'; do
     [ "$p" = sockets ] && exclude='Net/BarrierStorm.*N3_*:Net/BarrierStorm.*N4_*'
     run "provider $p" "$exclude" SLUICE_OFI_PROVIDER="$p"
 done
-run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY, ENDPOINT and VIRT_ADDR" "" \
-    SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint,virt_addr
+run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY and ENDPOINT" "" \
+    SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint
 run "tcp;ofi_rxm with 64 KiB RMA pieces, 4 send buffers and small receive buffers" "" \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RMA_CHUNK=64K SLUICE_OFI_SEND_BUFFERS=4 \
     SLUICE_OFI_RECV_BUFFERS=2 SLUICE_OFI_RECV_BUFFER_SIZE=300K
