@@ -46,16 +46,17 @@ at_most() { awk -v t="$took" -v s="$1" -v k="$scale" 'BEGIN { exit !(t < s * k) 
 # The script sets these per job; other SLUICE_* knobs of the caller reach
 # the ranks as usual.
 unset SLUICE_ROUTE SLUICE_OFI_DOMAIN SLUICE_OFI_PROVIDER SLUICE_NETWORK
-export SLUICETEST_RANK_TIMEOUT=$((50 * scale)) SLUICETEST_SUBSET=${SLUICETEST_SUBSET:-ofi}
+export SLUICETEST_RANK_TIMEOUT=$((120 * scale)) SLUICETEST_SUBSET=${SLUICETEST_SUBSET:-ofi}
 ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET)
 
 out="$ssh_work/out"
 err="$ssh_work/err"
 script_start=$(date +%s.%N)
 
-# The providers to run: those whose fi_info in host A lists the veth.
+# The providers to run: those whose fi_info in host A lists the veth, of
+# SLUICETEST_OFI_PROVIDERS (separated by spaces) if set.
 providers=()
-for p in 'tcp;ofi_rxm' 'udp;ofi_rxd' 'sockets'; do
+for p in ${SLUICETEST_OFI_PROVIDERS:-tcp;ofi_rxm udp;ofi_rxd sockets}; do
     if ! command -v fi_info > /dev/null; then
         [ "$p" = 'tcp;ofi_rxm' ] && providers+=("$p")  # unprobed: the one issue 29 requires
     elif in_host A timeout 20 fi_info -p "$p" -t FI_EP_RDM -c 'FI_MSG|FI_RMA' 2> /dev/null | grep -q 'domain: eth0$'; then
@@ -86,21 +87,21 @@ run_job() {
     took=$(elapsed "$start" 1)
 }
 
-# ofi_used RANKS DOMAIN [rma]: every rank of the job chose DOMAIN of
-# $provider, routed peers over ofi, and its counters show messages (and
-# with rma, writes and reads) both ways.  Prints the totals; fails (with
-# the reason on stdout) otherwise.
+# ofi_used RANKS REMOTE DOMAIN [rma]: every rank of the job chose DOMAIN of
+# $provider, routed REMOTE peers over ofi (the rest over smp), and the
+# counters show messages (and with rma, writes and reads) both ways.  Prints
+# the totals; fails (with the reason on stdout) otherwise.
 ofi_used() {
-    local ranks=$1 domain=$2 rma=${3:-} chose other routed
+    local ranks=$1 remote=$2 domain=$3 rma=${4:-} chose other routed
     chose=$(grep -cF "ofi: provider $provider, domain $domain," "$err")
     other=$(grep 'ofi: provider ' "$err" | grep -vF "ofi: provider $provider, domain $domain," | head -1)
-    routed=$(grep -cE 'routing: .* over ofi' "$err")
+    routed=$(grep -cE "routing: [0-9]+ peers over smp, $remote over ofi\$" "$err")
     if [ "$chose" != "$ranks" ] || [ -n "$other" ]; then
         echo "$chose of $ranks ranks chose provider $provider, domain $domain${other:+; one said: $other}"
         return 1
     fi
     if [ "$routed" != "$ranks" ]; then
-        echo "$routed of $ranks ranks routed peers over ofi"
+        echo "$routed of $ranks ranks routed $remote peers over ofi"
         return 1
     fi
     awk -v ranks="$ranks" -v rma="$rma" -v prov="$provider" '
@@ -126,30 +127,41 @@ ofi_used() {
         }' "$err"
 }
 
-# succeeded LABEL RANKS [DOMAIN [rma]]: the job exited 0, rank 0 printed
-# PASS, no rank printed FAIL, nothing is left, and ofi_used.
+# show_job: the job's stdout, then the ranks' own stderr lines apart from
+# the launcher's (with SLUICE_VERBOSE, these are many).
+show_job() {
+    echo "    stdout:"
+    show "$out"
+    echo "    the ranks' stderr:"
+    grep -v '^sluicerun' "$err" | show
+    echo "    sluicerun's last lines:"
+    grep '^sluicerun' "$err" | show | tail -8
+}
+
+# succeeded LABEL RANKS [REMOTE [DOMAIN [rma]]]: the job exited 0, rank 0
+# printed PASS, no rank printed FAIL, nothing is left, and ofi_used (REMOTE:
+# the peers on other hosts, 2/3 of RANKS, unless given; DOMAIN eth0).
 succeeded() {
-    local label=$1 ranks=$2 domain=${3:-eth0} rma=${4:-} used
+    local label=$1 ranks=$2 remote=${3:-$(($2 - $2 / 3))} domain=${4:-eth0} rma=${5:-} used
     if [ "$rc" = 0 ] && grep -q '^PASS' "$out" && ! grep -q 'FAIL rank' "$err"; then
         ssh_leftovers_check "$job" "$label" || return 1
-        if used=$(ofi_used "$ranks" "$domain" "$rma"); then
+        if used=$(ofi_used "$ranks" "$remote" "$domain" "$rma"); then
             pass "$label: $used (${took}s)"
             return 0
         fi
-        fail "$label: $used; stderr:"
-        show "$err"
+        fail "$label: $used"
+        show_job
         return 1
     fi
-    fail "$label: exit code $rc after ${took}s; stdout, stderr:"
-    show "$out"
-    show "$err"
+    fail "$label: exit code $rc after ${took}s"
+    show_job
     ssh_leftovers_check "$job" "$label"
     return 1
 }
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...: sluice-mp-test CASE.
 mp_case() {
-    local ranks=$1 env_args=() label
+    local ranks=$1 env_args=() label remote=$(($1 - $1 / 3))
     shift
     while [ "$1" != -- ]; do
         env_args+=("$1")
@@ -157,8 +169,10 @@ mp_case() {
     done
     shift
     label="$provider, $((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp $*"
-    run_job 90 "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
-    succeeded "$label" "$ranks" eth0 "$([ "$1" = rma ] && echo rma)"
+    # SLUICE_ROUTE=network: every peer but the rank itself over ofi.
+    case " ${env_args[*]} " in *" SLUICE_ROUTE=network "*) remote=$((ranks - 1)) ;; esac
+    run_job 150 "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
+    succeeded "$label" "$ranks" "$remote" eth0 "$([ "$1" = rma ] && echo rma)"
 }
 
 for provider in "${providers[@]}"; do
@@ -179,8 +193,8 @@ for provider in "${providers[@]}"; do
     label="$provider, exit at 6 ranks: spin 2 5"
     run_job 60 -- -n 6 "$exitprog" spin 2 5
     if [ "$rc" != 5 ] || ! at_most 15 || grep -q 'FAIL rank' "$err"; then
-        fail "$label: code $rc after ${took}s, expected 5 within $((15 * scale)) s; stderr:"
-        show "$err"
+        fail "$label: code $rc after ${took}s, expected 5 within $((15 * scale)) s"
+        show_job
         ssh_leftovers_check "$job" "$label"
     elif ssh_leftovers_check "$job" "$label"; then
         pass "$label: code $rc (${took}s)"
@@ -192,8 +206,8 @@ for provider in "${providers[@]}"; do
     label="$provider, SLUICE_OFI_DOMAIN=nosuch0: mp am at 3 ranks"
     run_job 60 SLUICE_OFI_DOMAIN=nosuch0 -- -n 3 "$mp" am
     if [ "$rc" = 0 ] || ! at_most 15 || ! grep -q 'nosuch0' "$err"; then
-        fail "$label: code $rc after ${took}s (nonzero within 15 s and an error naming nosuch0 expected); stderr:"
-        show "$err"
+        fail "$label: code $rc after ${took}s (nonzero within 15 s and an error naming nosuch0 expected)"
+        show_job
         ssh_leftovers_check "$job" "$label"
     elif ssh_leftovers_check "$job" "$label"; then
         pass "$label: the job ends with $rc and says so (${took}s)"
@@ -218,10 +232,10 @@ srun_cases() {
             local label="srun --mpi=$pmi -n 2, $provider, SLUICE_ROUTE=network: mp $c" start used
             start=$(date +%s.%N)
             SLUICE_JOB_ID=$job SLUICE_NETWORK=ofi SLUICE_OFI_PROVIDER=$provider SLUICE_ROUTE=network SLUICE_VERBOSE=1 \
-                SLUICE_OFI_STATS=1 timeout -k 5 $((90 * scale)) srun --mpi="$pmi" -n 2 "$mp" "$c" > "$out" 2> "$err"
+                SLUICE_OFI_STATS=1 timeout -k 5 $((150 * scale)) srun --mpi="$pmi" -n 2 "$mp" "$c" > "$out" 2> "$err"
             rc=$?
             took=$(elapsed "$start" 1)
-            succeeded "$label" 2 lo "$([ "$c" = rma ] && echo rma)"
+            succeeded "$label" 2 1 lo "$([ "$c" = rma ] && echo rma)"
         done
     done
 }
