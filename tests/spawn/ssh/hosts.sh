@@ -21,6 +21,13 @@
 #                           when the machine cannot, $sluicerun and $prog
 #                           checked, the hosts started and stopped at exit,
 #                           SLUICE_SSH_NODES set to them
+#   ssh_hosts_conduit_begin CONDUIT WHAT
+#                           what a conduit's test across hosts starts with:
+#                           $builddir set, SKIP (exit 77) when the build has
+#                           no CONDUIT, then ssh_hosts_begin WHAT
+#   ssh_hosts_scale         $scale (what its time limits are multiplied by)
+#                           and $quick (1: the shorter list) for sanitizer
+#                           builds and SLUICETEST_SUBSET
 #   elapsed START [DIGITS]  seconds since START (a `date +%s.%N`), 2 decimals
 #                           unless given
 #   netns_stale_remove RE   deletes the network namespaces whose name matches
@@ -265,6 +272,24 @@ ssh_hosts_begin() {
     fi
     export SLUICE_SSH_NODES=$ssh_hosts
     unset SLUICE_SSH_NODEFILE SLUICE_SSH_OUT_DEGREE SLUICE_SSH_REMOTE_CMD SLUICE_SSH_CMD SLURM_JOB_NODELIST PBS_NODEFILE
+}
+
+ssh_hosts_conduit_begin() {
+    builddir=${SLUICETEST_BUILDDIR:?}
+    if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE "^ +$1 +"; then
+        echo "SKIP: $2: the $1 conduit is not in this build (sluice-info --conduits)"
+        exit 77
+    fi
+    ssh_hosts_begin "$2"
+}
+
+ssh_hosts_scale() {
+    scale=1 quick=0
+    case $(sed -n 's/^SANITIZER_FLAGS = //p' "${SLUICETEST_BUILDDIR:?}/Makefile" 2> /dev/null) in
+    *thread*) scale=6 quick=1 ;;
+    *-fsanitize*) scale=3 quick=1 ;;
+    esac
+    [ -n "${SLUICETEST_SUBSET:-}" ] && quick=1
 }
 
 # ssh_hub_sluicerun JOB LIMIT [ENV-ARGS...] -- ARGS...: `sluicerun

@@ -28,12 +28,7 @@ ssh_hosts_own_names=1
 # shellcheck source=../../../../tests/spawn/ssh/hosts.sh
 . "$here/../../../../tests/spawn/ssh/hosts.sh"
 
-builddir=${SLUICETEST_BUILDDIR:?}
-if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +udp +'; then
-    echo "SKIP: udp conduit across hosts: the udp conduit is not in this build (sluice-info --conduits)"
-    exit 77
-fi
-ssh_hosts_begin "udp conduit across hosts"
+ssh_hosts_conduit_begin udp "udp conduit across hosts"
 mp="$builddir/tests/mp/sluice-mp-test"
 exitprog="$builddir/tests/exit/sluice-exit-test"
 check="$builddir/src/conduits/udp/tests/sluice-udp-check"
@@ -42,12 +37,7 @@ for p in "$mp" "$exitprog" "$check"; do
 done
 
 # scale stretches every limit; quick=1 runs the smaller list.
-scale=1 quick=0
-case $(sed -n 's/^SANITIZER_FLAGS = //p' "$builddir/Makefile" 2> /dev/null) in
-*thread*) scale=6 quick=1 ;;
-*-fsanitize*) scale=3 quick=1 ;;
-esac
-[ -n "${SLUICETEST_SUBSET:-}" ] && quick=1
+ssh_hosts_scale
 # at_most SECONDS: whether $took is below SECONDS x scale.
 at_most() { awk -v t="$took" -v s="$1" -v k="$scale" 'BEGIN { exit !(t < s * k) }'; }
 
