@@ -56,12 +56,13 @@ int rank_of(const char *name) {
 // The entry to use among fi_getinfo's answers: the wanted provider (else
 // the first in provider_order), then the wanted domain (else "lo" for a
 // job on one host, else the first that is not "lo").
-const fi_info *choose(const fi_info *list, const std::string &domain, bool one_host) {
+const fi_info *choose(const fi_info *list, const std::string &domain, bool one_host, std::string *provider = nullptr) {
     const fi_info *best = nullptr;
     for (const fi_info *i = list; i; i = i->next)
         if (!best || rank_of(i->fabric_attr->prov_name) < rank_of(best->fabric_attr->prov_name)) best = i;
     if (!best) return nullptr;
     const char *prov = best->fabric_attr->prov_name;
+    if (provider) *provider = prov;
     const fi_info *pick = nullptr;
     for (const fi_info *i = list; i; i = i->next) {
         if (std::strcmp(i->fabric_attr->prov_name, prov) != 0) continue;
@@ -153,11 +154,12 @@ Status OfiTransport::open_fabric() {
     bool one_host = true;
     for (std::uint32_t h : setup().host_of) one_host &= h == setup().host_of[setup().rank];
     const std::string &domain = base::knob_string(base::Knob::OFI_DOMAIN);
-    const fi_info *pick = choose(list, domain, one_host);
+    std::string provider;
+    const fi_info *pick = choose(list, domain, one_host, &provider);
     if (!pick) {
         fi_freeinfo(list);
         return base::report(Status::transport, op, "fi_info -v lists each provider's domains; unset SLUICE_OFI_DOMAIN or set it to one",
-                            "no domain %s for provider %s", domain.c_str(), wanted.c_str());
+                            "no domain %s for provider %s", domain.c_str(), provider.c_str());
     }
     info_ = fi_dupinfo(pick);
     fi_freeinfo(list);
