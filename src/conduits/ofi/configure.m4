@@ -6,3 +6,5 @@ AS_IF([test "x$sluice_have_fabric" = xno && test "x${enable_ofi+set}" != xset], 
 SLUICE_CONDUIT([ofi], [yes])
 AS_IF([test "x$enable_ofi" != xno && test "x$sluice_have_fabric" = xno],
   [AC_MSG_ERROR([the ofi conduit needs libfabric >= 1.10 (Debian: libfabric-dev); use --disable-ofi])])
+# A static libsluice needs libfabric at the consumer's link (sluice.pc).
+AS_IF([test "x$enable_ofi" = xyes], [SLUICE_CONDUIT_LIBS="$SLUICE_CONDUIT_LIBS $FABRIC_LIBS"])
