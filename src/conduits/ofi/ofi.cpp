@@ -21,6 +21,9 @@
 namespace sluice::conduit::ofi::detail {
 
 thread_local bool in_ofi_lock = false;
+// This thread runs a handler of the conduit's (a poll it makes from there
+// queues arrivals but delivers nothing).
+thread_local bool delivering = false;
 
 namespace {
 
@@ -359,13 +362,13 @@ int OfiTransport::poll_impl(PollMode mode) {
         reap();
         if (ready_.empty()) return 0;
     }
-    if (mode == PollMode::replies_only || delivering_) return 0;
+    if (mode == PollMode::replies_only || delivering) return 0;
     return deliver_ready();
 }
 
 int OfiTransport::deliver_ready() {
     if (!base::flag_try_take(deliver_flag_)) return 0;
-    delivering_ = true;
+    delivering = true;
     int n = 0;
     Arrival a{};
     RecvBuffer *done = nullptr;
@@ -386,7 +389,7 @@ int OfiTransport::deliver_ready() {
         Guard g(*this);
         if (--done->pending == 0 && !done->posted) repost(done);
     }
-    delivering_ = false;
+    delivering = false;
     base::flag_release(deliver_flag_);
     return n;
 }
@@ -438,8 +441,8 @@ void OfiTransport::deliver_one(const Arrival &a) {
 }
 
 void OfiTransport::dispatch_abandon_impl() {
-    if (!delivering_) return;
-    delivering_ = false;
+    if (!delivering) return;
+    delivering = false;
     base::flag_release(deliver_flag_);
 }
 

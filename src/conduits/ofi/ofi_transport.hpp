@@ -255,7 +255,6 @@ private:
 
     base::SpinLock lock_;
     std::atomic<bool> deliver_flag_{false};
-    bool delivering_ = false;
     Counters counters_;
 };
 
