@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 namespace conduit_test {
@@ -314,23 +315,28 @@ TEST(FirehoseTemplate, UnregisteredBuffersAreRefusedAndFiniGivesLeasesBack) {
         if (c.name != "template_registered") continue;
         const std::string failed = run_world(c, [](World &w) {
             ASSERT_NE(w.firehose, nullptr);
-            std::string heap(20000, 'h');
+            // Aligned, so the 20000 bytes sit in one firehose window: one lease each.
+            constexpr std::size_t bytes = 20000;
+            std::unique_ptr<char, decltype(&std::free)> owned(static_cast<char *>(std::aligned_alloc(32768, 32768)),
+                                                              &std::free);
+            char *heap = owned.get();
+            std::memset(heap, 'h', bytes);
             w.t->local_registrar_set(nullptr);
-            EXPECT_EQ(w.t->put(w.peer, peer_at(w, 0), heap.data(), heap.size()), Status::argument);
-            EXPECT_EQ(w.t->get(heap.data(), w.peer, peer_at(w, 0), heap.size()), Status::argument);
+            EXPECT_EQ(w.t->put(w.peer, peer_at(w, 0), heap, bytes), Status::argument);
+            EXPECT_EQ(w.t->get(heap, w.peer, peer_at(w, 0), bytes), Status::argument);
             EXPECT_EQ(w.t->put(w.peer, peer_at(w, 0), w.segment, 100), Status::ok);  // the segment is registered
             w.t->local_registrar_set(w.firehose);
-            EXPECT_EQ(w.t->put(w.peer, peer_at(w, 0), heap.data(), heap.size()), Status::ok);
+            EXPECT_EQ(w.t->put(w.peer, peer_at(w, 0), heap, bytes), Status::ok);
             std::atomic<std::uint64_t> never{0};
-            ASSERT_EQ(w.t->put_nb(w.peer, peer_at(w, 0), heap.data(), heap.size(), never), Status::ok);
-            ASSERT_EQ(w.t->get_nb(heap.data(), w.peer, peer_at(w, 0), 100, never), Status::ok);
+            ASSERT_EQ(w.t->put_nb(w.peer, peer_at(w, 0), heap, bytes, never), Status::ok);
+            ASSERT_EQ(w.t->get_nb(heap, w.peer, peer_at(w, 0), 100, never), Status::ok);
             EXPECT_EQ(w.firehose->stats().leases, 2u);
             w.t->fini();  // nothing polled: both still in flight
             const RegistrarStats s = w.firehose->stats();
             EXPECT_EQ(s.leases, 0u);
             EXPECT_EQ(s.victim.regions, 0u);
             EXPECT_EQ(s.victim.pinned_bytes, 0u);
-            EXPECT_TRUE(heap == std::string(20000, 'h'));  // the abandoned Get copied nothing out
+            EXPECT_TRUE(std::string(heap, bytes) == std::string(20000, 'h'));  // the abandoned Get copied nothing out
         });
         EXPECT_EQ(failed, "");
         return;

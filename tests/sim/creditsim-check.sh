@@ -8,6 +8,11 @@
 # (more under the sanitizers).
 set -u
 sim=${SLUICETEST_BUILDDIR:-.}/tests/sim/creditsim
+# The simulator runs the engine on one thread: nothing for ThreadSanitizer.
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+    echo "SKIP: creditsim-check: single-threaded, not in the tsan subset (runs in the plain and asan builds)"
+    exit 77
+fi
 if [ ! -x "$sim" ]; then
     echo "creditsim-check: $sim not built (make tests/sim/creditsim)"
     exit 1

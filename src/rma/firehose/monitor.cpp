@@ -11,7 +11,12 @@
 #include <mutex>
 #include <sched.h>
 
-#if defined(__x86_64__) && defined(__GLIBC__)
+// Not under ThreadSanitizer: glibc calls madvise on a thread's stack after
+// the sanitizer has let go of the thread, and the hook's (instrumented)
+// atomics then crash in its runtime.
+#if defined(__SANITIZE_THREAD__)
+#define SLUICE_FIREHOSE_NO_HOOKS "not under ThreadSanitizer (its runtime is gone when a thread's stack is released)"
+#elif defined(__x86_64__) && defined(__GLIBC__)
 #include <dlfcn.h>
 #include <link.h>
 #define SLUICE_FIREHOSE_HOOKS 1
@@ -178,6 +183,8 @@ bool install(const char **why) {
     std::call_once(once, [] {
 #ifdef SLUICE_FIREHOSE_HOOKS
         if (hooks_install(&reason)) hooks_in.store(true, std::memory_order_release);
+#elif defined(SLUICE_FIREHOSE_NO_HOOKS)
+        reason = SLUICE_FIREHOSE_NO_HOOKS;
 #else
         reason = "no memory hooks for this architecture or C library";
 #endif

@@ -280,6 +280,15 @@ ssh_hosts_conduit_begin() {
         echo "SKIP: $2: the $1 conduit is not in this build (sluice-info --conduits)"
         exit 77
     fi
+    # The sanitizer subsets run the conduit's code between ranks on one host
+    # (the mp, exit and conformance suites over SLUICE_ROUTE=network); what
+    # the namespaces add (a veth, sshd, the ssh spawner) runs in the plain
+    # build, within CI's time.
+    case ${SLUICETEST_SUBSET:-} in
+    asan | tsan)
+        echo "SKIP: $2: not in the $SLUICETEST_SUBSET subset (runs in the plain build; tests/README.md)"
+        exit 77 ;;
+    esac
     ssh_hosts_begin "$2"
 }
 
