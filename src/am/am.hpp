@@ -59,6 +59,8 @@ enum SystemHandler : std::uint8_t {
     sys_flush_reply,
     sys_long_header,      // two-part Long: the header (src/am/long.cpp)
     sys_long_data,        // two-part Long: its payload has landed
+    sys_firehose_move,    // main pool: pin a region of my segment, release others (src/rma/firehose)
+    sys_firehose_move_reply,
     sys_count
 };
 

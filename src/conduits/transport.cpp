@@ -28,6 +28,12 @@ struct RmaOp {
     // The registrar's lease on the local buffer (LocalRegistrar), given
     // back when the operation finishes.
     void *lease = nullptr;
+    // The remote registrar's lease on a region of the peer's segment
+    // (RemoteRegistrar, SLUICE_SEGMENT=large), with the region's key and
+    // start: Transport::remote_key.
+    void *remote_lease = nullptr;
+    std::uint64_t remote_key = 0;
+    std::uint64_t remote_base = 0;
     // A registrar's lease may cover only the start of the local buffer:
     // the wrapper then cuts that start off as a piece of its own (`whole`
     // names the operation it came from) and goes on with the rest.  The
@@ -110,6 +116,7 @@ Status Transport::segment_register(void *base, std::size_t size, std::string &rk
 Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
     peer_base_.assign(all.size(), 0);
     peer_size_.assign(all.size(), 0);
+    peer_unregistered_.clear();
     static const std::string none;
     for (Rank peer : setup_.peers) {
         if (peer >= all.size())
@@ -121,6 +128,12 @@ Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
         const std::string *key = &none;
         for (const auto &[transport, packed] : rec.rkeys)
             if (transport == name_) key = &packed;
+        if (caps_.remote_keys && rec.size && key->empty()) {
+            // Its segment is registered on demand (SLUICE_SEGMENT=large).
+            peer_unregistered_.resize(all.size(), false);
+            peer_unregistered_[peer] = true;
+            continue;
+        }
         if (Status s = key_unpack_impl(peer, rec.base, rec.size, *key); s != Status::ok) return s;
     }
     return segment_connect_impl(all);
@@ -221,46 +234,75 @@ Status Transport::rma_issue(RmaOp *op, bool from_backlog) {
 }
 
 Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
-    RmaOp *piece = op;
-    void *local = op->local;
-    bool in_segment = false;
-    if (segment_region_.registered && op->n) {
-        const auto at = reinterpret_cast<std::uintptr_t>(op->local);
-        const auto base = reinterpret_cast<std::uintptr_t>(segment_region_.base);
-        in_segment = at >= base && op->n <= segment_region_.size && at - base <= segment_region_.size - op->n;
-    }
-    if (in_segment) {
-        op->local_handle = segment_region_.handle;
-    } else if (registrar_ && caps_.needs_registration && op->n) {
-        LocalRegistrar::Lease lease;
-        Status s = registrar_->pin(op->local, op->n, op->kind == RmaOp::Kind::get, lease);
+    const bool get = op->kind == RmaOp::Kind::get;
+    std::size_t covered = op->n;  // what this call issues: all, or the start cut off as a piece
+    // The peer's region first: waiting for it holds nothing local.
+    RemoteRegistrar::Lease far;
+    if (op->n && op->peer < peer_unregistered_.size() && peer_unregistered_[op->peer]) {
+        if (!remote_registrar_)
+            return rma_fail(op, base::report(Status::state, get ? "get" : "put", "this is a Sluice bug",
+                                             "%s: rank %u registered no segment and no main pool reaches it",
+                                             name_, op->peer));
+        Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n, far);
         if (s == Status::not_ready) {
             rma_backlog(op, from_backlog);
             return Status::ok;
         }
         if (s != Status::ok) return rma_fail(op, s);
-        if (lease.n < op->n) {
-            piece = new RmaOp;
-            piece->kind = op->kind == RmaOp::Kind::get ? RmaOp::Kind::get : RmaOp::Kind::put;
-            piece->peer = op->peer;
-            piece->remote = op->remote;
-            piece->local = op->local;
-            piece->n = lease.n;
-            piece->counter = op->counter;
-            piece->whole = op;
-            op->outstanding.fetch_add(1, std::memory_order_relaxed);
-            op->cut = true;
+        covered = std::min(covered, far.n);
+    }
+    void *local = op->local;
+    std::uint64_t handle = 0;
+    LocalRegistrar::Lease near;
+    bool in_segment = false;
+    if (segment_region_.registered && covered) {
+        const auto at = reinterpret_cast<std::uintptr_t>(op->local);
+        const auto base = reinterpret_cast<std::uintptr_t>(segment_region_.base);
+        in_segment = at >= base && covered <= segment_region_.size && at - base <= segment_region_.size - covered;
+    }
+    if (in_segment) {
+        handle = segment_region_.handle;
+    } else if (registrar_ && caps_.needs_registration && covered) {
+        Status s = registrar_->pin(op->local, covered, get, near);
+        if (s != Status::ok && far.token) remote_registrar_->unpin(far.token);
+        if (s == Status::not_ready) {
+            rma_backlog(op, from_backlog);
+            return Status::ok;
         }
-        piece->lease = lease.token;
-        piece->local_handle = lease.handle;
-        local = lease.local;
+        if (s != Status::ok) return rma_fail(op, s);
+        covered = std::min(covered, near.n);
+        handle = near.handle;
+        local = near.local;
+    }
+    RmaOp *piece = op;
+    if (covered < op->n) {
+        piece = new RmaOp;
+        piece->kind = get ? RmaOp::Kind::get : RmaOp::Kind::put;
+        piece->peer = op->peer;
+        piece->remote = op->remote;
+        piece->local = op->local;
+        piece->n = covered;
+        piece->counter = op->counter;
+        piece->whole = op;
+        op->outstanding.fetch_add(1, std::memory_order_relaxed);
+        op->cut = true;
+    }
+    piece->local_handle = handle;
+    if (far.token) {
+        piece->remote_lease = far.token;
+        piece->remote_key = far.key;
+        piece->remote_base = far.base;
+    }
+    if (near.token) {
+        piece->lease = near.token;
         std::lock_guard<std::mutex> lock(rma_lock_);
         pinned_.insert(piece);
     }
     const std::size_t n = piece->n;  // a piece completed from another thread is gone
     void *remote = piece->remote;
     if (caps_.remote_offsets)
-        remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) - peer_base_[piece->peer]);
+        remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) -
+                                          (piece->remote_lease ? piece->remote_base : peer_base_[piece->peer]));
     bool later = false;
     Status s = Status::transport;
     switch (piece->kind) {
@@ -272,7 +314,7 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
         break;
     }
     if (s != Status::ok) {
-        if (piece->lease) rma_unpin(piece, false);
+        rma_release(piece, false);
         if (piece != op) {
             op->outstanding.fetch_sub(1, std::memory_order_relaxed);
             delete piece;
@@ -319,7 +361,7 @@ Status Transport::rma_fail(RmaOp *op, Status s) {
 // landed and the AM that follows it on this transport is delivered after
 // it.
 void Transport::rma_finish(RmaOp *op) {
-    if (op->lease) rma_unpin(op, true);
+    rma_release(op, true);
     if (RmaOp *whole = op->whole) {
         delete op;
         op = whole;
@@ -345,7 +387,30 @@ void Transport::rma_unpin(RmaOp *op, bool completed) {
     op->lease = nullptr;
 }
 
+// Both leases of `op`, if it holds them.
+void Transport::rma_release(RmaOp *op, bool completed) {
+    if (op->lease) rma_unpin(op, completed);
+    if (op->remote_lease) {
+        remote_registrar_->unpin(op->remote_lease);
+        op->remote_lease = nullptr;
+    }
+}
+
 std::uint64_t Transport::local_handle(const RmaOp *op) { return op->local_handle; }
+
+bool Transport::remote_key(const RmaOp *op, std::uint64_t &key) {
+    if (!op->remote_lease) return false;
+    key = op->remote_key;
+    return true;
+}
+
+Status Transport::region_key_unpack_impl(Rank peer, const std::string &rkey, std::uint64_t &key) {
+    if (rkey.size() != sizeof key)
+        return base::report(Status::state, "firehose move", "run the same Sluice build on every rank",
+                            "%s: rank %u sent a region key of %zu bytes", name_, peer, rkey.size());
+    std::memcpy(&key, rkey.data(), sizeof key);
+    return Status::ok;
+}
 
 void Transport::rma_complete(RmaOp *op) {
     std::lock_guard<std::mutex> lock(rma_lock_);
@@ -407,6 +472,7 @@ void Transport::fini() {
         for (void *lease : leases) registrar_->unpin(lease, false);
         registrar_->release_all();
     }
+    if (remote_registrar_) remote_registrar_->release_all();
     mem_deregister(segment_region_);
     fini_impl();
 }

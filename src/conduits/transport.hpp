@@ -86,6 +86,11 @@ struct Capabilities {
     bool load_store = false;           // peers' segments are mapped here (PSHM)
     // Memory domain: what the network demands of memory it reads or writes.
     bool needs_registration = false;   // local RMA buffers must be registered
+    // RMA reaches a peer's memory only through a key the peer registered
+    // and published (its segment's, or a region's): SLUICE_SEGMENT=large
+    // then leaves the segment unregistered and firehose's main pool
+    // registers regions of it on demand.
+    bool remote_keys = false;
     bool remote_offsets = false;       // remote addresses are offsets into the peer's segment
     bool provider_keys = true;         // the provider picks keys (else mem_register_impl gets one)
     bool key_per_endpoint = false;     // a peer's key is unpacked for each endpoint (peer)
@@ -183,6 +188,37 @@ public:
     virtual void release_all() = 0;
 };
 
+// How the wrapper reaches a peer's segment the peer left unregistered
+// (SLUICE_SEGMENT=large on a conduit that sets remote_keys):
+// src/rma/firehose's main pool asks the owner, by move request, to
+// register a region of it and hands out the region's key.  Consulted only
+// for peers that published no key (Transport::peer_unregistered).
+// Thread-safe, like LocalRegistrar.
+class RemoteRegistrar {
+public:
+    // What one pin covers: the first `n` bytes (at least 1) of the remote
+    // range asked for, reachable with `key` (what the conduit's
+    // region_key_unpack_impl made of the owner's packed key) in the region
+    // registered from `base` (an address in the peer's space).
+    struct Lease {
+        std::size_t n = 0;
+        std::uint64_t key = 0;
+        std::uint64_t base = 0;
+        void *token = nullptr;  // handed back to unpin
+    };
+    virtual ~RemoteRegistrar() = default;
+    // Status::not_ready: the region is being registered, or every region
+    // this rank may hold at that peer is in use; the wrapper retries from
+    // poll.  Another status is final (reported by the registrar).
+    virtual Status pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &lease) = 0;
+    // The transfer that held the lease is over (completed or failed).
+    virtual void unpin(void *token) = 0;
+    // Transport::fini, before the conduit closes its memory domain:
+    // deregister every region registered for peers; leases of operations
+    // never completed are void.
+    virtual void release_all() = 0;
+};
+
 // Slow-path counters only: a locked increment per message would cost more
 // than a same-host AM itself.
 struct TransportStats {
@@ -198,6 +234,8 @@ public:
     Transport &operator=(const Transport &) = delete;
 
     const char *name() const { return name_; }
+    // How many ranks this transport reaches (besides this one).
+    std::size_t setup_peers() const { return setup_.peers.size(); }
     const Capabilities &capabilities() const { return caps_; }
     TransportStats &stats() { return stats_; }
 
@@ -296,6 +334,19 @@ public:
     // handle 0 and the conduit refuses it.
     void local_registrar_set(LocalRegistrar *r) { registrar_ = r; }
     LocalRegistrar *local_registrar() const { return registrar_; }
+    // The registrar consulted for RDMA to a peer whose segment is not
+    // registered (peer_unregistered); set it before the first RDMA
+    // operation, leave it until fini(), and keep it alive past fini().
+    // Without one such an operation is refused.
+    void remote_registrar_set(RemoteRegistrar *r) { remote_registrar_ = r; }
+    // On a conduit that sets remote_keys: `peer` attached a segment
+    // and published no key for it on this transport (SLUICE_SEGMENT=large).
+    bool peer_unregistered(Rank peer) const { return peer < peer_unregistered_.size() && peer_unregistered_[peer]; }
+    // The conduit's remote key for a region a peer registered and packed
+    // (MemRegion::rkey on that peer): what a RemoteRegistrar::Lease carries.
+    Status region_key_unpack(Rank peer, const std::string &rkey, std::uint64_t &key) {
+        return region_key_unpack_impl(peer, rkey, key);
+    }
 
     // Native barrier over every peer this transport reaches (plus me), for
     // conduits with capabilities().native_barrier.  `poll_fn` keeps AMs
@@ -357,6 +408,11 @@ protected:
     // rest, where the wrapper may hand the conduit a bounce buffer instead
     // of the caller's, or a piece of the caller's operation.
     static std::uint64_t local_handle(const RmaOp *op);
+    // True when the remote range of `op` lies in a region of the peer's
+    // segment registered on demand (RemoteRegistrar): `key` is then the
+    // region's key, and `remote`, on a remote_offsets conduit, an offset
+    // from the region's start.  False: the peer's segment key applies.
+    static bool remote_key(const RmaOp *op, std::uint64_t &key);
 
     virtual Status init_impl() = 0;
     // Status::not_ready when there is no room now; the wrapper polls and retries.
@@ -408,6 +464,9 @@ protected:
     // (empty if it registered none), `base`/`size` that segment.  Called for
     // every peer in setup().peers before segment_connect_impl.
     virtual Status key_unpack_impl(Rank, std::uint64_t, std::uint64_t, const std::string &) { return Status::ok; }
+    // A region's packed key (Transport::region_key_unpack).  The default
+    // suits conduits whose key is one 64-bit word.
+    virtual Status region_key_unpack_impl(Rank peer, const std::string &rkey, std::uint64_t &key);
     virtual Status barrier_impl(bool (*)(void *), void *) { return Status::transport; }
     virtual void dispatch_abandon_impl() {}
     virtual void quiesce_impl() {}
@@ -438,6 +497,7 @@ private:
     Status rma_fail(RmaOp *op, Status s);
     void rma_finish(RmaOp *op);
     void rma_unpin(RmaOp *op, bool completed);
+    void rma_release(RmaOp *op, bool completed);
     int rma_progress();
 
     const char *name_;
@@ -456,6 +516,8 @@ private:
     std::vector<std::uint64_t> peer_size_;       // segment sizes, for the Long check
     MemRegion segment_region_;
     LocalRegistrar *registrar_ = nullptr;
+    RemoteRegistrar *remote_registrar_ = nullptr;
+    std::vector<bool> peer_unregistered_;        // SLUICE_SEGMENT=large peers
     std::unordered_set<RmaOp *> pinned_;         // holding a lease, under rma_lock_
     std::uint64_t next_key_ = 1;
 };

@@ -111,6 +111,7 @@ Status Runtime::init(int *, char ***) {
         for (const std::string &n : credit_notes) std::fprintf(stderr, "sluice[rank 0] warning: %s\n", n.c_str());
     rma.configure(&am, &segments, size_, base::knob_bool(base::Knob::NATIVE_RMA));
     rma.system_handlers_register(am);
+    rma::firehose::MainPool::handlers_register(am);
     system_handlers_register();
 
     state_.store(State::running, std::memory_order_release);
@@ -293,6 +294,7 @@ Status Runtime::finalize() {
     state_.store(State::finalized);
     segments.attached = false;
     for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();
+    rma::firehose::MainPool::route_set({});
     bootstrap_->fini();
     void exit_handlers_release();
     exit_handlers_release();
@@ -301,6 +303,11 @@ Status Runtime::finalize() {
 }
 
 Status Runtime::init_firehose() {
+    const std::string &segment = base::knob_string(base::Knob::SEGMENT);
+    if (segment != "fast" && segment != "large")
+        return base::report(Status::argument, "init", "set SLUICE_SEGMENT to fast or large",
+                            "SLUICE_SEGMENT=%s", segment.c_str());
+    segment_large_ = segment == "large";
     for (auto &t : transports_) {
         if (!t->capabilities().needs_registration) continue;
         std::unique_ptr<rma::firehose::Registrar> r;
@@ -315,6 +322,34 @@ Status Runtime::init_firehose() {
 void Runtime::firehose_stats_print() const {
     if (!base::knob_bool(base::Knob::FIREHOSE_STATS)) return;
     for (const auto &r : registrars_) std::fprintf(stderr, "sluice[rank %u] %s\n", rank_, r->stats_line().c_str());
+    for (const auto &p : main_pools_) std::fprintf(stderr, "sluice[rank %u] %s\n", rank_, p->stats_line().c_str());
+}
+
+// SLUICE_SEGMENT=large: a transport that reaches peers through keys
+// (remote_keys) leaves my segment unregistered (it publishes no key); its
+// main pool registers regions of it as peers ask.  A transport gets a main
+// pool too when a peer left its own unregistered: it pins regions of
+// theirs for me.  Before the barrier that ends the attach, so the pool is
+// there when the first move request comes.
+void Runtime::main_pools_create(void *base, std::size_t size, const std::vector<conduit::SegmentRecord> &records) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> segments;
+    for (const auto &r : records) segments.emplace_back(r.base, r.size);
+    std::vector<rma::firehose::MainPool *> by_source(size_, nullptr);
+    for (auto &t : transports_) {
+        if (!t->capabilities().remote_keys) continue;
+        bool needed = segment_large_;
+        for (Rank r = 0; r < size_ && !needed; ++r) needed = t->peer_unregistered(r);
+        if (!needed) continue;
+        auto pool = std::make_unique<rma::firehose::MainPool>(*t, am, rma::firehose::main_pool_config_from_knobs(),
+                                                              rank_, segment_large_ ? base : nullptr,
+                                                              segment_large_ ? size : 0, t->setup_peers());
+        pool->segments_set(segments);
+        t->remote_registrar_set(pool.get());
+        for (Rank r = 0; r < size_; ++r)
+            if (route_[r] == t.get()) by_source[r] = pool.get();
+        main_pools_.push_back(std::move(pool));
+    }
+    if (!main_pools_.empty()) rma::firehose::MainPool::route_set(std::move(by_source));
 }
 
 Status Runtime::segment_attach(std::size_t size) {
@@ -355,7 +390,9 @@ Status Runtime::segment_attach(std::size_t size) {
     append(key);
     for (auto &t : transports_) {
         std::string rkey;
-        if (Status s = t->segment_register(base, size, rkey); s != Status::ok) return s;
+        const bool on_demand = segment_large_ && t->capabilities().remote_keys;
+        if (!on_demand)
+            if (Status s = t->segment_register(base, size, rkey); s != Status::ok) return s;
         append(t->name());
         append(rkey);
     }
@@ -391,6 +428,7 @@ Status Runtime::segment_attach(std::size_t size) {
     }
     for (auto &t : transports_)
         if (Status s = t->segment_connect(records); s != Status::ok) return s;
+    main_pools_create(base, size, records);
     if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "barrier after mapping failed");
     polling.reset();  // before the segment table changes under its handlers
     for (auto &t : transports_) t->setup_done();

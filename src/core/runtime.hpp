@@ -4,6 +4,7 @@
 
 #include "am/am.hpp"
 #include "conduits/registry.hpp"
+#include "rma/firehose/main_pool.hpp"
 #include "rma/firehose/registrar.hpp"
 #include "rma/rma.hpp"
 #include "spawners/bootstrap.hpp"
@@ -72,8 +73,10 @@ private:
     Status init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices);
     // Firehose on every transport that reaches only registered memory
     // (needs_registration): its local registrar for buffers outside the
-    // segment.
+    // segment; with SLUICE_SEGMENT=large, a main pool per such transport
+    // at segment_attach (main_pools_create).
     Status init_firehose();
+    void main_pools_create(void *base, std::size_t size, const std::vector<conduit::SegmentRecord> &records);
     void firehose_stats_print() const;  // SLUICE_FIREHOSE_STATS, at finalize
     void system_handlers_register();
     void idle_policy_set();
@@ -113,6 +116,9 @@ private:
     std::vector<std::unique_ptr<conduit::Transport>> transports_;
     // After transports_: destroyed first, while their transports still exist.
     std::vector<std::unique_ptr<rma::firehose::Registrar>> registrars_;
+    // SLUICE_SEGMENT=large: each such transport's main pool (segment_attach).
+    bool segment_large_ = false;
+    std::vector<std::unique_ptr<rma::firehose::MainPool>> main_pools_;
     std::vector<conduit::Transport *> route_;
     std::vector<std::string> host_names_;
     std::vector<std::uint32_t> host_of_;

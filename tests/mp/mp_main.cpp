@@ -300,6 +300,7 @@ const Case cases[] = {
     {"hidden", sluice_test::mp::case_hidden, "hidden [messages per destination]"},
     {"flood", sluice_test::mp::case_flood, "flood [messages]"},
     {"rma", sluice_test::mp::case_rma, "rma"},
+    {"segment", sluice_test::mp::case_segment, "segment [MiB] [rounds]"},
     {"threads", sluice_test::mp::case_threads, "threads [AMs per thread] [RMAs per thread]"},
     {"bad", sluice_test::mp::case_bad, "bad"},
 };

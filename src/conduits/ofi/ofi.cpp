@@ -543,6 +543,7 @@ Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     g->peer = peer;
     g->local = static_cast<std::byte *>(local);
     g->remote = remote;
+    if (!remote_key(op, g->key)) g->key = peer_key_[peer];
     g->n = n;
     g->desc = desc;
     g->pieces.resize(n / rma_chunk_ + (n % rma_chunk_ != 0));
@@ -571,7 +572,7 @@ Status OfiTransport::rma_issue(RmaGroup *g) {
         p.tag = Tag::rma;
         p.group = g;
         iovec iov{g->local + g->issued, len};
-        fi_rma_iov rma{g->remote + g->issued, len, peer_key_[g->peer]};
+        fi_rma_iov rma{g->remote + g->issued, len, g->key};
         fi_msg_rma msg{};
         msg.msg_iov = &iov;
         msg.desc = &g->desc;

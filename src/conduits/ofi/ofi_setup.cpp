@@ -125,6 +125,7 @@ Status OfiTransport::init_impl() {
     c.native_rma = true;
     c.remote_completion = false;  // the wrapper writes, then sends the notification
     c.needs_registration = mr_.local;
+    c.remote_keys = true;
     c.remote_offsets = !mr_.virt_addr;
     c.provider_keys = mr_.prov_key;
     c.key_per_endpoint = false;

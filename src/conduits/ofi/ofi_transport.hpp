@@ -92,6 +92,7 @@ struct RmaGroup {
     Rank peer = 0;
     std::byte *local = nullptr;
     std::uint64_t remote = 0;
+    std::uint64_t key = 0;        // the segment's, or the region's (Transport::remote_key)
     std::size_t n = 0;
     void *desc = nullptr;
     std::size_t issued = 0;       // bytes posted so far

@@ -1,0 +1,289 @@
+// src/rma/firehose/main_pool.cpp - the main pool (main_pool.hpp).
+#include "rma/firehose/main_pool.hpp"
+
+#include "base/knobs.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace sluice::rma::firehose {
+namespace {
+
+// The handlers' view: the engine they answer through and, by source rank,
+// the pool of the transport that reaches it (one runtime per process).
+am::AmEngine *move_am = nullptr;
+std::vector<MainPool *> by_source;
+
+} // namespace
+
+MainPoolConfig main_pool_config_from_knobs() {
+    MainPoolConfig c;
+    c.region_bytes = base::knob_size(base::Knob::FIREHOSE_MAXREGION_SIZE);
+    c.budget = base::knob_size(base::Knob::FIREHOSE_M);
+    return c;
+}
+
+MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, Rank rank, void *my_base,
+                   std::size_t my_size, std::size_t peers)
+    : t_(t), am_(am), config_(c), rank_(rank), my_base_(static_cast<char *>(my_base)), my_size_(my_size) {
+    share_ = std::max<std::size_t>(1, c.budget / std::max<std::size_t>(1, peers) / c.region_bytes);
+    stats_.budget = c.budget;
+    stats_.share_regions = share_;
+}
+
+MainPool::~MainPool() { release_all(); }
+
+void MainPool::segments_set(std::vector<std::pair<std::uint64_t, std::uint64_t>> segments) {
+    std::lock_guard<std::mutex> guard(lock_);
+    segments_ = std::move(segments);
+    far_.assign(segments_.size(), Far{});
+}
+
+std::size_t MainPool::region_size(std::uint64_t segment_size, std::uint32_t region) const {
+    const std::uint64_t start = std::uint64_t{region} * config_.region_bytes;
+    return static_cast<std::size_t>(std::min<std::uint64_t>(config_.region_bytes, segment_size - start));
+}
+
+// ---- requester ----
+
+Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &lease) {
+    std::uint32_t region = 0;
+    std::vector<std::uint32_t> releases;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (closed_ || peer >= segments_.size() || !segments_[peer].second)
+            return base::report(Status::state, "firehose pin", "this is a Sluice bug",
+                                "%s: no segment of rank %u to pin (after fini?)", t_.name(), peer);
+        const auto [base, size] = segments_[peer];
+        region = static_cast<std::uint32_t>((remote - base) / config_.region_bytes);
+        const std::uint64_t start = base + std::uint64_t{region} * config_.region_bytes;
+        lease.n = static_cast<std::size_t>(std::min<std::uint64_t>(n, start + region_size(size, region) - remote));
+        lease.base = start;
+        Far &f = far_[peer];
+        if (auto it = f.entries.find(region); it != f.entries.end()) {
+            Entry &e = it->second;
+            if (e.state == Entry::State::pending) {
+                ++stats_.waits;
+                return Status::not_ready;
+            }
+            if (e.state == Entry::State::failed) return e.failure;  // reported when the answer came
+            if (e.in_use++ == 0) f.idle.erase(e.idle_at);
+            ++stats_.hits;
+            lease.key = e.key;
+            lease.token = &e;
+            return Status::ok;
+        }
+        if (f.entries.size() >= share_) {
+            if (f.idle.empty()) {  // every region of the share is in use or on its way
+                ++stats_.waits;
+                return Status::not_ready;
+            }
+            const std::uint32_t victim = f.idle.front();
+            f.idle.pop_front();
+            f.entries.erase(victim);
+            releases.push_back(victim);
+            ++stats_.evictions;
+            stats_.pinned_bytes -= region_size(size, victim);
+        }
+        Entry &e = f.entries[region];
+        e.peer = peer;
+        e.region = region;
+        ++stats_.misses;
+        ++stats_.move_requests;
+        stats_.pinned_bytes += region_size(size, region);
+        stats_.peak_pinned_bytes = std::max(stats_.peak_pinned_bytes, stats_.pinned_bytes);
+    }
+    // The move request: args the region to pin, payload the regions released.
+    const std::uint32_t args[1] = {region};
+    am::Send m;
+    m.category = am::AmCategory::medium;
+    m.handler = am::sys_firehose_move;
+    m.args = args;
+    m.nargs = 1;
+    m.payload = releases.data();
+    m.length = releases.size() * sizeof(std::uint32_t);
+    if (Status s = am_.system_request(peer, m); s != Status::ok) {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (auto it = far_[peer].entries.find(region); it != far_[peer].entries.end()) {
+            it->second.state = Entry::State::failed;
+            it->second.failure = s;
+        }
+        return base::report(s, "firehose move", "check that the peer is alive",
+                            "%s: the move request to rank %u (region %u of its segment) was not sent", t_.name(), peer,
+                            region);
+    }
+    return Status::not_ready;
+}
+
+void MainPool::unpin(void *token) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (closed_) return;  // released at fini already
+    auto *e = static_cast<Entry *>(token);
+    if (--e->in_use == 0) {
+        Far &f = far_[e->peer];
+        e->idle_at = f.idle.insert(f.idle.end(), e->region);
+    }
+}
+
+// The owner's answer to the move request for `region`.
+void MainPool::answered(Rank owner, std::uint32_t region, Status s, const char *key, std::size_t n) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (closed_ || owner >= far_.size()) return;
+    Far &f = far_[owner];
+    auto it = f.entries.find(region);
+    if (it == f.entries.end() || it->second.state != Entry::State::pending) {
+        base::report(Status::state, "firehose move", "this is a Sluice bug",
+                     "%s: rank %u answered a move of region %u this rank was not waiting for", t_.name(), owner, region);
+        return;
+    }
+    Entry &e = it->second;
+    if (s == Status::ok) s = t_.region_key_unpack(owner, std::string(key, n), e.key);
+    if (s != Status::ok) {
+        e.state = Entry::State::failed;
+        e.failure = s;
+        base::report(s, "firehose move", "raise the owner's registration limits, or lower SLUICE_FIREHOSE_M",
+                     "%s: rank %u could not register region %u of its segment for RDMA from this rank", t_.name(),
+                     owner, region);
+        return;
+    }
+    e.state = Entry::State::ready;
+    e.idle_at = f.idle.insert(f.idle.end(), region);
+}
+
+// ---- owner ----
+
+Status MainPool::serve(Rank peer, std::uint32_t region, const std::uint32_t *releases, std::size_t nreleases,
+                       std::string &key) {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (closed_) return Status::state;
+    ++stats_.moves_served;
+    for (std::size_t i = 0; i < nreleases; ++i) {
+        const std::uint32_t r = releases[i];
+        if (!held_.erase(std::uint64_t{peer} << 32 | r)) {
+            base::report(Status::state, "firehose move", "this is a Sluice bug",
+                         "%s: rank %u released region %u of this rank's segment, which it does not hold", t_.name(),
+                         peer, r);
+            continue;
+        }
+        auto it = owned_.find(r);
+        if (it != owned_.end() && --it->second.holders == 0) region_drop(r);
+    }
+    if (std::uint64_t{region} * config_.region_bytes >= my_size_)
+        return base::report(Status::segment, "firehose move", "this is a Sluice bug",
+                            "%s: rank %u asked for region %u, beyond this rank's segment of %zu bytes", t_.name(),
+                            peer, region, my_size_);
+    Owned &o = owned_[region];
+    if (held_.insert(std::uint64_t{peer} << 32 | region).second && o.holders++ == 0) {
+        const std::size_t len = region_size(my_size_, region);
+        if (Status s = t_.mem_register(my_base_ + std::size_t{region} * config_.region_bytes, len, o.region);
+            s != Status::ok) {
+            held_.erase(std::uint64_t{peer} << 32 | region);
+            owned_.erase(region);
+            return s;
+        }
+        ++stats_.owner_regions;
+        stats_.owner_bytes += len;
+        stats_.peak_owner_bytes = std::max(stats_.peak_owner_bytes, stats_.owner_bytes);
+    }
+    key = o.region.rkey;
+    return Status::ok;
+}
+
+// Under lock_: no peer holds `region` any more.
+void MainPool::region_drop(std::uint32_t region) {
+    auto it = owned_.find(region);
+    if (it == owned_.end()) return;
+    stats_.owner_bytes -= it->second.region.size;
+    --stats_.owner_regions;
+    t_.mem_deregister(it->second.region);
+    owned_.erase(it);
+}
+
+void MainPool::release_all() {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (closed_) return;
+    closed_ = true;
+    for (auto &[region, o] : owned_) t_.mem_deregister(o.region);
+    owned_.clear();
+    held_.clear();
+    for (Far &f : far_) {
+        f.entries.clear();
+        f.idle.clear();
+    }
+    stats_.owner_regions = 0;
+    stats_.owner_bytes = 0;
+    stats_.pinned_bytes = 0;
+}
+
+// ---- the messages ----
+
+void MainPool::on_move(sluice_token_t token, void *payload, std::size_t n, const std::uint32_t *args, unsigned nargs) {
+    const Rank peer = token->source;
+    MainPool *pool = peer < by_source.size() ? by_source[peer] : nullptr;
+    std::string key;
+    Status s = Status::state;
+    if (nargs != 1 || n % sizeof(std::uint32_t) != 0) {
+        base::report(s, "firehose move", "run the same Sluice build on every rank",
+                     "a malformed move request from rank %u (%u arguments, %zu bytes)", peer, nargs, n);
+    } else if (!pool) {
+        base::report(s, "firehose move", "set SLUICE_SEGMENT alike on every rank",
+                     "rank %u asked to pin this rank's segment, which is registered whole (or not attached)", peer);
+    } else {
+        std::vector<std::uint32_t> releases(n / sizeof(std::uint32_t));
+        if (n) std::memcpy(releases.data(), payload, n);
+        s = pool->serve(peer, args[0], releases.data(), releases.size(), key);
+    }
+    const std::uint32_t out[2] = {args[0], static_cast<std::uint32_t>(s)};
+    am::Send m;
+    m.category = am::AmCategory::medium;
+    m.handler = am::sys_firehose_move_reply;
+    m.args = out;
+    m.nargs = 2;
+    m.payload = key.data();
+    m.length = s == Status::ok ? key.size() : 0;
+    (void)move_am->system_reply(token, m);
+}
+
+void MainPool::on_move_reply(sluice_token_t token, void *payload, std::size_t n, const std::uint32_t *args,
+                             unsigned nargs) {
+    const Rank owner = token->source;
+    MainPool *pool = owner < by_source.size() ? by_source[owner] : nullptr;
+    if (nargs != 2 || !pool) {
+        base::report(Status::state, "firehose move", "this is a Sluice bug", "an unexpected move reply from rank %u",
+                     owner);
+        return;
+    }
+    pool->answered(owner, args[0], static_cast<Status>(args[1]), static_cast<const char *>(payload), n);
+}
+
+void MainPool::handlers_register(am::AmEngine &am) {
+    move_am = &am;
+    am.system_register(am::sys_firehose_move, on_move);
+    am.system_register(am::sys_firehose_move_reply, on_move_reply);
+}
+
+void MainPool::route_set(std::vector<MainPool *> pools) { by_source = std::move(pools); }
+
+// ---- statistics ----
+
+MainPoolStats MainPool::stats() const {
+    std::lock_guard<std::mutex> guard(lock_);
+    return stats_;
+}
+
+std::string MainPool::stats_line() const {
+    const MainPoolStats s = stats();
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "firehose main pool %s: %" PRIu64 " move requests, %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+                  " evictions, %" PRIu64 " waits; holds %zu bytes of peers' segments (peak %zu, budget %zu, %zu "
+                  "regions per peer); %" PRIu64 " moves served, %zu regions of %zu bytes registered for peers (peak %zu)",
+                  t_.name(), s.move_requests, s.hits, s.misses, s.evictions, s.waits, s.pinned_bytes,
+                  s.peak_pinned_bytes, s.budget, s.share_regions, s.moves_served, s.owner_regions, s.owner_bytes,
+                  s.peak_owner_bytes);
+    return line;
+}
+
+} // namespace sluice::rma::firehose
