@@ -7,11 +7,8 @@
 # without the ofi conduit; a provider fi_info does not list here is named
 # and skipped.  README.md in this folder.
 set -u
-builddir=${SLUICETEST_BUILDDIR:?}
-if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ofi +'; then
-    echo "SKIP: the ofi conduit is not in this build"
-    exit 77
-fi
+# shellcheck source=ofi-common.sh
+. "$(dirname "$0")/ofi-common.sh"
 conformance=$builddir/tests/conduit/sluice-conduit-conformance
 mp=$builddir/tests/mp/sluice-mp-gtest
 failed=0

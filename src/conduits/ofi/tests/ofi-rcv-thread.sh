@@ -6,11 +6,8 @@
 # descriptor) and shm (none: the thread polls at its rate).  Skips (77)
 # without the ofi conduit.
 set -u
-builddir=${SLUICETEST_BUILDDIR:?}
-if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ofi +'; then
-    echo "SKIP: the ofi conduit is not in this build"
-    exit 77
-fi
+# shellcheck source=ofi-common.sh
+. "$(dirname "$0")/ofi-common.sh"
 check=$builddir/src/conduits/ofi/tests/sluice-ofi-check
 failed=0
 run="timeout 60 $builddir/sluicerun -n 2 $check rcv-thread 3000 200"
