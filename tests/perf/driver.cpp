@@ -444,6 +444,7 @@ int driver_main(int argc, char **argv) {
         return r;
     };
     std::vector<std::string> ofi_failed; // a failed provider is not run again
+    bool large_failed = false;           // nor a failed large-segment job
     for (int rep = 0; (run_suite || udp || !ofi_providers.empty()) && rep < o.reps; ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
@@ -526,6 +527,35 @@ int driver_main(int argc, char **argv) {
             }
             std::fprintf(stderr, "%sofi %s %.1fs", run_suite || udp || p != ofi_providers[0]
                                                        ? ", " : " ", p.c_str(), r.seconds);
+        }
+        // Firehose's main pool (first provider only): random 64 KiB Puts over
+        // a 1 GiB segment pinned on demand under 64 MiB, and registered whole.
+        if (!ofi_providers.empty() && !large_failed &&
+            only_keeps(o, "ofi_" + ofi_tag(ofi_providers[0]) + "_segment_large_put")) {
+            const std::string &p = ofi_providers[0];
+            for (const char *mode : {"large", "fast"}) {
+                auto cmd = sluice_cmd;
+                for (const char *a : {"--worker", "ofi-large"})
+                    cmd.push_back(a);
+                if (o.quick)
+                    cmd.push_back("--quick");
+                cmd.push_back("--out");
+                auto env = ofi_env;
+                env.push_back("SLUICE_OFI_PROVIDER=" + p);
+                env.push_back(std::string("SLUICE_SEGMENT=") + mode);
+                env.push_back("SLUICE_FIREHOSE_M=64M");
+                env.push_back("SLUICE_FIREHOSE_STATS=1");
+                const std::string name = "ofi-" + ofi_tag(p) + "-segment-" + mode + "-" + tag;
+                const std::string what = "random Puts over a 1 GiB segment, SLUICE_SEGMENT=" +
+                                         std::string(mode);
+                JobResult r = collect(cmd, name, what.c_str(), env);
+                if (mode == std::string("large"))
+                    read_main_pool_stats(tmp.path + "/" + name + ".log",
+                                         "ofi_" + ofi_tag(p) + "_main_pool", samples);
+                if (!r.ok)
+                    large_failed = true;
+                std::fprintf(stderr, ", segment %s %.1fs", mode, r.seconds);
+            }
         }
         std::fprintf(stderr, "\n");
     }

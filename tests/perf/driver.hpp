@@ -103,6 +103,10 @@ std::string cpu_model();
 bool read_results(const std::string &path, Samples &samples);
 double median(std::vector<double> v);
 void read_udp_stats(const std::string &log, const std::string &prefix, Samples &samples);
+// The main pool's statistics (SLUICE_FIREHOSE_STATS=1, one line per rank
+// at finalize): {prefix}_peak_pinned (bytes of peers' segments held at
+// most, the largest over the ranks), _budget and _moves (summed).
+void read_main_pool_stats(const std::string &log, const std::string &prefix, Samples &samples);
 // The first `n` CPUs this process may run on, and pinning to one of them
 // (the forked ping-pongs: like the 2-rank jobs, one CPU each).
 std::vector<int> usable_cpus(std::size_t n);

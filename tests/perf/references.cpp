@@ -74,6 +74,34 @@ void read_udp_stats(const std::string &log, const std::string &prefix, Samples &
         samples[{prefix + names[i], 0}].push_back(sums[i]);
 }
 
+void read_main_pool_stats(const std::string &log, const std::string &prefix, Samples &samples) {
+    std::ifstream f(log);
+    std::string line;
+    double peak = 0, budget = 0, moves = 0;
+    bool any = false;
+    while (std::getline(f, line)) {
+        const auto at = line.find("] firehose main pool ");
+        const auto held = line.find("(peak ");
+        if (at == std::string::npos || held == std::string::npos)
+            continue;
+        unsigned long long p = 0, b = 0, m = 0;
+        if (std::sscanf(line.c_str() + held, "(peak %llu, budget %llu", &p, &b) != 2)
+            continue;
+        const auto colon = line.find(": ", at);
+        if (colon != std::string::npos)
+            m = std::strtoull(line.c_str() + colon + 2, nullptr, 10);
+        peak = std::max(peak, static_cast<double>(p));
+        budget = static_cast<double>(b);
+        moves += static_cast<double>(m);
+        any = true;
+    }
+    if (!any)
+        return;
+    samples[{prefix + "_peak_pinned", 0}].push_back(peak);
+    samples[{prefix + "_budget", 0}].push_back(budget);
+    samples[{prefix + "_moves", 0}].push_back(moves);
+}
+
 double median(std::vector<double> v) {
     if (v.empty())
         return nan_value;

@@ -244,6 +244,22 @@ struct Report {
         add(fh, t + "put_outside_cold_GBps", largest_rma,
             bandwidth(m("put_outside_cold", largest_rma), largest_rma), t + "put_inseg_GBps",
             inside);
+
+        // The main pool (the first provider's jobs only): the same random
+        // Puts with the segment pinned on demand and registered whole.
+        constexpr std::size_t put = 64 << 10;
+        const double large = m("segment_large_put", put);
+        if (std::isnan(large))
+            return;
+        const std::string seg = "ofi " + provider + " large segment (1 GiB; random 64 KiB Puts, 16 "
+                                "per sync; SLUICE_SEGMENT=large under SLUICE_FIREHOSE_M=64M vs fast: "
+                                "ns per Put; the main pool's moves and most bytes pinned)";
+        add(seg, t + "segment_large_put_ns", put, large, t + "segment_fast_put_ns",
+            m("segment_fast_put", put));
+        add(seg, t + "main_pool_moves", 0, m("main_pool_moves", 0));
+        target(add(seg, t + "main_pool_peak_pinned_bytes", 0, m("main_pool_peak_pinned", 0)),
+               Check::value_at_most, 64.0 * 1024 * 1024,
+               provider + " 1 GiB large segment: peers' bytes pinned at most <= 64 MiB budget");
     }
 
     void build(const std::map<int, ShmFigure> &shm) {

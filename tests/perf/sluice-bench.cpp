@@ -788,6 +788,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         return record_shared_memory(o);
     if (kind == "exactly-once")
         return exactly_once_main(o);
+    if (kind == "ofi-large")
+        return large_segment_main(o);
     if (kind == "suite" || kind == "udp" || kind == "ofi") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {

@@ -32,4 +32,8 @@ int udp_transport_sockets(const CommonOptions &o);
 // bitmap; lost and repeated messages are counted.
 int exactly_once_main(const CommonOptions &o);
 
+// Worker ofi-large (large_segment.cpp): random 64 KiB Puts over a 1 GiB
+// segment, under SLUICE_SEGMENT as the driver sets it.
+int large_segment_main(const CommonOptions &o);
+
 } // namespace sluice::perf
