@@ -369,18 +369,8 @@ Status OfiTransport::buffers_create() {
 }
 
 Status OfiTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
-    // Only when no same-host conduit owns the segment: private memory.
-    key.clear();
-    *base = nullptr;
-    if (size == 0) return Status::ok;
-    void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return base::report(Status::resource, "segment_attach (ofi)", "ask for a smaller segment",
-                            "cannot map %zu bytes: %s", size, std::strerror(errno));
-    own_segment_ = p;
-    own_segment_bytes_ = size;
-    *base = p;
-    return Status::ok;
+    // Only when no same-host conduit owns the segment.
+    return own_segment_.create("segment_attach (ofi)", size, base, key);
 }
 
 Status OfiTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
@@ -475,8 +465,7 @@ void OfiTransport::close_all() {
     fabric_ = nullptr;
     if (info_) fi_freeinfo(info_);
     info_ = nullptr;
-    if (own_segment_) ::munmap(own_segment_, own_segment_bytes_);
-    own_segment_ = nullptr;
+    own_segment_.release();
 }
 
 void OfiTransport::stats_print() const {

@@ -13,6 +13,7 @@
 
 #include "base/flag.hpp"
 #include "base/status.hpp"
+#include "conduits/common/private_segment.hpp"
 #include "conduits/transport.hpp"
 
 #include <rdma/fabric.h>
@@ -235,8 +236,7 @@ private:
     std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
 
     // The segment this conduit created (no same-host conduit owns it).
-    void *own_segment_ = nullptr;
-    std::size_t own_segment_bytes_ = 0;
+    common::PrivateSegment own_segment_;
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
 
     std::size_t rma_outstanding_ = 0;  // pieces posted

@@ -216,18 +216,8 @@ Status UdpTransport::init_impl() {
 }
 
 Status UdpTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
-    // Only when no same-host conduit owns the segment: private memory.
-    key.clear();
-    *base = nullptr;
-    if (size == 0) return Status::ok;
-    void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return base::report(Status::resource, "segment_attach (udp)", "ask for a smaller segment",
-                            "cannot map %zu bytes: %s", size, std::strerror(errno));
-    own_segment_ = p;
-    own_segment_bytes_ = size;
-    *base = p;
-    return Status::ok;
+    // Only when no same-host conduit owns the segment.
+    return own_segment_.create("segment_attach (udp)", size, base, key);
 }
 
 Status UdpTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
@@ -249,8 +239,7 @@ void UdpTransport::fini_impl() {
     peers_.clear();
     ready_.clear();
     buffers_.clear();
-    if (own_segment_) ::munmap(own_segment_, own_segment_bytes_);
-    own_segment_ = nullptr;
+    own_segment_.release();
 }
 
 void UdpTransport::close_socket() {

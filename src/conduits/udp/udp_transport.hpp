@@ -13,6 +13,7 @@
 #pragma once
 
 #include "base/flag.hpp"
+#include "conduits/common/private_segment.hpp"
 #include "conduits/common/buffer_pool.hpp"
 #include "conduits/common/fifo.hpp"
 #include "conduits/common/reassembly.hpp"
@@ -473,8 +474,7 @@ private:
     std::atomic<unsigned> skipped_{0}, stride_{1};
     unsigned max_stride_ = 8;
     Counters counters_;
-    void *own_segment_ = nullptr;
-    std::size_t own_segment_bytes_ = 0;
+    common::PrivateSegment own_segment_;
     common::SegmentBounds segment_;  // where Longs land
 };
 
