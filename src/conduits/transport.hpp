@@ -377,6 +377,13 @@ public:
     // conduit then runs base::signal_deferred_run() when it leaves.
     bool signal_exit_safe() const { return signal_exit_safe_impl(); }
 
+    // The process ends now (_exit, after the exit protocol) without
+    // fini(): release what the operating system would leave behind, such
+    // as a provider's named shared memory.  Any thread, possibly while
+    // another is inside the conduit: a conduit that cannot take its lock
+    // at once leaves it.
+    void exit_release() { exit_release_impl(); }
+
     // Releases every resource, in reverse order of creation: RDMA
     // operations never completed (and their local registrations), the
     // registrar's cache, the segment's registration, then the conduit's.
@@ -471,6 +478,7 @@ protected:
     virtual void dispatch_abandon_impl() {}
     virtual void quiesce_impl() {}
     virtual bool signal_exit_safe_impl() const { return true; }
+    virtual void exit_release_impl() {}
     virtual void fini_impl() {}
 
 private:

@@ -252,6 +252,8 @@ void Runtime::exit_from_signal(int sig) {
 
 void Runtime::exit_tail() {
     std::fflush(nullptr);
+    if (state_.load() == State::running)
+        for (auto &t : transports_) t->exit_release();
     ::_exit(exit_code_.load());
 }
 

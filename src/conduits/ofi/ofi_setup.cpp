@@ -236,6 +236,17 @@ Status OfiTransport::open_fabric() {
     if (Status s = check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint"); s != Status::ok) return s;
     if (Status s = check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)"); s != Status::ok) return s;
     if (Status s = check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)"); s != Status::ok) return s;
+    if (provider_ == "shm") {
+        // shm's region is a file in /dev/shm named after the endpoint:
+        // named in the job's space, so the launcher (or an aborting rank)
+        // removes it if this rank ends without closing the endpoint.
+        const std::string name = "/sluice." + setup().job_id + ".ofi." + std::to_string(setup().rank);
+        if (Status s = check(fi_setname(&ep_->fid, const_cast<char *>(name.c_str()), name.size() + 1), "fi_setname");
+            s != Status::ok)
+            return s;
+        setup().bootstrap->cleanup_register_job("/sluice." + setup().job_id + ".");
+        setup().bootstrap->cleanup_register(name);
+    }
     if (Status s = check(fi_enable(ep_), "fi_enable"); s != Status::ok) return s;
     min_free_ = eager_limit_ + head_room;
     // libfabric 1.17's shm and sockets stop filling a multi-receive buffer
@@ -436,6 +447,15 @@ void OfiTransport::fini_impl() {
     receive_thread_stop();
     if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
     close_all();
+}
+
+// The process ends without fini: the shm provider's region is a named
+// file in /dev/shm, unlinked when its endpoint closes, which _exit would
+// leave.  Only if no thread is inside the conduit; the lock is kept, so
+// none enters it again before the process is gone.
+void OfiTransport::exit_release_impl() {
+    if (in_ofi_lock || !lock_.try_lock()) return;
+    if (ep_) fi_close(&ep_->fid);
 }
 
 void OfiTransport::close_all() {

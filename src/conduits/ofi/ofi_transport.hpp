@@ -178,6 +178,7 @@ private:
     Status register_raw(void *base, std::size_t size, std::uint64_t access, std::uint64_t key, fid_mr *&mr,
                         const char *what);
     void close_all();
+    void exit_release_impl() override;
     void stats_print() const;
 
     // ofi.cpp

@@ -56,6 +56,35 @@ for p in $providers; do
     [ "$p" = shm ] && [ -z "$subset" ] && scope=full
     run "provider $p" $scope SLUICE_OFI_PROVIDER="$p"
 done
+# shm keeps its region in a file in /dev/shm (libfabric names it after
+# the process id unless told otherwise; the conduit names it in the job's
+# space): however a rank ends (collective exit, one rank exiting while the
+# others spin, returning from main without finalize), no file of the job
+# or of its processes may be left.
+if printf '%s\n' $providers | grep -qx shm; then
+    exitprog=$builddir/tests/exit/sluice-exit-test
+    pids=$(mktemp -d)
+    for c in "collective 3" "spin 1 5" "return 6"; do
+        job=ofishm$$x$(echo "$c" | tr -d ' ')
+        want=$(echo "$c" | awk '{print $NF}')
+        rm -f "$pids"/*
+        # shellcheck disable=SC2086 # $c is the case and its arguments
+        SLUICETEST_PIDDIR=$pids SLUICE_JOB_ID=$job SLUICE_OFI_PROVIDER=shm SLUICE_NETWORK=ofi \
+            SLUICE_ROUTE=network timeout 60 "$builddir/sluicerun" -n 3 -- "$exitprog" $c > /dev/null 2>&1
+        code=$?
+        left=$(ls /dev/shm 2> /dev/null | grep -c "^sluice\.$job\.")
+        for pid in $(ls "$pids"); do
+            left=$((left + $(ls /dev/shm 2> /dev/null | grep -c "^$pid:")))
+        done
+        if [ "$code" != "$want" ] || [ "$left" != 0 ]; then
+            echo "FAIL: shm, exit case $c: code $code (expected $want), $left file(s) of the job left in /dev/shm"
+            failed=1
+        else
+            echo "ok: shm, exit case $c: code $code, nothing left in /dev/shm"
+        fi
+    done
+    rm -rf "$pids"
+fi
 run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY and ENDPOINT" 2 \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint
 [ -n "$subset" ] && exit $failed
