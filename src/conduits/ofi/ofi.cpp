@@ -20,10 +20,12 @@
 
 namespace sluice::conduit::ofi::detail {
 
-thread_local bool in_ofi_lock = false;
+// Both on every message's path: constant-initialized and in the static TLS
+// block, so an access is one load (no wrapper, no __tls_get_addr).
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool in_ofi_lock = false;
 // This thread runs a handler of the conduit's (a poll it makes from there
 // queues arrivals but delivers nothing).
-thread_local bool delivering = false;
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
 
 namespace {
 

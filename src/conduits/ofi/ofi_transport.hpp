@@ -263,7 +263,7 @@ private:
 // Set while this thread holds an OfiTransport's lock: an exit run from a
 // signal handler then waits until the lock is released (its state, and
 // the provider's, may be half updated).
-extern thread_local bool in_ofi_lock;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool in_ofi_lock;
 
 class OfiTransport::Guard {
 public:
