@@ -548,7 +548,7 @@ Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     if (!remote_key(op, g->key)) g->key = peer_key_[peer];
     g->n = n;
     g->desc = desc;
-    g->pieces.resize(n / rma_chunk_ + (n % rma_chunk_ != 0));
+    if (const std::size_t pieces = n / rma_chunk_ + (n % rma_chunk_ != 0); pieces > 1) g->more.resize(pieces - 1);
     Guard guard(*this);
     if (!ep_) {
         delete g;
@@ -570,7 +570,7 @@ Status OfiTransport::rma_issue(RmaGroup *g) {
     while (g->issued < g->n) {
         if (rma_outstanding_ >= tx_depth_) return Status::not_ready;
         const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
-        RmaPiece &p = g->pieces[g->issued / rma_chunk_];
+        RmaPiece &p = g->piece(g->issued / rma_chunk_);
         p.tag = Tag::rma;
         p.group = g;
         iovec iov{g->local + g->issued, len};

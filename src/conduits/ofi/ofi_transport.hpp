@@ -98,7 +98,11 @@ struct RmaGroup {
     void *desc = nullptr;
     std::size_t issued = 0;       // bytes posted so far
     unsigned outstanding = 0;     // pieces posted, not completed
-    std::vector<RmaPiece> pieces; // one per piece
+    // One context per piece: the first inline (most operations are one
+    // piece, and the latency path allocates nothing more), the rest after.
+    RmaPiece first;
+    std::vector<RmaPiece> more;
+    RmaPiece &piece(std::size_t i) { return i == 0 ? first : more[i - 1]; }
 };
 
 // An arrived message waiting for delivery.
