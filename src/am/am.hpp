@@ -91,6 +91,19 @@ struct Send {
     bool payload_stable = false;  // conduit::AmMessage::payload_stable
 };
 
+inline Send make_send(AmCategory category, std::uint8_t handler, const void *payload, std::size_t length,
+                      void *dest_addr, const std::uint32_t *args, unsigned nargs) {
+    Send m;
+    m.category = category;
+    m.handler = handler;
+    m.payload = payload;
+    m.length = length;
+    m.dest_addr = dest_addr;
+    m.args = args;
+    m.nargs = nargs;
+    return m;
+}
+
 // The conduit message for `m` from `source`.
 conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, std::uint8_t credit_byte);
 

@@ -27,18 +27,7 @@ int not_running(const char *op) {
 #define SLUICE_REQUIRE_RUNNING(op) \
     if (__builtin_expect(!running(), 0)) return not_running(op)
 
-am::Send make_send(am::AmCategory category, sluice_handler_t handler, const void *payload, size_t length,
-                   void *dest_addr, const uint32_t *args, unsigned nargs) {
-    am::Send m;
-    m.category = category;
-    m.handler = handler;
-    m.payload = payload;
-    m.length = length;
-    m.dest_addr = dest_addr;
-    m.args = args;
-    m.nargs = nargs;
-    return m;
-}
+using am::make_send;
 
 } // namespace
 

@@ -341,7 +341,7 @@ void Runtime::main_pools_create(void *base, std::size_t size, const std::vector<
         for (Rank r = 0; r < size_ && !needed; ++r) needed = t->peer_unregistered(r);
         if (!needed) continue;
         auto pool = std::make_unique<rma::firehose::MainPool>(*t, am, rma::firehose::main_pool_config_from_knobs(),
-                                                              rank_, segment_large_ ? base : nullptr,
+                                                              segment_large_ ? base : nullptr,
                                                               segment_large_ ? size : 0, t->setup_peers());
         pool->segments_set(segments);
         t->remote_registrar_set(pool.get());

@@ -25,9 +25,9 @@ MainPoolConfig main_pool_config_from_knobs() {
     return c;
 }
 
-MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, Rank rank, void *my_base,
-                   std::size_t my_size, std::size_t peers)
-    : t_(t), am_(am), config_(c), rank_(rank), my_base_(static_cast<char *>(my_base)), my_size_(my_size) {
+MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, void *my_base, std::size_t my_size,
+                   std::size_t peers)
+    : t_(t), am_(am), config_(c), my_base_(static_cast<char *>(my_base)), my_size_(my_size) {
     share_ = std::max<std::size_t>(1, c.budget / std::max<std::size_t>(1, peers) / c.region_bytes);
     stats_.budget = c.budget;
     stats_.share_regions = share_;
@@ -97,13 +97,8 @@ Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &leas
     }
     // The move request: args the region to pin, payload the regions released.
     const std::uint32_t args[1] = {region};
-    am::Send m;
-    m.category = am::AmCategory::medium;
-    m.handler = am::sys_firehose_move;
-    m.args = args;
-    m.nargs = 1;
-    m.payload = releases.data();
-    m.length = releases.size() * sizeof(std::uint32_t);
+    const am::Send m = am::make_send(am::AmCategory::medium, am::sys_firehose_move, releases.data(),
+                                       releases.size() * sizeof(std::uint32_t), nullptr, args, 1);
     if (Status s = am_.system_request(peer, m); s != Status::ok) {
         std::lock_guard<std::mutex> guard(lock_);
         if (auto it = far_[peer].entries.find(region); it != far_[peer].entries.end()) {
@@ -236,14 +231,9 @@ void MainPool::on_move(sluice_token_t token, void *payload, std::size_t n, const
         s = pool->serve(peer, args[0], releases.data(), releases.size(), key);
     }
     const std::uint32_t out[2] = {args[0], static_cast<std::uint32_t>(s)};
-    am::Send m;
-    m.category = am::AmCategory::medium;
-    m.handler = am::sys_firehose_move_reply;
-    m.args = out;
-    m.nargs = 2;
-    m.payload = key.data();
-    m.length = s == Status::ok ? key.size() : 0;
-    (void)move_am->system_reply(token, m);
+    (void)move_am->system_reply(
+        token, am::make_send(am::AmCategory::medium, am::sys_firehose_move_reply, key.data(),
+                             s == Status::ok ? key.size() : 0, nullptr, out, 2));
 }
 
 void MainPool::on_move_reply(sluice_token_t token, void *payload, std::size_t n, const std::uint32_t *args,

@@ -67,8 +67,8 @@ class MainPool final : public conduit::RemoteRegistrar {
 public:
     // `my_base`/`my_size`: this rank's segment (unregistered); `peers`: how
     // many ranks the transport reaches (the budget's divisor).
-    MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, Rank rank, void *my_base,
-             std::size_t my_size, std::size_t peers);
+    MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, void *my_base, std::size_t my_size,
+             std::size_t peers);
     ~MainPool() override;
     MainPool(const MainPool &) = delete;
     MainPool &operator=(const MainPool &) = delete;
@@ -126,7 +126,6 @@ private:
     conduit::Transport &t_;
     am::AmEngine &am_;
     MainPoolConfig config_;
-    Rank rank_;
     char *my_base_;
     std::size_t my_size_;
     std::size_t share_;  // regions per peer
