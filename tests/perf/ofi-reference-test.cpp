@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <functional>
 #include <string>
 #include <sys/socket.h>
@@ -20,6 +21,19 @@ namespace sluice::perf {
 namespace {
 
 constexpr std::size_t region = 1 << 20;
+
+// The names in /dev/shm that start with "<pid>:", separated by spaces.
+std::string shm_files_of(pid_t pid) {
+    std::string found;
+    const std::string prefix = std::to_string(pid) + ":";
+    if (DIR *d = opendir("/dev/shm")) {
+        while (const dirent *e = readdir(d))
+            if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+                found += (found.empty() ? "" : " ") + std::string(e->d_name);
+        closedir(d);
+    }
+    return found;
+}
 
 bool exchange(int fd, const OfiCard &mine, OfiCard &theirs) {
     return write(fd, &mine, sizeof mine) == static_cast<ssize_t>(sizeof mine) &&
@@ -43,12 +57,15 @@ protected:
         ASSERT_GE(pid, 0);
         if (pid == 0) {
             close(fds[0]);
-            OfiReference r;
-            OfiCard peer;
-            const bool ok = r.open(GetParam(), region, delivery) && exchange(fds[1], r.card(), peer) &&
-                            r.connect(peer) && child(r);
-            if (!ok)
-                std::fprintf(stderr, "child: %s\n", r.error().c_str());
+            bool ok = false;
+            {
+                OfiReference r;
+                OfiCard peer;
+                ok = r.open(GetParam(), region, delivery) && exchange(fds[1], r.card(), peer) &&
+                     r.connect(peer) && child(r);
+                if (!ok)
+                    std::fprintf(stderr, "child: %s\n", r.error().c_str());
+            }  // closed before _exit: shm removes its file in /dev/shm then
             _exit(ok ? 0 : 1);
         }
         close(fds[1]);
@@ -66,6 +83,9 @@ protected:
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed";
+        // shm names an unnamed endpoint's region /dev/shm/<pid>:...: the
+        // child has closed its own.
+        EXPECT_EQ(shm_files_of(pid), "") << "the child left files in /dev/shm";
     }
     // Writes, then reads, checking the bytes on both sides.
     void write_and_read(bool delivery) {
