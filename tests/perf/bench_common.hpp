@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <sys/mman.h>
 #include <time.h>
 #include <vector>
 
@@ -31,6 +32,43 @@ inline constexpr std::size_t largest_rma = 4 * mib;
 inline constexpr std::size_t segment_bytes = largest_rma + 64 * kib;
 // RMA bandwidth loops issue this many operations between two syncs.
 inline constexpr int rma_window = 64;
+
+// A page-aligned buffer (its own mapping), filled with one byte value: the
+// local side of every RMA and copy the benchmark times, Sluice's and the
+// references', as the bare libfabric reference's registered regions are.
+// A heap buffer of megabytes starts 16 bytes into a page, and a copy
+// between buffers at different offsets within a cache line runs slower.
+class PageBuffer {
+public:
+    PageBuffer() = default;
+    PageBuffer(std::size_t n, char fill) { assign(n, fill); }
+    PageBuffer(const PageBuffer &) = delete;
+    PageBuffer &operator=(const PageBuffer &) = delete;
+    ~PageBuffer() { release(); }
+    // False when the mapping fails (data() is then null).
+    bool assign(std::size_t n, char fill) {
+        release();
+        void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        base_ = static_cast<char *>(p);
+        size_ = n;
+        std::memset(base_, fill, n);
+        return true;
+    }
+    char *data() const { return base_; }
+    std::size_t size() const { return size_; }
+
+private:
+    void release() {
+        if (base_)
+            munmap(base_, size_);
+        base_ = nullptr;
+        size_ = 0;
+    }
+    char *base_ = nullptr;
+    std::size_t size_ = 0;
+};
 
 // Put/Get/memcpy sizes: powers of 4 from 8 B, plus 64 KiB and 4 MiB, the
 // sizes of issue 28's bandwidth targets (--all-sizes: every power of 2 from

@@ -24,7 +24,7 @@ struct MpiSuite {
     ResultFile results;
     int me = 0;
     int peer = 1;
-    std::vector<char> local;
+    PageBuffer local;
 
     explicit MpiSuite(const CommonOptions &o)
         : options(o), results(o.out), local(largest_rma, 1) {}

@@ -213,9 +213,11 @@ double pause_cost() {
 }
 
 // Single-thread memcpy at each size (ns per copy), between buffers like the
-// Sluice Put's: from the heap into a shared mapping.
+// Sluice Put's: from a private page-aligned buffer into a shared mapping.
 void measure_memcpy(const CommonOptions &o, Samples &samples) {
-    std::vector<char> heap(largest_rma, 1);
+    PageBuffer heap(largest_rma, 1);
+    if (!heap.data())
+        return;
     void *shared = mmap(nullptr, largest_rma, PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shared == MAP_FAILED)

@@ -170,7 +170,7 @@ struct Suite {
     sluice_rank_t me = 0;
     sluice_rank_t peer = 1;
     void *peer_base = nullptr; // peer's segment, in the peer's address space
-    std::vector<char> local;   // RMA local buffer, outside the segment
+    PageBuffer local;          // RMA local buffer, outside the segment
     UdpPingPong udp;           // the udp kind's bare references
     TcpStream tcp;
     OfiReference ofi;          // the ofi kind's
@@ -627,7 +627,10 @@ struct Suite {
         check(sluice_segment_attach(segment_bytes), "sluice_segment_attach");
         check(sluice_segment_info(peer, &peer_base, &peer_size), "sluice_segment_info");
         state.peer_base = peer_base;
-        local.assign(largest_rma, 1);
+        if (!local.assign(largest_rma, 1)) {
+            std::fprintf(stderr, "sluice-bench worker: mmap of the local buffer failed\n");
+            return false;
+        }
         return true;
     }
 
