@@ -17,12 +17,16 @@ ran=0
 # multi-process suites: every rank count (SCOPE full) or 2 ranks (SCOPE 2).  The
 # default provider runs every count in those suites already; the others
 # run them on shm, 2 ranks elsewhere, to keep the check within minutes.
+# $exclude: conformance tests (a gtest pattern) left out of this run.
+exclude=
 run() {
     name=$1
     scope=$2
     shift 2
     echo "=== ofi: $name"
-    if ! env "$@" timeout 600 "$conformance" --gtest_filter='*/ofi:*/ofi_alone' --gtest_brief=1; then
+    cfilter='*/ofi:*/ofi_alone'
+    [ -n "$exclude" ] && cfilter="$cfilter:-$exclude"
+    if ! env "$@" timeout 900 "$conformance" --gtest_filter="$cfilter" --gtest_brief=1; then
         echo "FAIL: conformance suite over ofi ($name)"
         failed=1
     fi
@@ -37,14 +41,16 @@ run() {
 # Under a sanitizer subset: shm and the registration modes, at 2 ranks.
 subset=
 [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
-# sockets and udp;ofi_rxd are slow enough that the suites' time limits
-# fail them on a loaded 2-core machine (make -j2 check): by hand only,
-# SLUICETEST_OFI_SLOW_PROVIDERS=1.
+# sockets and udp;ofi_rxd move a message in several times the time of the
+# others: they run in the plain build only, with the multi-process suites'
+# smaller counts and longer time limits (SLUICETEST_SUBSET=slow).  On a
+# loaded machine udp;ofi_rxd has gone silent for over 30 s while it
+# retransmits (README, Limits): these two runs give peers 120 s.
 providers=shm
-if [ "${SLUICETEST_OFI_SLOW_PROVIDERS:-0}" = 1 ] && [ -z "$subset" ]; then
+if [ -z "$subset" ]; then
     providers="shm sockets udp;ofi_rxd"
 else
-    echo "not run: sockets and udp;ofi_rxd (set SLUICETEST_OFI_SLOW_PROVIDERS=1; README, Tests)"
+    echo "not run: sockets and udp;ofi_rxd (slow providers, plain build only; README, Tests)"
 fi
 for p in $providers; do
     if ! fi_info -p "$p" -t FI_EP_RDM > /dev/null 2>&1 && ! SLUICE_OFI_PROVIDER="$p" "$builddir/sluice-info" --conduits 2> /dev/null |
@@ -52,9 +58,23 @@ for p in $providers; do
         echo "SKIP provider $p: not offered here"
         continue
     fi
-    scope=2
-    [ "$p" = shm ] && [ -z "$subset" ] && scope=full
-    run "provider $p" $scope SLUICE_OFI_PROVIDER="$p"
+    case $p in
+    shm)
+        scope=2
+        [ -z "$subset" ] && scope=full
+        run "provider $p" $scope SLUICE_OFI_PROVIDER="$p" ;;
+    sockets)
+        # BacklogAndRetry sends 20 000 Shorts below the AM layer, without
+        # its credits: over loopback the kernel drops segments of the
+        # sockets provider's connection and retransmits them with growing
+        # back-off (README, Limits).
+        echo "not run over sockets: conformance BacklogAndRetry (a flood without credits; README, Limits)"
+        exclude='*BacklogAndRetry*'
+        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120
+        exclude= ;;
+    *)
+        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
+    esac
 done
 # shm keeps its region in a file in /dev/shm (libfabric names it after
 # the process id unless told otherwise; the conduit names it in the job's
