@@ -113,25 +113,6 @@ fi_info *loopback_or_first(fi_info *list) {
 
 // An anonymous mapping: page-aligned and allocated, as FI_MR_ALLOCATED asks,
 // and touched, so no first-touch fault lands in a timed loop.
-struct Region {
-    void *base = nullptr;
-    std::size_t bytes = 0;
-    bool map(std::size_t n) {
-        void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return false;
-        base = p;
-        bytes = n;
-        std::memset(base, 1, bytes);
-        return true;
-    }
-    ~Region() {
-        if (base)
-            munmap(base, bytes);
-    }
-    char *data() const { return static_cast<char *>(base); }
-};
-
 template <class T> void close_fid(T *&p) {
     if (p)
         fi_close(&p->fid);
@@ -163,7 +144,7 @@ struct OfiReference::State {
     fid_mr *target_mr = nullptr;   // the peer's RMA lands here
     fid_mr *local_mr = nullptr;    // this side's RMA source / destination
     fid_mr *message_mr = nullptr;  // receive slots and the send buffer
-    Region target, local, messages;
+    PageBuffer target, local, messages;
     fi_addr_t peer = FI_ADDR_UNSPEC;
     std::uint64_t peer_base = 0, peer_key = 0;
     std::uint64_t mr_mode = 0;
@@ -333,16 +314,16 @@ bool OfiReference::open(const std::string &provider, std::size_t region_bytes,
         error_ = fi_text("endpoint set-up", rc);
         return false;
     }
-    if (!s->target.map(region_bytes) || !s->local.map(region_bytes) ||
-        !s->messages.map((message_slots + 1) * slot_bytes)) {
+    if (!s->target.assign(region_bytes, 1) || !s->local.assign(region_bytes, 1) ||
+        !s->messages.assign((message_slots + 1) * slot_bytes, 1)) {
         error_ = "cannot map the reference's buffers";
         return false;
     }
     // Keys chosen here unless the provider picks them (FI_MR_PROV_KEY);
     // bound to the endpoint where it asks (FI_MR_ENDPOINT).
     std::uint64_t requested_key = 1;
-    auto reg = [&](const Region &r, std::uint64_t access, fid_mr *&mr) {
-        rc = fi_mr_reg(s->domain, r.base, r.bytes, access, 0, requested_key++, 0, &mr, nullptr);
+    auto reg = [&](const PageBuffer &r, std::uint64_t access, fid_mr *&mr) {
+        rc = fi_mr_reg(s->domain, r.data(), r.size(), access, 0, requested_key++, 0, &mr, nullptr);
         if (rc == 0 && (s->mr_mode & FI_MR_ENDPOINT)) {
             rc = fi_mr_bind(mr, &s->ep->fid, 0);
             if (rc == 0)
@@ -375,7 +356,7 @@ OfiCard OfiReference::card() const {
     c.address_bytes = static_cast<std::uint32_t>(len);
     c.key = fi_mr_key(state_->target_mr);
     c.base = (state_->mr_mode & FI_MR_VIRT_ADDR)
-                 ? reinterpret_cast<std::uintptr_t>(state_->target.base)
+                 ? reinterpret_cast<std::uintptr_t>(state_->target.data())
                  : 0;
     return c;
 }
@@ -440,7 +421,7 @@ bool OfiReference::pong(std::uint32_t n, bool inject) {
 double OfiReference::rma(OfiRma op, std::size_t bytes, std::uint32_t count,
                          std::uint32_t window) {
     State &s = *state_;
-    if (bytes > s.local.bytes || window == 0 || window > max_window) {
+    if (bytes > s.local.size() || window == 0 || window > max_window) {
         error_ = "rma: size or window out of range";
         return nan_value;
     }
@@ -453,7 +434,7 @@ double OfiReference::rma(OfiRma op, std::size_t bytes, std::uint32_t count,
         for (std::uint32_t k = 0; k < batch; ++k) {
             // As the conduit posts them: fi_writemsg with its completion
             // flags, fi_readmsg with FI_COMPLETION.
-            iovec iov{s.local.base, bytes};
+            iovec iov{s.local.data(), bytes};
             fi_rma_iov remote{s.peer_base, bytes, s.peer_key};
             fi_msg_rma msg{};
             msg.msg_iov = &iov;
