@@ -82,6 +82,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
         const ssize_t r = fi_inject(ep_, bytes, length, addr_[peer]);
         if (__builtin_expect(r == 0, 1)) {
             ++counters_.injected;
+            if (++posts_since_reap_ >= reap_every_) reap();
             return Status::ok;
         }
         --order_[peer].send_seq;
@@ -108,6 +109,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
     if (__builtin_expect(r == 0, 1)) {
         ++counters_.sent;
         counters_.long_packed += h.category == AmCategory::long_;
+        if (++posts_since_reap_ >= reap_every_) reap();
         return Status::ok;
     }
     --order_[peer].send_seq;
@@ -149,6 +151,15 @@ bool OfiTransport::arrived(const Arrival &a) {
         if (w.category == category_ping) control_send(w.source, category_pong);
         return false;
     }
+    if (w.category == category_greet || w.category == category_greet_answer) {
+        if (w.category == category_greet) {
+            o.greeted = true;
+            control_send(w.source, category_greet_answer);
+        } else {
+            o.greet_answered = true;
+        }
+        return false;
+    }
     if (w.seq != o.expect) {
         o.early.push_back(a);
         return true;
@@ -180,6 +191,8 @@ void OfiTransport::control_send(Rank peer, std::uint8_t category) {
     w.source = setup().rank;
     const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
     if (category == category_pong) order_[peer].pong_owed = r != 0;
+    if (category == category_greet) order_[peer].greet_owed = r != 0;
+    if (category == category_greet_answer) order_[peer].answer_owed = r != 0;
 }
 
 // Every liveness_every polls: a peer that was sent something and has said
@@ -257,6 +270,7 @@ void OfiTransport::release(RecvBuffer *b) {
 }
 
 void OfiTransport::reap() {
+    posts_since_reap_ = 0;
     if (__builtin_expect(unposted_ != 0, 0)) {
         unposted_ = 0;
         for (auto &b : recv_)
@@ -554,7 +568,7 @@ Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
         delete g;
         return Status::transport;
     }
-    if (rma_outstanding_ >= tx_depth_) reap();
+    if (rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) reap();
     const Status s = rma_outstanding_ < tx_depth_ ? rma_issue(g) : Status::not_ready;
     if (g->issued == 0) {
         // Nothing started: "retry" goes to the wrapper's backlog.
@@ -568,7 +582,7 @@ Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
 
 Status OfiTransport::rma_issue(RmaGroup *g) {
     while (g->issued < g->n) {
-        if (rma_outstanding_ >= tx_depth_) return Status::not_ready;
+        if (rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) return Status::not_ready;
         const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
         RmaPiece &p = g->piece(g->issued / rma_chunk_);
         p.tag = Tag::rma;
@@ -594,6 +608,7 @@ Status OfiTransport::rma_issue(RmaGroup *g) {
         g->issued += len;
         ++g->outstanding;
         ++rma_outstanding_;
+        ++posts_since_reap_;
         ++(g->write ? counters_.writes : counters_.reads);
     }
     return Status::ok;

@@ -86,6 +86,15 @@ fi_info *query(const std::string &provider, std::string &why) {
         why = "fi_allocinfo failed";
         return nullptr;
     }
+    // udp;ofi_rxd reads its datagram queue at most this many times per
+    // progress call (default 1000) and then sends; in libfabric 1.17 the
+    // udp layer writes an arriving datagram's completion into that queue
+    // even when its sends have filled it, overwriting completions and
+    // losing receive buffers for good (the peer stalls, then times out).
+    // Read it empty every time instead.  Providers read their variables
+    // when libfabric first starts: a program that started it before
+    // Sluice, or that sets the variable itself, keeps its own value.
+    setenv("FI_OFI_RXD_SPIN_COUNT", "0", 0);
     fi_info *list = nullptr;
     const int r = fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &list);
     fi_freeinfo(h);
@@ -133,6 +142,7 @@ Status OfiTransport::init_impl() {
     c.inline_limit = inject_limit_;
     if (Status s = exchange_addresses(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
+    if (Status s = connect_peers(); s != Status::ok) return s;
     base::say("ofi: provider %s, domain %s, inject %zu bytes, eager %zu bytes, packed Long %zu bytes%s%s%s%s", provider_.c_str(),
               domain_name_.c_str(), inject_limit_, eager_limit_, packed,
               multi_recv_ ? ", multi-receive buffers" : ", a ring of receive buffers",
@@ -200,6 +210,7 @@ Status OfiTransport::open_fabric() {
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
     rcv_wanted_.store(base::knob_bool(base::Knob::RCV_THREAD), std::memory_order_relaxed);
     tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);
+    reap_every_ = std::max<std::size_t>(8, tx_depth_ / 8);
     // shm moves a write's bytes into the target before it completes it,
     // and in libfabric 1.17 never completes one asked FI_DELIVERY_COMPLETE.
     const std::string &dc = base::knob_string(base::Knob::OFI_DELIVERY_COMPLETE);
@@ -269,6 +280,50 @@ Status OfiTransport::open_fabric() {
     if (!multi_recv_) return Status::ok;
     return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
                  "fi_setopt(FI_OPT_MIN_MULTI_RECV)");
+}
+
+// SLUICE_OFI_CONNECT: every rank greets every other and waits for each
+// answer and each greeting, so that a provider which connects peers on
+// first contact (rxd: a request to send, then the data once the peer
+// has answered it, both moved by the sender's progress) has done so
+// while all ranks poll.  Without it, a rank that sends its first message
+// to a peer and then computes without polling leaves that message
+// half-sent.  The greetings are control messages, outside the order of AMs.
+Status OfiTransport::connect_peers() {
+    const std::string &want = base::knob_string(base::Knob::OFI_CONNECT);
+    bool on;
+    if (want == "auto" || want.empty()) on = provider_.ends_with(";ofi_rxd");
+    else if (want == "1" || want == "yes" || want == "on") on = true;
+    else if (want == "0" || want == "no" || want == "off") on = false;
+    else return base::report(Status::argument, "ofi conduit init", "use auto, 1 or 0", "SLUICE_OFI_CONNECT=%s", want.c_str());
+    const Rank n = setup().size, me = setup().rank;
+    if (!on || n == 1) return Status::ok;
+    const std::uint64_t deadline = base::now_ns() + static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
+    Guard g(*this);
+    for (Rank r = 0; r < n; ++r)
+        if (r != me) order_[r].greet_owed = true;
+    for (;;) {
+        Rank missing = n;
+        for (Rank r = 0; r < n; ++r) {
+            if (r == me) continue;
+            PeerOrder &o = order_[r];
+            if (o.greet_owed) control_send(r, category_greet);
+            if (o.answer_owed) control_send(r, category_greet_answer);
+            if (missing == n && !(o.greeted && o.greet_answered && !o.answer_owed)) missing = r;
+        }
+        if (missing == n) return Status::ok;
+        if (base::now_ns() > deadline) {
+            const bool answered = order_[missing].greet_answered;
+            return base::report(Status::transport, "ofi conduit init",
+                                "check that every rank started, reaches this one over the provider and has the same "
+                                "SLUICE_OFI_CONNECT",
+                                "rank %u (over %s, domain %s) has %s within %.1f s (SLUICE_OFI_PEER_TIMEOUT=%g)", missing,
+                                provider_.c_str(), domain_name_.c_str(),
+                                answered ? "answered this rank's greeting but sent none" : "not answered this rank's greeting",
+                                peer_timeout_s_, peer_timeout_s_);
+        }
+        reap();
+    }
 }
 
 Status OfiTransport::exchange_addresses() {

@@ -126,12 +126,16 @@ struct PeerOrder {
     // it was pinged.
     bool sent = false, heard = false, pong_owed = false;
     std::uint64_t owed_since = 0, pinged_at = 0;
+    // Greetings at init (OfiTransport::connect_peers).
+    bool greeted = false, greet_answered = false, greet_owed = false, answer_owed = false;
 };
 
 // Control messages, in WireHead::category beyond the AM categories:
 // handled by the conduit in its poll, never delivered, not sequenced.
 constexpr std::uint8_t category_ping = 3;
 constexpr std::uint8_t category_pong = 4;
+constexpr std::uint8_t category_greet = 5;
+constexpr std::uint8_t category_greet_answer = 6;
 // Polls between two liveness checks.
 constexpr unsigned liveness_every = 1024;
 
@@ -179,6 +183,7 @@ private:
     Status open_fabric();
     Status exchange_addresses();
     Status buffers_create();
+    Status connect_peers();
     Status register_raw(void *base, std::size_t size, std::uint64_t access, std::uint64_t key, fid_mr *&mr,
                         const char *what);
     void close_all();
@@ -225,6 +230,12 @@ private:
     std::size_t eager_limit_ = 0;   // Medium payload
     std::size_t rma_chunk_ = 0;
     std::size_t tx_depth_ = 0;      // pieces posted at most
+    // Posts between two reads of the completion queue, at most: a provider
+    // may complete a packet into a queue that its own sends filled (the
+    // udp layer under udp;ofi_rxd in libfabric 1.17 then overwrites
+    // completions and loses its receive buffers).
+    std::size_t reap_every_ = 0;
+    std::size_t posts_since_reap_ = 0;
     bool delivery_complete_ = true;
     std::size_t min_free_ = 0;        // FI_OPT_MIN_MULTI_RECV
     bool in_order_receives_ = false;  // receives complete in order (FI_ORDER_STRICT)

@@ -43,19 +43,63 @@ subset=
 [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
 # sockets and udp;ofi_rxd move a message in several times the time of the
 # others: they run in the plain build only, with the multi-process suites'
-# smaller counts and longer time limits (SLUICETEST_SUBSET=slow).  On a
-# loaded machine udp;ofi_rxd has gone silent for over 30 s while it
-# retransmits (README, Limits): these two runs give peers 120 s.
-# udp;ofi_rxd stalls for 20-30 s in some runs even on a quiet machine
-# (README, Limits): by hand only, SLUICETEST_OFI_RXD=1.
+# smaller counts and longer time limits (SLUICETEST_SUBSET=slow).
 providers=shm
 if [ -z "$subset" ]; then
-    providers="shm sockets"
-    if [ "${SLUICETEST_OFI_RXD:-0}" = 1 ]; then providers="$providers udp;ofi_rxd"
-    else echo "not run: udp;ofi_rxd (stalls in some runs; by hand, SLUICETEST_OFI_RXD=1; README, Limits)"; fi
+    providers="shm sockets udp;ofi_rxd"
 else
     echo "not run: sockets and udp;ofi_rxd (slow providers, plain build only; README, Tests)"
 fi
+# udp;ofi_rxd connects two ranks on their first message, by a handshake
+# that the sender's polls move; the conduit greets every peer at init
+# (SLUICE_OFI_CONNECT, auto: on for rxd).  Checked: a rank that sends one
+# AM to a peer and then spins without calling Sluice (sluice-exit-test
+# spin, every peer over rxd) still lets the job end with the exiting
+# rank's code; a rank left without greetings (SLUICE_OFI_CONNECT=0 on the
+# other) ends the job within the peer timeout with an error naming the
+# peer; a bad value is refused by name.
+# rxd_job LIMIT [ENV...] -- ARGS...: a job of sluicerun over udp;ofi_rxd,
+# every peer over the network; its code in $code, its output in $log.
+rxd_job() {
+    limit=$1
+    shift
+    set -- env SLUICE_NETWORK=ofi SLUICE_OFI_PROVIDER='udp;ofi_rxd' SLUICE_ROUTE=network "$@"
+    log=$(timeout "$limit" "$@" 2>&1)
+    code=$?
+}
+rxd_connect_checks() {
+    started=$(date +%s)
+    rxd_job 60 "$builddir/sluicerun" -n 4 -- "$builddir/tests/exit/sluice-exit-test" spin 2 5
+    took=$(($(date +%s) - started))
+    if [ "$code" != 5 ] || [ "$took" -gt 20 ]; then
+        echo "FAIL: udp;ofi_rxd, exit case spin 2 5 at 4 ranks: code $code after ${took}s (5 within 20 s expected)"
+        printf '%s\n' "$log" | tail -20
+        failed=1
+    else
+        echo "ok: udp;ofi_rxd, exit case spin 2 5 at 4 ranks: code 5 (${took}s)"
+    fi
+    started=$(date +%s)
+    # shellcheck disable=SC2016 # SLUICE_RANK is the rank's, not ours
+    rxd_job 60 SLUICE_OFI_PEER_TIMEOUT=2 "$builddir/sluicerun" -n 2 -- \
+        sh -c '[ "$SLUICE_RANK" = 1 ] && export SLUICE_OFI_CONNECT=0; exec "$0" am' "$builddir/tests/mp/sluice-mp-test"
+    took=$(($(date +%s) - started))
+    if [ "$code" = 0 ] || [ "$took" -gt 20 ] ||
+        ! printf '%s\n' "$log" | grep -q 'rank 1 (over udp;ofi_rxd.*greeting.*SLUICE_OFI_CONNECT'; then
+        echo "FAIL: udp;ofi_rxd, SLUICE_OFI_CONNECT=0 on rank 1 only: code $code after ${took}s (an error naming rank 1 expected)"
+        printf '%s\n' "$log" | tail -20
+        failed=1
+    else
+        echo "ok: udp;ofi_rxd, SLUICE_OFI_CONNECT=0 on rank 1 only: the job ends with $code, naming rank 1 (${took}s)"
+    fi
+    rxd_job 60 SLUICE_OFI_CONNECT=bogus "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" am
+    if [ "$code" = 0 ] || ! printf '%s\n' "$log" | grep -q 'SLUICE_OFI_CONNECT=bogus; fix: use auto, 1 or 0'; then
+        echo "FAIL: udp;ofi_rxd, SLUICE_OFI_CONNECT=bogus: code $code, no error naming the knob"
+        printf '%s\n' "$log" | tail -20
+        failed=1
+    else
+        echo "ok: udp;ofi_rxd, SLUICE_OFI_CONNECT=bogus: refused by name"
+    fi
+}
 for p in $providers; do
     if ! fi_info -p "$p" -t FI_EP_RDM > /dev/null 2>&1 && ! SLUICE_OFI_PROVIDER="$p" "$builddir/sluice-info" --conduits 2> /dev/null |
         grep -A3 -E '^ +ofi +' | grep -q 'probe here: ok'; then
@@ -67,15 +111,18 @@ for p in $providers; do
         scope=2
         [ -z "$subset" ] && scope=full
         run "provider $p" $scope SLUICE_OFI_PROVIDER="$p" ;;
-    sockets | 'udp;ofi_rxd')
+    sockets)
         # BacklogAndRetry sends 20 000 Shorts below the AM layer, without
         # its credits: over sockets the kernel drops segments of the
         # loopback connection and retransmits them with growing back-off
         # (README, Limits).
         echo "not run over $p: conformance BacklogAndRetry (a flood without credits; README, Limits)"
-        exclude='*BacklogAndRetry*' ;;
+        exclude='*BacklogAndRetry*'
+        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
+    'udp;ofi_rxd')
+        run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow
+        rxd_connect_checks ;;
     esac
-    [ "$p" = shm ] || run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120
     exclude=
 done
 # shm keeps its region in a file in /dev/shm (libfabric names it after
