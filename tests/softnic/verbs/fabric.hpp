@@ -1,0 +1,138 @@
+// tests/softnic/verbs/fabric.hpp - the software verbs NIC's shared state.
+//
+// Every process that opens the software NIC maps one file (SOFTNIC_FABRIC,
+// default /dev/shm/softnic-v1-<uid>): the fabric.  It holds, under one
+// robust process-shared mutex, the tables a real HCA keeps in its own
+// memory and that a peer's operations must reach: queue pairs with their
+// receive queues, completion queues, shared receive queues and memory
+// regions.  A work request is carried out by the process that posts it,
+// at once: it finds the target's queue pair, takes a receive from it,
+// moves the bytes into (or out of) the target process with
+// process_vm_writev/readv, and writes the completions into both sides'
+// completion queues.  Objects of a process that died are freed the next
+// time anyone looks at them.  README.md says what is and is not modelled.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace softnic {
+
+// Limits, reported by ibv_query_device.
+constexpr std::uint32_t max_qp = 256;
+constexpr std::uint32_t max_cq = 256;
+constexpr std::uint32_t max_srq = 64;
+constexpr std::uint32_t max_mr = 4096;
+constexpr std::uint32_t max_qp_wr = 1024;
+constexpr std::uint32_t max_srq_wr = 4096;
+constexpr std::uint32_t max_cqe = 4096;
+constexpr std::uint32_t max_sge = 4;
+constexpr std::uint32_t max_inline = 512;
+constexpr std::uint32_t max_msg = 1u << 30;
+constexpr std::uint32_t ud_mtu = 4096;
+constexpr std::uint32_t grh_bytes = 40;
+constexpr std::uint32_t qpn_base = 0x40;  // qp_num = qpn_base + table index
+
+struct Sge {
+    std::uint64_t addr;
+    std::uint32_t length;
+    std::uint32_t lkey;
+};
+
+struct Wqe {
+    std::uint64_t wr_id;
+    std::uint32_t num_sge;
+    std::uint32_t pad;
+    Sge sge[max_sge];
+};
+
+// A ring of receive work requests: [head, tail) are posted.
+template <std::uint32_t N> struct WqeRing {
+    std::uint32_t head, tail, cap;
+    std::uint32_t pad;
+    Wqe w[N];
+    std::uint32_t count() const { return tail - head; }
+};
+
+struct Qp {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t type;   // ibv_qp_type
+    std::uint32_t state;  // ibv_qp_state
+    std::uint32_t port;
+    std::uint32_t pkey_index;
+    std::uint32_t access;  // IBV_ACCESS_REMOTE_* the QP allows
+    std::uint32_t qkey;
+    std::uint32_t dest_qpn;
+    std::uint16_t dlid;
+    std::uint8_t min_rnr_timer, timeout, retry_cnt, rnr_retry;
+    std::uint8_t pad[2];
+    std::uint32_t rq_psn, sq_psn;
+    std::uint32_t path_mtu;
+    std::uint32_t send_cq, recv_cq;  // table indexes
+    std::int32_t srq;                // -1: none
+    std::uint32_t sq_sig_all;
+    std::uint32_t max_send_wr;
+    WqeRing<max_qp_wr> rq;
+};
+
+struct Cq {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t cap;
+    std::uint32_t head, tail;
+    std::uint32_t armed;
+    std::int32_t channel;  // the channel's number in its process, -1: none
+    std::uint32_t overflowed;
+    ibv_wc e[max_cqe];
+};
+
+struct Srq {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t limit;  // armed limit, 0: not armed
+    std::uint32_t max_sge;
+    WqeRing<max_srq_wr> rq;
+};
+
+struct Mr {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t key;  // lkey = rkey
+    std::uint32_t access;
+    std::uint64_t addr, length;
+};
+
+struct Fabric {
+    std::uint64_t magic;
+    pthread_mutex_t lock;
+    std::uint32_t key_generation;
+    std::uint32_t pad;
+    Qp qp[max_qp];
+    Cq cq[max_cq];
+    Srq srq[max_srq];
+    Mr mr[max_mr];
+};
+
+constexpr std::uint64_t fabric_magic = 0x31766369666e7373ull;  // "ssnficv1"
+
+// The mapped fabric (opened on first use) and its lock.  lock() frees the
+// objects of processes that died, if one died holding the lock.
+Fabric &fabric();
+void lock();
+void unlock();
+// Frees every object of processes that no longer exist.
+void collect_dead();
+bool alive(std::int32_t pid);
+
+// The process's abstract socket name for completion channel `channel` of
+// process `pid`, and the port's LID.
+void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::size_t size, std::size_t &length);
+std::uint16_t port_lid(std::uint32_t port);
+std::uint32_t port_count();
+std::uint64_t node_guid();
+
+} // namespace softnic

@@ -1,0 +1,1300 @@
+// tests/softnic/verbs/verbs.cpp - the verbs API of the software NIC, built
+// as a drop-in libibverbs.so.1 (libibverbs.map gives every function the
+// symbol version that rdma-core's library gives it), so that unmodified
+// verbs programs found it first on the library path (softnic-run).
+//
+// Objects a peer must reach live in the shared fabric (fabric.hpp); the
+// ibv_* structures the program sees are this process's handles on them.
+// Lock order: a process's own mutex (pending work) before the fabric's.
+#include "fabric.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace softnic;
+
+namespace {
+
+// ---- handles ----
+
+struct SoftContext {
+    ibv_context ctx;
+};
+struct SoftQp {
+    ibv_qp qp;
+    std::uint32_t index;
+};
+struct SoftCq {
+    ibv_cq cq;
+    std::uint32_t index;
+};
+struct SoftSrq {
+    ibv_srq srq;
+    std::uint32_t index;
+};
+struct SoftMr {
+    ibv_mr mr;
+    std::uint32_t index;
+};
+struct SoftAh {
+    ibv_ah ah;
+    ibv_ah_attr attr;
+};
+
+ibv_device the_device[4];
+ibv_device *device_list[5];
+
+// This process's completion channels, by number, and CQs by table index
+// (to turn a channel's message back into the ibv_cq).
+std::mutex local_mutex;
+std::vector<ibv_cq *> cq_by_index(max_cq, nullptr);
+int next_channel = 0;
+
+int fail(int e) {
+    errno = e;
+    return e;
+}
+template <class T> T *fail_null(int e) {
+    errno = e;
+    return nullptr;
+}
+
+std::int32_t me() {
+    static const std::int32_t pid = static_cast<std::int32_t>(::getpid());
+    return pid;
+}
+
+// ---- memory ----
+
+// The region of `pid` that holds [addr, addr+len) under `key` with `access`
+// (0: any), or null.
+const Mr *find_mr(std::int32_t pid, std::uint32_t key, std::uint64_t addr, std::uint64_t len, std::uint32_t access) {
+    const std::uint32_t i = key & 0xfff;
+    if (i >= max_mr) return nullptr;
+    const Mr &m = fabric().mr[i];
+    if (!m.used || m.key != key || m.pid != pid) return nullptr;
+    if (addr < m.addr || addr + len > m.addr + m.length || addr + len < addr) return nullptr;
+    if ((m.access & access) != access) return nullptr;
+    return &m;
+}
+
+// Copies between this process and `pid` (the same process: memcpy).
+bool move_bytes(std::int32_t pid, bool to_remote, void *local, std::uint64_t remote, std::size_t len) {
+    if (len == 0) return true;
+    if (pid == me()) {
+        void *r = reinterpret_cast<void *>(remote);
+        if (to_remote) std::memmove(r, local, len);
+        else std::memmove(local, r, len);
+        return true;
+    }
+    iovec l{local, len};
+    iovec r{reinterpret_cast<void *>(remote), len};
+    const ssize_t n = to_remote ? ::process_vm_writev(pid, &l, 1, &r, 1, 0) : ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+    return n == static_cast<ssize_t>(len);
+}
+
+// ---- completions ----
+
+struct Notice {
+    std::int32_t pid, channel;
+    std::uint32_t cq;
+};
+
+// Adds a completion to CQ `index`; an armed CQ's channel is to be told
+// (after the fabric is unlocked).
+void complete(std::uint32_t index, const ibv_wc &wc, std::vector<Notice> &notices) {
+    Cq &c = fabric().cq[index];
+    if (!c.used) return;
+    if (c.tail - c.head >= c.cap) {
+        c.overflowed = 1;
+        return;
+    }
+    c.e[c.tail % c.cap] = wc;
+    ++c.tail;
+    if (c.armed && c.channel >= 0) {
+        c.armed = 0;
+        notices.push_back(Notice{c.pid, c.channel, index});
+    }
+}
+
+void notify(const std::vector<Notice> &notices) {
+    if (notices.empty()) return;
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    for (const Notice &n : notices) {
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::size_t len = 0;
+        channel_address(n.pid, n.channel, a.sun_path, sizeof a.sun_path, len);
+        (void)::sendto(fd, &n.cq, sizeof n.cq, MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&a),
+                       static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
+    }
+    ::close(fd);
+}
+
+ibv_wc send_wc(const Qp &q, std::uint32_t index, std::uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status,
+               std::uint32_t len) {
+    ibv_wc wc{};
+    wc.wr_id = wr_id;
+    wc.status = status;
+    wc.opcode = op;
+    wc.byte_len = len;
+    wc.qp_num = qpn_base + index;
+    (void)q;
+    return wc;
+}
+
+// Moves a QP to the error state: its posted receives complete flushed.
+void to_error(std::uint32_t index, std::vector<Notice> &notices) {
+    Qp &q = fabric().qp[index];
+    q.state = IBV_QPS_ERR;
+    if (q.srq >= 0) return;
+    while (q.rq.count()) {
+        const Wqe &w = q.rq.w[q.rq.head % q.rq.cap];
+        ibv_wc wc{};
+        wc.wr_id = w.wr_id;
+        wc.status = IBV_WC_WR_FLUSH_ERR;
+        wc.opcode = IBV_WC_RECV;
+        wc.qp_num = qpn_base + index;
+        ++q.rq.head;
+        complete(q.recv_cq, wc, notices);
+    }
+}
+
+// ---- sends ----
+
+// A send work request, with its payload gathered at post time.
+struct Work {
+    std::uint32_t qp;
+    std::uint64_t wr_id;
+    ibv_wr_opcode opcode;
+    bool signaled;
+    std::uint32_t imm;
+    std::uint64_t remote_addr;
+    std::uint32_t rkey;
+    std::uint32_t remote_qpn, remote_qkey;
+    std::uint16_t dlid;
+    std::vector<std::uint8_t> payload;  // sends and writes
+    std::vector<Sge> local;             // reads: where the bytes go
+    std::uint32_t length;
+    // Retries.
+    std::chrono::steady_clock::time_point next, deadline;
+    bool rnr = false;
+    unsigned rnr_tries = 0;
+};
+
+enum class Outcome { done, retry };
+
+// The target QP of an RC send, or -1.
+int rc_target(const Qp &q) {
+    const std::uint32_t i = q.dest_qpn - qpn_base;
+    if (q.dest_qpn < qpn_base || i >= max_qp) return -1;
+    const Qp &t = fabric().qp[i];
+    if (!t.used || t.type != IBV_QPT_RC || !alive(t.pid)) return -1;
+    if (t.dest_qpn != qpn_base + (&q - fabric().qp)) return -1;  // connected elsewhere
+    return static_cast<int>(i);
+}
+
+// Takes a receive of QP `t` (its SRQ or its own queue): false if none.
+bool take_receive(Qp &t, Wqe &w, std::vector<Notice> &notices) {
+    if (t.srq >= 0) {
+        Srq &s = fabric().srq[t.srq];
+        if (!s.used || !s.rq.count()) return false;
+        w = s.rq.w[s.rq.head % s.rq.cap];
+        ++s.rq.head;
+        (void)notices;
+        return true;
+    }
+    if (!t.rq.count()) return false;
+    w = t.rq.w[t.rq.head % t.rq.cap];
+    ++t.rq.head;
+    return true;
+}
+
+// Scatters `bytes` into receive `w` of process `pid` at `offset`: false on
+// a bad key or too small a buffer.
+bool scatter(std::int32_t pid, const Wqe &w, std::size_t offset, const std::uint8_t *bytes, std::size_t len,
+             ibv_wc_status &status) {
+    std::size_t room = 0;
+    for (std::uint32_t i = 0; i < w.num_sge; ++i) {
+        const Sge &s = w.sge[i];
+        if (!find_mr(pid, s.lkey, s.addr, s.length, IBV_ACCESS_LOCAL_WRITE)) {
+            status = IBV_WC_LOC_PROT_ERR;
+            return false;
+        }
+        room += s.length;
+    }
+    if (offset + len > room) {
+        status = IBV_WC_LOC_LEN_ERR;
+        return false;
+    }
+    std::size_t skip = offset, done = 0;
+    for (std::uint32_t i = 0; i < w.num_sge && done < len; ++i) {
+        const Sge &s = w.sge[i];
+        if (skip >= s.length) {
+            skip -= s.length;
+            continue;
+        }
+        const std::size_t n = std::min<std::size_t>(s.length - skip, len - done);
+        if (!move_bytes(pid, true, const_cast<std::uint8_t *>(bytes + done), s.addr + skip, n)) {
+            status = IBV_WC_LOC_PROT_ERR;
+            return false;
+        }
+        done += n;
+        skip = 0;
+    }
+    status = IBV_WC_SUCCESS;
+    return true;
+}
+
+// Carries out `k` on its RC or UD QP; under the fabric lock.
+Outcome execute(Work &k, std::vector<Notice> &notices) {
+    Fabric &f = fabric();
+    Qp &q = f.qp[k.qp];
+    if (!q.used) return Outcome::done;
+    const auto finish = [&](ibv_wc_status st, ibv_wc_opcode op, std::uint32_t len) {
+        if (k.signaled || st != IBV_WC_SUCCESS) complete(q.send_cq, send_wc(q, k.qp, k.wr_id, op, st, len), notices);
+        if (st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR && q.type == IBV_QPT_RC) to_error(k.qp, notices);
+        return Outcome::done;
+    };
+    ibv_wc_opcode op = IBV_WC_SEND;
+    if (k.opcode == IBV_WR_RDMA_WRITE || k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) op = IBV_WC_RDMA_WRITE;
+    if (k.opcode == IBV_WR_RDMA_READ) op = IBV_WC_RDMA_READ;
+    if (q.state == IBV_QPS_ERR) return finish(IBV_WC_WR_FLUSH_ERR, op, 0);
+
+    if (q.type == IBV_QPT_UD) {
+        // Unreliable: delivered now or never.
+        const std::uint32_t i = k.remote_qpn - qpn_base;
+        if (k.remote_qpn >= qpn_base && i < max_qp) {
+            Qp &t = f.qp[i];
+            Wqe w;
+            if (t.used && t.type == IBV_QPT_UD && alive(t.pid) && (t.state == IBV_QPS_RTR || t.state == IBV_QPS_RTS) &&
+                t.qkey == k.remote_qkey && port_lid(t.port) == k.dlid && take_receive(t, w, notices)) {
+                ibv_wc_status st;
+                ibv_wc wc{};
+                wc.wr_id = w.wr_id;
+                wc.opcode = IBV_WC_RECV;
+                wc.qp_num = k.remote_qpn;
+                wc.src_qp = qpn_base + k.qp;
+                wc.slid = port_lid(q.port);
+                if (scatter(t.pid, w, grh_bytes, k.payload.data(), k.payload.size(), st)) {
+                    wc.byte_len = static_cast<std::uint32_t>(k.payload.size()) + grh_bytes;
+                    if (k.opcode == IBV_WR_SEND_WITH_IMM) {
+                        wc.wc_flags |= IBV_WC_WITH_IMM;
+                        wc.imm_data = k.imm;
+                    }
+                }
+                wc.status = st;
+                complete(t.recv_cq, wc, notices);
+            }
+        }
+        return finish(IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+    }
+
+    const int ti = rc_target(q);
+    const auto now = std::chrono::steady_clock::now();
+    if (ti < 0) {
+        // No one answers: the transport retries until its timeout.
+        if (now < k.deadline) return Outcome::retry;
+        return finish(IBV_WC_RETRY_EXC_ERR, op, 0);
+    }
+    Qp &t = f.qp[ti];
+    if (t.state == IBV_QPS_ERR) return finish(IBV_WC_REM_OP_ERR, op, 0);
+    if (t.state != IBV_QPS_RTR && t.state != IBV_QPS_RTS) {
+        if (now < k.deadline) return Outcome::retry;
+        return finish(IBV_WC_RETRY_EXC_ERR, op, 0);
+    }
+
+    const bool writes = k.opcode == IBV_WR_RDMA_WRITE || k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+    const bool consumes = k.opcode == IBV_WR_SEND || k.opcode == IBV_WR_SEND_WITH_IMM ||
+                          k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+    Wqe w{};
+    if (consumes) {
+        const bool have = t.srq >= 0 ? (f.srq[t.srq].used && f.srq[t.srq].rq.count() > 0) : t.rq.count() > 0;
+        if (!have) {
+            // Receiver not ready: retry after its RNR timer, rnr_retry times
+            // (7: for ever).
+            if (q.rnr_retry != 7 && k.rnr_tries >= q.rnr_retry) return finish(IBV_WC_RNR_RETRY_EXC_ERR, op, 0);
+            ++k.rnr_tries;
+            k.rnr = true;
+            return Outcome::retry;
+        }
+    }
+    if (writes || k.opcode == IBV_WR_RDMA_READ) {
+        const std::uint32_t need = writes ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+        const Mr *m = find_mr(t.pid, k.rkey, k.remote_addr, k.length, need);
+        if (!m || !(t.access & need)) return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
+        if (writes) {
+            if (!move_bytes(t.pid, true, k.payload.data(), k.remote_addr, k.payload.size()))
+                return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
+        } else {
+            std::vector<std::uint8_t> bytes(k.length);
+            if (!move_bytes(t.pid, false, bytes.data(), k.remote_addr, k.length))
+                return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
+            std::size_t at = 0;
+            for (const Sge &s : k.local) {
+                std::memcpy(reinterpret_cast<void *>(s.addr), bytes.data() + at, s.length);
+                at += s.length;
+            }
+        }
+    }
+    if (consumes) {
+        (void)take_receive(t, w, notices);
+        ibv_wc wc{};
+        wc.wr_id = w.wr_id;
+        wc.qp_num = static_cast<std::uint32_t>(qpn_base + ti);
+        wc.src_qp = qpn_base + k.qp;
+        wc.slid = port_lid(q.port);
+        ibv_wc_status st = IBV_WC_SUCCESS;
+        if (k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+            wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+            wc.byte_len = k.length;
+        } else {
+            wc.opcode = IBV_WC_RECV;
+            wc.byte_len = k.length;
+            (void)scatter(t.pid, w, 0, k.payload.data(), k.payload.size(), st);
+        }
+        if (k.opcode != IBV_WR_SEND) {
+            wc.wc_flags |= IBV_WC_WITH_IMM;
+            wc.imm_data = k.imm;
+        }
+        wc.status = st;
+        complete(t.recv_cq, wc, notices);
+        if (st != IBV_WC_SUCCESS) {
+            to_error(static_cast<std::uint32_t>(ti), notices);
+            return finish(IBV_WC_REM_OP_ERR, op, 0);
+        }
+    }
+    return finish(IBV_WC_SUCCESS, op, k.opcode == IBV_WR_RDMA_READ ? k.length : 0);
+}
+
+// ---- work that must wait: receiver not ready, or no peer yet ----
+// Kept per process, in posting order per QP, and retried by a thread.
+
+// Never destroyed: the thread may still wait on them while the process
+// exits, and destroying a condition variable waited on blocks.
+struct PendingState {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Work> work;
+    bool thread_started = false;
+};
+PendingState &pending_state = *new PendingState;
+std::mutex &pending_mutex = pending_state.mutex;
+std::condition_variable &pending_cv = pending_state.cv;
+std::deque<Work> &pending = pending_state.work;
+bool &pending_thread_started = pending_state.thread_started;
+
+bool qp_has_pending(std::uint32_t qp) {
+    for (const Work &w : pending)
+        if (w.qp == qp) return true;
+    return false;
+}
+
+// Retries what waits; under pending_mutex.
+void retry_pending() {
+    std::vector<Notice> notices;
+    lock();
+    std::vector<std::uint32_t> blocked;  // QPs whose head must still wait
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = pending.begin(); it != pending.end();) {
+        if (std::find(blocked.begin(), blocked.end(), it->qp) != blocked.end() || now < it->next) {
+            blocked.push_back(it->qp);
+            ++it;
+            continue;
+        }
+        if (execute(*it, notices) == Outcome::retry) {
+            it->next = now + std::chrono::microseconds(it->rnr ? 100 : 1000);
+            blocked.push_back(it->qp);
+            ++it;
+        } else {
+            it = pending.erase(it);
+        }
+    }
+    unlock();
+    notify(notices);
+}
+
+void pending_thread_main() {
+    std::unique_lock<std::mutex> g(pending_mutex);
+    for (;;) {
+        if (pending.empty()) {
+            pending_cv.wait(g);
+            continue;
+        }
+        retry_pending();
+        g.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        g.lock();
+    }
+}
+
+// Transport timeout: 4.096 us * 2^timeout, retry_cnt + 1 tries.
+std::chrono::steady_clock::duration transport_timeout(const Qp &q) {
+    const double one = 4.096e-6 * static_cast<double>(1ull << std::min<unsigned>(q.timeout ? q.timeout : 14, 31));
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(one * (q.retry_cnt + 1)));
+}
+
+int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
+    const std::uint32_t qi = reinterpret_cast<SoftQp *>(qp)->index;
+    std::unique_lock<std::mutex> pg(pending_mutex);
+    std::vector<Notice> notices;
+    int rc = 0;
+    lock();
+    Qp &q = fabric().qp[qi];
+    for (; wr; wr = wr->next) {
+        if (q.state != IBV_QPS_RTS && q.state != IBV_QPS_ERR) {
+            rc = EINVAL;
+            break;
+        }
+        const bool ud = q.type == IBV_QPT_UD;
+        const bool ok_op = wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
+                           (!ud && (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                                    wr->opcode == IBV_WR_RDMA_READ));
+        if (!ok_op || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) {
+            rc = EINVAL;
+            break;
+        }
+        Work k{};
+        k.qp = qi;
+        k.wr_id = wr->wr_id;
+        k.opcode = wr->opcode;
+        k.signaled = q.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+        k.imm = wr->imm_data;
+        std::size_t total = 0;
+        for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+        if (total > (ud ? ud_mtu : max_msg)) {
+            rc = EINVAL;
+            break;
+        }
+        const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
+        if (inl && total > max_inline) {
+            rc = EINVAL;
+            break;
+        }
+        k.length = static_cast<std::uint32_t>(total);
+        if (ud) {
+            auto *ah = reinterpret_cast<SoftAh *>(wr->wr.ud.ah);
+            k.remote_qpn = wr->wr.ud.remote_qpn;
+            k.remote_qkey = wr->wr.ud.remote_qkey;
+            k.dlid = ah ? ah->attr.dlid : 0;
+        } else {
+            k.remote_addr = wr->wr.rdma.remote_addr;
+            k.rkey = wr->wr.rdma.rkey;
+        }
+        // Local memory: checked against the registrations (not for inline
+        // data), gathered now for sends and writes.
+        bool local_ok = true;
+        for (int i = 0; i < wr->num_sge && local_ok; ++i) {
+            const ibv_sge &s = wr->sg_list[i];
+            if (!inl && !find_mr(me(), s.lkey, s.addr, s.length,
+                                 wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0))
+                local_ok = false;
+        }
+        if (!local_ok) {
+            if (q.state != IBV_QPS_ERR) {
+                complete(q.send_cq, send_wc(q, qi, k.wr_id, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR, 0), notices);
+                if (q.type == IBV_QPT_RC) to_error(qi, notices);
+            } else {
+                complete(q.send_cq, send_wc(q, qi, k.wr_id, IBV_WC_SEND, IBV_WC_WR_FLUSH_ERR, 0), notices);
+            }
+            continue;
+        }
+        if (wr->opcode == IBV_WR_RDMA_READ) {
+            for (int i = 0; i < wr->num_sge; ++i)
+                k.local.push_back(Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey});
+        } else {
+            k.payload.resize(total);
+            std::size_t at = 0;
+            for (int i = 0; i < wr->num_sge; ++i) {
+                std::memcpy(k.payload.data() + at, reinterpret_cast<void *>(wr->sg_list[i].addr), wr->sg_list[i].length);
+                at += wr->sg_list[i].length;
+            }
+        }
+        k.deadline = std::chrono::steady_clock::now() + transport_timeout(q);
+        if (qp_has_pending(qi) || execute(k, notices) == Outcome::retry) {
+            if (pending.size() >= 4 * max_qp_wr) {
+                rc = ENOMEM;
+                break;
+            }
+            k.next = std::chrono::steady_clock::now() + std::chrono::microseconds(k.rnr ? 100 : 1000);
+            pending.push_back(std::move(k));
+            if (!pending_thread_started) {
+                pending_thread_started = true;
+                std::thread(pending_thread_main).detach();
+            }
+            pending_cv.notify_one();
+        }
+    }
+    unlock();
+    pg.unlock();
+    notify(notices);
+    if (rc && bad) *bad = wr;
+    return rc;
+}
+
+// ---- receives ----
+
+template <std::uint32_t N>
+int post_to_ring(WqeRing<N> &ring, std::uint32_t sge_limit, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    for (; wr; wr = wr->next) {
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > sge_limit || ring.count() >= ring.cap) {
+            if (bad) *bad = wr;
+            return ring.count() >= ring.cap ? ENOMEM : EINVAL;
+        }
+        Wqe &w = ring.w[ring.tail % ring.cap];
+        w.wr_id = wr->wr_id;
+        w.num_sge = static_cast<std::uint32_t>(wr->num_sge);
+        for (int i = 0; i < wr->num_sge; ++i)
+            w.sge[i] = Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+        ++ring.tail;
+    }
+    return 0;
+}
+
+int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    const std::uint32_t qi = reinterpret_cast<SoftQp *>(qp)->index;
+    std::vector<Notice> notices;
+    lock();
+    Qp &q = fabric().qp[qi];
+    int rc;
+    if (q.srq >= 0 || q.state == IBV_QPS_RESET) {
+        if (bad) *bad = wr;
+        rc = EINVAL;
+    } else {
+        rc = post_to_ring(q.rq, max_sge, wr, bad);
+        if (q.state == IBV_QPS_ERR) to_error(qi, notices);
+    }
+    unlock();
+    notify(notices);
+    return rc;
+}
+
+int post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    lock();
+    Srq &s = fabric().srq[reinterpret_cast<SoftSrq *>(srq)->index];
+    const int rc = post_to_ring(s.rq, s.max_sge, wr, bad);
+    unlock();
+    return rc;
+}
+
+// ---- completion queues ----
+
+int poll_cq(ibv_cq *cq, int n, ibv_wc *wc) {
+    Cq &c = fabric().cq[reinterpret_cast<SoftCq *>(cq)->index];
+    // Nothing new: no need for the lock (tail only grows under it).
+    if (__atomic_load_n(&c.tail, __ATOMIC_ACQUIRE) == c.head) return 0;
+    lock();
+    int got = 0;
+    while (got < n && c.head != c.tail) {
+        wc[got++] = c.e[c.head % c.cap];
+        ++c.head;
+    }
+    unlock();
+    return got;
+}
+
+int req_notify_cq(ibv_cq *cq, int) {
+    lock();
+    fabric().cq[reinterpret_cast<SoftCq *>(cq)->index].armed = 1;
+    unlock();
+    return 0;
+}
+
+// ---- objects ----
+
+template <class Table> int free_slot(Table &t) {
+    for (std::size_t i = 0; i < std::size(t); ++i)
+        if (!t[i].used) return static_cast<int>(i);
+    collect_dead();
+    for (std::size_t i = 0; i < std::size(t); ++i)
+        if (!t[i].used) return static_cast<int>(i);
+    return -1;
+}
+
+void devices_init() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const std::uint32_t n = 1;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            ibv_device &d = the_device[i];
+            d.node_type = IBV_NODE_CA;
+            d.transport_type = IBV_TRANSPORT_IB;
+            std::snprintf(d.name, sizeof d.name, "softnic%u", i);
+            std::snprintf(d.dev_name, sizeof d.dev_name, "uverbs%u", i);
+            std::snprintf(d.dev_path, sizeof d.dev_path, "/sys/class/infiniband_verbs/uverbs%u", i);
+            std::snprintf(d.ibdev_path, sizeof d.ibdev_path, "/sys/class/infiniband/softnic%u", i);
+            device_list[i] = &d;
+        }
+        device_list[n] = nullptr;
+    });
+}
+
+bool valid_port(ibv_context *, std::uint32_t port) { return port >= 1 && port <= port_count(); }
+
+} // namespace
+
+// ---- the API (libibverbs.map gives each its version) ----
+// verbs.h wraps these in macros that pick an inline variant.
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+#undef ibv_query_port
+
+extern "C" {
+
+ibv_device **ibv_get_device_list(int *num) {
+    devices_init();
+    if (num) *num = 1;
+    auto **list = static_cast<ibv_device **>(std::calloc(2, sizeof(ibv_device *)));
+    if (!list) return fail_null<ibv_device *>(ENOMEM);
+    list[0] = device_list[0];
+    return list;
+}
+
+void ibv_free_device_list(ibv_device **list) { std::free(list); }
+
+const char *ibv_get_device_name(ibv_device *device) { return device ? device->name : nullptr; }
+
+__be64 ibv_get_device_guid(ibv_device *) { return htobe64(node_guid()); }
+
+int ibv_get_device_index(ibv_device *device) { return device == &the_device[0] ? 0 : -1; }
+
+ibv_context *ibv_open_device(ibv_device *device) {
+    devices_init();
+    if (device != &the_device[0]) return fail_null<ibv_context>(ENODEV);
+    (void)fabric();
+    auto *c = new SoftContext{};
+    c->ctx.device = device;
+    c->ctx.cmd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+        delete c;
+        return nullptr;
+    }
+    c->ctx.async_fd = p[0];  // no asynchronous event is ever raised; p[1] keeps it open
+    c->ctx.num_comp_vectors = 1;
+    pthread_mutex_init(&c->ctx.mutex, nullptr);
+    c->ctx.abi_compat = nullptr;  // not an extended context: the _ex calls answer EOPNOTSUPP
+    c->ctx.ops.poll_cq = poll_cq;
+    c->ctx.ops.req_notify_cq = req_notify_cq;
+    c->ctx.ops.post_send = post_send;
+    c->ctx.ops.post_recv = post_recv;
+    c->ctx.ops.post_srq_recv = post_srq_recv;
+    return &c->ctx;
+}
+
+int ibv_close_device(ibv_context *context) {
+    if (!context) return fail(EINVAL);
+    ::close(context->cmd_fd);
+    ::close(context->async_fd);
+    delete reinterpret_cast<SoftContext *>(context);
+    return 0;
+}
+
+int ibv_query_device(ibv_context *context, ibv_device_attr *a) {
+    if (!context || !a) return fail(EINVAL);
+    std::memset(a, 0, sizeof *a);
+    std::snprintf(a->fw_ver, sizeof a->fw_ver, "1.0.0 (softnic)");
+    a->node_guid = htobe64(node_guid());
+    a->sys_image_guid = a->node_guid;
+    a->max_mr_size = max_msg;
+    a->page_size_cap = 4096;
+    a->vendor_id = 0;
+    a->vendor_part_id = 0;
+    a->hw_ver = 1;
+    a->max_qp = max_qp;
+    a->max_qp_wr = max_qp_wr;
+    a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
+    a->max_sge = max_sge;
+    a->max_sge_rd = max_sge;
+    a->max_cq = max_cq;
+    a->max_cqe = max_cqe;
+    a->max_mr = max_mr;
+    a->max_pd = 1024;
+    a->max_qp_rd_atom = 16;
+    a->max_ee_rd_atom = 0;
+    a->max_res_rd_atom = 16 * max_qp;
+    a->max_qp_init_rd_atom = 16;
+    a->atomic_cap = IBV_ATOMIC_NONE;
+    a->max_ah = 1024;
+    a->max_srq = max_srq;
+    a->max_srq_wr = max_srq_wr;
+    a->max_srq_sge = max_sge;
+    a->max_pkeys = 1;
+    a->local_ca_ack_delay = 16;
+    a->phys_port_cnt = static_cast<std::uint8_t>(port_count());
+    return 0;
+}
+
+int ibv_query_port(ibv_context *context, std::uint8_t port, _compat_ibv_port_attr *a) {
+    if (!context || !a) return fail(EINVAL);
+    if (!valid_port(context, port)) return fail(EINVAL);
+    // Only the fields of the compatibility layout (up to link_layer).
+    ibv_port_attr p{};
+    p.state = IBV_PORT_ACTIVE;
+    p.max_mtu = IBV_MTU_4096;
+    p.active_mtu = IBV_MTU_4096;
+    p.gid_tbl_len = 1;
+    p.port_cap_flags = 0;
+    p.max_msg_sz = max_msg;
+    p.pkey_tbl_len = 1;
+    p.lid = port_lid(port);
+    p.sm_lid = 1;
+    p.max_vl_num = 1;
+    p.active_width = 2;  // 4x
+    p.active_speed = 32; // EDR
+    p.phys_state = 5;    // LinkUp
+    p.link_layer = IBV_LINK_LAYER_INFINIBAND;
+    std::memcpy(a, &p, offsetof(ibv_port_attr, flags));
+    return 0;
+}
+
+int ibv_query_gid(ibv_context *context, std::uint8_t port, int index, ibv_gid *gid) {
+    if (!context || !gid || !valid_port(context, port) || index != 0) return fail(EINVAL);
+    gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
+    gid->global.interface_id = htobe64(node_guid() + port);
+    return 0;
+}
+
+int _ibv_query_gid_ex(ibv_context *context, std::uint32_t port, std::uint32_t index, ibv_gid_entry *entry,
+                      std::uint32_t flags, std::size_t size) {
+    if (!entry || flags || size < sizeof(ibv_gid_entry)) return EINVAL;
+    if (ibv_query_gid(context, static_cast<std::uint8_t>(port), static_cast<int>(index), &entry->gid)) return EINVAL;
+    entry->gid_index = index;
+    entry->port_num = port;
+    entry->gid_type = IBV_GID_TYPE_IB;
+    entry->ndev_ifindex = 0;
+    return 0;
+}
+
+// rdma-core's private interface (driver.h): type 0 is "IB/RoCE v1".
+int ibv_query_gid_type(ibv_context *context, std::uint8_t port, unsigned index, int *type) {
+    if (!context || !valid_port(context, port) || index != 0 || !type) return fail(EINVAL);
+    *type = 0;
+    return 0;
+}
+
+int ibv_query_pkey(ibv_context *context, std::uint8_t port, int index, __be16 *pkey) {
+    if (!context || !pkey || !valid_port(context, port) || index != 0) return fail(EINVAL);
+    *pkey = htobe16(0xffff);
+    return 0;
+}
+
+int ibv_get_pkey_index(ibv_context *context, std::uint8_t port, __be16 pkey) {
+    if (!context || !valid_port(context, port)) return -EINVAL;
+    return be16toh(pkey) == 0xffff ? 0 : -ENOENT;
+}
+
+int ibv_read_sysfs_file(const char *, const char *file, char *buf, std::size_t size) {
+    const char *v = nullptr;
+    if (file && std::strstr(file, "board_id")) v = "SOFTNIC";
+    else if (file && std::strstr(file, "fw_ver")) v = "1.0.0";
+    if (!v || !buf || size == 0) return -1;
+    const int n = std::snprintf(buf, size, "%s", v);
+    return n;
+}
+
+int ibv_get_sysfs_path(char *, std::size_t) { return -1; }
+
+ibv_pd *ibv_alloc_pd(ibv_context *context) {
+    if (!context) return fail_null<ibv_pd>(EINVAL);
+    auto *pd = new ibv_pd{};
+    pd->context = context;
+    static std::atomic<std::uint32_t> handles{1};
+    pd->handle = handles++;
+    return pd;
+}
+
+int ibv_dealloc_pd(ibv_pd *pd) {
+    if (!pd) return fail(EINVAL);
+    delete pd;
+    return 0;
+}
+
+ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, std::size_t length, std::uint64_t iova, unsigned int access) {
+    if (!pd || length == 0 || length > max_msg * 16ull) return fail_null<ibv_mr>(EINVAL);
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
+        return fail_null<ibv_mr>(EINVAL);
+    if (iova != reinterpret_cast<std::uintptr_t>(addr)) return fail_null<ibv_mr>(EOPNOTSUPP);
+    lock();
+    Fabric &f = fabric();
+    const int i = free_slot(f.mr);
+    if (i < 0) {
+        unlock();
+        return fail_null<ibv_mr>(ENOMEM);
+    }
+    Mr &m = f.mr[i];
+    f.key_generation = (f.key_generation + 1) & 0xfffff;
+    m.used = 1;
+    m.pid = me();
+    m.key = (f.key_generation << 12) | static_cast<std::uint32_t>(i);
+    m.access = access | 0;
+    m.addr = reinterpret_cast<std::uintptr_t>(addr);
+    m.length = length;
+    unlock();
+    auto *r = new SoftMr{};
+    r->mr.context = pd->context;
+    r->mr.pd = pd;
+    r->mr.addr = addr;
+    r->mr.length = length;
+    r->mr.handle = static_cast<std::uint32_t>(i);
+    r->mr.lkey = r->mr.rkey = m.key;
+    r->index = static_cast<std::uint32_t>(i);
+    return &r->mr;
+}
+
+ibv_mr *ibv_reg_mr(ibv_pd *pd, void *addr, std::size_t length, int access) {
+    return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr), static_cast<unsigned>(access));
+}
+
+ibv_mr *ibv_reg_mr_iova(ibv_pd *pd, void *addr, std::size_t length, std::uint64_t iova, int access) {
+    return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+int ibv_dereg_mr(ibv_mr *mr) {
+    if (!mr) return fail(EINVAL);
+    auto *r = reinterpret_cast<SoftMr *>(mr);
+    lock();
+    fabric().mr[r->index].used = 0;
+    unlock();
+    delete r;
+    return 0;
+}
+
+ibv_comp_channel *ibv_create_comp_channel(ibv_context *context) {
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return nullptr;
+    int number;
+    {
+        std::lock_guard<std::mutex> g(local_mutex);
+        number = next_channel++;
+    }
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::size_t len = 0;
+    channel_address(me(), number, a.sun_path, sizeof a.sun_path, len);
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len)) != 0) {
+        ::close(fd);
+        return nullptr;
+    }
+    auto *ch = new ibv_comp_channel{};
+    ch->context = context;
+    ch->fd = fd;
+    ch->refcnt = number;  // the channel's number, for the CQs bound to it
+    return ch;
+}
+
+int ibv_destroy_comp_channel(ibv_comp_channel *channel) {
+    if (!channel) return fail(EINVAL);
+    ::close(channel->fd);
+    delete channel;
+    return 0;
+}
+
+ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_channel *channel, int) {
+    if (!context || cqe < 1 || static_cast<std::uint32_t>(cqe) > max_cqe) return fail_null<ibv_cq>(EINVAL);
+    lock();
+    Fabric &f = fabric();
+    const int i = free_slot(f.cq);
+    if (i < 0) {
+        unlock();
+        return fail_null<ibv_cq>(ENOMEM);
+    }
+    Cq &c = f.cq[i];
+    c.used = 1;
+    c.pid = me();
+    c.cap = static_cast<std::uint32_t>(cqe);
+    c.head = c.tail = 0;
+    c.armed = 0;
+    c.overflowed = 0;
+    c.channel = channel ? channel->refcnt : -1;
+    unlock();
+    auto *s = new SoftCq{};
+    s->cq.context = context;
+    s->cq.channel = channel;
+    s->cq.cq_context = cq_context;
+    s->cq.handle = static_cast<std::uint32_t>(i);
+    s->cq.cqe = cqe;
+    pthread_mutex_init(&s->cq.mutex, nullptr);
+    pthread_cond_init(&s->cq.cond, nullptr);
+    s->index = static_cast<std::uint32_t>(i);
+    std::lock_guard<std::mutex> g(local_mutex);
+    cq_by_index[i] = &s->cq;
+    return &s->cq;
+}
+
+int ibv_resize_cq(ibv_cq *, int) { return EOPNOTSUPP; }
+
+int ibv_destroy_cq(ibv_cq *cq) {
+    if (!cq) return fail(EINVAL);
+    auto *s = reinterpret_cast<SoftCq *>(cq);
+    lock();
+    Fabric &f = fabric();
+    for (const Qp &q : f.qp)
+        if (q.used && q.pid == me() && (q.send_cq == s->index || q.recv_cq == s->index)) {
+            unlock();
+            return EBUSY;
+        }
+    f.cq[s->index].used = 0;
+    unlock();
+    {
+        std::lock_guard<std::mutex> g(local_mutex);
+        cq_by_index[s->index] = nullptr;
+    }
+    delete s;
+    return 0;
+}
+
+int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq_context) {
+    std::uint32_t index;
+    for (;;) {
+        const ssize_t n = ::recv(channel->fd, &index, sizeof index, 0);
+        if (n == static_cast<ssize_t>(sizeof index)) break;
+        if (n < 0 && errno == EINTR) continue;
+        return -1;
+    }
+    std::lock_guard<std::mutex> g(local_mutex);
+    if (index >= max_cq || !cq_by_index[index]) return -1;
+    *cq = cq_by_index[index];
+    *cq_context = (*cq)->cq_context;
+    return 0;
+}
+
+void ibv_ack_cq_events(ibv_cq *cq, unsigned int n) {
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += n;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+int ibv_get_async_event(ibv_context *context, ibv_async_event *) {
+    char b;
+    (void)::read(context->async_fd, &b, 1);  // never written: blocks, or EAGAIN when non-blocking
+    return -1;
+}
+
+void ibv_ack_async_event(ibv_async_event *) {}
+
+ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
+    if (!pd || !attr || attr->attr.max_wr < 1 || attr->attr.max_wr > max_srq_wr || attr->attr.max_sge < 1 ||
+        attr->attr.max_sge > max_sge)
+        return fail_null<ibv_srq>(EINVAL);
+    lock();
+    Fabric &f = fabric();
+    const int i = free_slot(f.srq);
+    if (i < 0) {
+        unlock();
+        return fail_null<ibv_srq>(ENOMEM);
+    }
+    Srq &s = f.srq[i];
+    s.used = 1;
+    s.pid = me();
+    s.limit = attr->attr.srq_limit;
+    s.max_sge = attr->attr.max_sge;
+    s.rq.head = s.rq.tail = 0;
+    s.rq.cap = attr->attr.max_wr;
+    unlock();
+    auto *r = new SoftSrq{};
+    r->srq.context = pd->context;
+    r->srq.srq_context = attr->srq_context;
+    r->srq.pd = pd;
+    r->srq.handle = static_cast<std::uint32_t>(i);
+    pthread_mutex_init(&r->srq.mutex, nullptr);
+    pthread_cond_init(&r->srq.cond, nullptr);
+    r->index = static_cast<std::uint32_t>(i);
+    return &r->srq;
+}
+
+int ibv_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask) {
+    if (!srq || !attr) return EINVAL;
+    if (mask & IBV_SRQ_MAX_WR) return EINVAL;  // resizing is not modelled
+    lock();
+    Srq &s = fabric().srq[reinterpret_cast<SoftSrq *>(srq)->index];
+    if (mask & IBV_SRQ_LIMIT) s.limit = attr->srq_limit;
+    unlock();
+    return 0;
+}
+
+int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr) {
+    if (!srq || !attr) return EINVAL;
+    lock();
+    const Srq &s = fabric().srq[reinterpret_cast<SoftSrq *>(srq)->index];
+    attr->max_wr = s.rq.cap;
+    attr->max_sge = s.max_sge;
+    attr->srq_limit = s.limit;
+    unlock();
+    return 0;
+}
+
+int ibv_destroy_srq(ibv_srq *srq) {
+    if (!srq) return EINVAL;
+    auto *r = reinterpret_cast<SoftSrq *>(srq);
+    lock();
+    Fabric &f = fabric();
+    for (const Qp &q : f.qp)
+        if (q.used && q.pid == me() && q.srq == static_cast<std::int32_t>(r->index)) {
+            unlock();
+            return EBUSY;
+        }
+    f.srq[r->index].used = 0;
+    unlock();
+    delete r;
+    return 0;
+}
+
+ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
+    if (!pd || !attr || !attr->send_cq || !attr->recv_cq) return fail_null<ibv_qp>(EINVAL);
+    if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) return fail_null<ibv_qp>(EOPNOTSUPP);
+    ibv_qp_cap &cap = attr->cap;
+    if (cap.max_send_wr > max_qp_wr || cap.max_send_sge > max_sge || cap.max_inline_data > max_inline ||
+        (!attr->srq && (cap.max_recv_wr > max_qp_wr || cap.max_recv_sge > max_sge)))
+        return fail_null<ibv_qp>(EINVAL);
+    lock();
+    Fabric &f = fabric();
+    const int i = free_slot(f.qp);
+    if (i < 0) {
+        unlock();
+        return fail_null<ibv_qp>(ENOMEM);
+    }
+    Qp &q = f.qp[i];
+    std::memset(static_cast<void *>(&q), 0, offsetof(Qp, rq));
+    q.used = 1;
+    q.pid = me();
+    q.type = attr->qp_type;
+    q.state = IBV_QPS_RESET;
+    q.send_cq = reinterpret_cast<SoftCq *>(attr->send_cq)->index;
+    q.recv_cq = reinterpret_cast<SoftCq *>(attr->recv_cq)->index;
+    q.srq = attr->srq ? static_cast<std::int32_t>(reinterpret_cast<SoftSrq *>(attr->srq)->index) : -1;
+    q.sq_sig_all = attr->sq_sig_all;
+    q.max_send_wr = std::max<std::uint32_t>(1, cap.max_send_wr);
+    q.rq.head = q.rq.tail = 0;
+    q.rq.cap = std::max<std::uint32_t>(1, cap.max_recv_wr);
+    unlock();
+    if (!attr->srq) cap.max_recv_sge = max_sge;
+    cap.max_send_sge = max_sge;
+    cap.max_inline_data = max_inline;
+    auto *s = new SoftQp{};
+    s->qp.context = pd->context;
+    s->qp.qp_context = attr->qp_context;
+    s->qp.pd = pd;
+    s->qp.send_cq = attr->send_cq;
+    s->qp.recv_cq = attr->recv_cq;
+    s->qp.srq = attr->srq;
+    s->qp.handle = static_cast<std::uint32_t>(i);
+    s->qp.qp_num = qpn_base + static_cast<std::uint32_t>(i);
+    s->qp.state = IBV_QPS_RESET;
+    s->qp.qp_type = attr->qp_type;
+    pthread_mutex_init(&s->qp.mutex, nullptr);
+    pthread_cond_init(&s->qp.cond, nullptr);
+    s->index = static_cast<std::uint32_t>(i);
+    return &s->qp;
+}
+
+int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
+    if (!qp || !a) return EINVAL;
+    auto *s = reinterpret_cast<SoftQp *>(qp);
+    std::vector<Notice> notices;
+    lock();
+    Qp &q = fabric().qp[s->index];
+    const ibv_qp_state from = static_cast<ibv_qp_state>(q.state);
+    const ibv_qp_state to = (mask & IBV_QP_STATE) ? a->qp_state : from;
+    const bool rc = q.type == IBV_QPT_RC;
+    const auto has = [&](int bits) { return (mask & bits) == bits; };
+    bool ok = true;
+    if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) {
+        ok = true;
+    } else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+        ok = has(IBV_QP_PKEY_INDEX | IBV_QP_PORT) && (rc ? has(IBV_QP_ACCESS_FLAGS) : has(IBV_QP_QKEY)) &&
+             a->port_num >= 1 && a->port_num <= port_count() && a->pkey_index == 0;
+    } else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
+        ok = !rc || (has(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                         IBV_QP_MIN_RNR_TIMER) &&
+                     a->path_mtu >= IBV_MTU_256 && a->path_mtu <= IBV_MTU_4096);
+    } else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+        ok = rc ? has(IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+                : has(IBV_QP_SQ_PSN);
+    } else if (from == to && (from == IBV_QPS_INIT || from == IBV_QPS_RTS)) {
+        ok = true;  // attributes only
+    } else {
+        ok = false;
+    }
+    if (!ok) {
+        unlock();
+        return EINVAL;
+    }
+    if (mask & IBV_QP_PORT) q.port = a->port_num;
+    if (mask & IBV_QP_PKEY_INDEX) q.pkey_index = a->pkey_index;
+    if (mask & IBV_QP_ACCESS_FLAGS) q.access = a->qp_access_flags;
+    if (mask & IBV_QP_QKEY) q.qkey = a->qkey;
+    if (mask & IBV_QP_AV) q.dlid = a->ah_attr.dlid;
+    if (mask & IBV_QP_PATH_MTU) q.path_mtu = a->path_mtu;
+    if (mask & IBV_QP_DEST_QPN) q.dest_qpn = a->dest_qp_num;
+    if (mask & IBV_QP_RQ_PSN) q.rq_psn = a->rq_psn;
+    if (mask & IBV_QP_SQ_PSN) q.sq_psn = a->sq_psn;
+    if (mask & IBV_QP_MIN_RNR_TIMER) q.min_rnr_timer = a->min_rnr_timer;
+    if (mask & IBV_QP_TIMEOUT) q.timeout = a->timeout;
+    if (mask & IBV_QP_RETRY_CNT) q.retry_cnt = a->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY) q.rnr_retry = a->rnr_retry;
+    if (to == IBV_QPS_RESET) q.rq.head = q.rq.tail = 0;
+    q.state = to;
+    if (to == IBV_QPS_ERR) to_error(s->index, notices);
+    unlock();
+    notify(notices);
+    qp->state = to;
+    return 0;
+}
+
+int ibv_query_qp(ibv_qp *qp, ibv_qp_attr *a, int, ibv_qp_init_attr *init) {
+    if (!qp || !a || !init) return EINVAL;
+    auto *s = reinterpret_cast<SoftQp *>(qp);
+    lock();
+    const Qp &q = fabric().qp[s->index];
+    std::memset(a, 0, sizeof *a);
+    a->qp_state = a->cur_qp_state = static_cast<ibv_qp_state>(q.state);
+    a->path_mtu = q.path_mtu ? static_cast<ibv_mtu>(q.path_mtu) : IBV_MTU_4096;
+    a->qkey = q.qkey;
+    a->rq_psn = q.rq_psn;
+    a->sq_psn = q.sq_psn;
+    a->dest_qp_num = q.dest_qpn;
+    a->qp_access_flags = static_cast<int>(q.access);
+    a->cap.max_send_wr = q.max_send_wr;
+    a->cap.max_recv_wr = q.srq >= 0 ? 0 : q.rq.cap;
+    a->cap.max_send_sge = a->cap.max_recv_sge = max_sge;
+    a->cap.max_inline_data = max_inline;
+    a->ah_attr.dlid = q.dlid;
+    a->ah_attr.port_num = static_cast<std::uint8_t>(q.port);
+    a->pkey_index = static_cast<std::uint16_t>(q.pkey_index);
+    a->port_num = static_cast<std::uint8_t>(q.port);
+    a->timeout = q.timeout;
+    a->retry_cnt = q.retry_cnt;
+    a->rnr_retry = q.rnr_retry;
+    a->min_rnr_timer = q.min_rnr_timer;
+    unlock();
+    std::memset(init, 0, sizeof *init);
+    init->qp_context = qp->qp_context;
+    init->send_cq = qp->send_cq;
+    init->recv_cq = qp->recv_cq;
+    init->srq = qp->srq;
+    init->cap = a->cap;
+    init->qp_type = qp->qp_type;
+    init->sq_sig_all = static_cast<int>(q.sq_sig_all);
+    return 0;
+}
+
+int ibv_destroy_qp(ibv_qp *qp) {
+    if (!qp) return EINVAL;
+    auto *s = reinterpret_cast<SoftQp *>(qp);
+    {
+        std::lock_guard<std::mutex> g(pending_mutex);
+        pending.erase(std::remove_if(pending.begin(), pending.end(), [&](const Work &w) { return w.qp == s->index; }),
+                      pending.end());
+        lock();
+        fabric().qp[s->index].used = 0;
+        unlock();
+    }
+    delete s;
+    return 0;
+}
+
+ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *) { return nullptr; }
+
+ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
+    if (!pd || !attr || attr->port_num < 1 || attr->port_num > port_count()) return fail_null<ibv_ah>(EINVAL);
+    auto *a = new SoftAh{};
+    a->ah.context = pd->context;
+    a->ah.pd = pd;
+    a->attr = *attr;
+    return &a->ah;
+}
+
+int ibv_destroy_ah(ibv_ah *ah) {
+    if (!ah) return EINVAL;
+    delete reinterpret_cast<SoftAh *>(ah);
+    return 0;
+}
+
+int ibv_init_ah_from_wc(ibv_context *context, std::uint8_t port, ibv_wc *wc, ibv_grh *, ibv_ah_attr *attr) {
+    if (!context || !wc || !attr || !valid_port(context, port)) return EINVAL;
+    std::memset(attr, 0, sizeof *attr);
+    attr->dlid = wc->slid;
+    attr->sl = wc->sl;
+    attr->src_path_bits = wc->dlid_path_bits;
+    attr->port_num = port;
+    return 0;
+}
+
+ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, std::uint8_t port) {
+    ibv_ah_attr attr;
+    if (ibv_init_ah_from_wc(pd->context, port, wc, grh, &attr)) return fail_null<ibv_ah>(EINVAL);
+    return ibv_create_ah(pd, &attr);
+}
+
+int ibv_attach_mcast(ibv_qp *, const ibv_gid *, std::uint16_t) { return EOPNOTSUPP; }
+int ibv_detach_mcast(ibv_qp *, const ibv_gid *, std::uint16_t) { return EOPNOTSUPP; }
+
+int ibv_fork_init(void) { return 0; }
+ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_DISABLED; }
+
+int ibv_query_ece(ibv_qp *, ibv_ece *) { return EOPNOTSUPP; }
+int ibv_set_ece(ibv_qp *, ibv_ece *) { return EOPNOTSUPP; }
+
+void ibv_copy_qp_attr_from_kern(ibv_qp_attr *, void *) {}
+void ibv_copy_ah_attr_from_kern(ibv_ah_attr *, void *) {}
+void ibv_copy_path_rec_from_kern(void *, void *) {}
+void ibv_copy_path_rec_to_kern(void *, void *) {}
+
+const char *ibv_wc_status_str(ibv_wc_status status) {
+    static const char *const names[] = {"success", "local length error", "local QP operation error",
+                                        "local EE context operation error", "local protection error",
+                                        "Work Request Flushed Error", "memory management operation error",
+                                        "bad response error", "local access error", "remote invalid request error",
+                                        "remote access error", "remote operation error", "transport retry counter exceeded",
+                                        "RNR retry counter exceeded", "local RDD violation error",
+                                        "remote invalid RD request", "aborted error", "invalid EE context number",
+                                        "invalid EE context state", "fatal error", "response timeout error",
+                                        "general error", "TM error", "TM rendezvous error"};
+    const auto i = static_cast<std::size_t>(status);
+    return i < std::size(names) ? names[i] : "unknown";
+}
+
+const char *ibv_node_type_str(ibv_node_type t) {
+    switch (t) {
+    case IBV_NODE_CA: return "InfiniBand channel adapter";
+    case IBV_NODE_SWITCH: return "InfiniBand switch";
+    case IBV_NODE_ROUTER: return "InfiniBand router";
+    case IBV_NODE_RNIC: return "iWARP NIC";
+    default: return "unknown";
+    }
+}
+
+const char *ibv_port_state_str(ibv_port_state s) {
+    static const char *const names[] = {"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED", "PORT_ACTIVE",
+                                        "PORT_ACTIVE_DEFER"};
+    const auto i = static_cast<std::size_t>(s);
+    return i < std::size(names) ? names[i] : "unknown";
+}
+
+const char *ibv_event_type_str(ibv_event_type e) {
+    return e == IBV_EVENT_SRQ_LIMIT_REACHED ? "SRQ limit reached" : "asynchronous event";
+}
+
+int ibv_rate_to_mult(ibv_rate rate) { return rate == IBV_RATE_MAX ? 0 : 1; }
+ibv_rate mult_to_ibv_rate(int) { return IBV_RATE_MAX; }
+
+} // extern "C"
