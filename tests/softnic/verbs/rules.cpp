@@ -1,0 +1,394 @@
+// tests/softnic/verbs/rules.cpp - the software NIC's rules, checked through
+// the verbs API as any program sees it: the QP state machine, argument
+// checks, every work-request error status, completion channels.  Built
+// against rdma-core's headers and library by rules.sh and run under
+// softnic-run; two QPs of one process talk to each other (acceptance.sh
+// covers two processes).  Prints "ok: ..." per rule and exits non-zero at
+// the first broken one.
+#include <infiniband/verbs.h>
+
+#include <poll.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char *rule, const std::string &detail = "") {
+    std::printf("%s: %s%s%s\n", ok ? "ok" : "FAIL", rule, detail.empty() ? "" : ": ", detail.c_str());
+    if (!ok) ++failures;
+}
+
+[[noreturn]] void die(const char *what) {
+    std::printf("FAIL: %s (errno %d: %s)\n", what, errno, std::strerror(errno));
+    std::exit(1);
+}
+
+struct Nic {
+    ibv_context *ctx = nullptr;
+    ibv_pd *pd = nullptr;
+    ibv_comp_channel *channel = nullptr;
+    ibv_cq *cq = nullptr;
+    std::vector<char> buf = std::vector<char>(1 << 16);
+    ibv_mr *mr = nullptr;
+    ibv_mr *ro_mr = nullptr;  // no remote access
+    std::vector<char> ro = std::vector<char>(4096);
+};
+
+Nic open_nic() {
+    Nic n;
+    int count = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    if (!list || count < 1) die("no verbs device (run under softnic-run)");
+    n.ctx = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (!n.ctx) die("ibv_open_device");
+    n.pd = ibv_alloc_pd(n.ctx);
+    n.channel = ibv_create_comp_channel(n.ctx);
+    n.cq = ibv_create_cq(n.ctx, 256, nullptr, n.channel, 0);
+    if (!n.pd || !n.channel || !n.cq) die("pd, channel or cq");
+    n.mr = ibv_reg_mr(n.pd, n.buf.data(), n.buf.size(),
+                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    n.ro_mr = ibv_reg_mr(n.pd, n.ro.data(), n.ro.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!n.mr || !n.ro_mr) die("ibv_reg_mr");
+    return n;
+}
+
+ibv_qp *make_qp(Nic &n, ibv_qp_type type) {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = n.cq;
+    a.qp_type = type;
+    a.cap.max_send_wr = 64;
+    a.cap.max_recv_wr = 64;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    ibv_qp *qp = ibv_create_qp(n.pd, &a);
+    if (!qp) die("ibv_create_qp");
+    return qp;
+}
+
+int to_init(ibv_qp *qp, bool ud) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.pkey_index = 0;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    a.qkey = 0x11111111;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                     (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
+}
+
+int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.rq_psn = 0;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.dlid = 1;
+    a.ah_attr.port_num = 1;
+    const int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    return ibv_modify_qp(qp, &a, mask & ~mask_drop);
+}
+
+int to_rts(ibv_qp *qp, int rnr_retry = 7, int timeout = 14) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = static_cast<std::uint8_t>(timeout);
+    a.retry_cnt = 1;
+    a.rnr_retry = static_cast<std::uint8_t>(rnr_retry);
+    a.sq_psn = 0;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+// A connected RC pair.
+void connect(ibv_qp *a, ibv_qp *b, int rnr_retry = 7, int timeout = 14) {
+    if (to_init(a, false) || to_init(b, false) || to_rtr(a, b->qp_num) || to_rtr(b, a->qp_num) ||
+        to_rts(a, rnr_retry, timeout) || to_rts(b, rnr_retry, timeout))
+        die("connecting two RC QPs");
+}
+
+int post_recv(ibv_qp *qp, Nic &n, std::size_t offset, std::uint32_t len, std::uint64_t id) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(n.buf.data() + offset), len, n.mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    return ibv_post_recv(qp, &wr, &bad);
+}
+
+int post(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint32_t lkey, std::uint64_t id,
+         std::uint64_t raddr = 0, std::uint32_t rkey = 0, std::uint32_t imm = 0) {
+    ibv_sge s{reinterpret_cast<std::uintptr_t>(local), len, lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = imm;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr *bad = nullptr;
+    return ibv_post_send(qp, &wr, &bad);
+}
+
+// Waits up to `seconds` for the completion with `id`; its status, or -1.
+int wait_wc(Nic &n, std::uint64_t id, ibv_wc *out = nullptr, double seconds = 5) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    static std::vector<ibv_wc> seen;
+    for (;;) {
+        for (std::size_t i = 0; i < seen.size(); ++i)
+            if (seen[i].wr_id == id) {
+                if (out) *out = seen[i];
+                const int st = seen[i].status;
+                seen.erase(seen.begin() + static_cast<long>(i));
+                return st;
+            }
+        ibv_wc wc[8];
+        const int k = ibv_poll_cq(n.cq, 8, wc);
+        for (int i = 0; i < k; ++i) seen.push_back(wc[i]);
+        if (k == 0 && std::chrono::steady_clock::now() > end) return -1;
+    }
+}
+
+std::string status(int st) { return st < 0 ? "none" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)); }
+
+} // namespace
+
+int main() {
+    Nic n = open_nic();
+    char *base = n.buf.data();
+
+    // Creation limits and bad arguments.
+    {
+        ibv_device_attr d{};
+        check(ibv_query_device(n.ctx, &d) == 0 && d.max_sge >= 1 && d.max_cqe > 0, "ibv_query_device");
+        check(ibv_create_cq(n.ctx, d.max_cqe + 1, nullptr, nullptr, 0) == nullptr && errno == EINVAL,
+              "a CQ above max_cqe is refused with EINVAL");
+        ibv_qp_init_attr a{};
+        a.send_cq = a.recv_cq = n.cq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = 1;
+        a.cap.max_recv_wr = 1;
+        a.cap.max_send_sge = static_cast<std::uint32_t>(d.max_sge) + 1;
+        check(ibv_create_qp(n.pd, &a) == nullptr && errno == EINVAL, "a QP above max_sge is refused with EINVAL");
+        std::vector<char> b(64);
+        check(ibv_reg_mr(n.pd, b.data(), b.size(), IBV_ACCESS_REMOTE_WRITE) == nullptr && errno == EINVAL,
+              "remote write without local write is refused with EINVAL");
+        ibv_port_attr p{};
+        check(ibv_query_port(n.ctx, 9, &p) != 0, "ibv_query_port of a port that does not exist fails");
+    }
+
+    // The state machine.
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        check(post(a, IBV_WR_SEND, base, 8, n.mr->lkey, 1) == EINVAL, "a send in RESET is refused with EINVAL");
+        check(post_recv(a, n, 0, 8, 1) == EINVAL, "a receive in RESET is refused with EINVAL");
+        check(to_rtr(a, b->qp_num) == EINVAL, "RESET to RTR is refused with EINVAL");
+        ibv_qp_attr at{};
+        at.qp_state = IBV_QPS_INIT;
+        at.port_num = 1;
+        check(ibv_modify_qp(a, &at, IBV_QP_STATE | IBV_QP_PORT) == EINVAL,
+              "RESET to INIT without the P_Key index and access flags is refused");
+        at.port_num = 7;
+        at.qp_access_flags = 0;
+        check(ibv_modify_qp(a, &at, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS) == EINVAL,
+              "INIT on a port that does not exist is refused");
+        check(to_init(a, false) == 0, "RESET to INIT");
+        check(to_rtr(a, b->qp_num, IBV_QP_DEST_QPN) == EINVAL, "INIT to RTR without the destination QP is refused");
+        check(to_rts(a) == EINVAL, "INIT to RTS is refused");
+        check(to_rtr(a, b->qp_num) == 0 && to_rts(a) == 0, "INIT to RTR to RTS");
+        ibv_qp_attr q{};
+        ibv_qp_init_attr qi{};
+        check(ibv_query_qp(a, &q, IBV_QP_STATE, &qi) == 0 && q.qp_state == IBV_QPS_RTS && q.dest_qp_num == b->qp_num,
+              "ibv_query_qp reports RTS and the destination");
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+
+    // Sends, writes, reads.
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b);
+        std::memcpy(base, "hello, softnic", 15);
+        post_recv(b, n, 1024, 64, 100);
+        ibv_wc wc{};
+        const bool sent = post(a, IBV_WR_SEND_WITH_IMM, base, 15, n.mr->lkey, 1, 0, 0, 0x1234) == 0;
+        const int s1 = wait_wc(n, 1);
+        const int r1 = wait_wc(n, 100, &wc);
+        check(sent && s1 == IBV_WC_SUCCESS && r1 == IBV_WC_SUCCESS && wc.byte_len == 15 && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+                  wc.imm_data == 0x1234 && wc.src_qp == a->qp_num && std::strcmp(base + 1024, "hello, softnic") == 0,
+              "SEND_WITH_IMM arrives with its length, immediate and source QP");
+
+        std::memcpy(base + 2048, "written", 8);
+        post(a, IBV_WR_RDMA_WRITE, base + 2048, 8, n.mr->lkey, 2, reinterpret_cast<std::uintptr_t>(base + 4096),
+             n.mr->rkey);
+        check(wait_wc(n, 2) == IBV_WC_SUCCESS && std::strcmp(base + 4096, "written") == 0, "RDMA_WRITE");
+
+        std::memcpy(base + 8192, "read me", 8);
+        post(a, IBV_WR_RDMA_READ, base + 12288, 8, n.mr->lkey, 3, reinterpret_cast<std::uintptr_t>(base + 8192),
+             n.mr->rkey);
+        check(wait_wc(n, 3, &wc) == IBV_WC_SUCCESS && wc.byte_len == 8 && std::strcmp(base + 12288, "read me") == 0,
+              "RDMA_READ completes with its length");
+
+        post_recv(b, n, 16384, 64, 101);
+        post(a, IBV_WR_RDMA_WRITE_WITH_IMM, base + 2048, 8, n.mr->lkey, 4,
+             reinterpret_cast<std::uintptr_t>(base + 20480), n.mr->rkey, 77);
+        const int s4 = wait_wc(n, 4);
+        const int r4 = wait_wc(n, 101, &wc);
+        check(s4 == IBV_WC_SUCCESS && r4 == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.imm_data == 77 &&
+                  std::strcmp(base + 20480, "written") == 0,
+              "RDMA_WRITE_WITH_IMM writes and consumes a receive");
+
+        // Completion channel: an armed CQ's event names it.
+        ibv_req_notify_cq(n.cq, 0);
+        post(a, IBV_WR_RDMA_WRITE, base + 2048, 8, n.mr->lkey, 5, reinterpret_cast<std::uintptr_t>(base + 4096),
+             n.mr->rkey);
+        pollfd pfd{n.channel->fd, POLLIN, 0};
+        ibv_cq *ev_cq = nullptr;
+        void *ev_ctx = nullptr;
+        const bool got = ::poll(&pfd, 1, 5000) == 1 && ibv_get_cq_event(n.channel, &ev_cq, &ev_ctx) == 0;
+        if (got) ibv_ack_cq_events(ev_cq, 1);
+        check(got && ev_cq == n.cq && wait_wc(n, 5) == IBV_WC_SUCCESS, "an armed CQ's channel names the CQ");
+
+        // Errors: a bad local key, then flushes.
+        post(a, IBV_WR_SEND, base, 8, n.mr->lkey + 1, 6);
+        const int s6 = wait_wc(n, 6);
+        check(s6 == IBV_WC_LOC_PROT_ERR, "a bad local key completes LOC_PROT_ERR", status(s6));
+        post(a, IBV_WR_SEND, base, 8, n.mr->lkey, 7);
+        const int s7 = wait_wc(n, 7);
+        check(s7 == IBV_WC_WR_FLUSH_ERR, "after an error the QP flushes new work", status(s7));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b);
+        post(a, IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, 10, reinterpret_cast<std::uintptr_t>(base + 4096),
+             n.mr->rkey ^ 0x1000);
+        const int s = wait_wc(n, 10);
+        check(s == IBV_WC_REM_ACCESS_ERR, "RDMA_WRITE with a bad remote key completes REM_ACCESS_ERR", status(s));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b);
+        post(a, IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, 11, reinterpret_cast<std::uintptr_t>(n.ro.data()),
+             n.ro_mr->rkey);
+        const int s = wait_wc(n, 11);
+        check(s == IBV_WC_REM_ACCESS_ERR, "RDMA_WRITE into a region without remote write completes REM_ACCESS_ERR",
+              status(s));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b);
+        post_recv(b, n, 1024, 4, 200);
+        post(a, IBV_WR_SEND, base, 64, n.mr->lkey, 12);
+        const int s = wait_wc(n, 12);
+        const int r = wait_wc(n, 200);
+        check(s == IBV_WC_REM_OP_ERR && r == IBV_WC_LOC_LEN_ERR,
+              "a receive too small: LOC_LEN_ERR there, REM_OP_ERR here", status(r) + ", " + status(s));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b, 0);
+        post(a, IBV_WR_SEND, base, 8, n.mr->lkey, 13);
+        const int s = wait_wc(n, 13);
+        check(s == IBV_WC_RNR_RETRY_EXC_ERR, "no receive posted and rnr_retry 0: RNR_RETRY_EXC_ERR", status(s));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b, 7, 10);
+        ibv_destroy_qp(b);
+        const auto t0 = std::chrono::steady_clock::now();
+        post(a, IBV_WR_SEND, base, 8, n.mr->lkey, 14);
+        const int s = wait_wc(n, 14);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        check(s == IBV_WC_RETRY_EXC_ERR && took >= 0.004 && took < 2,
+              "a peer QP that is gone: RETRY_EXC_ERR after the transport timeout",
+              status(s) + " after " + std::to_string(took) + " s");
+        ibv_destroy_qp(a);
+    }
+
+    // UD: a wrong Q_Key drops the datagram; the right one delivers it.
+    {
+        ibv_qp *a = make_qp(n, IBV_QPT_UD);
+        ibv_qp *b = make_qp(n, IBV_QPT_UD);
+        ibv_qp_attr at{};
+        for (ibv_qp *q : {a, b}) {
+            at.qp_state = IBV_QPS_RTR;
+            if (to_init(q, true) || ibv_modify_qp(q, &at, IBV_QP_STATE)) die("UD to RTR");
+            at.qp_state = IBV_QPS_RTS;
+            at.sq_psn = 0;
+            if (ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN)) die("UD to RTS");
+        }
+        ibv_ah_attr aa{};
+        aa.dlid = 1;
+        aa.port_num = 1;
+        ibv_ah *ah = ibv_create_ah(n.pd, &aa);
+        post_recv(b, n, 32768, 256, 300);
+        auto ud_send = [&](std::uint32_t qkey, std::uint64_t id) {
+            ibv_sge s{reinterpret_cast<std::uintptr_t>(base), 16, n.mr->lkey};
+            ibv_send_wr wr{};
+            wr.wr_id = id;
+            wr.sg_list = &s;
+            wr.num_sge = 1;
+            wr.opcode = IBV_WR_SEND;
+            wr.send_flags = IBV_SEND_SIGNALED;
+            wr.wr.ud.ah = ah;
+            wr.wr.ud.remote_qpn = b->qp_num;
+            wr.wr.ud.remote_qkey = qkey;
+            ibv_send_wr *bad = nullptr;
+            return ibv_post_send(a, &wr, &bad);
+        };
+        std::memcpy(base, "datagram", 9);
+        ud_send(0x22222222, 20);
+        const int s20 = wait_wc(n, 20);
+        const int r_wrong = wait_wc(n, 300, nullptr, 0.2);
+        check(s20 == IBV_WC_SUCCESS && r_wrong < 0, "UD with a wrong Q_Key: sent, never received");
+        ud_send(0x11111111, 21);
+        ibv_wc wc{};
+        const int s21 = wait_wc(n, 21);
+        const int r = wait_wc(n, 300, &wc);
+        check(s21 == IBV_WC_SUCCESS && r == IBV_WC_SUCCESS && wc.byte_len == 16 + 40 &&
+                  std::strcmp(base + 32768 + 40, "datagram") == 0 && wc.src_qp == a->qp_num,
+              "UD delivers after the 40 bytes of the GRH");
+        ibv_destroy_ah(ah);
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+
+    check(ibv_destroy_cq(n.cq) == 0, "ibv_destroy_cq once its QPs are gone");
+    ibv_dereg_mr(n.mr);
+    ibv_dereg_mr(n.ro_mr);
+    ibv_destroy_comp_channel(n.channel);
+    ibv_dealloc_pd(n.pd);
+    ibv_close_device(n.ctx);
+    std::printf("%d rule(s) broken\n", failures);
+    return failures ? 1 : 0;
+}
