@@ -274,52 +274,41 @@ int main() {
         ibv_destroy_qp(a);
         ibv_destroy_qp(b);
     }
-    {
+    // One error per fresh connected pair (an RC error ends the QP).
+    const auto on_pair = [&](int rnr_retry, auto &&body) {
         ibv_qp *a = make_qp(n, IBV_QPT_RC);
         ibv_qp *b = make_qp(n, IBV_QPT_RC);
-        connect(a, b);
+        connect(a, b, rnr_retry);
+        body(a, b);
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    };
+    on_pair(7, [&](ibv_qp *a, ibv_qp *) {
         post(a, IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, 10, reinterpret_cast<std::uintptr_t>(base + 4096),
              n.mr->rkey ^ 0x1000);
         const int s = wait_wc(n, 10);
         check(s == IBV_WC_REM_ACCESS_ERR, "RDMA_WRITE with a bad remote key completes REM_ACCESS_ERR", status(s));
-        ibv_destroy_qp(a);
-        ibv_destroy_qp(b);
-    }
-    {
-        ibv_qp *a = make_qp(n, IBV_QPT_RC);
-        ibv_qp *b = make_qp(n, IBV_QPT_RC);
-        connect(a, b);
+    });
+    on_pair(7, [&](ibv_qp *a, ibv_qp *) {
         post(a, IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, 11, reinterpret_cast<std::uintptr_t>(n.ro.data()),
              n.ro_mr->rkey);
         const int s = wait_wc(n, 11);
         check(s == IBV_WC_REM_ACCESS_ERR, "RDMA_WRITE into a region without remote write completes REM_ACCESS_ERR",
               status(s));
-        ibv_destroy_qp(a);
-        ibv_destroy_qp(b);
-    }
-    {
-        ibv_qp *a = make_qp(n, IBV_QPT_RC);
-        ibv_qp *b = make_qp(n, IBV_QPT_RC);
-        connect(a, b);
+    });
+    on_pair(7, [&](ibv_qp *a, ibv_qp *b) {
         post_recv(b, n, 1024, 4, 200);
         post(a, IBV_WR_SEND, base, 64, n.mr->lkey, 12);
         const int s = wait_wc(n, 12);
         const int r = wait_wc(n, 200);
         check(s == IBV_WC_REM_OP_ERR && r == IBV_WC_LOC_LEN_ERR,
               "a receive too small: LOC_LEN_ERR there, REM_OP_ERR here", status(r) + ", " + status(s));
-        ibv_destroy_qp(a);
-        ibv_destroy_qp(b);
-    }
-    {
-        ibv_qp *a = make_qp(n, IBV_QPT_RC);
-        ibv_qp *b = make_qp(n, IBV_QPT_RC);
-        connect(a, b, 0);
+    });
+    on_pair(0, [&](ibv_qp *a, ibv_qp *) {
         post(a, IBV_WR_SEND, base, 8, n.mr->lkey, 13);
         const int s = wait_wc(n, 13);
         check(s == IBV_WC_RNR_RETRY_EXC_ERR, "no receive posted and rnr_retry 0: RNR_RETRY_EXC_ERR", status(s));
-        ibv_destroy_qp(a);
-        ibv_destroy_qp(b);
-    }
+    });
     {
         ibv_qp *a = make_qp(n, IBV_QPT_RC);
         ibv_qp *b = make_qp(n, IBV_QPT_RC);
