@@ -3,7 +3,8 @@
 # wrote, unmodified, between two processes on the NIC (softnic-run):
 # rdma-core's ibv_devinfo, ibv_rc_pingpong (polling and with completion
 # events), ibv_ud_pingpong, ibv_srq_pingpong, and perftest's ib_write_lat,
-# ib_read_lat and ib_send_bw.  Each pair runs under a hard time limit and
+# ib_read_lat and ib_send_bw; then ibv_rc_pingpong between two devices, and
+# ibv_rc_pingpong and ibv_ud_pingpong on RoCE (Ethernet) ports.  Each pair runs under a hard time limit and
 # passes when both sides exit 0 and print their results; the fabric is a
 # file of this run's own, which must be gone afterwards.  Skips (77) without
 # ibverbs-utils and perftest, or without a C++ compiler.
@@ -36,7 +37,8 @@ else
     failed=1
 fi
 
-# pair NAME EXPECT WHO CMD ARGS...: CMD as server, then as client to
+# pair NAME EXPECT WHO CMD ARGS...: CMD as server (with $server_args), then
+# as client (with $client_args) to
 # localhost, on a port of this run; both must exit 0 within 60 s, and print
 # EXPECT (WHO both), or the client must (WHO client: ib_read_lat's server
 # measures nothing).
@@ -44,7 +46,8 @@ pair() {
     name=$1 expect=$2 who=$3
     shift 3
     port=$((20000 + ($$ + $(date +%N | sed 's/^0*//;s/^$/0/')) % 20000))
-    timeout 60 "$run" "$@" -p "$port" > "$work/server" 2>&1 &
+    # shellcheck disable=SC2086 # $server_args and $client_args are lists
+    timeout 60 "$run" "$@" $server_args -p "$port" > "$work/server" 2>&1 &
     server=$!
     # The client connects once the server listens; pingpong clients do not retry.
     i=0
@@ -52,7 +55,8 @@ pair() {
         sleep 0.1
         i=$((i + 1))
     done
-    timeout 60 "$run" "$@" -p "$port" localhost > "$work/client" 2>&1
+    # shellcheck disable=SC2086
+    timeout 60 "$run" "$@" $client_args -p "$port" localhost > "$work/client" 2>&1
     client=$?
     wait "$server"
     srv=$?
@@ -67,6 +71,7 @@ pair() {
     fi
 }
 
+server_args= client_args=
 pair "ibv_rc_pingpong" "iters in" both ibv_rc_pingpong -n 500
 pair "ibv_rc_pingpong -e (completion events)" "iters in" both ibv_rc_pingpong -e -n 500
 pair "ibv_ud_pingpong" "iters in" both ibv_ud_pingpong -n 500
@@ -74,6 +79,24 @@ pair "ibv_srq_pingpong" "iters in" both ibv_srq_pingpong -n 500
 pair "ib_write_lat" "^ 2 *200 " both ib_write_lat -d softnic0 -n 200
 pair "ib_read_lat" "^ 2 *200 " client ib_read_lat -d softnic0 -n 200
 pair "ib_send_bw" "^ 65536 *1000 " both ib_send_bw -d softnic0 -n 1000
+
+# Two devices: the server on softnic0, the client on softnic1.
+export SOFTNIC_DEVICES=2
+server_args="-d softnic0" client_args="-d softnic1"
+pair "ibv_rc_pingpong between softnic0 and softnic1" "iters in" both ibv_rc_pingpong -n 200
+server_args= client_args=
+# RoCE ports: no LIDs, the programs address each other by GID.
+export SOFTNIC_LINK_LAYER=eth
+if "$run" ibv_devinfo -v > "$work/devinfo" 2>&1 && grep -q 'link_layer:.*Ethernet' "$work/devinfo"; then
+    echo "ok: ibv_devinfo -v with SOFTNIC_LINK_LAYER=eth: link layer Ethernet"
+else
+    echo "FAIL: ibv_devinfo -v with SOFTNIC_LINK_LAYER=eth"
+    cat "$work/devinfo"
+    failed=1
+fi
+pair "ibv_rc_pingpong -g 0 on RoCE ports" "iters in" both ibv_rc_pingpong -g 0 -n 200
+pair "ibv_ud_pingpong -g 0 on RoCE ports" "iters in" both ibv_ud_pingpong -g 0 -n 200
+unset SOFTNIC_DEVICES SOFTNIC_LINK_LAYER
 
 # The fabric file goes with the trap; no process may be left.
 if pgrep -f "softnic-run .*-p " > /dev/null; then

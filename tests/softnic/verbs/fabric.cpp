@@ -13,6 +13,10 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <string>
+#include <string_view>
+
+#include <endian.h>
 
 namespace softnic {
 namespace {
@@ -23,7 +27,7 @@ std::once_flag mapped_once;
 std::string_view fabric_path(char *buffer, std::size_t size) {
     const char *p = std::getenv("SOFTNIC_FABRIC");
     if (p && *p) return p;
-    std::snprintf(buffer, size, "/dev/shm/softnic-v1-%u", static_cast<unsigned>(::getuid()));
+    std::snprintf(buffer, size, "/dev/shm/softnic-v2-%u", static_cast<unsigned>(::getuid()));
     return buffer;
 }
 
@@ -118,14 +122,47 @@ void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::si
     length = 1 + static_cast<std::size_t>(n);
 }
 
-std::uint32_t port_count() {
-    const char *p = std::getenv("SOFTNIC_PORTS");
+namespace {
+std::uint32_t env_count(const char *name) {
+    const char *p = std::getenv(name);
     const long n = p ? std::strtol(p, nullptr, 10) : 1;
     return n >= 1 && n <= 4 ? static_cast<std::uint32_t>(n) : 1;
 }
+} // namespace
 
-std::uint16_t port_lid(std::uint32_t port) { return static_cast<std::uint16_t>(port); }
+std::uint32_t device_count() { return env_count("SOFTNIC_DEVICES"); }
+std::uint32_t port_count() { return env_count("SOFTNIC_PORTS"); }
 
-std::uint64_t node_guid() { return 0x0002c9fffe000000ull | 0x5f; }
+bool ethernet() {
+    const char *p = std::getenv("SOFTNIC_LINK_LAYER");
+    return p && (std::strcmp(p, "eth") == 0 || std::strcmp(p, "ethernet") == 0);
+}
+
+std::uint16_t port_lid(std::uint32_t device, std::uint32_t port) {
+    return ethernet() ? 0 : static_cast<std::uint16_t>(device * 4 + port);
+}
+
+ibv_gid port_gid(std::uint32_t device, std::uint32_t port) {
+    ibv_gid g{};
+    if (ethernet()) {
+        // RoCE v2: the IPv4-mapped address 127.0.<device>.<port>.
+        g.raw[10] = g.raw[11] = 0xff;
+        g.raw[12] = 127;
+        g.raw[14] = static_cast<std::uint8_t>(device);
+        g.raw[15] = static_cast<std::uint8_t>(port);
+    } else {
+        g.global.subnet_prefix = htobe64(0xfe80000000000000ull);
+        g.global.interface_id = htobe64(node_guid(device) + port);
+    }
+    return g;
+}
+
+std::uint64_t node_guid(std::uint32_t device) { return 0x0002c9fffe000000ull | (0x50 + device); }
+
+bool path_reaches(std::uint16_t dlid, const std::uint8_t *dgid, bool global, std::uint32_t device, std::uint32_t port) {
+    if (!ethernet()) return dlid == port_lid(device, port);
+    const ibv_gid g = port_gid(device, port);
+    return global && std::memcmp(dgid, g.raw, sizeof g.raw) == 0;
+}
 
 } // namespace softnic

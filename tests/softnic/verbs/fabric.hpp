@@ -1,7 +1,7 @@
 // tests/softnic/verbs/fabric.hpp - the software verbs NIC's shared state.
 //
 // Every process that opens the software NIC maps one file (SOFTNIC_FABRIC,
-// default /dev/shm/softnic-v1-<uid>): the fabric.  It holds, under one
+// default /dev/shm/softnic-v2-<uid>): the fabric.  It holds, under one
 // robust process-shared mutex, the tables a real HCA keeps in its own
 // memory and that a peer's operations must reach: queue pairs with their
 // receive queues, completion queues, shared receive queues and memory
@@ -60,13 +60,17 @@ template <std::uint32_t N> struct WqeRing {
 struct Qp {
     std::uint32_t used;
     std::int32_t pid;
-    std::uint32_t type;   // ibv_qp_type
+    std::uint32_t device;  // index of its device (softnicN)
+    std::uint32_t type;    // ibv_qp_type
     std::uint32_t state;  // ibv_qp_state
     std::uint32_t port;
     std::uint32_t pkey_index;
     std::uint32_t access;  // IBV_ACCESS_REMOTE_* the QP allows
     std::uint32_t qkey;
     std::uint32_t dest_qpn;
+    std::uint8_t dgid[16];  // the path's destination GID (global routes)
+    std::uint8_t global;    // the path has a GRH
+    std::uint8_t pad0;
     std::uint16_t dlid;
     std::uint8_t min_rnr_timer, timeout, retry_cnt, rnr_retry;
     std::uint8_t pad[2];
@@ -117,7 +121,7 @@ struct Fabric {
     Mr mr[max_mr];
 };
 
-constexpr std::uint64_t fabric_magic = 0x31766369666e7373ull;  // "ssnficv1"
+constexpr std::uint64_t fabric_magic = 0x32766369666e7373ull;  // "ssnficv2"
 
 // The mapped fabric (opened on first use) and its lock.  lock() frees the
 // objects of processes that died, if one died holding the lock.
@@ -129,10 +133,17 @@ void collect_dead();
 bool alive(std::int32_t pid);
 
 // The process's abstract socket name for completion channel `channel` of
-// process `pid`, and the port's LID.
+// process `pid`.
 void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::size_t size, std::size_t &length);
-std::uint16_t port_lid(std::uint32_t port);
+
+// Devices and ports (SOFTNIC_DEVICES, SOFTNIC_PORTS, SOFTNIC_LINK_LAYER).
+std::uint32_t device_count();
 std::uint32_t port_count();
-std::uint64_t node_guid();
+bool ethernet();  // RoCE: no LIDs, GIDs address the ports
+std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
+ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
+std::uint64_t node_guid(std::uint32_t device);
+// Whether a path (dlid, or dgid when `global`) leads to `device`'s `port`.
+bool path_reaches(std::uint16_t dlid, const std::uint8_t *dgid, bool global, std::uint32_t device, std::uint32_t port);
 
 } // namespace softnic

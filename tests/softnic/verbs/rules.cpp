@@ -83,7 +83,20 @@ int to_init(ibv_qp *qp, bool ud) {
                                      (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
 }
 
-int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0) {
+// The path to port 1 of `ctx`'s device: its LID, or on Ethernet its GID.
+void path_to(ibv_context *ctx, ibv_ah_attr &ah) {
+    ibv_port_attr p{};
+    if (ibv_query_port(ctx, 1, &p)) die("ibv_query_port");
+    ah.dlid = p.lid;
+    ah.port_num = 1;
+    if (p.link_layer == IBV_LINK_LAYER_ETHERNET) {
+        ah.is_global = 1;
+        ah.grh.hop_limit = 64;
+        if (ibv_query_gid(ctx, 1, 0, &ah.grh.dgid)) die("ibv_query_gid");
+    }
+}
+
+int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0, ibv_context *peer = nullptr) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = IBV_MTU_1024;
@@ -91,8 +104,7 @@ int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0) {
     a.rq_psn = 0;
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 1;
-    a.ah_attr.dlid = 1;
-    a.ah_attr.port_num = 1;
+    path_to(peer ? peer : qp->context, a.ah_attr);
     const int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     return ibv_modify_qp(qp, &a, mask & ~mask_drop);
@@ -337,8 +349,7 @@ int main() {
             if (ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN)) die("UD to RTS");
         }
         ibv_ah_attr aa{};
-        aa.dlid = 1;
-        aa.port_num = 1;
+        path_to(n.ctx, aa);
         ibv_ah *ah = ibv_create_ah(n.pd, &aa);
         post_recv(b, n, 32768, 256, 300);
         auto ud_send = [&](std::uint32_t qkey, std::uint64_t id) {
@@ -371,6 +382,56 @@ int main() {
         ibv_destroy_qp(a);
         ibv_destroy_qp(b);
     }
+
+    // Two devices (SOFTNIC_DEVICES=2): RC between them; a path to the
+    // wrong device never connects.
+    int count = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    if (count >= 2) {
+        ibv_context *ctx2 = ibv_open_device(list[1]);
+        ibv_pd *pd2 = ctx2 ? ibv_alloc_pd(ctx2) : nullptr;
+        ibv_cq *cq2 = ctx2 ? ibv_create_cq(ctx2, 16, nullptr, nullptr, 0) : nullptr;
+        if (!pd2 || !cq2) die("the second device");
+        ibv_port_attr p0{}, p1{};
+        ibv_query_port(n.ctx, 1, &p0);
+        ibv_query_port(ctx2, 1, &p1);
+        check(std::strcmp(ibv_get_device_name(list[1]), "softnic1") == 0 &&
+                  (p0.link_layer == IBV_LINK_LAYER_ETHERNET || p0.lid != p1.lid),
+              "a second device, softnic1, with its own port address");
+        ibv_qp_init_attr ia{};
+        ia.send_cq = ia.recv_cq = cq2;
+        ia.qp_type = IBV_QPT_RC;
+        ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+        ibv_qp *far = ibv_create_qp(pd2, &ia);
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        if (!far || to_init(a, false) || to_init(far, false) || to_rtr(a, far->qp_num, 0, ctx2) ||
+            to_rtr(far, a->qp_num, 0, n.ctx) || to_rts(a) || to_rts(far))
+            die("connecting across devices");
+        ibv_mr *mr2 = ibv_reg_mr(pd2, base + 40000, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        std::memcpy(base, "across", 7);
+        post(a, IBV_WR_RDMA_WRITE, base, 7, n.mr->lkey, 30, reinterpret_cast<std::uintptr_t>(base + 40000), mr2->rkey);
+        check(wait_wc(n, 30) == IBV_WC_SUCCESS && std::strcmp(base + 40000, "across") == 0,
+              "RDMA_WRITE from softnic0 to softnic1");
+        ibv_destroy_qp(a);
+        // A QP whose path names softnic0 while its peer sits on softnic1.
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        ibv_qp *far2 = ibv_create_qp(pd2, &ia);
+        if (!far2 || to_init(b, false) || to_init(far2, false) || to_rtr(b, far2->qp_num, 0, n.ctx) ||
+            to_rtr(far2, b->qp_num, 0, n.ctx) || to_rts(b, 7, 8) || to_rts(far2))
+            die("connecting with a wrong path");
+        post(b, IBV_WR_RDMA_WRITE, base, 7, n.mr->lkey, 31, reinterpret_cast<std::uintptr_t>(base + 40000), mr2->rkey);
+        const int s31 = wait_wc(n, 31);
+        check(s31 == IBV_WC_RETRY_EXC_ERR, "a path to the wrong device: RETRY_EXC_ERR", status(s31));
+        ibv_destroy_qp(b);
+        ibv_destroy_qp(far);
+        ibv_destroy_qp(far2);
+        ibv_dereg_mr(mr2);
+        ibv_destroy_cq(cq2);
+        ibv_dealloc_pd(pd2);
+        ibv_close_device(ctx2);
+    }
+    ibv_free_device_list(list);
 
     check(ibv_destroy_cq(n.cq) == 0, "ibv_destroy_cq once its QPs are gone");
     ibv_dereg_mr(n.mr);

@@ -19,12 +19,17 @@ export SOFTNIC_FABRIC
 trap 'rm -rf "$work"; rm -f "$SOFTNIC_FABRIC"' EXIT
 "${CXX:-g++}" -std=c++20 -O1 -g -Wall -o "$work/rules" "$here/rules.cpp" -libverbs || { echo "FAIL: building rules.cpp"; exit 1; }
 failed=0
-if timeout 60 "$here/softnic-run" "$work/rules"; then
-    echo "ok: every rule holds on the software NIC"
-else
-    echo "FAIL: the software NIC breaks a rule"
-    failed=1
-fi
+# One device with InfiniBand ports; two devices of two ports; RoCE ports.
+for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth"; do
+    # shellcheck disable=SC2086 # $config is a list of assignments
+    if env $config timeout 60 "$here/softnic-run" "$work/rules" > "$work/out" 2>&1; then
+        echo "ok: every rule holds on the software NIC (${config:-one device, InfiniBand}): $(grep -c '^ok' "$work/out") rules"
+    else
+        echo "FAIL: the software NIC breaks a rule (${config:-one device, InfiniBand})"
+        grep -v '^ok' "$work/out"
+        failed=1
+    fi
+done
 if SOFTNIC_FABRIC=/dev/null timeout 60 "$work/rules" > "$work/without" 2>&1; then
     echo "FAIL: rules.cpp passed without the software NIC"
     cat "$work/without"

@@ -35,7 +35,9 @@ namespace {
 
 struct SoftContext {
     ibv_context ctx;
+    std::uint32_t device;
 };
+std::uint32_t device_of(ibv_context *c) { return reinterpret_cast<SoftContext *>(c)->device; }
 struct SoftQp {
     ibv_qp qp;
     std::uint32_t index;
@@ -189,6 +191,8 @@ struct Work {
     std::uint32_t rkey;
     std::uint32_t remote_qpn, remote_qkey;
     std::uint16_t dlid;
+    bool global;
+    std::uint8_t dgid[16];
     std::vector<std::uint8_t> payload;  // sends and writes
     std::vector<Sge> local;             // reads: where the bytes go
     std::uint32_t length;
@@ -207,6 +211,7 @@ int rc_target(const Qp &q) {
     const Qp &t = fabric().qp[i];
     if (!t.used || t.type != IBV_QPT_RC || !alive(t.pid)) return -1;
     if (t.dest_qpn != qpn_base + (&q - fabric().qp)) return -1;  // connected elsewhere
+    if (!path_reaches(q.dlid, q.dgid, q.global, t.device, t.port)) return -1;  // the path leads elsewhere
     return static_cast<int>(i);
 }
 
@@ -284,14 +289,29 @@ Outcome execute(Work &k, std::vector<Notice> &notices) {
             Qp &t = f.qp[i];
             Wqe w;
             if (t.used && t.type == IBV_QPT_UD && alive(t.pid) && (t.state == IBV_QPS_RTR || t.state == IBV_QPS_RTS) &&
-                t.qkey == k.remote_qkey && port_lid(t.port) == k.dlid && take_receive(t, w, notices)) {
+                t.qkey == k.remote_qkey && path_reaches(k.dlid, k.dgid, k.global, t.device, t.port) &&
+                take_receive(t, w, notices)) {
                 ibv_wc_status st;
                 ibv_wc wc{};
                 wc.wr_id = w.wr_id;
                 wc.opcode = IBV_WC_RECV;
                 wc.qp_num = k.remote_qpn;
                 wc.src_qp = qpn_base + k.qp;
-                wc.slid = port_lid(q.port);
+                wc.slid = port_lid(q.device, q.port);
+                if (k.global) {
+                    // The GRH: IPv6 version, payload length, next header,
+                    // hop limit, source and destination GIDs.
+                    std::uint8_t grh[grh_bytes] = {0x60};
+                    const std::uint16_t plen = htobe16(static_cast<std::uint16_t>(k.payload.size()));
+                    std::memcpy(grh + 4, &plen, 2);
+                    grh[6] = 0x1b;
+                    grh[7] = 64;
+                    const ibv_gid src = port_gid(q.device, q.port);
+                    std::memcpy(grh + 8, src.raw, 16);
+                    std::memcpy(grh + 24, k.dgid, 16);
+                    ibv_wc_status gst;
+                    if (scatter(t.pid, w, 0, grh, sizeof grh, gst)) wc.wc_flags |= IBV_WC_GRH;
+                }
                 if (scatter(t.pid, w, grh_bytes, k.payload.data(), k.payload.size(), st)) {
                     wc.byte_len = static_cast<std::uint32_t>(k.payload.size()) + grh_bytes;
                     if (k.opcode == IBV_WR_SEND_WITH_IMM) {
@@ -359,7 +379,7 @@ Outcome execute(Work &k, std::vector<Notice> &notices) {
         wc.wr_id = w.wr_id;
         wc.qp_num = static_cast<std::uint32_t>(qpn_base + ti);
         wc.src_qp = qpn_base + k.qp;
-        wc.slid = port_lid(q.port);
+        wc.slid = port_lid(q.device, q.port);
         ibv_wc_status st = IBV_WC_SUCCESS;
         if (k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
             wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
@@ -493,7 +513,11 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
             auto *ah = reinterpret_cast<SoftAh *>(wr->wr.ud.ah);
             k.remote_qpn = wr->wr.ud.remote_qpn;
             k.remote_qkey = wr->wr.ud.remote_qkey;
-            k.dlid = ah ? ah->attr.dlid : 0;
+            if (ah) {
+                k.dlid = ah->attr.dlid;
+                k.global = ah->attr.is_global;
+                std::memcpy(k.dgid, ah->attr.grh.dgid.raw, sizeof k.dgid);
+            }
         } else {
             k.remote_addr = wr->wr.rdma.remote_addr;
             k.rkey = wr->wr.rdma.rkey;
@@ -631,7 +655,7 @@ template <class Table> int free_slot(Table &t) {
 void devices_init() {
     static std::once_flag once;
     std::call_once(once, [] {
-        const std::uint32_t n = 1;
+        const std::uint32_t n = device_count();
         for (std::uint32_t i = 0; i < n; ++i) {
             ibv_device &d = the_device[i];
             d.node_type = IBV_NODE_CA;
@@ -660,26 +684,39 @@ extern "C" {
 
 ibv_device **ibv_get_device_list(int *num) {
     devices_init();
-    if (num) *num = 1;
-    auto **list = static_cast<ibv_device **>(std::calloc(2, sizeof(ibv_device *)));
+    const std::uint32_t n = device_count();
+    if (num) *num = static_cast<int>(n);
+    auto **list = static_cast<ibv_device **>(std::calloc(n + 1, sizeof(ibv_device *)));
     if (!list) return fail_null<ibv_device *>(ENOMEM);
-    list[0] = device_list[0];
+    for (std::uint32_t i = 0; i < n; ++i) list[i] = device_list[i];
     return list;
+}
+
+// The index of one of the NIC's devices, or -1.
+static int device_index(const ibv_device *device) {
+    for (std::uint32_t i = 0; i < device_count(); ++i)
+        if (device == &the_device[i]) return static_cast<int>(i);
+    return -1;
 }
 
 void ibv_free_device_list(ibv_device **list) { std::free(list); }
 
 const char *ibv_get_device_name(ibv_device *device) { return device ? device->name : nullptr; }
 
-__be64 ibv_get_device_guid(ibv_device *) { return htobe64(node_guid()); }
+__be64 ibv_get_device_guid(ibv_device *device) {
+    const int i = device_index(device);
+    return htobe64(node_guid(i < 0 ? 0 : static_cast<std::uint32_t>(i)));
+}
 
-int ibv_get_device_index(ibv_device *device) { return device == &the_device[0] ? 0 : -1; }
+int ibv_get_device_index(ibv_device *device) { return device_index(device); }
 
 ibv_context *ibv_open_device(ibv_device *device) {
     devices_init();
-    if (device != &the_device[0]) return fail_null<ibv_context>(ENODEV);
+    const int index = device_index(device);
+    if (index < 0) return fail_null<ibv_context>(ENODEV);
     (void)fabric();
     auto *c = new SoftContext{};
+    c->device = static_cast<std::uint32_t>(index);
     c->ctx.device = device;
     c->ctx.cmd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     int p[2];
@@ -711,7 +748,7 @@ int ibv_query_device(ibv_context *context, ibv_device_attr *a) {
     if (!context || !a) return fail(EINVAL);
     std::memset(a, 0, sizeof *a);
     std::snprintf(a->fw_ver, sizeof a->fw_ver, "1.0.0 (softnic)");
-    a->node_guid = htobe64(node_guid());
+    a->node_guid = htobe64(node_guid(device_of(context)));
     a->sys_image_guid = a->node_guid;
     a->max_mr_size = max_msg;
     a->page_size_cap = 4096;
@@ -754,21 +791,21 @@ int ibv_query_port(ibv_context *context, std::uint8_t port, _compat_ibv_port_att
     p.port_cap_flags = 0;
     p.max_msg_sz = max_msg;
     p.pkey_tbl_len = 1;
-    p.lid = port_lid(port);
+    p.lid = port_lid(device_of(context), port);
     p.sm_lid = 1;
     p.max_vl_num = 1;
     p.active_width = 2;  // 4x
     p.active_speed = 32; // EDR
     p.phys_state = 5;    // LinkUp
-    p.link_layer = IBV_LINK_LAYER_INFINIBAND;
+    p.link_layer = ethernet() ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+    if (ethernet()) p.sm_lid = 0;
     std::memcpy(a, &p, offsetof(ibv_port_attr, flags));
     return 0;
 }
 
 int ibv_query_gid(ibv_context *context, std::uint8_t port, int index, ibv_gid *gid) {
     if (!context || !gid || !valid_port(context, port) || index != 0) return fail(EINVAL);
-    gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
-    gid->global.interface_id = htobe64(node_guid() + port);
+    *gid = port_gid(device_of(context), port);
     return 0;
 }
 
@@ -778,15 +815,15 @@ int _ibv_query_gid_ex(ibv_context *context, std::uint32_t port, std::uint32_t in
     if (ibv_query_gid(context, static_cast<std::uint8_t>(port), static_cast<int>(index), &entry->gid)) return EINVAL;
     entry->gid_index = index;
     entry->port_num = port;
-    entry->gid_type = IBV_GID_TYPE_IB;
+    entry->gid_type = ethernet() ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
     entry->ndev_ifindex = 0;
     return 0;
 }
 
-// rdma-core's private interface (driver.h): type 0 is "IB/RoCE v1".
+// rdma-core's private interface (driver.h): type 0 is "IB/RoCE v1", 1 "RoCE v2".
 int ibv_query_gid_type(ibv_context *context, std::uint8_t port, unsigned index, int *type) {
     if (!context || !valid_port(context, port) || index != 0 || !type) return fail(EINVAL);
-    *type = 0;
+    *type = ethernet() ? 1 : 0;
     return 0;
 }
 
@@ -1076,6 +1113,7 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     std::memset(static_cast<void *>(&q), 0, offsetof(Qp, rq));
     q.used = 1;
     q.pid = me();
+    q.device = device_of(pd->context);
     q.type = attr->qp_type;
     q.state = IBV_QPS_RESET;
     q.send_cq = reinterpret_cast<SoftCq *>(attr->send_cq)->index;
@@ -1142,7 +1180,11 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
     if (mask & IBV_QP_PKEY_INDEX) q.pkey_index = a->pkey_index;
     if (mask & IBV_QP_ACCESS_FLAGS) q.access = a->qp_access_flags;
     if (mask & IBV_QP_QKEY) q.qkey = a->qkey;
-    if (mask & IBV_QP_AV) q.dlid = a->ah_attr.dlid;
+    if (mask & IBV_QP_AV) {
+        q.dlid = a->ah_attr.dlid;
+        q.global = a->ah_attr.is_global;
+        std::memcpy(q.dgid, a->ah_attr.grh.dgid.raw, sizeof q.dgid);
+    }
     if (mask & IBV_QP_PATH_MTU) q.path_mtu = a->path_mtu;
     if (mask & IBV_QP_DEST_QPN) q.dest_qpn = a->dest_qp_num;
     if (mask & IBV_QP_RQ_PSN) q.rq_psn = a->rq_psn;
@@ -1229,13 +1271,20 @@ int ibv_destroy_ah(ibv_ah *ah) {
     return 0;
 }
 
-int ibv_init_ah_from_wc(ibv_context *context, std::uint8_t port, ibv_wc *wc, ibv_grh *, ibv_ah_attr *attr) {
+int ibv_init_ah_from_wc(ibv_context *context, std::uint8_t port, ibv_wc *wc, ibv_grh *grh, ibv_ah_attr *attr) {
     if (!context || !wc || !attr || !valid_port(context, port)) return EINVAL;
     std::memset(attr, 0, sizeof *attr);
     attr->dlid = wc->slid;
     attr->sl = wc->sl;
     attr->src_path_bits = wc->dlid_path_bits;
     attr->port_num = port;
+    if (grh && (wc->wc_flags & IBV_WC_GRH)) {
+        attr->is_global = 1;
+        std::memcpy(attr->grh.dgid.raw, reinterpret_cast<const std::uint8_t *>(grh) + 8, 16);
+        attr->grh.hop_limit = 0xff;
+    } else if (ethernet()) {
+        return EINVAL;  // RoCE needs the GRH
+    }
     return 0;
 }
 
