@@ -9,3 +9,10 @@
 PKG_CHECK_MODULES([SLUICE_BENCH_FABRIC], [libfabric], [have_bench_fabric=yes],
                   [have_bench_fabric=no])
 AM_CONDITIONAL([SLUICE_BENCH_FABRIC], [test "x$have_bench_fabric" = xyes])
+
+# libibverbs for the bare verbs reference (tests/perf/verbs-reference.cpp),
+# run on the software verbs NIC (tests/softnic/verbs): SLUICE_BENCH_VERBS_*
+# and the conditional SLUICE_BENCH_VERBS.
+PKG_CHECK_MODULES([SLUICE_BENCH_VERBS], [libibverbs], [have_bench_verbs=yes],
+                  [have_bench_verbs=no])
+AM_CONDITIONAL([SLUICE_BENCH_VERBS], [test "x$have_bench_verbs" = xyes])
