@@ -12,4 +12,9 @@ fi
 SOFTNIC_FABRIC=/dev/shm/softnic-verbsref-$$
 export SOFTNIC_FABRIC
 trap 'rm -f "$SOFTNIC_FABRIC"' EXIT
-exec timeout 120 "$srcdir/tests/softnic/verbs/softnic-run" "$builddir/tests/perf/sluice-perf-verbs-reference"
+timeout 120 "$srcdir/tests/softnic/verbs/softnic-run" "$builddir/tests/perf/sluice-perf-verbs-reference"
+status=$?
+# The fabric file goes with the trap; none of this run may be left.
+rm -f "$SOFTNIC_FABRIC"
+[ ! -e "$SOFTNIC_FABRIC" ] || { echo "FAIL: $SOFTNIC_FABRIC is left"; exit 1; }
+exit $status
