@@ -54,11 +54,14 @@ err="$ssh_work/err"
 script_start=$(date +%s.%N)
 
 # The providers to run: those whose fi_info in host A lists the veth, of
-# SLUICETEST_OFI_PROVIDERS (separated by spaces) if set, else tcp;ofi_rxm,
-# sockets and udp;ofi_rxd (tcp;ofi_rxm alone under a sanitizer subset).
-# udp;ofi_rxd runs the short list of mp cases.
-default_providers='tcp;ofi_rxm sockets udp;ofi_rxd'
+# SLUICETEST_OFI_PROVIDERS (separated by spaces) if set, else tcp;ofi_rxm
+# and udp;ofi_rxd (tcp;ofi_rxm alone under a sanitizer subset).
+# udp;ofi_rxd runs the short list of mp cases.  sockets runs by hand only:
+# a 6-rank job over it once received a malformed message and stalled
+# (src/conduits/ofi/README.md, Limits).
+default_providers='tcp;ofi_rxm udp;ofi_rxd'
 [ "$quick" = 1 ] && default_providers='tcp;ofi_rxm'
+[ -z "${SLUICETEST_OFI_PROVIDERS:-}" ] && echo "not run: sockets across hosts (by hand: SLUICETEST_OFI_PROVIDERS=sockets; README, Limits)"
 providers=()
 for p in ${SLUICETEST_OFI_PROVIDERS:-$default_providers}; do
     if ! command -v fi_info > /dev/null; then
