@@ -16,16 +16,23 @@ slurm_cluster_dir=
 slurm_cluster_why=
 slurm_cluster_pids=
 
+# A port no socket uses, in any state: an outgoing connection's ephemeral
+# port counts too, since slurmctld's bind fails on it all the same.
 slurm_cluster_port_free() {
-    ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+    ! ss -Htan "sport = :$1" 2>/dev/null | grep -q .
 }
 
-# Three consecutive free ports from a pseudo-random start: two clusters on
-# one machine (make -j check, another CI run) must not meet.
+# Three consecutive free ports from a pseudo-random start below the kernel's
+# ephemeral range (ip_local_port_range), where no outgoing connection of
+# another test can take them between this check and the daemons' bind; two
+# clusters on one machine (make -j check, another CI run) must not meet.
 slurm_cluster_ports() {
+    low=32768
+    read -r low _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+    [ "$low" -gt 12000 ] 2>/dev/null || low=32768
     tries=0
     while [ $tries -lt 50 ]; do
-        base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % 20000 ) + 30000 ))
+        base=$(( ( $(od -An -N2 -tu2 /dev/urandom) % (low - 10003) ) + 10000 ))
         if slurm_cluster_port_free $base && slurm_cluster_port_free $((base + 1)) &&
            slurm_cluster_port_free $((base + 2)); then
             echo $base
@@ -37,21 +44,32 @@ slurm_cluster_ports() {
 }
 
 # slurm_cluster_wait SECONDS COMMAND...: runs COMMAND every 0.2 s until it
-# succeeds or SECONDS pass.
+# succeeds or SECONDS of wall time pass (a Slurm client that cannot reach
+# the controller takes seconds per call, so calls are not counted).
 slurm_cluster_wait() {
-    limit=$(( $1 * 5 ))
+    deadline=$(( $(date +%s) + $1 ))
     shift
-    i=0
-    while [ $i -lt $limit ]; do
+    while :; do
         "$@" > /dev/null 2>&1 && return 0
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
         sleep 0.2
-        i=$((i + 1))
     done
-    return 1
 }
 
 slurm_cluster_node_idle() {
-    sinfo -h -n "$slurm_cluster_host" -o %t 2>/dev/null | grep -qx idle
+    timeout 5 sinfo -h -n "$slurm_cluster_host" -o %t 2>/dev/null | grep -qx idle
+}
+
+# True while every daemon started so far runs.
+slurm_cluster_alive() {
+    for pid in $slurm_cluster_pids; do
+        kill -0 "$pid" 2>/dev/null || return 1
+    done
+}
+
+# Up, or a daemon ended (then slurm_cluster_wait stops waiting at once).
+slurm_cluster_up_or_dead() {
+    slurm_cluster_node_idle || ! slurm_cluster_alive
 }
 
 slurm_cluster_start() {
@@ -70,8 +88,6 @@ slurm_cluster_start() {
     slurm_cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/sluice-slurm.XXXXXX") || return 1
     d=$slurm_cluster_dir
     mkdir -p "$d/state" "$d/spool" "$d/tmp" "$d/munge"
-    port=$(slurm_cluster_ports) || { echo "no free ports for Slurm" >&2; return 1; }
-
     munged --foreground --force --socket="$d/munge/socket" --key-file=/etc/munge/munge.key \
         --pid-file="$d/munge/pid" --log-file="$d/munge/log" --seed-file="$d/munge/seed" \
         > "$d/munged.out" 2>&1 &
@@ -82,6 +98,40 @@ slurm_cluster_start() {
         return 1
     fi
 
+    munged_pid=$slurm_cluster_pids
+    # A port can still be taken between the check and the bind (a listener
+    # of a test outside this cluster): then the daemon ends at once and the
+    # cluster comes up again on other ports.
+    attempt=1
+    while :; do
+        port=$(slurm_cluster_ports) || { echo "no free ports for Slurm" >&2; return 1; }
+        slurm_cluster_daemons "$port"
+        slurm_cluster_wait 60 slurm_cluster_up_or_dead
+        slurm_cluster_node_idle && return 0
+        if [ $attempt -lt 3 ] && ! slurm_cluster_alive &&
+           grep -qs "Address already in use" "$d"/slurmctld.out "$d"/slurmd.out; then
+            echo "Slurm: a port of $port-$((port + 2)) was taken; trying others" >&2
+            for pid in $slurm_cluster_pids; do
+                [ "$pid" = "$munged_pid" ] && continue
+                kill -9 "$pid" 2>/dev/null
+                wait "$pid" 2>/dev/null
+            done
+            slurm_cluster_pids=$munged_pid
+            rm -rf "$d/state" "$d/spool" && mkdir -p "$d/state" "$d/spool"
+            attempt=$((attempt + 1))
+            continue
+        fi
+        echo "Slurm did not come up within 60 s (sinfo: $(timeout 5 sinfo -h -o '%n %t' 2>&1)):" >&2
+        tail -n 20 "$d"/slurmctld.log "$d"/slurmd.log "$d"/*.out >&2 2>/dev/null
+        return 1
+    done
+}
+
+# slurm_cluster_daemons PORT: writes the configuration for ports PORT to
+# PORT+2 and starts slurmctld and slurmd in the cluster's folder.
+slurm_cluster_daemons() {
+    port=$1
+    d=$slurm_cluster_dir
     # KillWait: seconds between SIGTERM and SIGKILL when a job is cancelled
     # (30 by default).  TmpFS: the PMIx plugin's folders, which are named by
     # job id and would meet those of another test cluster under /tmp.
@@ -127,19 +177,17 @@ EOF
     slurm_cluster_pids="$! $slurm_cluster_pids"
     slurmd -D -f "$d/slurm.conf" > "$d/slurmd.out" 2>&1 &
     slurm_cluster_pids="$! $slurm_cluster_pids"
-    if ! slurm_cluster_wait 60 slurm_cluster_node_idle; then
-        echo "Slurm did not come up within 60 s (sinfo: $(sinfo -h -o '%n %t' 2>&1)):" >&2
-        tail -n 20 "$d"/slurmctld.log "$d"/slurmd.log "$d"/*.out >&2 2>/dev/null
-        return 1
-    fi
-    return 0
 }
 
 slurm_cluster_stop() {
     [ -n "$slurm_cluster_dir" ] || return 0
     if [ -n "$slurm_cluster_pids" ]; then
-        scancel --full --quiet --partition=sluicetest > /dev/null 2>&1
-        slurm_cluster_wait 20 sh -c '[ -z "$(squeue -h 2>/dev/null)" ]'
+        # Only a running controller can cancel; without one a client call
+        # would retry for minutes.
+        if slurm_cluster_alive; then
+            timeout 10 scancel --full --quiet --partition=sluicetest > /dev/null 2>&1
+            slurm_cluster_wait 20 sh -c '[ -z "$(timeout 5 squeue -h 2>/dev/null)" ]'
+        fi
         # A step's slurmstepd removes its socket from the spool folder when
         # it ends: none left means no step is running on this node.
         slurm_cluster_wait 20 sh -c '! ls "$1"/spool/*_* > /dev/null 2>&1' - "$slurm_cluster_dir"
