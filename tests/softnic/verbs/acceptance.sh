@@ -45,7 +45,11 @@ fi
 pair() {
     name=$1 expect=$2 who=$3
     shift 3
-    port=$((20000 + ($$ + $(date +%N | sed 's/^0*//;s/^$/0/')) % 20000))
+    # A port below the ephemeral range (32768 up) that no socket uses.
+    port=$((10000 + ($$ + $(date +%N | sed 's/^0*//;s/^$/0/')) % 20000))
+    while ss -Htan "sport = :$port" 2> /dev/null | grep -q .; do
+        port=$((10000 + (port - 9999) % 20000))
+    done
     # shellcheck disable=SC2086 # $server_args and $client_args are lists
     timeout 60 "$run" "$@" $server_args -p "$port" > "$work/server" 2>&1 &
     server=$!
