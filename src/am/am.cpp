@@ -86,6 +86,32 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
         // 16 arguments and the largest Medium payload).
         largest_request_ = 16 + 4 * SLUICE_AM_MAX_ARGS + max_medium_;
         credit::Config c = credit::config_from_knobs(size, rank, largest_request_, notes);
+        // A conduit whose buffers hold one message each bounds the requests
+        // in flight to this rank (Capabilities::request_slots): lend no
+        // more credits than that, since every request takes at least one.
+        for (Transport *t : transports_) {
+            const conduit::Capabilities &cap = t->capabilities();
+            const std::uint64_t peers = size > 1 ? size - 1 : 1;
+            std::uint64_t per_peer = cap.request_slots_per_peer;
+            if (cap.request_slots) per_peer = std::min<std::uint64_t>(per_peer ? per_peer : ~0ull, cap.request_slots);
+            if (per_peer && c.max_per_peer > per_peer) {
+                notes.push_back(std::string(t->name()) + ": " + std::to_string(per_peer) +
+                                " receive buffers for one peer's requests: max_per_peer lowered from " +
+                                std::to_string(c.max_per_peer));
+                c.max_per_peer = static_cast<unsigned>(per_peer);
+                c.per_peer = std::min(c.per_peer, c.max_per_peer);
+            }
+            if (cap.request_slots && c.total_credits() > cap.request_slots) {
+                const std::uint64_t was = c.total_credits();
+                c.per_peer = static_cast<unsigned>(std::min<std::uint64_t>(c.per_peer, cap.request_slots / peers));
+                const std::uint64_t shares = std::uint64_t{c.per_peer} * peers;
+                c.banked = static_cast<unsigned>(cap.request_slots > shares ? cap.request_slots - shares : 0);
+                notes.push_back(std::string(t->name()) + ": " + std::to_string(cap.request_slots) +
+                                " receive buffers for requests: credits lent lowered from " + std::to_string(was) +
+                                " to " + std::to_string(c.total_credits()));
+            }
+        }
+        for (std::string &line : c.normalize()) notes.push_back("credit configuration: " + line);
         credit_ = std::make_unique<credit::Engine>(c);
         credit_owner = this;
     } else if (flow == credit::Flow::disabled && transport_needs_credits) {

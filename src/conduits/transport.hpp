@@ -95,6 +95,12 @@ struct Capabilities {
     bool provider_keys = true;         // the provider picks keys (else mem_register_impl gets one)
     bool key_per_endpoint = false;     // a peer's key is unpacked for each endpoint (peer)
     bool needs_credits = false;        // AM requests need per-peer credits
+    // With needs_credits, on a conduit whose receive buffers hold one
+    // message each: how many requests its buffers absorb from all peers
+    // together, and from one peer (0: no such bound).  src/am caps the
+    // credits this rank lends to fit, since a request takes at least one.
+    std::size_t request_slots = 0;
+    std::size_t request_slots_per_peer = 0;
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
     bool acknowledges = false;         // receivers acknowledge, senders retransmit (see quiesce)

@@ -22,7 +22,6 @@ namespace sluice::conduit::ofi::detail {
 
 // Both on every message's path: constant-initialized and in the static TLS
 // block, so an access is one load (no wrapper, no __tls_get_addr).
-[[gnu::tls_model("initial-exec")]] constinit thread_local bool in_ofi_lock = false;
 // This thread runs a handler of the conduit's (a poll it makes from there
 // queues arrivals but delivers nothing).
 [[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
@@ -32,32 +31,6 @@ namespace {
 void nap(std::uint64_t ns) {
     const timespec t{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     ::nanosleep(&t, nullptr);
-}
-
-constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
-
-// Where the arguments start, and where the payload starts.
-std::size_t args_offset(AmCategory c) { return sizeof(WireHead) + (c == AmCategory::long_ ? 8 : 0); }
-std::size_t payload_offset(AmCategory c, unsigned nargs) { return align8(args_offset(c) + 4u * nargs); }
-
-// Writes `h`, its arguments and payload at `out`; returns the message's
-// length, a multiple of 8, so messages packed back to back in a
-// multi-receive buffer stay aligned.
-std::size_t encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out) {
-    WireHead w{};
-    w.handler = h.handler;
-    w.category = static_cast<std::uint8_t>(h.category);
-    w.nargs = h.nargs;
-    w.flags = h.flags;
-    w.source = h.source;
-    w.credit = h.credit;
-    w.length = static_cast<std::uint32_t>(h.payload_length);
-    std::memcpy(out, &w, sizeof w);
-    if (h.category == AmCategory::long_) std::memcpy(out + sizeof w, &h.dest_addr, 8);
-    if (h.nargs) std::memcpy(out + args_offset(h.category), args, 4u * h.nargs);
-    const std::size_t at = payload_offset(h.category, h.nargs);
-    if (h.category != AmCategory::short_ && h.payload_length) std::memcpy(out + at, payload, h.payload_length);
-    return align8(at + (h.category == AmCategory::short_ ? 0 : h.payload_length));
 }
 
 } // namespace
@@ -71,11 +44,10 @@ Status OfiTransport::fatal(const char *op, Rank peer, int error, const char *wha
 
 Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
     const AmHeader &h = m.header;
-    const std::size_t payload = h.category == AmCategory::short_ ? 0 : h.payload_length;
-    const std::size_t length = align8(payload_offset(h.category, h.nargs) + payload);
+    const std::size_t length = common::packed_length(h);
     if (length <= inject_limit_) {
         alignas(8) std::byte bytes[4096 + head_room];
-        encode(h, m.args, m.payload, bytes);
+        common::packed_encode(h, m.args, m.payload, bytes);
         Guard g(*this);
         if (!ep_) return Status::transport;
         stamp(peer, bytes);
@@ -101,7 +73,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
         send_free_ = b->next;
     }
     // The copy outside the lock: another thread may poll meanwhile.
-    encode(h, m.args, m.payload, b->bytes);
+    common::packed_encode(h, m.args, m.payload, b->bytes);
     Guard g(*this);
     b->peer = peer;
     stamp(peer, b->bytes);
@@ -123,7 +95,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
 
 // The message's sequence number, taken under the lock in posting order.
 std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
-    order_[peer].sent = true;
+    life_[peer].sent = true;
     const std::uint16_t seq = order_[peer].send_seq++;
     std::memcpy(message + offsetof(WireHead, seq), &seq, sizeof seq);
     return seq;
@@ -146,7 +118,7 @@ bool OfiTransport::arrived(const Arrival &a) {
         return true;
     }
     PeerOrder &o = order_[w.source];
-    o.heard = true;
+    life_[w.source].heard = true;
     if (w.category == category_ping || w.category == category_pong) {
         if (w.category == category_ping) control_send(w.source, category_pong);
         return false;
@@ -190,50 +162,27 @@ void OfiTransport::control_send(Rank peer, std::uint8_t category) {
     w.category = category;
     w.source = setup().rank;
     const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
-    if (category == category_pong) order_[peer].pong_owed = r != 0;
+    if (category == category_pong) life_[peer].pong_owed = r != 0;
     if (category == category_greet) order_[peer].greet_owed = r != 0;
     if (category == category_greet_answer) order_[peer].answer_owed = r != 0;
 }
 
-// Every liveness_every polls: a peer that was sent something and has said
-// nothing since is pinged after half the peer timeout and taken for dead
-// after the other half.  A stopped or hung process keeps its connections
-// open, so the provider alone would never notice.
+// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// hung process keeps its connections open, so the provider alone would
+// never notice.
 void OfiTransport::liveness() {
-    const std::uint64_t now = base::now_ns();
-    const auto half = static_cast<std::uint64_t>(peer_timeout_s_ * 0.5e9);
-    Rank silent = setup().size;
+    Rank silent;
     {
         Guard g(*this);
         if (!ep_) return;
-        for (Rank r = 0; r < order_.size(); ++r) {
-            PeerOrder &o = order_[r];
-            if (o.pong_owed) control_send(r, category_pong);
-            if (o.heard) {
-                o.heard = false;
-                o.owed_since = o.pinged_at = 0;
-            } else if (o.sent && o.owed_since == 0) {
-                o.owed_since = now;
-            }
-            o.sent = false;
-            if (!o.owed_since || r == setup().rank) continue;
-            if (o.pinged_at && now - o.pinged_at > half) silent = r;
-            else if (!o.pinged_at && now - o.owed_since > half) {
-                control_send(r, category_ping);
-                o.pinged_at = now;
-            }
-        }
+        silent = common::liveness_check(
+            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
+            [&](Rank r) { control_send(r, category_pong); });
     }
-    if (silent != setup().size) peer_silent(silent);
-}
-
-[[noreturn]] void OfiTransport::peer_silent(Rank r) {
-    char fix[200];
-    std::snprintf(fix, sizeof fix,
-                  "check that rank %u is alive and polls; a rank that computes without polling for longer "
-                  "needs a larger SLUICE_OFI_PEER_TIMEOUT or SLUICE_PROGRESS_THREAD=1", r);
-    base::fatal("ofi", fix, "rank %u (over %s, domain %s) has answered nothing for %.1f s (SLUICE_OFI_PEER_TIMEOUT=%g): "
-                "taking it for dead", r, provider_.c_str(), domain_name_.c_str(), peer_timeout_s_, peer_timeout_s_);
+    if (silent != life_.size()) {
+        const std::string path = provider_ + ", domain " + domain_name_;
+        common::peer_silent("ofi", silent, path.c_str(), "SLUICE_OFI_PEER_TIMEOUT", peer_timeout_s_);
+    }
 }
 
 void OfiTransport::repost(RecvBuffer *b) {
@@ -371,7 +320,7 @@ void OfiTransport::reap_error() {
 int OfiTransport::poll_impl(PollMode mode) {
     if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
         receive_thread_start();
-    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % liveness_every == 0, 0)) liveness();
+    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0)) liveness();
     {
         Guard g(*this);
         if (!ep_) return 0;
@@ -411,49 +360,12 @@ int OfiTransport::deliver_ready() {
 }
 
 void OfiTransport::deliver_one(const Arrival &a) {
-    WireHead w;
-    if (a.length < sizeof w) {
-        base::report(Status::transport, "poll (ofi)", "this is a Sluice bug", "a message of %zu bytes dropped", a.length);
-        return;
-    }
-    std::memcpy(&w, a.bytes, sizeof w);
-    const auto category = static_cast<AmCategory>(w.category);
-    const std::size_t at = w.category <= 2 && w.nargs <= max_args ? payload_offset(category, w.nargs) : ~std::size_t{0};
-    const std::size_t payload = category == AmCategory::short_ ? 0 : w.length;
-    if (at > a.length || payload > a.length - at || w.source >= setup().size) {
-        base::report(Status::transport, "poll (ofi)", "run the same Sluice build on every rank",
-                     "a malformed message of %zu bytes (rank %u, category %u, %u arguments, payload %u) dropped",
-                     a.length, w.source, w.category, w.nargs, w.length);
-        return;
-    }
-    std::uint32_t args[max_args];
-    if (w.nargs) std::memcpy(args, a.bytes + args_offset(category), 4u * w.nargs);
-    if (category == AmCategory::short_) {
-        deliver_short(w.source, w.handler, w.flags, w.credit, args, w.nargs);
-        return;
-    }
-    AmHeader h;
-    h.handler = w.handler;
-    h.category = category;
-    h.nargs = w.nargs;
-    h.flags = w.flags;
-    h.credit = w.credit;
-    h.source = w.source;
-    h.payload_length = payload;
-    void *data = const_cast<std::byte *>(a.bytes + at);
-    if (category == AmCategory::long_) {
-        std::memcpy(&h.dest_addr, a.bytes + sizeof w, 8);
-        if (h.dest_addr < segment_base_ || payload > segment_bytes_ || h.dest_addr - segment_base_ > segment_bytes_ - payload) {
-            base::report(Status::segment, "poll (ofi)", "this is a Sluice bug: the sender checks Long bounds",
-                         "a Long of %zu bytes from rank %u to 0x%llx lies outside this rank's segment; dropped", payload,
-                         w.source, static_cast<unsigned long long>(h.dest_addr));
-            return;
-        }
-        void *dest = reinterpret_cast<void *>(h.dest_addr);
-        if (payload) std::memcpy(dest, data, payload);
-        data = dest;
-    }
-    deliver(h, args, data);
+    common::PackedMessage m;
+    if (!common::packed_unpack("poll (ofi)", a.bytes, a.length, setup().size, segment_base_, segment_bytes_, m)) return;
+    if (m.header.category == AmCategory::short_)
+        deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args, m.header.nargs);
+    else
+        deliver(m.header, m.args, m.payload);
 }
 
 void OfiTransport::dispatch_abandon_impl() {
@@ -465,29 +377,21 @@ void OfiTransport::dispatch_abandon_impl() {
 // Everything posted leaves before finalize goes on: with manual progress a
 // message still queued in the provider moves only while someone polls.
 void OfiTransport::quiesce_impl() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-        bool idle;
-        {
+    const std::string who = "ofi (" + provider_ + ")";
+    common::quiesce_wait(
+        "finalize (ofi)", who.c_str(),
+        [&] {
             Guard g(*this);
-            if (!ep_) return;
+            if (!ep_) return true;
             reap();
             std::size_t free = 0;
             for (SendBuffer *b = send_free_; b; b = b->next) ++free;
-            idle = free == send_.size() && rma_outstanding_ == 0;
-        }
-        deliver_ready();
-        if (idle) return;
-        if (std::chrono::steady_clock::now() > deadline) {
-            base::report(Status::transport, "finalize (ofi)", "check that every rank is alive",
-                         "ofi (%s): sends or RDMA operations still incomplete after 10 s", provider_.c_str());
-            return;
-        }
-        base::idle();
-    }
+            return free == send_.size() && rma_outstanding_ == 0;
+        },
+        [&] { deliver_ready(); });
 }
 
-bool OfiTransport::signal_exit_safe_impl() const { return !in_ofi_lock; }
+bool OfiTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
 
 // ---- the receive thread ----
 

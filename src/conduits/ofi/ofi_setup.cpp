@@ -363,6 +363,7 @@ Status OfiTransport::exchange_addresses() {
                             inserted < 0 ? fi_strerror(-inserted) : "some refused");
     peer_key_.assign(n, 0);
     order_.assign(n, PeerOrder{});
+    life_.assign(n, common::PeerLife{});
     return Status::ok;
 }
 
@@ -509,7 +510,7 @@ void OfiTransport::fini_impl() {
 // leave.  Only if no thread is inside the conduit; the lock is kept, so
 // none enters it again before the process is gone.
 void OfiTransport::exit_release_impl() {
-    if (in_ofi_lock || !lock_.try_lock()) return;
+    if (common::in_conduit_lock || !lock_.try_lock()) return;
     if (ep_) fi_close(&ep_->fid);
 }
 
@@ -525,6 +526,7 @@ void OfiTransport::close_all() {
     posted_.clear();
     ready_.clear();
     order_.clear();
+    life_.clear();
     if (send_mr_) fi_close(&send_mr_->fid);
     send_mr_ = nullptr;
     send_free_ = nullptr;

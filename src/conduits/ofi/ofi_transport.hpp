@@ -13,6 +13,9 @@
 
 #include "base/flag.hpp"
 #include "base/status.hpp"
+#include "conduits/common/conduit_lock.hpp"
+#include "conduits/common/liveness.hpp"
+#include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
 #include "conduits/transport.hpp"
 
@@ -34,26 +37,14 @@
 
 namespace sluice::conduit::ofi::detail {
 
-constexpr unsigned max_args = 16;
 constexpr unsigned poll_budget = 64;      // messages one poll delivers at most
 constexpr unsigned cq_batch = 16;         // completions one fi_cq_read takes
 
-// The AM header on the wire.  A Long adds the 8-byte destination address
-// after it; the arguments follow, then the payload at an 8-byte boundary.
-struct WireHead {
-    std::uint8_t handler;
-    std::uint8_t category;
-    std::uint8_t nargs;
-    std::uint8_t flags;
-    std::uint32_t source;
-    std::uint8_t credit;
-    std::uint8_t pad;
-    std::uint16_t seq;     // per sender and receiver: completions come in any order
-    std::uint32_t length;
-};
-static_assert(sizeof(WireHead) == 16);
-// Room a send buffer keeps beyond the payload: head, Long address, arguments.
-constexpr std::size_t head_room = sizeof(WireHead) + 8 + 4 * max_args;
+// Messages are packed AMs (conduits/common/packed_am.hpp); the head's
+// `seq` is the sender's per-peer sequence number (completions come in any
+// order).
+using WireHead = common::PackedHead;
+constexpr std::size_t head_room = common::packed_head_room;
 
 // Every operation posted with a context starts with one of these, so a
 // completion tells what it completes.  `fi` first: providers that ask for
@@ -121,11 +112,6 @@ struct PeerOrder {
     std::uint16_t send_seq = 0;
     std::uint16_t expect = 0;
     std::vector<Arrival> early;  // arrived ahead of `expect`
-    // Liveness (OfiTransport::liveness): something sent to it, or heard
-    // from it, since the last check; since when it owes us an answer; when
-    // it was pinged.
-    bool sent = false, heard = false, pong_owed = false;
-    std::uint64_t owed_since = 0, pinged_at = 0;
     // Greetings at init (OfiTransport::connect_peers).
     bool greeted = false, greet_answered = false, greet_owed = false, answer_owed = false;
 };
@@ -136,8 +122,6 @@ constexpr std::uint8_t category_ping = 3;
 constexpr std::uint8_t category_pong = 4;
 constexpr std::uint8_t category_greet = 5;
 constexpr std::uint8_t category_greet_answer = 6;
-// Polls between two liveness checks.
-constexpr unsigned liveness_every = 1024;
 
 struct Counters {
     std::uint64_t injected = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, eagain = 0,
@@ -177,7 +161,9 @@ protected:
     void fini_impl() override;
 
 private:
-    class Guard;
+    struct Guard : common::ConduitGuard {
+        explicit Guard(OfiTransport &t) : ConduitGuard(t.lock_) {}
+    };
 
     // ofi_setup.cpp
     Status open_fabric();
@@ -202,7 +188,6 @@ private:
     void receive_thread_start();
     void receive_thread_main();
     void receive_thread_stop();
-    [[noreturn]] void peer_silent(Rank peer);
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
@@ -224,6 +209,7 @@ private:
     std::vector<fi_addr_t> addr_;   // by rank
     std::vector<std::uint64_t> peer_key_;
     std::vector<PeerOrder> order_;  // by rank
+    std::vector<common::PeerLife> life_;  // by rank (OfiTransport::liveness)
 
     // Limits.
     std::size_t inject_limit_ = 0;  // whole message
@@ -273,29 +259,6 @@ private:
     base::SpinLock lock_;
     std::atomic<bool> deliver_flag_{false};
     Counters counters_;
-};
-
-// Set while this thread holds an OfiTransport's lock: an exit run from a
-// signal handler then waits until the lock is released (its state, and
-// the provider's, may be half updated).
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool in_ofi_lock;
-
-class OfiTransport::Guard {
-public:
-    explicit Guard(OfiTransport &t) : t_(t) {
-        t_.lock_.lock();
-        in_ofi_lock = true;
-    }
-    ~Guard() {
-        in_ofi_lock = false;
-        t_.lock_.unlock();
-        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
-    }
-    Guard(const Guard &) = delete;
-    Guard &operator=(const Guard &) = delete;
-
-private:
-    OfiTransport &t_;
 };
 
 } // namespace sluice::conduit::ofi::detail

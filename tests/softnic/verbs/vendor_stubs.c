@@ -1,5 +1,5 @@
 /* tests/softnic/verbs/vendor_stubs.c - stand-ins for the vendor libraries
-   (libmlx5.so.1, libefa.so.1) that perftest links to.  The real ones need
+   (libmlx5.so.1, libefa.so.1) that perftest and libfabric link to.  The real ones need
    rdma-core's private libibverbs interface, which the software NIC does not
    have; the software NIC is neither an mlx5 nor an EFA device, so every
    call answers "not supported", as the real libraries do for other
@@ -27,4 +27,7 @@ int mlx5dv_is_supported(void *device) { (void)device; return 0; }
 #ifdef SOFTNIC_EFA
 NOT_SUPPORTED_PTR(efadv_create_qp_ex)
 NOT_SUPPORTED_INT(efadv_query_device)
+NOT_SUPPORTED_INT(efadv_query_ah)
+NOT_SUPPORTED_PTR(efadv_create_cq)
+NOT_SUPPORTED_PTR(efadv_cq_from_ibv_cq_ex)
 #endif

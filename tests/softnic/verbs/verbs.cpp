@@ -904,6 +904,12 @@ ibv_mr *ibv_reg_mr_iova(ibv_pd *pd, void *addr, std::size_t length, std::uint64_
     return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned>(access));
 }
 
+// dma-buf memory (a GPU's) is not modelled (libfabric links the symbol).
+ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, std::uint64_t, std::size_t, std::uint64_t, int, int) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+
 int ibv_dereg_mr(ibv_mr *mr) {
     if (!mr) return fail(EINVAL);
     auto *r = reinterpret_cast<SoftMr *>(mr);

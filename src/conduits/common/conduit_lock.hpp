@@ -1,0 +1,59 @@
+// src/conduits/common/conduit_lock.hpp - the lock of a network conduit whose
+// state (queues, buffer lists, the provider's or HCA's objects) one thread
+// updates at a time: ofi, ibv.
+#pragma once
+
+#include "base/flag.hpp"
+#include "base/status.hpp"
+
+#include <chrono>
+
+namespace sluice::conduit::common {
+
+// Set while this thread holds a conduit's lock: an exit run from a signal
+// handler then waits until the lock is released (the conduit's state, and
+// the network library's, may be half updated).  Conduits never take one
+// another's lock while holding their own.
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool in_conduit_lock;
+
+class ConduitGuard {
+public:
+    explicit ConduitGuard(base::SpinLock &lock) : lock_(lock) {
+        lock_.lock();
+        in_conduit_lock = true;
+    }
+    ~ConduitGuard() {
+        in_conduit_lock = false;
+        lock_.unlock();
+        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
+    }
+    ConduitGuard(const ConduitGuard &) = delete;
+    ConduitGuard &operator=(const ConduitGuard &) = delete;
+
+private:
+    base::SpinLock &lock_;
+};
+
+// Transport::quiesce of such a conduit: everything posted completes before
+// finalize goes on.  `reap_idle` reaps completions under the lock and says
+// whether nothing is outstanding (true once the conduit is closed);
+// `deliver` runs arrivals.
+// Gives up after 10 s, reported under `op` with `who` (the conduit and its
+// device or provider).
+template <class ReapIdle, class Deliver>
+void quiesce_wait(const char *op, const char *who, ReapIdle reap_idle, Deliver deliver) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        const bool idle = reap_idle();
+        deliver();
+        if (idle) return;
+        if (std::chrono::steady_clock::now() > deadline) {
+            base::report(base::Status::transport, op, "check that every rank is alive",
+                         "%s: sends or RDMA operations still incomplete after 10 s", who);
+            return;
+        }
+        base::idle();
+    }
+}
+
+} // namespace sluice::conduit::common

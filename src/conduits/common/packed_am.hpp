@@ -1,0 +1,63 @@
+// src/conduits/common/packed_am.hpp - one AM as one packed message: the
+// wire format of the conduits that move whole messages into receive
+// buffers (ofi, ibv).  A 16-byte head, the Long's destination address,
+// the arguments, then the payload at an 8-byte boundary; every message is
+// a multiple of 8 bytes, so messages packed back to back stay aligned.
+#pragma once
+
+#include "conduits/transport.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::conduit::common {
+
+constexpr unsigned packed_max_args = 16;
+
+struct PackedHead {
+    std::uint8_t handler;
+    std::uint8_t category;  // AmCategory, or a conduit's control category (> 2)
+    std::uint8_t nargs;
+    std::uint8_t flags;
+    std::uint32_t source;
+    std::uint8_t credit;
+    std::uint8_t pad;
+    std::uint16_t seq;      // free for the conduit (ofi: per-peer order)
+    std::uint32_t length;   // payload bytes
+};
+static_assert(sizeof(PackedHead) == 16);
+
+// Room a message takes beyond its payload: head, Long address, arguments.
+constexpr std::size_t packed_head_room = sizeof(PackedHead) + 8 + 4 * packed_max_args;
+
+constexpr std::size_t packed_align(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+constexpr std::size_t packed_args_offset(AmCategory c) {
+    return sizeof(PackedHead) + (c == AmCategory::long_ ? 8 : 0);
+}
+constexpr std::size_t packed_payload_offset(AmCategory c, unsigned nargs) {
+    return packed_align(packed_args_offset(c) + 4u * nargs);
+}
+// Bytes the message of `h` takes.
+constexpr std::size_t packed_length(const AmHeader &h) {
+    return packed_align(packed_payload_offset(h.category, h.nargs) +
+                        (h.category == AmCategory::short_ ? 0 : h.payload_length));
+}
+
+// Writes the message at `out` (packed_length(h) bytes); returns its length.
+std::size_t packed_encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out);
+
+// An arrived message, checked and unpacked.
+struct PackedMessage {
+    AmHeader header;
+    std::uint32_t args[packed_max_args];
+    void *payload = nullptr;  // Medium: in the message; Long: in the segment, already copied there
+};
+
+// Checks the message of `length` bytes (from a job of `ranks`) and, for a
+// Long, copies its payload to its destination, which must lie in this
+// rank's segment [segment_base, +segment_bytes).  False: malformed or out
+// of bounds, reported under `op` and dropped.
+bool packed_unpack(const char *op, const std::byte *bytes, std::size_t length, Rank ranks, std::uint64_t segment_base,
+                   std::uint64_t segment_bytes, PackedMessage &out);
+
+} // namespace sluice::conduit::common

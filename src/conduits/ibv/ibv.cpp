@@ -1,0 +1,531 @@
+// src/conduits/ibv/ibv.cpp - the ibv conduit's traffic: AMs as RC sends,
+// inline up to SLUICE_INLINESEND_LIMIT, else from a registered send
+// buffer, received into an SRQ or per-peer receive buffers; Put and Get as
+// RDMA write and read straight between the caller's registered buffer and
+// the peer's segment, cut at the port's largest message; the two-part
+// Long as a write followed on the same queue pair by its header, which the
+// peer receives only once the write's bytes are in place; completions
+// reaped from one completion queue on every poll.  README.md has the design.
+#include "conduits/ibv/ibv_transport.hpp"
+
+#include "base/status.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace sluice::conduit::ibv::detail {
+
+// This thread runs a handler of the conduit's (a poll it makes from there
+// reaps completions but delivers nothing).
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
+
+namespace {
+
+constexpr std::uint64_t tag_mask = 7;
+
+std::uint64_t wr_id(const void *p, Wr tag) { return reinterpret_cast<std::uint64_t>(p) | static_cast<std::uint64_t>(tag); }
+template <class T> T *wr_pointer(std::uint64_t id) { return reinterpret_cast<T *>(id & ~tag_mask); }
+
+} // namespace
+
+Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
+    return base::report(Status::transport, op, "check that the peer is alive and that its port is reachable",
+                        "ibv (%s:%u): %s, rank %u: %s", port_.device.c_str(), port_.port, what, peer,
+                        std::strerror(error));
+}
+
+// ---- sends ----
+
+Buffer *IbvTransport::send_buffer_take() {
+    if (!send_free_) reap();
+    Buffer *b = send_free_;
+    if (!b) return nullptr;
+    send_free_ = b->next;
+    --send_free_count_;
+    return b;
+}
+
+// Posts one send of `length` bytes (`b` null: inline, from `bytes`).
+// Status::not_ready when the peer's send queue is full.
+Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b) {
+    Peer &p = peers_[peer];
+    if (p.send_posted >= send_depth_) reap();
+    if (p.send_posted >= send_depth_) {
+        ++counters_.queue_full;
+        return Status::not_ready;
+    }
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length), pool_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = b ? wr_id(b, Wr::send) : (std::uint64_t{peer} << 3 | static_cast<std::uint64_t>(Wr::inline_send));
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED | (b ? 0 : IBV_SEND_INLINE);
+    ibv_send_wr *bad = nullptr;
+    if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0) return fatal("send (ibv)", peer, "ibv_post_send failed", r);
+    ++p.send_posted;
+    life_[peer].sent = true;
+    if (b) {
+        b->peer = peer;
+        ++counters_.sent;
+    } else {
+        ++counters_.inlined;
+    }
+    return Status::ok;
+}
+
+// A message of the rank to itself: packed into a copy on the heap and
+// queued for delivery, behind whatever arrived before it.
+Status IbvTransport::loopback(const AmMessage &m) {
+    const std::size_t length = common::packed_length(m.header);
+    auto *copy = new std::uint64_t[length / 8];
+    common::packed_encode(m.header, m.args, m.payload, reinterpret_cast<std::byte *>(copy));
+    Guard g(*this);
+    if (!cq_) {
+        delete[] copy;
+        return Status::transport;
+    }
+    ready_.push_back(Arrival{nullptr, length, copy});
+    return Status::ok;
+}
+
+Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
+    if (peer == setup().rank) return loopback(m);
+    const AmHeader &h = m.header;
+    const std::size_t length = common::packed_length(h);
+    if (length <= inline_limit_) {
+        alignas(8) std::byte bytes[1024 + head_room];
+        common::packed_encode(h, m.args, m.payload, bytes);
+        Guard g(*this);
+        if (!cq_) return Status::transport;
+        return post_send(peer, bytes, length, nullptr);
+    }
+    Buffer *b;
+    {
+        Guard g(*this);
+        if (!cq_) return Status::transport;
+        b = send_buffer_take();
+        if (!b) return Status::not_ready;
+    }
+    // The copy outside the lock: another thread may poll meanwhile.
+    common::packed_encode(h, m.args, m.payload, b->bytes);
+    Guard g(*this);
+    const Status s = post_send(peer, b->bytes, length, b);
+    if (s == Status::ok) {
+        counters_.long_packed += h.category == AmCategory::long_;
+        return s;
+    }
+    b->next = send_free_;
+    send_free_ = b;
+    ++send_free_count_;
+    return s;
+}
+
+// ---- completions ----
+
+void IbvTransport::repost(Buffer *b) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(b->bytes), static_cast<std::uint32_t>(buffer_size_ + head_room),
+                pool_mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id(b, Wr::recv);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    const int r = srq_ ? ibv_post_srq_recv(srq_, &wr, &bad) : ibv_post_recv(peers_[b->peer].qp, &wr, &bad);
+    if (r != 0) (void)fatal("poll (ibv)", b->peer, "posting a receive buffer failed", r);
+}
+
+void IbvTransport::reap() {
+    ibv_wc wc[cq_batch];
+    for (;;) {
+        const int n = ibv_poll_cq(cq_, cq_batch, wc);
+        if (n < 0) {
+            (void)fatal("poll (ibv)", setup().rank, "ibv_poll_cq failed", -n);
+            break;
+        }
+        counters_.completions += static_cast<std::uint64_t>(n);
+        for (int i = 0; i < n; ++i) {
+            const ibv_wc &c = wc[i];
+            if (c.status != IBV_WC_SUCCESS) {
+                completion_error(c);
+                continue;
+            }
+            switch (static_cast<Wr>(c.wr_id & tag_mask)) {
+            case Wr::recv:
+                if (!control(wr_pointer<Buffer>(c.wr_id), c.byte_len)) {
+                    ready_.push_back(Arrival{wr_pointer<Buffer>(c.wr_id), c.byte_len});
+                    ++counters_.received;
+                }
+                break;
+            case Wr::send: {
+                Buffer *b = wr_pointer<Buffer>(c.wr_id);
+                --peers_[b->peer].send_posted;
+                b->next = send_free_;
+                send_free_ = b;
+                ++send_free_count_;
+                break;
+            }
+            case Wr::inline_send:
+                --peers_[static_cast<Rank>(c.wr_id >> 3)].send_posted;
+                break;
+            case Wr::rma:
+            case Wr::long_data: {
+                RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
+                --peers_[g->peer].send_posted;
+                if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
+                    g->notify->next = send_free_;
+                    send_free_ = g->notify;
+                    ++send_free_count_;
+                    g->notify = nullptr;
+                }
+                piece_done(g);
+                break;
+            }
+            }
+        }
+        if (n < cq_batch) break;
+    }
+    if (__builtin_expect(!loop_done_.empty(), 0)) {
+        for (RmaOp *op : loop_done_) rma_complete(op);
+        loop_done_.clear();
+    }
+    // Operations with pieces the send queue had no room for.
+    while (!rma_partial_.empty()) {
+        RmaGroup *g = rma_partial_.front();
+        if (rma_issue(g) == Status::not_ready) break;
+        rma_partial_.pop_front();
+    }
+}
+
+// Notes that the sender of the message in `b` is alive; a control message
+// is handled here and its buffer posted again at once (true).
+bool IbvTransport::control(Buffer *b, std::size_t length) {
+    common::PackedHead w;
+    if (length < sizeof w) return false;  // packed_unpack reports it
+    std::memcpy(&w, b->bytes, sizeof w);
+    if (w.source < life_.size()) life_[w.source].heard = true;
+    if (w.category != category_ping && w.category != category_pong) return false;
+    if (w.category == category_ping && w.source < life_.size()) control_send(w.source, category_pong);
+    repost(b);
+    return true;
+}
+
+// A ping or pong: a bare head, inline (or from a send buffer); without
+// room a pong stays owed until the next liveness check.
+void IbvTransport::control_send(Rank peer, std::uint8_t category) {
+    common::PackedHead w{};
+    w.category = category;
+    w.source = setup().rank;
+    Status s = Status::not_ready;
+    if (sizeof w <= inline_limit_) {
+        s = post_send(peer, &w, sizeof w, nullptr);
+    } else if (Buffer *b = send_buffer_take()) {
+        std::memcpy(b->bytes, &w, sizeof w);
+        s = post_send(peer, b->bytes, sizeof w, b);
+        if (s != Status::ok) {
+            b->next = send_free_;
+            send_free_ = b;
+            ++send_free_count_;
+        }
+    }
+    if (category == category_pong) life_[peer].pong_owed = s != Status::ok;
+}
+
+// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// hung process's HCA goes on acknowledging, and once its receive buffers
+// are full its peers' sends wait on RNR for ever, so the HCA alone would
+// never notice.
+void IbvTransport::liveness() {
+    Rank silent;
+    {
+        Guard g(*this);
+        if (!cq_) return;
+        silent = common::liveness_check(
+            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
+            [&](Rank r) { control_send(r, category_pong); });
+    }
+    if (silent != life_.size()) {
+        const std::string path = port_.device + " port " + std::to_string(port_.port);
+        common::peer_silent("ibv", silent, path.c_str(), "SLUICE_IBV_PEER_TIMEOUT", peer_timeout_s_);
+    }
+}
+
+void IbvTransport::completion_error(const ibv_wc &c) {
+    const auto tag = static_cast<Wr>(c.wr_id & tag_mask);
+    const char *status = ibv_wc_status_str(c.status);
+    if (tag == Wr::recv) {
+        // A queue pair in error flushes its receives: the failure that put
+        // it there was reported by the sender's side of it.
+        if (c.status != IBV_WC_WR_FLUSH_ERR)
+            base::report(Status::transport, "poll (ibv)", "this is a Sluice bug or an HCA fault",
+                         "ibv (%s:%u): a receive failed: %s", port_.device.c_str(), port_.port, status);
+        return;
+    }
+    if (tag == Wr::send || tag == Wr::inline_send) {
+        Rank peer;
+        if (tag == Wr::send) {
+            Buffer *b = wr_pointer<Buffer>(c.wr_id);
+            peer = b->peer;
+            b->next = send_free_;
+            send_free_ = b;
+            ++send_free_count_;
+        } else {
+            peer = static_cast<Rank>(c.wr_id >> 3);
+        }
+        --peers_[peer].send_posted;
+        base::report(Status::transport, "send (ibv)", "check that the peer is alive and reachable from this port",
+                     "ibv (%s:%u): an AM to rank %u was not delivered: %s", port_.device.c_str(), port_.port, peer, status);
+        return;
+    }
+    RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
+    --peers_[g->peer].send_posted;
+    if (tag == Wr::long_data) {
+        g->notify->next = send_free_;
+        send_free_ = g->notify;
+        ++send_free_count_;
+        g->notify = nullptr;
+    }
+    // Reported, then completed: the caller must not wait for ever.
+    base::report(Status::transport, g->write ? "put (ibv)" : "get (ibv)",
+                 c.status == IBV_WC_REM_ACCESS_ERR ? "check that the address lies in the peer's segment"
+                                                   : "check that the peer is alive and reachable from this port",
+                 "ibv (%s:%u): RDMA %s of %zu bytes with rank %u failed: %s", port_.device.c_str(), port_.port,
+                 g->write ? "write" : "read", g->n, g->peer, status);
+    piece_done(g);
+}
+
+// ---- delivery ----
+
+int IbvTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0))
+        liveness();
+    {
+        Guard g(*this);
+        if (!cq_) return 0;
+        reap();
+        if (ready_.empty()) return 0;
+    }
+    if (mode == PollMode::replies_only || delivering) return 0;
+    return deliver_ready();
+}
+
+int IbvTransport::deliver_ready() {
+    if (!base::flag_try_take(deliver_flag_)) return 0;
+    delivering = true;
+    int n = 0;
+    Buffer *done = nullptr;
+    while (n < static_cast<int>(poll_budget)) {
+        Arrival a;
+        {
+            Guard g(*this);
+            if (done && cq_) repost(done);
+            done = nullptr;
+            if (ready_.empty()) break;
+            a = ready_.front();
+            ready_.pop_front();
+        }
+        common::PackedMessage m;
+        if (common::packed_unpack("poll (ibv)", a.bytes(), a.length, setup().size, segment_base_, segment_bytes_,
+                                  m)) {
+            if (m.header.category == AmCategory::short_)
+                deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args,
+                              m.header.nargs);
+            else
+                deliver(m.header, m.args, m.payload);
+        }
+        done = a.buffer;
+        delete[] a.loop;
+        ++n;
+    }
+    if (done) {
+        Guard g(*this);
+        if (cq_) repost(done);
+    }
+    delivering = false;
+    base::flag_release(deliver_flag_);
+    return n;
+}
+
+void IbvTransport::dispatch_abandon_impl() {
+    if (!delivering) return;
+    delivering = false;
+    base::flag_release(deliver_flag_);
+}
+
+// Everything posted completes before finalize goes on.
+void IbvTransport::quiesce_impl() {
+    const std::string who = "ibv (" + port_.device + ":" + std::to_string(port_.port) + ")";
+    common::quiesce_wait(
+        "finalize (ibv)", who.c_str(),
+        [&] {
+            Guard g(*this);
+            if (!cq_) return true;
+            reap();
+            bool idle = send_free_count_ == send_count_ && rma_outstanding_ == 0;
+            for (const Peer &p : peers_) idle &= p.send_posted == 0;
+            return idle;
+        },
+        [&] { deliver_ready(); });
+}
+
+bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
+
+// ---- RDMA ----
+
+// RDMA of a rank with itself is a copy (no queue pair leads to itself),
+// completed like the others by the next reap, so that its registrations
+// are held as long as a transfer's would be.
+Status IbvTransport::loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later) {
+    std::memmove(to, from, n);
+    Guard g(*this);
+    if (!cq_) return Status::transport;
+    loop_done_.push_back(op);
+    later = true;
+    return Status::ok;
+}
+
+Status IbvTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
+    later = false;
+    if (peer == setup().rank) return loop_rma(remote, local, n, op, later);
+    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr, 0,
+                     later);
+}
+
+Status IbvTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
+    later = false;
+    if (peer == setup().rank) return loop_rma(local, remote, n, op, later);
+    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, 0, later);
+}
+
+// The seed's two-part Long (and every Put with remote completion): the
+// write, then the notification as a send on the same queue pair.  An RC
+// queue pair executes its work requests in order, so the peer receives
+// the notification only after the write's bytes are in its memory; the
+// operation completes when the send does.
+Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify,
+                                 RmaOp *op, bool &later) {
+    later = false;
+    if (peer == setup().rank) {
+        std::memmove(remote, local, n);
+        return loopback(notify);
+    }
+    Buffer *b;
+    {
+        Guard g(*this);
+        if (!cq_) return Status::transport;
+        b = send_buffer_take();
+        if (!b) return Status::not_ready;
+    }
+    const std::size_t length = common::packed_encode(notify.header, notify.args, notify.payload, b->bytes);
+    b->peer = peer;
+    const Status s =
+        rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, b, length, later);
+    if (!later) {
+        Guard g(*this);
+        b->next = send_free_;
+        send_free_ = b;
+        ++send_free_count_;
+    } else {
+        ++counters_.long_two_part;
+    }
+    return s;
+}
+
+Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                               Buffer *notify, std::size_t notify_length, bool &later) {
+    later = false;
+    if (n == 0 && !notify) return Status::ok;
+    const char *what = write ? "put (ibv)" : "get (ibv)";
+    const std::uint64_t handle = n ? local_handle(op) : 0;
+    if (n && !handle)
+        return base::report(Status::argument, what, "use a buffer in the segment, or a build with firehose registration",
+                            "ibv: the local buffer %p (%zu bytes) is not registered", local, n);
+    std::uint64_t key = 0;
+    if (!remote_key(op, key)) key = peer_rkey_[peer];
+    if (n && key == 0)
+        return base::report(Status::segment, what, "attach the segment on every rank before RMA",
+                            "ibv: rank %u published no key for its segment", peer);
+    auto *g = new RmaGroup;
+    g->op = op;
+    g->write = write;
+    g->peer = peer;
+    g->local = static_cast<std::byte *>(local);
+    g->remote = remote;
+    g->lkey = handle ? reinterpret_cast<ibv_mr *>(handle)->lkey : 0;
+    g->rkey = static_cast<std::uint32_t>(key);
+    g->n = n;
+    g->notify = notify;
+    g->notify_length = notify_length;
+    Guard guard(*this);
+    if (!cq_) {
+        delete g;
+        return Status::transport;
+    }
+    const Status s = rma_issue(g);
+    if (g->outstanding == 0) {
+        // Nothing started: "retry" goes to the wrapper's backlog.
+        g->notify = nullptr;
+        delete g;
+        return s == Status::ok ? Status::transport : s;
+    }
+    if (s == Status::not_ready) rma_partial_.push_back(g);
+    else if (s != Status::ok) return s;  // reported; the posted pieces complete it
+    later = true;
+    return Status::ok;
+}
+
+Status IbvTransport::rma_issue(RmaGroup *g) {
+    Peer &p = peers_[g->peer];
+    while (g->issued < g->n) {
+        if (p.send_posted >= send_depth_) return Status::not_ready;
+        const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->local + g->issued), static_cast<std::uint32_t>(len), g->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = wr_id(g, Wr::rma);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = g->write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = g->remote + g->issued;
+        wr.wr.rdma.rkey = g->rkey;
+        ibv_send_wr *bad = nullptr;
+        if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0)
+            return fatal(g->write ? "put (ibv)" : "get (ibv)", g->peer,
+                         g->write ? "posting an RDMA write failed" : "posting an RDMA read failed", r);
+        g->issued += len;
+        ++g->outstanding;
+        ++p.send_posted;
+        ++rma_outstanding_;
+        ++(g->write ? counters_.writes : counters_.reads);
+    }
+    if (g->notify && g->notify_length) {
+        if (p.send_posted >= send_depth_) return Status::not_ready;
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->notify->bytes), static_cast<std::uint32_t>(g->notify_length),
+                    pool_mr_->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = wr_id(g, Wr::long_data);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr *bad = nullptr;
+        if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0)
+            return fatal("put (ibv)", g->peer, "posting a two-part Long's header failed", r);
+        life_[g->peer].sent = true;
+        g->notify_length = 0;  // posted
+        ++g->outstanding;
+        ++p.send_posted;
+        ++rma_outstanding_;
+    }
+    return Status::ok;
+}
+
+void IbvTransport::piece_done(RmaGroup *g) {
+    --g->outstanding;
+    --rma_outstanding_;
+    if (g->outstanding || g->issued < g->n || (g->notify && g->notify_length)) return;
+    rma_complete(g->op);
+    delete g;
+}
+
+} // namespace sluice::conduit::ibv::detail

@@ -1,0 +1,556 @@
+// src/conduits/ibv/ibv_setup.cpp - the ibv conduit's set-up and tear-down:
+// which HCA port (the seed's port selection), the protection domain,
+// completion queue, shared receive queue and one RC queue pair per peer
+// (the seed's static connections), the registered AM buffers, memory
+// registration, finalize and the counters.
+#include "conduits/ibv/ibv.hpp"
+#include "conduits/ibv/ibv_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+#include "credit/knobs.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace sluice::conduit::ibv {
+
+namespace detail {
+namespace {
+
+// One entry of SLUICE_IBV_PORTS: an HCA and the ports wanted (none: all).
+struct PortSpec {
+    std::string device;
+    std::vector<unsigned> ports;
+};
+
+// The seed's syntax: HCA[:PORT[,PORT...]] joined by '+'.  False and `why`
+// set when malformed.
+bool ports_parse(const std::string &text, std::vector<PortSpec> &out, std::string &why) {
+    out.clear();
+    if (text.empty()) return true;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t plus = std::min(text.find('+', at), text.size());
+        const std::string item = text.substr(at, plus - at);
+        const std::size_t colon = item.find(':');
+        PortSpec s;
+        s.device = item.substr(0, colon);
+        if (s.device.empty()) {
+            why = "an empty HCA name in '" + text + "'";
+            return false;
+        }
+        if (colon != std::string::npos) {
+            const std::string list = item.substr(colon + 1);
+            std::size_t p = 0;
+            while (p <= list.size()) {
+                const std::size_t comma = std::min(list.find(',', p), list.size());
+                const std::string number = list.substr(p, comma - p);
+                char *end = nullptr;
+                const unsigned long port = std::strtoul(number.c_str(), &end, 10);
+                if (number.empty() || *end || port < 1 || port > 255) {
+                    why = "port '" + number + "' of " + s.device + " is not a port number (1-255)";
+                    return false;
+                }
+                s.ports.push_back(static_cast<unsigned>(port));
+                p = comma + 1;
+            }
+        }
+        out.push_back(std::move(s));
+        at = plus + 1;
+    }
+    return true;
+}
+
+bool selected(const std::vector<PortSpec> &specs, const std::string &device, unsigned port) {
+    if (specs.empty()) return true;
+    for (const PortSpec &s : specs)
+        if (s.device == device && (s.ports.empty() || std::find(s.ports.begin(), s.ports.end(), port) != s.ports.end()))
+            return true;
+    return false;
+}
+
+// Every port of every HCA here, with whether SLUICE_IBV_PORTS selects it.
+// False and `why` set when the knob is malformed or names an HCA or port
+// that is not here.
+bool port_list(std::vector<PortInfo> &out, std::string &why) {
+    out.clear();
+    std::vector<PortSpec> specs;
+    if (!ports_parse(base::knob_string(base::Knob::IBV_PORTS), specs, why)) {
+        why = "SLUICE_IBV_PORTS: " + why;
+        return false;
+    }
+    int count = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    if (!list) {
+        why = std::string("no InfiniBand or RoCE device here (ibv_get_device_list: ") + std::strerror(errno) + ")";
+        return false;
+    }
+    for (int i = 0; i < count; ++i) {
+        const std::string name = ibv_get_device_name(list[i]);
+        ibv_context *ctx = ibv_open_device(list[i]);
+        if (!ctx) continue;
+        ibv_device_attr attr{};
+        if (ibv_query_device(ctx, &attr) == 0)
+            for (unsigned p = 1; p <= attr.phys_port_cnt; ++p) {
+                PortInfo info;
+                info.device = name;
+                info.port = static_cast<std::uint8_t>(p);
+                if (ibv_query_port(ctx, info.port, &info.attr) != 0) continue;
+                info.active = info.attr.state == IBV_PORT_ACTIVE;
+                info.selected = selected(specs, name, p);
+                out.push_back(info);
+            }
+        ibv_close_device(ctx);
+    }
+    ibv_free_device_list(list);
+    std::string here;
+    for (const PortInfo &p : out) here += (here.empty() ? "" : ", ") + p.device + ":" + std::to_string(p.port);
+    for (const PortSpec &s : specs) {
+        const auto found = [&](unsigned port) {
+            return std::any_of(out.begin(), out.end(),
+                               [&](const PortInfo &p) { return p.device == s.device && (port == 0 || p.port == port); });
+        };
+        if (!found(0)) {
+            why = "SLUICE_IBV_PORTS names HCA " + s.device + ", which is not here (ports here: " +
+                  (here.empty() ? "none" : here) + ")";
+            return false;
+        }
+        for (unsigned port : s.ports)
+            if (!found(port)) {
+                why = "SLUICE_IBV_PORTS names port " + std::to_string(port) + " of " + s.device +
+                      ", which has no such port (ports here: " + here + ")";
+                return false;
+            }
+    }
+    if (out.empty()) why = "no InfiniBand or RoCE device here (ibv_get_device_list found none)";
+    return !out.empty();
+}
+
+// The port to use: the first active one selected.
+const PortInfo *port_choose(const std::vector<PortInfo> &ports, std::string &why) {
+    for (const PortInfo &p : ports)
+        if (p.active && p.selected) return &p;
+    why = "no active port";
+    if (!base::knob_string(base::Knob::IBV_PORTS).empty())
+        why += " among those SLUICE_IBV_PORTS=" + base::knob_string(base::Knob::IBV_PORTS) + " selects";
+    why += " (ibv_devinfo lists the ports and their state)";
+    return nullptr;
+}
+
+const char *mtu_text(ibv_mtu m) {
+    switch (m) {
+    case IBV_MTU_256: return "256";
+    case IBV_MTU_512: return "512";
+    case IBV_MTU_1024: return "1024";
+    case IBV_MTU_2048: return "2048";
+    case IBV_MTU_4096: return "4096";
+    }
+    return "?";
+}
+
+constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+} // namespace
+
+IbvTransport::IbvTransport() : Transport("ibv", Capabilities{}) {}
+
+IbvTransport::~IbvTransport() { close_all(); }
+
+Status IbvTransport::init_impl() {
+    buffer_size_ = base::knob_size(base::Knob::IBV_BUFFER_SIZE);
+    std::size_t packed = base::knob_size(base::Knob::PACKEDLONG_LIMIT);
+    if (packed == 0 || packed > buffer_size_) packed = buffer_size_;
+    send_depth_ = static_cast<unsigned>(base::knob_int(base::Knob::IBV_SEND_DEPTH));
+    use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
+    if (base::knob_bool(base::Knob::RCV_THREAD) && setup().rank == 0)
+        std::fprintf(stderr, "sluice[rank 0] warning: SLUICE_RCV_THREAD is not implemented by the ibv conduit and is "
+                             "ignored: AMs run when the application polls, or with SLUICE_PROGRESS_THREAD=1\n");
+    if (Status s = open_port(); s != Status::ok) return s;
+    Capabilities &c = capabilities_mutable();
+    c.max_medium = buffer_size_;
+    c.max_long = std::numeric_limits<std::size_t>::max();
+    c.max_packed_long = packed;
+    c.native_rma = true;
+    c.remote_completion = true;   // put_rc: the write, then the header on the same queue pair
+    c.needs_registration = true;  // every local buffer needs an lkey
+    c.remote_keys = true;
+    c.remote_offsets = false;     // remote virtual addresses
+    c.provider_keys = true;
+    c.key_per_endpoint = false;
+    c.needs_credits = true;       // receive buffers are a fixed number
+    c.inline_limit = inline_limit_;
+    // Half the buffers for requests (what credits bound), half for the
+    // replies to this rank's own.
+    if (srq_) c.request_slots = recv_count_ / 2;
+    else c.request_slots_per_peer = recv_per_peer_ / 2;
+    if (Status s = buffers_create(); s != Status::ok) return s;
+    if (Status s = connect_all(); s != Status::ok) return s;
+    base::say("ibv: %s port %u (%s, MTU %s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, packed "
+              "Long %zu bytes",
+              port_.device.c_str(), port_.port, port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
+              mtu_text(port_.attr.active_mtu), use_srq_ ? "an SRQ" : "per-peer queues", recv_count_, inline_limit_,
+              buffer_size_, packed);
+    return Status::ok;
+}
+
+// The seed's HCA and port selection: the first active port that
+// SLUICE_IBV_PORTS selects; SLUICE_IBV_LIST_PORTS prints them all.
+Status IbvTransport::open_port() {
+    const char *op = "ibv conduit init";
+    std::vector<PortInfo> ports;
+    std::string why;
+    const bool listed = port_list(ports, why);
+    if (base::knob_bool(base::Knob::IBV_LIST_PORTS)) {
+        for (const PortInfo &p : ports)
+            std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
+                         p.port, p.active ? "active" : "down",
+                         p.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand", p.attr.lid,
+                         p.selected ? ", selected by SLUICE_IBV_PORTS" : ", not selected");
+    }
+    if (!listed)
+        return base::report(Status::transport, op,
+                            "set SLUICE_IBV_PORTS to HCAs and ports that ibv_devinfo lists, or use another network "
+                            "conduit (SLUICE_NETWORK)",
+                            "%s", why.c_str());
+    const PortInfo *pick = port_choose(ports, why);
+    if (!pick) return base::report(Status::transport, op, "SLUICE_IBV_LIST_PORTS=1 lists the ports", "%s", why.c_str());
+    port_ = *pick;
+
+    int count = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    for (int i = 0; list && i < count && !ctx_; ++i)
+        if (port_.device == ibv_get_device_name(list[i])) ctx_ = ibv_open_device(list[i]);
+    if (list) ibv_free_device_list(list);
+    if (!ctx_) return fatal(op, setup().rank, "ibv_open_device failed", errno);
+    ibv_device_attr attr{};
+    if (ibv_query_device(ctx_, &attr) != 0) return fatal(op, setup().rank, "ibv_query_device failed", errno);
+    if (ibv_query_gid(ctx_, port_.port, 0, &gid_) != 0) return fatal(op, setup().rank, "ibv_query_gid failed", errno);
+
+    std::size_t peers = 0;  // other ranks: the rank itself needs no queue pair
+    for (Rank r : setup().peers) peers += r != setup().rank;
+    recv_count_ = static_cast<std::size_t>(base::knob_int(base::Knob::RBUF_COUNT));
+    if (recv_count_ == 0) {
+        // As src/am sizes credits: a min_credits-th of the largest request.
+        std::vector<std::string> notes;
+        const credit::Config cc = credit::config_from_knobs(setup().size, setup().rank,
+                                                            16 + 4 * common::packed_max_args + buffer_size_, notes);
+        recv_count_ = std::clamp<std::size_t>(2 * cc.total_credits(), 64, 65536);
+    }
+    if (use_srq_ && attr.max_srq == 0) {
+        base::say("ibv: %s has no shared receive queues; per-peer receive buffers instead", port_.device.c_str());
+        use_srq_ = false;
+    }
+    if (use_srq_) {
+        recv_count_ = std::min<std::size_t>(recv_count_, static_cast<std::size_t>(attr.max_srq_wr));
+    } else {
+        recv_per_peer_ = static_cast<unsigned>(std::clamp<std::size_t>(recv_count_ / std::max<std::size_t>(1, peers), 16,
+                                                                        static_cast<std::size_t>(attr.max_qp_wr)));
+        recv_count_ = recv_per_peer_ * peers;
+    }
+    send_depth_ = std::min<unsigned>(send_depth_, static_cast<unsigned>(attr.max_qp_wr));
+    // The completion queue holds every receive and every send work request.
+    const std::size_t cqe = recv_count_ + std::size_t{send_depth_} * peers + 64;
+    if (cqe > static_cast<std::size_t>(attr.max_cqe))
+        return base::report(Status::resource, op, "lower SLUICE_RBUF_COUNT or SLUICE_IBV_SEND_DEPTH",
+                            "ibv: %s: a completion queue of %zu entries is needed (%zu receive buffers, %u sends per "
+                            "queue pair x %zu peers), the HCA allows %d",
+                            port_.device.c_str(), cqe, recv_count_, send_depth_, peers, attr.max_cqe);
+    rma_chunk_ = port_.attr.max_msg_sz ? port_.attr.max_msg_sz : (1u << 30);
+    if (const std::size_t k = base::knob_size(base::Knob::IBV_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
+
+    pd_ = ibv_alloc_pd(ctx_);
+    if (!pd_) return fatal(op, setup().rank, "ibv_alloc_pd failed", errno);
+    cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, nullptr, 0);
+    if (!cq_) return fatal(op, setup().rank, "ibv_create_cq failed", errno);
+    if (use_srq_) {
+        ibv_srq_init_attr sa{};
+        sa.attr.max_wr = static_cast<std::uint32_t>(recv_count_);
+        sa.attr.max_sge = 1;
+        srq_ = ibv_create_srq(pd_, &sa);
+        if (!srq_) return fatal(op, setup().rank, "ibv_create_srq failed", errno);
+    }
+    inline_limit_ = base::knob_size(base::Knob::INLINESEND_LIMIT);
+    peers_.assign(setup().size, Peer{});
+    peer_rkey_.assign(setup().size, 0);
+    life_.assign(setup().size, common::PeerLife{});
+    peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT));
+    for (Rank r : setup().peers)
+        if (r != setup().rank)
+            if (Status s = qp_create(r); s != Status::ok) return s;
+    return Status::ok;
+}
+
+// An RC queue pair for `peer`, moved to INIT (where receives may be posted).
+Status IbvTransport::qp_create(Rank peer) {
+    const char *op = "ibv conduit init";
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq_;
+    a.srq = srq_;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = send_depth_;
+    a.cap.max_recv_wr = srq_ ? 0 : recv_per_peer_;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
+    ibv_qp *qp = ibv_create_qp(pd_, &a);
+    if (!qp && inline_limit_) {
+        // The HCA allows less inline data: ask for none, and use what it gives.
+        a.cap.max_inline_data = 0;
+        qp = ibv_create_qp(pd_, &a);
+    }
+    if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
+    inline_limit_ = std::min<std::size_t>(inline_limit_, a.cap.max_inline_data);
+    peers_[peer].qp = qp;
+    ibv_qp_attr init{};
+    init.qp_state = IBV_QPS_INIT;
+    init.port_num = port_.port;
+    init.pkey_index = 0;
+    init.qp_access_flags = remote_access;
+    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+        return fatal(op, peer, "moving a queue pair to INIT failed", errno);
+    return Status::ok;
+}
+
+// RTR then RTS towards the peer's queue pair `qpn`.  RNR retries are
+// endless (7): a message that finds no receive posted waits, it is never
+// dropped; the transport retries bound an absent peer.
+Status IbvTransport::qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn) {
+    const char *op = "ibv conduit init";
+    ibv_qp_attr rtr{};
+    rtr.qp_state = IBV_QPS_RTR;
+    rtr.path_mtu = std::min(port_.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
+    rtr.dest_qp_num = qpn;
+    rtr.rq_psn = 0;
+    rtr.max_dest_rd_atomic = 16;
+    rtr.min_rnr_timer = 1;
+    rtr.ah_attr.dlid = theirs.lid;
+    rtr.ah_attr.port_num = port_.port;
+    if (theirs.global) {
+        rtr.ah_attr.is_global = 1;
+        rtr.ah_attr.grh.hop_limit = 64;
+        std::memcpy(rtr.ah_attr.grh.dgid.raw, theirs.gid, 16);
+    }
+    if (ibv_modify_qp(peers_[peer].qp, &rtr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+        return fatal(op, peer, "moving the queue pair to RTR failed", errno);
+    ibv_qp_attr rts{};
+    rts.qp_state = IBV_QPS_RTS;
+    rts.timeout = 14;
+    rts.retry_cnt = 7;
+    rts.rnr_retry = 7;
+    rts.sq_psn = 0;
+    rts.max_rd_atomic = 16;
+    if (ibv_modify_qp(peers_[peer].qp, &rts,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                          IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+        return fatal(op, peer, "moving the queue pair to RTS failed", errno);
+    return Status::ok;
+}
+
+// The seed's static connections: every rank publishes its port's address
+// and the queue pair it made for each rank; each connects its own to the
+// peer's for it.
+Status IbvTransport::connect_all() {
+    const char *op = "ibv conduit init";
+    const Rank n = setup().size;
+    std::string mine(sizeof(ConnectHead) + 4u * n, '\0');
+    ConnectHead head{};
+    std::snprintf(head.device, sizeof head.device, "%s", port_.device.c_str());
+    head.lid = port_.attr.lid;
+    head.port = port_.port;
+    head.global = port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+    std::memcpy(head.gid, gid_.raw, 16);
+    head.mtu = port_.attr.active_mtu;
+    head.ranks = n;
+    std::memcpy(mine.data(), &head, sizeof head);
+    for (Rank r = 0; r < n; ++r) {
+        const std::uint32_t qpn = peers_[r].qp ? peers_[r].qp->qp_num : 0;
+        std::memcpy(mine.data() + sizeof head + 4u * r, &qpn, 4);
+    }
+    std::vector<std::string> all;
+    if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
+        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of ibv addresses failed");
+    for (Rank r : setup().peers) {
+        if (r == setup().rank) continue;
+        ConnectHead theirs{};
+        if (all[r].size() != mine.size())
+            return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                "rank %u sent an ibv address record of %zu bytes, mine is %zu", r, all[r].size(),
+                                mine.size());
+        std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        std::uint32_t qpn;
+        std::memcpy(&qpn, all[r].data() + sizeof theirs + 4u * setup().rank, 4);
+        if (qpn == 0)
+            return base::report(Status::state, op, "route the same ranks over ibv on every rank (SLUICE_ROUTE)",
+                                "rank %u made no queue pair for this rank", r);
+        if (theirs.global != head.global)
+            return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
+                                "rank %u uses a %s port, this rank a %s one", r, theirs.global ? "RoCE" : "InfiniBand",
+                                head.global ? "RoCE" : "InfiniBand");
+        if (Status s = qp_connect(r, theirs, qpn); s != Status::ok) return s;
+    }
+    return Status::ok;
+}
+
+Status IbvTransport::register_raw(void *base, std::size_t size, int access, ibv_mr *&mr, const char *what) {
+    mr = ibv_reg_mr(pd_, base, size, access);
+    if (mr) return Status::ok;
+    const int e = errno;
+    return base::report(Status::resource, "register memory",
+                        e == ENOMEM ? "raise the locked-memory limit (ulimit -l, or memlock in limits.conf)" : nullptr,
+                        "ibv (%s): cannot register %zu bytes at %p for %s: %s", port_.device.c_str(), size, base, what,
+                        std::strerror(e));
+}
+
+// One registered pool: the receive buffers, then the send buffers.
+Status IbvTransport::buffers_create() {
+    const std::size_t slot = (buffer_size_ + head_room + 63) & ~std::size_t{63};
+    send_count_ = static_cast<std::size_t>(base::knob_int(base::Knob::IBV_SEND_BUFFERS));
+    const std::size_t total = recv_count_ + send_count_;
+    pool_bytes_ = slot * total;
+    void *p = ::mmap(nullptr, pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return base::report(Status::resource, "ibv conduit init", "lower SLUICE_RBUF_COUNT or SLUICE_IBV_BUFFER_SIZE",
+                            "cannot map %zu bytes of AM buffers: %s", pool_bytes_, std::strerror(errno));
+    pool_ = static_cast<std::byte *>(p);
+    if (Status s = register_raw(pool_, pool_bytes_, IBV_ACCESS_LOCAL_WRITE, pool_mr_, "AM buffers"); s != Status::ok)
+        return s;
+    buffers_.assign(total, Buffer{});
+    for (std::size_t i = 0; i < total; ++i) buffers_[i].bytes = pool_ + i * slot;
+    for (std::size_t i = total; i-- > recv_count_;) {
+        buffers_[i].next = send_free_;
+        send_free_ = &buffers_[i];
+    }
+    send_free_count_ = send_count_;
+    Guard g(*this);
+    std::size_t i = 0;
+    if (srq_) {
+        for (; i < recv_count_; ++i) repost(&buffers_[i]);
+    } else {
+        for (Rank r : setup().peers)
+            for (unsigned k = 0; k < recv_per_peer_ && r != setup().rank; ++k, ++i) {
+                buffers_[i].peer = r;
+                repost(&buffers_[i]);
+            }
+    }
+    return Status::ok;
+}
+
+Status IbvTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
+    return own_segment_.create("segment_attach (ibv)", size, base, key);
+}
+
+Status IbvTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
+    // Under the delivery flag: a packed Long is checked against these bounds.
+    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
+    segment_base_ = all[setup().rank].base;
+    segment_bytes_ = all[setup().rank].size;
+    base::flag_release(deliver_flag_);
+    return Status::ok;
+}
+
+Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
+                                       std::string &rkey) {
+    ibv_mr *mr = nullptr;
+    if (Status s = register_raw(base, size, remote_access, mr, "RDMA"); s != Status::ok) return s;
+    handle = reinterpret_cast<std::uint64_t>(mr);
+    const std::uint64_t key = mr->rkey;
+    rkey.assign(reinterpret_cast<const char *>(&key), sizeof key);
+    return Status::ok;
+}
+
+void IbvTransport::mem_deregister_impl(std::uint64_t handle) {
+    if (handle) ibv_dereg_mr(reinterpret_cast<ibv_mr *>(handle));
+}
+
+Status IbvTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
+    if (size == 0 || rkey.empty()) return Status::ok;
+    std::uint64_t key = 0;
+    if (Status s = region_key_unpack_impl(peer, rkey, key); s != Status::ok) return s;
+    peer_rkey_[peer] = static_cast<std::uint32_t>(key);
+    return Status::ok;
+}
+
+Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, std::uint64_t &key) {
+    if (rkey.size() != sizeof key)
+        return base::report(Status::state, "segment_attach (ibv)", "run the same Sluice build on every rank",
+                            "rank %u published an ibv key of %zu bytes", peer, rkey.size());
+    std::memcpy(&key, rkey.data(), sizeof key);
+    return Status::ok;
+}
+
+void IbvTransport::fini_impl() {
+    if (ctx_ && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
+    close_all();
+}
+
+void IbvTransport::close_all() {
+    // Queue pairs first: nothing lands in buffers being freed.
+    for (Peer &p : peers_)
+        if (p.qp) ibv_destroy_qp(p.qp);
+    peers_.clear();
+    if (srq_) ibv_destroy_srq(srq_);
+    srq_ = nullptr;
+    for (RmaGroup *g : rma_partial_) delete g;
+    rma_partial_.clear();
+    for (Arrival &a : ready_) delete[] a.loop;
+    ready_.clear();
+    if (pool_mr_) ibv_dereg_mr(pool_mr_);
+    pool_mr_ = nullptr;
+    if (pool_) ::munmap(pool_, pool_bytes_);
+    pool_ = nullptr;
+    buffers_.clear();
+    send_free_ = nullptr;
+    if (cq_) ibv_destroy_cq(cq_);
+    cq_ = nullptr;
+    if (pd_) ibv_dealloc_pd(pd_);
+    pd_ = nullptr;
+    if (ctx_) ibv_close_device(ctx_);
+    ctx_ = nullptr;
+    own_segment_.release();
+}
+
+void IbvTransport::stats_print() const {
+    const Counters &c = counters_;
+    std::fprintf(stderr,
+                 "sluice[rank %u] ibv (%s:%u): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
+                 "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu\n",
+                 setup().rank, port_.device.c_str(), port_.port, static_cast<unsigned long long>(c.inlined),
+                 static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
+                 static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
+                 static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
+                 static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full));
+}
+
+} // namespace detail
+
+std::unique_ptr<Transport> make_ibv_transport() { return std::make_unique<detail::IbvTransport>(); }
+
+std::string probe() {
+    std::vector<detail::PortInfo> ports;
+    std::string why;
+    if (!detail::port_list(ports, why)) return why;
+    return detail::port_choose(ports, why) ? "" : why;
+}
+
+std::string limits() {
+    std::vector<detail::PortInfo> ports;
+    std::string why;
+    if (!detail::port_list(ports, why)) return "  ibv port                none: " + why + "\n";
+    const detail::PortInfo *p = detail::port_choose(ports, why);
+    if (!p) return "  ibv port                none: " + why + "\n";
+    char line[256];
+    std::snprintf(line, sizeof line, "  ibv port                %s:%u (%s, MTU %s, largest message %u bytes)\n",
+                  p->device.c_str(), p->port, p->attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
+                  detail::mtu_text(p->attr.active_mtu), p->attr.max_msg_sz);
+    return line;
+}
+
+} // namespace sluice::conduit::ibv

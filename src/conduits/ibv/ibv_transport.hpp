@@ -1,0 +1,212 @@
+// src/conduits/ibv/ibv_transport.hpp - the ibv conduit's transport class,
+// shared by ibv.cpp (messages, RDMA, completions, delivery) and
+// ibv_setup.cpp (ports, queue pairs, buffers, registrations, finalize).
+// README.md has the design; its sections are named after the ibv seed's.
+//
+// Locking: `lock_` covers the queue pairs, the completion queue and every
+// buffer list.  Handlers run outside it, one thread at a time
+// (`deliver_flag_`), in completion order: an RC queue pair delivers in
+// order, and its receives complete in order, so each peer's messages
+// arrive in the order it sent them.
+#pragma once
+
+#include "base/flag.hpp"
+#include "base/status.hpp"
+#include "conduits/common/conduit_lock.hpp"
+#include "conduits/common/liveness.hpp"
+#include "conduits/common/packed_am.hpp"
+#include "conduits/common/private_segment.hpp"
+#include "conduits/transport.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::conduit::ibv::detail {
+
+constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
+constexpr int cq_batch = 16;          // completions one ibv_poll_cq takes
+constexpr std::size_t head_room = common::packed_head_room;
+
+// A port that SLUICE_IBV_PORTS selects (ibv_setup.cpp: port_list).
+struct PortInfo {
+    std::string device;
+    std::uint8_t port = 0;
+    bool active = false;
+    bool selected = false;
+    ibv_port_attr attr{};
+};
+
+// What every rank publishes at init: its port's address, then the number
+// of the queue pair it made for each rank of the job (0: none).
+struct ConnectHead {
+    char device[32];
+    std::uint16_t lid;
+    std::uint8_t port;
+    std::uint8_t global;      // Ethernet (RoCE): paths by GID
+    std::uint8_t gid[16];
+    std::uint32_t mtu;        // ibv_mtu
+    std::uint32_t ranks;
+};
+
+// Messages and RDMA of a rank to itself never reach the HCA: they are
+// copied in memory (IbvTransport::loopback), in the order they were sent.
+
+// Control messages, in PackedHead::category beyond the AM categories:
+// handled by the conduit in its poll, never delivered, uncredited.
+constexpr std::uint8_t category_ping = 3;
+constexpr std::uint8_t category_pong = 4;
+
+// Work-request ids: the low 3 bits say what completes.
+enum class Wr : std::uint64_t { recv = 0, send = 1, rma = 2, inline_send = 3, long_data = 4 };
+
+// An AM buffer of buffer_size_ + head_room bytes in the registered pool.
+struct Buffer {
+    std::byte *bytes = nullptr;
+    Buffer *next = nullptr;   // free list
+    Rank peer = 0;            // the queue pair it was posted to (per-peer receives) or sent on
+};
+
+// One RDMA write or read of an operation, which may be cut into pieces.
+struct RmaGroup {
+    RmaOp *op = nullptr;
+    bool write = true;
+    Rank peer = 0;
+    std::byte *local = nullptr;
+    std::uint64_t remote = 0;
+    std::uint32_t lkey = 0, rkey = 0;
+    std::size_t n = 0;
+    std::size_t issued = 0;      // bytes posted so far
+    unsigned outstanding = 0;    // pieces posted, not completed
+    Buffer *notify = nullptr;    // put_rc: the header sent after the write
+    std::size_t notify_length = 0;
+};
+
+struct Peer {
+    ibv_qp *qp = nullptr;
+    unsigned send_posted = 0;    // work requests in its send queue
+    unsigned recv_posted = 0;    // per-peer receives posted
+};
+
+// An arrived message waiting for delivery: in a receive buffer, or (a
+// message of the rank to itself) in `loop`, a copy on the heap.
+struct Arrival {
+    Buffer *buffer = nullptr;
+    std::size_t length = 0;
+    std::uint64_t *loop = nullptr;
+    const std::byte *bytes() const { return loop ? reinterpret_cast<const std::byte *>(loop) : buffer->bytes; }
+};
+
+struct Counters {
+    std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
+                  long_packed = 0, long_two_part = 0;
+};
+
+class IbvTransport final : public Transport {
+public:
+    IbvTransport();
+    ~IbvTransport() override;
+
+protected:
+    Status init_impl() override;
+    Status send_impl(Rank peer, const AmMessage &m) override;
+    int poll_impl(PollMode mode) override;
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
+    Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
+                       bool &later) override;
+    Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
+                             std::string &rkey) override;
+    void mem_deregister_impl(std::uint64_t handle) override;
+    Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override;
+    Status region_key_unpack_impl(Rank peer, const std::string &rkey, std::uint64_t &key) override;
+    void dispatch_abandon_impl() override;
+    void quiesce_impl() override;
+    bool signal_exit_safe_impl() const override;
+    void fini_impl() override;
+
+private:
+    struct Guard : common::ConduitGuard {
+        explicit Guard(IbvTransport &t) : ConduitGuard(t.lock_) {}
+    };
+
+    // ibv_setup.cpp
+    Status open_port();
+    Status buffers_create();
+    Status connect_all();
+    Status qp_create(Rank peer);
+    Status qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn);
+    Status register_raw(void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
+    void close_all();
+    void stats_print() const;
+
+    // ibv.cpp
+    Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
+    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                     Buffer *notify, std::size_t notify_length, bool &later);
+    Status rma_issue(RmaGroup *g);                          // under lock_
+    Status loopback(const AmMessage &m);
+    bool control(Buffer *b, std::size_t length);          // under lock_
+    void control_send(Rank peer, std::uint8_t category);  // under lock_
+    void liveness();
+    Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
+    void piece_done(RmaGroup *g);                           // under lock_
+    void reap();                                            // under lock_
+    void repost(Buffer *b);                                 // under lock_
+    void completion_error(const ibv_wc &wc);                // under lock_
+    Buffer *send_buffer_take();                             // under lock_
+    int deliver_ready();
+    Status fatal(const char *op, Rank peer, const char *what, int error);
+
+    // Verbs objects, in order of creation.
+    ibv_context *ctx_ = nullptr;
+    ibv_pd *pd_ = nullptr;
+    ibv_cq *cq_ = nullptr;
+    ibv_srq *srq_ = nullptr;
+    std::vector<Peer> peers_;          // by rank
+    PortInfo port_;
+    ibv_gid gid_{};
+    std::vector<std::uint32_t> peer_rkey_;
+    std::vector<common::PeerLife> life_;   // by rank (IbvTransport::liveness)
+    std::atomic<unsigned> polls_{0};
+    double peer_timeout_s_ = 30;
+
+    // Limits.
+    std::size_t buffer_size_ = 0;      // Medium payload
+    std::size_t inline_limit_ = 0;     // whole message
+    std::size_t rma_chunk_ = 0;
+    unsigned send_depth_ = 0;          // per queue pair
+    unsigned recv_per_peer_ = 0;       // without SRQ
+    bool use_srq_ = true;
+
+    // Buffers: one registered pool, receives first, then sends.
+    std::byte *pool_ = nullptr;
+    std::size_t pool_bytes_ = 0;
+    ibv_mr *pool_mr_ = nullptr;
+    std::vector<Buffer> buffers_;
+    std::size_t recv_count_ = 0;
+    Buffer *send_free_ = nullptr;
+    std::size_t send_free_count_ = 0, send_count_ = 0;
+    std::deque<Arrival> ready_;
+    std::size_t rma_outstanding_ = 0;
+    std::deque<RmaGroup *> rma_partial_;   // operations with pieces not posted yet
+    std::vector<RmaOp *> loop_done_;       // RDMA with itself, copied, completed by the next reap
+
+    // The segment this conduit created (no same-host conduit owns it).
+    common::PrivateSegment own_segment_;
+    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+
+    base::SpinLock lock_;
+    std::atomic<bool> deliver_flag_{false};
+    Counters counters_;
+};
+
+} // namespace sluice::conduit::ibv::detail

@@ -1,0 +1,109 @@
+#!/bin/sh
+# The ibv conduit on the software verbs NIC (tests/softnic/verbs): the
+# conduit conformance suite and the multi-process suites with an SRQ and
+# with per-peer receive buffers, and with every queue and buffer made tiny
+# (RNR waits, full send queues, the RDMA backlog, two-part Longs); the exit
+# matrix; port selection on a NIC of two devices of two ports and on RoCE;
+# bad SLUICE_IBV_PORTS values and a machine without a verbs device, each
+# refused by name.  Every job has its own fabric file, removed at the end.
+# Skips (77) without the ibv conduit.  README.md in this folder.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+srcdir=${SLUICETEST_SRCDIR:?}
+if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ibv +'; then
+    echo "SKIP: the ibv conduit is not in this build"
+    exit 77
+fi
+run=$srcdir/tests/softnic/verbs/softnic-run
+"$run" --lib-dir > /dev/null || { echo "FAIL: the software NIC does not build"; exit 1; }
+SOFTNIC_FABRIC=/dev/shm/softnic-ibv-test-$$
+export SOFTNIC_FABRIC
+trap 'rm -f "$SOFTNIC_FABRIC"' EXIT
+trap 'exit 130' INT TERM HUP
+conformance=$builddir/tests/conduit/sluice-conduit-conformance
+mp=$builddir/tests/mp/sluice-mp-gtest
+exitg=$builddir/tests/exit/sluice-exit-gtest
+job=$builddir/tests/mp/sluice-mp-test
+failed=0
+subset=
+[ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
+
+# suites NAME SCOPE ENV...: the conformance suite, then the multi-process
+# suites over ibv at every rank count (SCOPE full) or at 2 ranks (SCOPE 2).
+suites() {
+    name=$1 scope=$2
+    shift 2
+    echo "=== ibv: $name"
+    if ! env "$@" timeout 600 "$run" "$conformance" --gtest_filter='*/ibv:*/ibv_alone' --gtest_brief=1; then
+        echo "FAIL: conformance suite over ibv ($name)"
+        failed=1
+    fi
+    filter='Net/*_ibv:Net/*/ibv'
+    [ "$scope" = 2 ] && filter='Net/*N2_native_ibv'
+    if ! env "$@" timeout 900 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
+        echo "FAIL: multi-process suites over ibv ($name)"
+        failed=1
+    fi
+}
+# Under a sanitizer subset: the default at 2 ranks, and tiny queues.
+if [ -z "$subset" ]; then
+    suites "an SRQ (default)" full
+    suites "per-peer receive buffers" 2 SLUICE_USE_SRQ=0
+else
+    suites "an SRQ (default)" 2
+    echo "not run: per-peer receive buffers, the exit matrix (plain build only)"
+fi
+suites "tiny queues and buffers" 2 SLUICE_RBUF_COUNT=16 SLUICE_IBV_SEND_DEPTH=8 SLUICE_IBV_SEND_BUFFERS=4 \
+    SLUICE_INLINESEND_LIMIT=0 SLUICE_PACKEDLONG_LIMIT=1K SLUICE_IBV_RMA_CHUNK=4K
+
+if [ -z "$subset" ]; then
+    echo "=== ibv: the exit matrix, every peer over ibv"
+    if ! timeout 900 "$run" "$exitg" --gtest_filter='Net/*_ibv' --gtest_brief=1; then
+        echo "FAIL: exit matrix over ibv"
+        failed=1
+    fi
+fi
+
+# ibv_job ENV... -- ARGS: a 2-rank job of sluice-mp-test ARGS, every peer
+# over ibv, on the NIC; its code in $code, its output in $log.
+ibv_job() {
+    log=$(env SLUICE_NETWORK=ibv SLUICE_ROUTE=network SLUICE_VERBOSE=1 "$@" 2>&1)
+    code=$?
+}
+expect() {  # expect WHAT CODE PATTERN
+    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
+        printf '%s\n' "$log" | tail -15
+        failed=1
+    fi
+}
+
+echo "=== ibv: port selection"
+export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2
+ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_PORTS=softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_PORTS=softnic1:2 uses port 2 of softnic1" 0 "ibv: softnic1 port 2 (InfiniBand"
+expect "SLUICE_IBV_LIST_PORTS lists all four ports" 0 "ibv port softnic0:2: active, InfiniBand, LID [0-9]*, not selected"
+ibv_job SLUICE_IBV_PORTS=softnic0+softnic1:1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_PORTS=softnic0+softnic1:1 takes the first it selects" 0 "ibv: softnic0 port 1 "
+ibv_job SLUICE_IBV_PORTS=mlx5_0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "an HCA that is not here is refused by name" 1 "SLUICE_IBV_PORTS names HCA mlx5_0, which is not here (ports here: softnic0:1, softnic0:2, softnic1:1, softnic1:2)"
+ibv_job SLUICE_IBV_PORTS=softnic1:3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a port that is not there is refused by name" 1 "names port 3 of softnic1, which has no such port"
+ibv_job SLUICE_IBV_PORTS=softnic0:x timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a malformed port list is refused" 1 "SLUICE_IBV_PORTS: port 'x' of softnic0 is not a port number"
+unset SOFTNIC_DEVICES SOFTNIC_PORTS
+ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
+
+echo "=== ibv: without a verbs device"
+ibv_job timeout 60 "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_NETWORK=ibv without a device is refused with the reason" 1 "no InfiniBand or RoCE device here"
+if "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +ibv ' | grep -q "probe here: fails: no InfiniBand or RoCE device here"; then
+    echo "ok: sluice-info says why ibv cannot run here"
+else
+    echo "FAIL: sluice-info --conduits does not say why ibv cannot run"
+    failed=1
+fi
+exit $failed
