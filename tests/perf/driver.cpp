@@ -87,6 +87,10 @@ void usage(std::FILE *to) {
         "                      a full run includes it when the build has an ofi conduit\n"
         "                      that probes\n"
         "  --no-ofi            no ofi section\n"
+        "  --ibv               only the ibv section: the ibv conduit (SLUICE_ROUTE=network) beside\n"
+        "                      bare verbs on the same device; a full run includes it when the\n"
+        "                      conduit probes (here: under tests/softnic/verbs/softnic-run)\n"
+        "  --no-ibv            no ibv section\n"
         "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
         "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not ofi's)\n"
@@ -157,6 +161,10 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.ofi = Options::Ofi::only;
         } else if (a == "--no-ofi") {
             o.ofi = Options::Ofi::skip;
+        } else if (a == "--ibv") {
+            o.ibv = Options::Ibv::only;
+        } else if (a == "--no-ibv") {
+            o.ibv = Options::Ibv::skip;
         } else if (a == "--ofi-providers") {
             o.ofi_providers.clear();
             std::stringstream list(value("--ofi-providers"));
@@ -193,14 +201,17 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
-    // --udp or --ofi alone: that section only (both: both).
-    const bool udp_only = o.udp == Options::Udp::only, ofi_only = o.ofi == Options::Ofi::only;
-    if (udp_only || ofi_only)
+    // --udp, --ofi or --ibv alone: that section only (several: those).
+    const bool udp_only = o.udp == Options::Udp::only, ofi_only = o.ofi == Options::Ofi::only,
+               ibv_only = o.ibv == Options::Ibv::only;
+    if (udp_only || ofi_only || ibv_only)
         o.skip_launch = o.skip_shm = o.no_mpi = true;
-    if (ofi_only && o.udp == Options::Udp::auto_)
+    if ((ofi_only || ibv_only) && o.udp == Options::Udp::auto_)
         o.udp = Options::Udp::skip;
-    if (udp_only && o.ofi == Options::Ofi::auto_)
+    if ((udp_only || ibv_only) && o.ofi == Options::Ofi::auto_)
         o.ofi = Options::Ofi::skip;
+    if ((udp_only || ofi_only) && o.ibv == Options::Ibv::auto_)
+        o.ibv = Options::Ibv::skip;
     // Two providers with one tag would write the same rows.
     std::vector<std::string> tags;
     for (const auto &p : o.ofi_providers) {
@@ -263,10 +274,11 @@ int driver_main(int argc, char **argv) {
     }
     const bool udp_only = o.udp == Options::Udp::only;
     const bool ofi_only = o.ofi == Options::Ofi::only;
+    const bool ibv_only = o.ibv == Options::Ibv::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = ofi_only ? "" : "udp section skipped (--no-udp)";
+        udp_note = ofi_only || ibv_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -285,7 +297,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_providers;
     std::string ofi_note;
     if (o.ofi == Options::Ofi::skip) {
-        ofi_note = ofi_only || udp_only ? "" : "ofi section skipped (--no-ofi)";
+        ofi_note = ofi_only || udp_only || ibv_only ? "" : "ofi section skipped (--no-ofi)";
     } else if (o.only != "launch" && o.only != "shm") {
         const std::string missing =
             o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
@@ -307,6 +319,23 @@ int driver_main(int argc, char **argv) {
         }
         if (ofi_only && ofi_providers.empty()) {
             std::fprintf(stderr, "sluice-bench: --ofi: %s\n", ofi_note.c_str());
+            return 2;
+        }
+    }
+
+    // The ibv section: the conduit must be built in and probe.
+    bool ibv = false;
+    std::string ibv_note;
+    if (o.ibv == Options::Ibv::skip) {
+        ibv_note = udp_only || ofi_only ? "" : "ibv section skipped (--no-ibv)";
+    } else if (o.only != "launch" && o.only != "shm") {
+        ibv_note = network_conduit_missing("ibv");
+        ibv = ibv_note.empty();
+        if (!ibv)
+            ibv_note = "ibv section skipped: " + ibv_note +
+                       " (run the benchmark under tests/softnic/verbs/softnic-run for the software NIC)";
+        if (ibv_only && !ibv) {
+            std::fprintf(stderr, "sluice-bench: --ibv: %s\n", ibv_note.c_str());
             return 2;
         }
     }
@@ -348,7 +377,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = udp_only || ofi_only ? "" : "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only || ofi_only || ibv_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -396,7 +425,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only && !ofi_only)
+    if (!udp_only && !ofi_only && !ibv_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
@@ -414,6 +443,9 @@ int driver_main(int argc, char **argv) {
     for (const auto &p : ofi_providers)
         std::printf("  ofi:    %s SLUICE_OFI_PROVIDER='%s' %s --worker ofi\n",
                     describe(ofi_env).c_str(), p.c_str(), describe(sluice_cmd).c_str());
+    const std::vector<std::string> ibv_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=ibv", "SLUICE_IBV_STATS=1"};
+    if (ibv)
+        std::printf("  ibv:    %s %s --worker ibv\n", describe(ibv_env).c_str(), describe(sluice_cmd).c_str());
     std::fflush(stdout);
 
     Samples samples;
@@ -421,7 +453,7 @@ int driver_main(int argc, char **argv) {
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
     double busiest = 0;
-    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only;
+    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only;
     // --udp alone: the default-routing AM round trip comes from a suite job
     // of its own (the full run has it from the suite).
     const bool default_job = udp_only && only_keeps(o, "am_short_rtt");
@@ -445,7 +477,8 @@ int driver_main(int argc, char **argv) {
     };
     std::vector<std::string> ofi_failed; // a failed provider is not run again
     bool large_failed = false;           // nor a failed large-segment job
-    for (int rep = 0; (run_suite || udp || !ofi_providers.empty()) && rep < o.reps; ++rep) {
+    bool ibv_failed = false;  // nor a failed ibv job
+    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv) && rep < o.reps; ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
             ++busy_reps;
@@ -527,6 +560,19 @@ int driver_main(int argc, char **argv) {
             }
             std::fprintf(stderr, "%sofi %s %.1fs", run_suite || udp || p != ofi_providers[0]
                                                        ? ", " : " ", p.c_str(), r.seconds);
+        }
+        if (ibv && !ibv_failed) {
+            auto cmd = sluice_cmd;
+            for (const char *a : {"--worker", "ibv"})
+                cmd.push_back(a);
+            cmd.insert(cmd.end(), extra.begin(), extra.end());
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "ibv-" + tag, "Sluice over ibv", ibv_env);
+            if (!r.ok) {
+                ibv_failed = true;
+                std::fprintf(stderr, "sluice-bench: the ibv job is not run again in the later repetitions\n");
+            }
+            std::fprintf(stderr, "%sibv %.1fs", run_suite || udp || !ofi_providers.empty() ? ", " : " ", r.seconds);
         }
         // Firehose's main pool (first provider only): random 64 KiB Puts over
         // a 1 GiB segment pinned on demand under 64 MiB, and registered whole.
@@ -646,6 +692,8 @@ int driver_main(int argc, char **argv) {
     findings.udp_note = udp_note;
     findings.ofi_providers = ofi_providers;
     findings.ofi_note = ofi_note;
+    findings.ibv = ibv;
+    findings.ibv_note = ibv_note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

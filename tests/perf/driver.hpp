@@ -53,6 +53,10 @@ struct Options {
     enum class Ofi { auto_, only, skip } ofi = Ofi::auto_;
     std::vector<std::string> ofi_providers{"tcp;ofi_rxm", "shm"};
     std::string ofi_network = "ofi"; // --ofi-network: the benchmark's own test
+    // The ibv section (issue 30): auto (when the build has the ibv conduit
+    // and it probes: a verbs device, or the software NIC under softnic-run),
+    // only (--ibv), skip (--no-ibv).
+    enum class Ibv { auto_, only, skip } ibv = Ibv::auto_;
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -138,6 +142,8 @@ struct Findings {
     std::string udp_note;
     std::vector<std::string> ofi_providers; // the ofi section ran for these
     std::string ofi_note;
+    bool ibv = false;    // the ibv section ran
+    std::string ibv_note;
     int busy_reps = 0;   // repetitions that started on a busy machine
     double busiest = 0;  // the busiest share seen
     std::map<int, ShmFigure> shm;

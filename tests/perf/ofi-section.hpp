@@ -12,6 +12,7 @@
 
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/ofi-reference.hpp"
+#include "tests/perf/reference-section.hpp"
 #include "tests/perf/worker.hpp"
 
 #include <sluice.h>
@@ -85,26 +86,8 @@ private:
 
     // Both open the provider, exchange cards through the job, connect.
     void open_reference(const char *provider, bool delivery) {
-        struct Card {
-            OfiCard card;
-            std::uint32_t ok;
-            std::uint32_t pad;
-        };
-        Card mine{};
-        mine.ok = ofi_.open(provider, largest_rma, delivery) ? 1 : 0;
-        if (mine.ok)
-            mine.card = ofi_.card();
-        Card all[2] = {};
-        check(sluice_allgather(&mine, all, sizeof mine), "sluice_allgather");
-        if (!mine.ok)
-            ofi_fail(ofi_, "open");
-        if (!all[s_.peer].ok) // the peer reports its own failure
-            sluice_exit(3);
-        if (!ofi_.connect(all[s_.peer].card))
-            ofi_fail(ofi_, "connect");
-        if (s_.me == 0)
-            std::fprintf(stderr, "sluice-bench: bare reference: %s\n", ofi_.describe().c_str());
-        check(sluice_barrier(), "sluice_barrier");
+        reference_connect(s_, ofi_, ofi_.open(provider, largest_rma, delivery),
+                          [&](const char *what) { ofi_fail(ofi_, what); });
     }
 
     // Rank 0's side of a bare chunk.
@@ -118,13 +101,9 @@ private:
     // `warm` unmeasured operations, then `n` measured, with rank 1 serving.
     double rma_chunk(OfiRma op, std::size_t bytes, std::uint32_t warm, std::uint32_t n,
                      std::uint32_t window) {
-        s_.ask(serve_ofi_rma, 0);
-        double ns = warm ? ofi_.rma(op, bytes, warm, window) : 0;
-        if (!std::isnan(ns))
-            ns = ofi_.rma(op, bytes, n, window);
-        if (std::isnan(ns) || !ofi_.finish())
+        return reference_rma_chunk(s_, ofi_, serve_ofi_rma, op, bytes, warm, n, window, [&](const char *) {
             ofi_fail(ofi_, op == OfiRma::write ? "fi_write" : "fi_read");
-        return ns;
+        });
     }
 
     // AM Short round trip, 8 B blocking Put and Get, each beside its bare

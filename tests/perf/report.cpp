@@ -185,6 +185,31 @@ struct Report {
                "one host, default routing: no UDP socket open (AM path = smp)");
     }
 
+    // The ibv section (issue 30): every reference is bare verbs on the same
+    // device between the same two processes, measured in the same job
+    // (ibv-section.hpp).  Here the device is the software NIC: the ratios
+    // are the conduit's overhead over verbs, not InfiniBand figures.
+    void build_ibv() {
+        auto m = [&](const std::string &what, std::size_t z) { return med("ibv_" + what, z); };
+        const std::string lat = "ibv conduit (2 ranks, SLUICE_ROUTE=network; ns per round trip or operation; "
+                                "Put/Get from the segment; bare: verbs on the same device)";
+        target(add(lat, "ibv_am_short_rtt_ns", 0, m("am_short_rtt", 0), "ibv_verbs_send_rtt_ns",
+                   m("verbs_send_rtt", 0)),
+               Check::ratio_at_most, 1.15, "ibv AM Short round trip <= 1.15 x bare verbs send ping-pong");
+        target(add(lat, "ibv_put_lat_ns", 8, m("put_lat", 8), "ibv_verbs_write_lat_ns", m("verbs_write_lat", 8)),
+               Check::ratio_at_most, 1.2, "ibv 8 B blocking Put <= 1.2 x bare RDMA write+completion");
+        add(lat, "ibv_get_lat_ns", 8, m("get_lat", 8), "ibv_verbs_read_lat_ns", m("verbs_read_lat", 8));
+        const std::string bw = "ibv bandwidth (GB/s; nbi: 64 per sync, bare: 64 posted then all reaped; "
+                               "outside: from a buffer outside the segment, through firehose)";
+        target(add(bw, "ibv_put_bw_GBps", largest_rma, bandwidth(m("put_bw", largest_rma), largest_rma),
+                   "ibv_verbs_write_bw_GBps", bandwidth(m("verbs_write_bw", largest_rma), largest_rma)),
+               Check::ratio_at_least, 0.9, "ibv 4 MiB Put bandwidth (nbi) >= 0.9 x bare RDMA write");
+        add(bw, "ibv_get_bw_GBps", largest_rma, bandwidth(m("get_bw", largest_rma), largest_rma),
+            "ibv_verbs_read_bw_GBps", bandwidth(m("verbs_read_bw", largest_rma), largest_rma));
+        add(bw, "ibv_put_outside_bw_GBps", largest_rma, bandwidth(m("put_outside_bw", largest_rma), largest_rma),
+            "ibv_put_bw_GBps", bandwidth(m("put_bw", largest_rma), largest_rma));
+    }
+
     // The ofi section (issue 29), one provider: every reference is the bare
     // libfabric loop of the same provider between the same two processes,
     // measured in the same job (ofi-section.hpp); the udp conduit's figures
@@ -456,6 +481,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         report.build_udp();
     for (const auto &p : f.ofi_providers)
         report.build_ofi(p, f.udp);
+    if (f.ibv)
+        report.build_ibv();
     if (!o.only.empty() || !o.only_size.empty())
         std::erase_if(report.rows, [](const Row &r) {
             return std::isnan(r.sluice) && std::isnan(r.reference);
@@ -492,6 +519,12 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     "processes, same job; its choices are in the job logs, --keep)\n");
     if (!f.ofi_note.empty())
         std::printf("   %s\n", f.ofi_note.c_str());
+    if (f.ibv)
+        std::printf("   (ibv: the bare reference is verbs alone on the same device between the same two "
+                    "processes; on the software NIC the ratios measure the conduit's overhead, not "
+                    "InfiniBand)\n");
+    if (!f.ibv_note.empty())
+        std::printf("   %s\n", f.ibv_note.c_str());
     if (f.busy_reps > 0)
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",

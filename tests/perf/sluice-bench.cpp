@@ -14,12 +14,16 @@
 //          Short, 8 B Put/Get, 64 KiB and 4 MiB Put/Get and the firehose
 //          Puts, interleaved with the bare libfabric reference of the same
 //          provider between the same two processes (ofi-section.hpp);
+//   ibv    the same job over the ibv conduit: AM Short, 8 B Put/Get and
+//          4 MiB Put/Get, interleaved with bare verbs on the same device
+//          between the same two processes (ibv-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
 //          (exactly_once.cpp);
 //   empty  init and finalize (the launch-time comparison);
 //   shm    records the shared-memory mappings of this rank (memory per rank).
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/ibv-section.hpp"
 #include "tests/perf/ofi-section.hpp"
 #include "tests/perf/sockets.hpp"
 #include "tests/perf/worker.hpp"
@@ -69,7 +73,7 @@ enum Serve : std::uint32_t {
     serve_udp_spin,      // UDP ping-pong, recv(MSG_DONTWAIT) in a loop
     serve_udp_block,     // UDP ping-pong, blocking recv
     serve_tcp,           // read a TCP stream of 4 MiB messages
-    // OfiServe (ofi-section.hpp) from 16 on
+    // OfiServe (ofi-section.hpp) from 16 on, IbvServe (ibv-section.hpp) from 32 on
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -174,6 +178,7 @@ struct Suite {
     UdpPingPong udp;           // the udp kind's bare references
     TcpStream tcp;
     OfiReference ofi;          // the ofi kind's
+    VerbsReference verbs;      // the ibv kind's
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -292,7 +297,10 @@ struct Suite {
             }
             break;
         default:
-            ofi_serve(ofi, static_cast<std::uint32_t>(asked >> 32), n);
+            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_verbs_send)
+                verbs_serve(verbs, what, n);
+            else
+                ofi_serve(ofi, what, n);
             break;
         }
     }
@@ -793,7 +801,7 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         return exactly_once_main(o);
     if (kind == "ofi-large")
         return large_segment_main(o);
-    if (kind == "suite" || kind == "udp" || kind == "ofi") {
+    if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
@@ -801,6 +809,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         }
         if (kind == "ofi")
             return OfiSection<Suite>(suite).run();
+        if (kind == "ibv")
+            return IbvSection<Suite>(suite).run();
         return kind == "udp" ? suite.run_udp() : suite.run();
     }
     std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",
