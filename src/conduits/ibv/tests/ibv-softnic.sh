@@ -97,6 +97,20 @@ unset SOFTNIC_DEVICES SOFTNIC_PORTS
 ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
 
+echo "=== ibv: one library for the NIC and for hardware"
+# The conduit is compiled once, against rdma-core's headers, and linked to
+# libibverbs.so.1: the software NIC replaces that library at run time, so
+# the code that ran here is the code a real HCA would run.
+lib=$(ls "$builddir"/.libs/libsluice.so.*.*.* 2> /dev/null | head -1)
+if [ -z "$lib" ]; then
+    echo "not run: no shared libsluice in this build"
+elif objdump -p "$lib" | grep -q 'NEEDED *libibverbs\.so\.1' && ! strings "$lib" | grep -qi softnic; then
+    echo "ok: $(basename "$lib") needs libibverbs.so.1 and names no software NIC"
+else
+    echo "FAIL: $(basename "$lib") does not link libibverbs.so.1, or names the software NIC"
+    failed=1
+fi
+
 echo "=== ibv: without a verbs device"
 ibv_job timeout 60 "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_NETWORK=ibv without a device is refused with the reason" 1 "no InfiniBand or RoCE device here"
