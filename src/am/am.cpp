@@ -92,15 +92,14 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
         for (Transport *t : transports_) {
             const conduit::Capabilities &cap = t->capabilities();
             const std::uint64_t peers = size > 1 ? size - 1 : 1;
-            std::uint64_t per_peer = cap.request_slots_per_peer;
-            if (cap.request_slots) per_peer = std::min<std::uint64_t>(per_peer ? per_peer : ~0ull, cap.request_slots);
-            if (per_peer && c.max_per_peer > per_peer) {
-                notes.push_back(std::string(t->name()) + ": " + std::to_string(per_peer) +
-                                " receive buffers for one peer's requests: max_per_peer lowered from " +
-                                std::to_string(c.max_per_peer));
-                c.max_per_peer = static_cast<unsigned>(per_peer);
-                c.per_peer = std::min(c.per_peer, c.max_per_peer);
-            }
+            // One peer never holds more than the whole, nor more than its
+            // own buffers: a cap on lending to busy peers, said nowhere
+            // (the per-peer shares below are what a warning is for).
+            if (cap.request_slots && c.max_per_peer > cap.request_slots)
+                c.max_per_peer = static_cast<unsigned>(cap.request_slots);
+            if (cap.request_slots_per_peer && c.max_per_peer > cap.request_slots_per_peer)
+                c.max_per_peer = static_cast<unsigned>(cap.request_slots_per_peer);
+            c.per_peer = std::min(c.per_peer, c.max_per_peer);
             if (cap.request_slots && c.total_credits() > cap.request_slots) {
                 const std::uint64_t was = c.total_credits();
                 c.per_peer = static_cast<unsigned>(std::min<std::uint64_t>(c.per_peer, cap.request_slots / peers));

@@ -8,7 +8,10 @@
 // reaped from one completion queue on every poll.  README.md has the design.
 #include "conduits/ibv/ibv_transport.hpp"
 
+#include "base/knobs.hpp"
 #include "base/status.hpp"
+
+#include <poll.h>
 
 #include <cstring>
 #include <string>
@@ -297,6 +300,8 @@ void IbvTransport::completion_error(const ibv_wc &c) {
 // ---- delivery ----
 
 int IbvTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
+        receive_thread_start();
     if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0))
         liveness();
     {
@@ -369,6 +374,33 @@ void IbvTransport::quiesce_impl() {
 }
 
 bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
+
+// ---- the receive thread ----
+
+void IbvTransport::receive_thread_start() {
+    rcv_thread_.start([this] { receive_thread_wait(); },
+                      [this] {
+                          if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
+                          else (void)poll(PollMode::all);
+                      });
+    base::say("ibv: receive thread started (sleeps on the completion channel, at most %lld wake-ups/s)",
+              static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
+}
+
+// Sleeps until the CQ's channel has an event (at most 100 ms, to notice a
+// stop), takes it and arms the CQ again before the poll that follows: a
+// completion after the arming raises the next event, one before it is
+// reaped by that poll.
+void IbvTransport::receive_thread_wait() {
+    pollfd p{channel_->fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+        ibv_cq *cq = nullptr;
+        void *context = nullptr;
+        if (ibv_get_cq_event(channel_, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+    }
+    Guard g(*this);
+    if (cq_) (void)ibv_req_notify_cq(cq_, 0);
+}
 
 // ---- RDMA ----
 

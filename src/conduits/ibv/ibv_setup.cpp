@@ -169,9 +169,6 @@ Status IbvTransport::init_impl() {
     if (packed == 0 || packed > buffer_size_) packed = buffer_size_;
     send_depth_ = static_cast<unsigned>(base::knob_int(base::Knob::IBV_SEND_DEPTH));
     use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
-    if (base::knob_bool(base::Knob::RCV_THREAD) && setup().rank == 0)
-        std::fprintf(stderr, "sluice[rank 0] warning: SLUICE_RCV_THREAD is not implemented by the ibv conduit and is "
-                             "ignored: AMs run when the application polls, or with SLUICE_PROGRESS_THREAD=1\n");
     if (Status s = open_port(); s != Status::ok) return s;
     Capabilities &c = capabilities_mutable();
     c.max_medium = buffer_size_;
@@ -267,8 +264,17 @@ Status IbvTransport::open_port() {
 
     pd_ = ibv_alloc_pd(ctx_);
     if (!pd_) return fatal(op, setup().rank, "ibv_alloc_pd failed", errno);
-    cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, nullptr, 0);
+    if (base::knob_bool(base::Knob::RCV_THREAD)) {
+        channel_ = ibv_create_comp_channel(ctx_);
+        if (!channel_) return fatal(op, setup().rank, "ibv_create_comp_channel failed (SLUICE_RCV_THREAD)", errno);
+    }
+    cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, channel_, 0);
     if (!cq_) return fatal(op, setup().rank, "ibv_create_cq failed", errno);
+    if (channel_) {
+        if (const int r = ibv_req_notify_cq(cq_, 0); r != 0)
+            return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
+        rcv_wanted_.store(true, std::memory_order_relaxed);
+    }
     if (use_srq_) {
         ibv_srq_init_attr sa{};
         sa.attr.max_wr = static_cast<std::uint32_t>(recv_count_);
@@ -487,11 +493,13 @@ Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, 
 }
 
 void IbvTransport::fini_impl() {
+    rcv_thread_.stop();
     if (ctx_ && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
     close_all();
 }
 
 void IbvTransport::close_all() {
+    rcv_thread_.stop();
     // Queue pairs first: nothing lands in buffers being freed.
     for (Peer &p : peers_)
         if (p.qp) ibv_destroy_qp(p.qp);
@@ -510,6 +518,8 @@ void IbvTransport::close_all() {
     send_free_ = nullptr;
     if (cq_) ibv_destroy_cq(cq_);
     cq_ = nullptr;
+    if (channel_) ibv_destroy_comp_channel(channel_);
+    channel_ = nullptr;
     if (pd_) ibv_dealloc_pd(pd_);
     pd_ = nullptr;
     if (ctx_) ibv_close_device(ctx_);
@@ -521,12 +531,14 @@ void IbvTransport::stats_print() const {
     const Counters &c = counters_;
     std::fprintf(stderr,
                  "sluice[rank %u] ibv (%s:%u): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
-                 "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu\n",
+                 "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu, "
+                 "receive-thread wake-ups %llu\n",
                  setup().rank, port_.device.c_str(), port_.port, static_cast<unsigned long long>(c.inlined),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
                  static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
-                 static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full));
+                 static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full),
+                 static_cast<unsigned long long>(rcv_thread_.wakeups()));
 }
 
 } // namespace detail

@@ -16,6 +16,7 @@
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
+#include "conduits/common/receive_thread.hpp"
 #include "conduits/transport.hpp"
 
 #include <infiniband/verbs.h>
@@ -157,6 +158,8 @@ private:
     bool control(Buffer *b, std::size_t length);          // under lock_
     void control_send(Rank peer, std::uint8_t category);  // under lock_
     void liveness();
+    void receive_thread_start();
+    void receive_thread_wait();
     Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
     void piece_done(RmaGroup *g);                           // under lock_
     void reap();                                            // under lock_
@@ -169,6 +172,7 @@ private:
     // Verbs objects, in order of creation.
     ibv_context *ctx_ = nullptr;
     ibv_pd *pd_ = nullptr;
+    ibv_comp_channel *channel_ = nullptr;  // SLUICE_RCV_THREAD: the CQ's events
     ibv_cq *cq_ = nullptr;
     ibv_srq *srq_ = nullptr;
     std::vector<Peer> peers_;          // by rank
@@ -203,6 +207,11 @@ private:
     // The segment this conduit created (no same-host conduit owns it).
     common::PrivateSegment own_segment_;
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+
+    // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
+    // channel, armed for the next completion before every poll it makes.
+    common::ReceiveThread rcv_thread_;
+    std::atomic<bool> rcv_wanted_{false};  // asked for, not started yet
 
     base::SpinLock lock_;
     std::atomic<bool> deliver_flag_{false};

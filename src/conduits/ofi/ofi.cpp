@@ -395,40 +395,24 @@ bool OfiTransport::signal_exit_safe_impl() const { return !common::in_conduit_lo
 
 // ---- the receive thread ----
 
-// Sleeps until the completion queue has something (fi_trywait, then the
-// wait descriptor; at most 100 ms, to notice a stop), then polls every
-// transport of the rank as the application's poll would, handlers
-// included.  SLUICE_RCV_THREAD_RATE spaces the wake-ups.
-void OfiTransport::receive_thread_main() {
-    const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
-    const std::uint64_t spacing = rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 0;
-    std::uint64_t last = 0;
-    while (!rcv_stop_.load(std::memory_order_relaxed)) {
-        if (wait_fd_ >= 0) {
-            fid *f = &cq_->fid;
-            int r;
-            {
-                Guard g(*this);
-                r = ep_ ? fi_trywait(fabric_, &f, 1) : -FI_EAGAIN;
-            }
-            if (r == FI_SUCCESS) {
-                pollfd p{wait_fd_, POLLIN, 0};
-                (void)::poll(&p, 1, 100);
-            }
-        } else {
-            nap(spacing ? spacing : 1'000'000);
-        }
-        if (rcv_stop_.load(std::memory_order_relaxed)) break;
-        if (spacing) {
-            const std::uint64_t now = base::now_ns();
-            if (now - last < spacing) {
-                nap(spacing - (now - last));
-            }
-            last = base::now_ns();
-        }
-        rcv_wakeups_.fetch_add(1, std::memory_order_relaxed);
-        if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
-        else (void)poll(PollMode::all);
+// What the receive thread sleeps on: the completion queue's wait
+// descriptor once fi_trywait says nothing is pending (at most 100 ms, to
+// notice a stop), or, without one, a millisecond (or SLUICE_RCV_THREAD_RATE).
+void OfiTransport::receive_thread_wait() {
+    if (wait_fd_ < 0) {
+        const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
+        nap(rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 1'000'000);
+        return;
+    }
+    fid *f = &cq_->fid;
+    int r;
+    {
+        Guard g(*this);
+        r = ep_ ? fi_trywait(fabric_, &f, 1) : -FI_EAGAIN;
+    }
+    if (r == FI_SUCCESS) {
+        pollfd p{wait_fd_, POLLIN, 0};
+        (void)::poll(&p, 1, 100);
     }
 }
 

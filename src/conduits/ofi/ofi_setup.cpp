@@ -484,23 +484,18 @@ Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t siz
 // From the first poll: before it, the layers above may not be ready for a
 // poll from another thread.
 void OfiTransport::receive_thread_start() {
-    rcv_stop_.store(false);
-    rcv_thread_ = std::thread([this] { receive_thread_main(); });
+    rcv_thread_.start([this] { receive_thread_wait(); },
+                      [this] {
+                          if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
+                          else (void)poll(PollMode::all);
+                      });
     base::say("ofi: receive thread started (%s, at most %lld wake-ups/s)",
               wait_fd_ >= 0 ? "sleeps on the completion queue's descriptor" : "polls: the provider has no wait descriptor",
               static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
 }
 
-void OfiTransport::receive_thread_stop() {
-    if (!rcv_thread_.joinable()) return;
-    rcv_stop_.store(true);
-    // A handler on the receive thread may be the one ending the job.
-    if (std::this_thread::get_id() == rcv_thread_.get_id()) rcv_thread_.detach();
-    else rcv_thread_.join();
-}
-
 void OfiTransport::fini_impl() {
-    receive_thread_stop();
+    rcv_thread_.stop();
     if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
     close_all();
 }
@@ -554,7 +549,7 @@ void OfiTransport::stats_print() const {
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.writes),
                  static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.completions),
-                 static_cast<unsigned long long>(c.eagain), static_cast<unsigned long long>(rcv_wakeups_.load()));
+                 static_cast<unsigned long long>(c.eagain), static_cast<unsigned long long>(rcv_thread_.wakeups()));
 }
 
 } // namespace detail

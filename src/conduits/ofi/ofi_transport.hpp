@@ -17,6 +17,7 @@
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
+#include "conduits/common/receive_thread.hpp"
 #include "conduits/transport.hpp"
 
 #include <rdma/fabric.h>
@@ -186,8 +187,7 @@ private:
     void control_send(Rank peer, std::uint8_t category);              // under lock_
     void liveness();
     void receive_thread_start();
-    void receive_thread_main();
-    void receive_thread_stop();
+    void receive_thread_wait();
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
@@ -248,11 +248,9 @@ private:
     // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
     // queue's file descriptor (-1: the provider has none, it polls at
     // SLUICE_RCV_THREAD_RATE or every millisecond).
-    std::thread rcv_thread_;
-    std::atomic<bool> rcv_stop_{false};
+    common::ReceiveThread rcv_thread_;
     std::atomic<bool> rcv_wanted_{false};  // SLUICE_RCV_THREAD, not started yet
     int wait_fd_ = -1;
-    std::atomic<std::uint64_t> rcv_wakeups_{0};
     std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
 

@@ -3,7 +3,8 @@
 # conduit conformance suite and the multi-process suites with an SRQ and
 # with per-peer receive buffers, and with every queue and buffer made tiny
 # (RNR waits, full send queues, the RDMA backlog, two-part Longs); the exit
-# matrix; port selection on a NIC of two devices of two ports and on RoCE;
+# matrix; the receive thread; port selection on a NIC of two devices of two
+# ports and on RoCE;
 # bad SLUICE_IBV_PORTS values and a machine without a verbs device, each
 # refused by name.  Every job has its own fabric file, removed at the end.
 # Skips (77) without the ibv conduit.  README.md in this folder.
@@ -79,6 +80,17 @@ expect() {  # expect WHAT CODE PATTERN
         failed=1
     fi
 }
+
+echo "=== ibv: the receive thread"
+# Rank 1 computes for 3 s without calling Sluice while rank 0 makes 200
+# round trips to it: its receive thread (on the completion channel)
+# answers them within half of that; without it they wait for rank 1.
+check=$builddir/tests/sluice-rcv-thread-check
+ibv_job SLUICE_RCV_THREAD=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 thread
+expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 0 "PASS rcv-thread"
+expect "SLUICE_RCV_THREAD=1: the thread sleeps on the completion channel" 0 "ibv: receive thread started (sleeps on the completion channel"
+ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 none
+expect "without a receive thread the round trips wait for rank 1" 0 "PASS rcv-thread"
 
 echo "=== ibv: port selection"
 export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2

@@ -2,13 +2,13 @@
 # The receive thread (SLUICE_RCV_THREAD) of the ofi conduit: rank 1
 # computes for 3 s without calling Sluice while rank 0 makes 200 round
 # trips to it; with the thread they end within half of that, without it
-# they cannot (sluice-ofi-check rcv-thread).  On tcp;ofi_rxm (a wait
+# they cannot (tests/sluice-rcv-thread-check rcv-thread).  On tcp;ofi_rxm (a wait
 # descriptor) and shm (none: the thread polls at its rate).  Skips (77)
 # without the ofi conduit.
 set -u
 # shellcheck source=ofi-common.sh
 . "$(dirname "$0")/ofi-common.sh"
-check=$builddir/src/conduits/ofi/tests/sluice-ofi-check
+check=$builddir/tests/sluice-rcv-thread-check
 failed=0
 run="timeout 60 $builddir/sluicerun -n 2 $check rcv-thread 3000 200"
 # job ENV... EXPECT: one two-rank job.

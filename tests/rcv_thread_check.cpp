@@ -1,8 +1,9 @@
-// src/conduits/ofi/tests/ofi_check.cpp - sluice-ofi-check CASE [args]: what
-// the ofi conduit promises beyond the shared suites.
+// tests/rcv_thread_check.cpp - sluice-rcv-thread-check CASE [args]: the
+// receive thread of the network conduits that have one (SLUICE_RCV_THREAD:
+// ofi, ibv), run by their tests (ofi-rcv-thread.sh, ibv-softnic.sh).
 //
 //   rcv-thread SPIN_MS TRIPS [thread|none]
-//       two ranks over ofi (SLUICE_ROUTE=network).  After a barrier rank 1
+//       two ranks over the network conduit (SLUICE_ROUTE=network).  After a barrier rank 1
 //       computes for SPIN_MS without calling Sluice while rank 0 makes TRIPS
 //       Short round trips to it.  `thread` (run with SLUICE_RCV_THREAD=1):
 //       rank 1's receive thread answers, so the trips must end within half
@@ -78,7 +79,7 @@ int case_rcv_thread(int argc, char **argv) {
 int main(int argc, char **argv) {
     record_pid();
     if (argc < 2 || std::strcmp(argv[1], "rcv-thread") != 0) {
-        std::fprintf(stderr, "usage: sluicerun -n 2 sluice-ofi-check rcv-thread [SPIN_MS] [TRIPS] [thread|none]\n");
+        std::fprintf(stderr, "usage: sluicerun -n 2 sluice-rcv-thread-check rcv-thread [SPIN_MS] [TRIPS] [thread|none]\n");
         return 2;
     }
     g_case = argv[1];
