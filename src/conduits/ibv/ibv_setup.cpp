@@ -76,10 +76,10 @@ bool selected(const std::vector<PortSpec> &specs, const std::string &device, uns
     return false;
 }
 
-// Every port of every HCA here, with whether SLUICE_IBV_PORTS selects it.
-// False and `why` set when the knob is malformed or names an HCA or port
-// that is not here.
-bool port_list(std::vector<PortInfo> &out, std::string &why) {
+// Every port of every HCA here, with whether SLUICE_IBV_PORTS selects it;
+// `ignored` lists the knob's entries that match nothing here.  False and
+// `why` set when the knob is malformed or there is no device.
+bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignored) {
     out.clear();
     std::vector<PortSpec> specs;
     if (!ports_parse(base::knob_string(base::Knob::IBV_PORTS), specs, why)) {
@@ -110,37 +110,35 @@ bool port_list(std::vector<PortInfo> &out, std::string &why) {
         ibv_close_device(ctx);
     }
     ibv_free_device_list(list);
-    std::string here;
-    for (const PortInfo &p : out) here += (here.empty() ? "" : ", ") + p.device + ":" + std::to_string(p.port);
+    // The seed's filter: entries naming an HCA or port that is not here
+    // are ignored (one setting can serve nodes of several kinds); they are
+    // named in `ignored`, and in the error when nothing is left.
+    ignored.clear();
     for (const PortSpec &s : specs) {
         const auto found = [&](unsigned port) {
             return std::any_of(out.begin(), out.end(),
                                [&](const PortInfo &p) { return p.device == s.device && (port == 0 || p.port == port); });
         };
-        if (!found(0)) {
-            why = "SLUICE_IBV_PORTS names HCA " + s.device + ", which is not here (ports here: " +
-                  (here.empty() ? "none" : here) + ")";
-            return false;
-        }
+        if (!found(0)) ignored += (ignored.empty() ? "" : ", ") + s.device;
         for (unsigned port : s.ports)
-            if (!found(port)) {
-                why = "SLUICE_IBV_PORTS names port " + std::to_string(port) + " of " + s.device +
-                      ", which has no such port (ports here: " + here + ")";
-                return false;
-            }
+            if (found(0) && !found(port)) ignored += (ignored.empty() ? "" : ", ") + s.device + ":" + std::to_string(port);
     }
     if (out.empty()) why = "no InfiniBand or RoCE device here (ibv_get_device_list found none)";
     return !out.empty();
 }
 
 // The port to use: the first active one selected.
-const PortInfo *port_choose(const std::vector<PortInfo> &ports, std::string &why) {
+const PortInfo *port_choose(const std::vector<PortInfo> &ports, const std::string &ignored, std::string &why) {
     for (const PortInfo &p : ports)
         if (p.active && p.selected) return &p;
+    std::string here;
+    for (const PortInfo &p : ports)
+        here += (here.empty() ? "" : ", ") + p.device + ":" + std::to_string(p.port) + (p.active ? "" : " (down)");
     why = "no active port";
     if (!base::knob_string(base::Knob::IBV_PORTS).empty())
         why += " among those SLUICE_IBV_PORTS=" + base::knob_string(base::Knob::IBV_PORTS) + " selects";
-    why += " (ibv_devinfo lists the ports and their state)";
+    if (!ignored.empty()) why += " (it names " + ignored + ", not here)";
+    why += "; ports here: " + (here.empty() ? std::string("none") : here);
     return nullptr;
 }
 
@@ -202,8 +200,8 @@ Status IbvTransport::init_impl() {
 Status IbvTransport::open_port() {
     const char *op = "ibv conduit init";
     std::vector<PortInfo> ports;
-    std::string why;
-    const bool listed = port_list(ports, why);
+    std::string why, ignored;
+    const bool listed = port_list(ports, why, ignored);
     if (base::knob_bool(base::Knob::IBV_LIST_PORTS)) {
         for (const PortInfo &p : ports)
             std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
@@ -216,8 +214,13 @@ Status IbvTransport::open_port() {
                             "set SLUICE_IBV_PORTS to HCAs and ports that ibv_devinfo lists, or use another network "
                             "conduit (SLUICE_NETWORK)",
                             "%s", why.c_str());
-    const PortInfo *pick = port_choose(ports, why);
-    if (!pick) return base::report(Status::transport, op, "SLUICE_IBV_LIST_PORTS=1 lists the ports", "%s", why.c_str());
+    const PortInfo *pick = port_choose(ports, ignored, why);
+    if (!pick)
+        return base::report(Status::transport, op,
+                            "set SLUICE_IBV_PORTS to an active port listed here (SLUICE_IBV_LIST_PORTS=1, ibv_devinfo)",
+                            "%s", why.c_str());
+    if (!ignored.empty())
+        base::say("ibv: SLUICE_IBV_PORTS names %s, not here: ignored (the seed's filter)", ignored.c_str());
     port_ = *pick;
 
     int count = 0;
@@ -547,16 +550,16 @@ std::unique_ptr<Transport> make_ibv_transport() { return std::make_unique<detail
 
 std::string probe() {
     std::vector<detail::PortInfo> ports;
-    std::string why;
-    if (!detail::port_list(ports, why)) return why;
-    return detail::port_choose(ports, why) ? "" : why;
+    std::string why, ignored;
+    if (!detail::port_list(ports, why, ignored)) return why;
+    return detail::port_choose(ports, ignored, why) ? "" : why;
 }
 
 std::string limits() {
     std::vector<detail::PortInfo> ports;
-    std::string why;
-    if (!detail::port_list(ports, why)) return "  ibv port                none: " + why + "\n";
-    const detail::PortInfo *p = detail::port_choose(ports, why);
+    std::string why, ignored;
+    if (!detail::port_list(ports, why, ignored)) return "  ibv port                none: " + why + "\n";
+    const detail::PortInfo *p = detail::port_choose(ports, ignored, why);
     if (!p) return "  ibv port                none: " + why + "\n";
     char line[256];
     std::snprintf(line, sizeof line, "  ibv port                %s:%u (%s, MTU %s, largest message %u bytes)\n",

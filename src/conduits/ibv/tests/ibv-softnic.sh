@@ -99,10 +99,10 @@ expect "SLUICE_IBV_PORTS=softnic1:2 uses port 2 of softnic1" 0 "ibv: softnic1 po
 expect "SLUICE_IBV_LIST_PORTS lists all four ports" 0 "ibv port softnic0:2: active, InfiniBand, LID [0-9]*, not selected"
 ibv_job SLUICE_IBV_PORTS=softnic0+softnic1:1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_IBV_PORTS=softnic0+softnic1:1 takes the first it selects" 0 "ibv: softnic0 port 1 "
-ibv_job SLUICE_IBV_PORTS=mlx5_0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "an HCA that is not here is refused by name" 1 "SLUICE_IBV_PORTS names HCA mlx5_0, which is not here (ports here: softnic0:1, softnic0:2, softnic1:1, softnic1:2)"
-ibv_job SLUICE_IBV_PORTS=softnic1:3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "a port that is not there is refused by name" 1 "names port 3 of softnic1, which has no such port"
+ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a filter that selects nothing here is refused, naming what it lacks" 1 "no active port among those SLUICE_IBV_PORTS=mlx5_0+softnic1:3 selects (it names mlx5_0, softnic1:3, not here); ports here: softnic0:1, softnic0:2, softnic1:1, softnic1:2"
+ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "entries not here are ignored (the seed's filter) when others select a port" 0 "ibv: SLUICE_IBV_PORTS names mlx5_0, not here: ignored"
 ibv_job SLUICE_IBV_PORTS=softnic0:x timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a malformed port list is refused" 1 "SLUICE_IBV_PORTS: port 'x' of softnic0 is not a port number"
 unset SOFTNIC_DEVICES SOFTNIC_PORTS
