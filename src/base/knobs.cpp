@@ -186,6 +186,23 @@ std::vector<std::string> knobs_load() {
     return errors;
 }
 
+namespace {
+
+// "SLUICE_X_n" -> "SLUICE_X_" for a family's entry, else "".
+std::string family_prefix(const KnobInfo &info) {
+    const std::string name = info.name;
+    if (name.size() < 3 || name.compare(name.size() - 2, 2, "_n") != 0) return "";
+    return name.substr(0, name.size() - 1);
+}
+
+} // namespace
+
+std::string knob_family_string(Knob k, unsigned n) {
+    const std::string name = family_prefix(knob_table()[static_cast<int>(k)]) + std::to_string(n);
+    const char *v = std::getenv(name.c_str());
+    return v ? v : "";
+}
+
 bool knob_bool(Knob k) { return value(k).flag; }
 std::int64_t knob_int(Knob k) { return value(k).integer; }
 std::size_t knob_size(Knob k) { return value(k).bytes; }
@@ -232,6 +249,11 @@ std::vector<std::string> knobs_unknown() {
         std::size_t best_distance = SIZE_MAX;
         for (const auto &info : table) {
             std::size_t d = edit_distance(name, info.name);
+            // A member of a family: its prefix, then digits.
+            const std::string prefix = family_prefix(info);
+            if (!prefix.empty() && name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+                name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+                d = 0;
             if (d < best_distance) { best_distance = d; best = &info; }
         }
         if (best_distance == 0) continue;

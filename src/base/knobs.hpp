@@ -43,6 +43,11 @@ std::string knob_range_text(const KnobInfo &info);
 // Whether `text` is a well-formed value of the knob inside its range.
 bool knob_value_valid(const KnobInfo &info, const std::string &text);
 
+// A family of knobs (its name ends in "_n", e.g. SLUICE_IBV_PORTS_n): the
+// value of the member for `n` (SLUICE_IBV_PORTS_1), "" when it is unset.
+// Members are strings, read as they are; knobs_unknown() accepts them.
+std::string knob_family_string(Knob k, unsigned n);
+
 bool knob_bool(Knob k);
 std::int64_t knob_int(Knob k);
 std::size_t knob_size(Knob k);

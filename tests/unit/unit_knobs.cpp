@@ -347,3 +347,20 @@ TEST_F(CleanEnvironment, KnownAndForeignNamesGiveNoWarning) {
     set("MY_SLUICE_THING", "1");
     EXPECT_TRUE(knobs_unknown().empty());
 }
+
+#ifdef SLUICE_CONDUIT_IBV
+// A family (a knob whose name ends in "_n"): its members are the prefix and
+// digits, read as they are; other suffixes are still unknown.
+TEST_F(CleanEnvironment, FamilyMembersAreKnownAndRead) {
+    set("SLUICE_IBV_PORTS_0", "mlx5_0");
+    set("SLUICE_IBV_PORTS_12", "mlx5_1:2");
+    EXPECT_TRUE(knobs_unknown().empty());
+    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 0), "mlx5_0");
+    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 12), "mlx5_1:2");
+    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 1), "");
+    set("SLUICE_IBV_PORTS_X", "mlx5_0");
+    const auto warnings = knobs_unknown();
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("SLUICE_IBV_PORTS_X"), std::string::npos) << warnings[0];
+}
+#endif

@@ -10,6 +10,7 @@
 #include "base/status.hpp"
 #include "credit/knobs.hpp"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -68,6 +69,43 @@ bool ports_parse(const std::string &text, std::vector<PortSpec> &out, std::strin
     return true;
 }
 
+// The socket this process is bound within (every CPU of its affinity mask
+// in one physical package, as sysfs says), or -1: unbound, bound across
+// sockets, or unknown.
+int bound_socket() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    int socket = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        char path[96];
+        std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+        std::FILE *f = std::fopen(path, "r");
+        int id = -1;
+        if (f) {
+            if (std::fscanf(f, "%d", &id) != 1) id = -1;
+            std::fclose(f);
+        }
+        if (id < 0 || (socket >= 0 && id != socket)) return -1;
+        socket = id;
+    }
+    return socket;
+}
+
+// The seed's topology-aware family: SLUICE_IBV_PORTS_<socket> for a rank
+// bound within that socket, when set; else SLUICE_IBV_PORTS.
+struct PortsSetting {
+    std::string name, value;
+};
+PortsSetting ports_setting() {
+    if (const int socket = bound_socket(); socket >= 0) {
+        std::string v = base::knob_family_string(base::Knob::IBV_PORTS_n, static_cast<unsigned>(socket));
+        if (!v.empty()) return {"SLUICE_IBV_PORTS_" + std::to_string(socket), v};
+    }
+    return {"SLUICE_IBV_PORTS", base::knob_string(base::Knob::IBV_PORTS)};
+}
+
 bool selected(const std::vector<PortSpec> &specs, const std::string &device, unsigned port) {
     if (specs.empty()) return true;
     for (const PortSpec &s : specs)
@@ -82,8 +120,9 @@ bool selected(const std::vector<PortSpec> &specs, const std::string &device, uns
 bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignored) {
     out.clear();
     std::vector<PortSpec> specs;
-    if (!ports_parse(base::knob_string(base::Knob::IBV_PORTS), specs, why)) {
-        why = "SLUICE_IBV_PORTS: " + why;
+    const PortsSetting setting = ports_setting();
+    if (!ports_parse(setting.value, specs, why)) {
+        why = setting.name + ": " + why;
         return false;
     }
     int count = 0;
@@ -135,8 +174,8 @@ const PortInfo *port_choose(const std::vector<PortInfo> &ports, const std::strin
     for (const PortInfo &p : ports)
         here += (here.empty() ? "" : ", ") + p.device + ":" + std::to_string(p.port) + (p.active ? "" : " (down)");
     why = "no active port";
-    if (!base::knob_string(base::Knob::IBV_PORTS).empty())
-        why += " among those SLUICE_IBV_PORTS=" + base::knob_string(base::Knob::IBV_PORTS) + " selects";
+    if (const PortsSetting setting = ports_setting(); !setting.value.empty())
+        why += " among those " + setting.name + "=" + setting.value + " selects";
     if (!ignored.empty()) why += " (it names " + ignored + ", not here)";
     why += "; ports here: " + (here.empty() ? std::string("none") : here);
     return nullptr;
@@ -187,10 +226,12 @@ Status IbvTransport::init_impl() {
     else c.request_slots_per_peer = recv_per_peer_ / 2;
     if (Status s = buffers_create(); s != Status::ok) return s;
     if (Status s = connect_all(); s != Status::ok) return s;
-    base::say("ibv: %s port %u (%s, MTU %s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, packed "
-              "Long %zu bytes",
+    const PortsSetting setting = ports_setting();
+    base::say("ibv: %s port %u (%s, MTU %s%s%s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, "
+              "packed Long %zu bytes",
               port_.device.c_str(), port_.port, port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-              mtu_text(port_.attr.active_mtu), use_srq_ ? "an SRQ" : "per-peer queues", recv_count_, inline_limit_,
+              mtu_text(port_.attr.active_mtu), setting.value.empty() ? "" : ", chosen by ",
+              setting.value.empty() ? "" : setting.name.c_str(), use_srq_ ? "an SRQ" : "per-peer queues", recv_count_, inline_limit_,
               buffer_size_, packed);
     return Status::ok;
 }
@@ -207,7 +248,7 @@ Status IbvTransport::open_port() {
             std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
                          p.port, p.active ? "active" : "down",
                          p.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand", p.attr.lid,
-                         p.selected ? ", selected by SLUICE_IBV_PORTS" : ", not selected");
+                         p.selected ? (", selected by " + ports_setting().name).c_str() : ", not selected");
     }
     if (!listed)
         return base::report(Status::transport, op,
@@ -220,7 +261,8 @@ Status IbvTransport::open_port() {
                             "set SLUICE_IBV_PORTS to an active port listed here (SLUICE_IBV_LIST_PORTS=1, ibv_devinfo)",
                             "%s", why.c_str());
     if (!ignored.empty())
-        base::say("ibv: SLUICE_IBV_PORTS names %s, not here: ignored (the seed's filter)", ignored.c_str());
+        base::say("ibv: %s names %s, not here: ignored (the seed's filter)", ports_setting().name.c_str(),
+                  ignored.c_str());
     port_ = *pick;
 
     int count = 0;

@@ -105,6 +105,16 @@ ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:2 timeout 60 "$run" "$builddir/sluiceru
 expect "entries not here are ignored (the seed's filter) when others select a port" 0 "ibv: SLUICE_IBV_PORTS names mlx5_0, not here: ignored"
 ibv_job SLUICE_IBV_PORTS=softnic0:x timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a malformed port list is refused" 1 "SLUICE_IBV_PORTS: port 'x' of softnic0 is not a port number"
+# The topology-aware family: this machine has one socket, so every rank is
+# within socket 0 and SLUICE_IBV_PORTS_0 wins over SLUICE_IBV_PORTS;
+# SLUICE_IBV_PORTS_1 is a known knob (no warning), unused here.
+ibv_job SLUICE_IBV_PORTS=softnic0 SLUICE_IBV_PORTS_0=softnic1:2 SLUICE_IBV_PORTS_1=softnic0:1 \
+    timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_PORTS_0 for ranks within socket 0" 0 "ibv: softnic1 port 2 (InfiniBand, MTU 4096, chosen by SLUICE_IBV_PORTS_0)"
+if printf '%s\n' "$log" | grep -q "unknown variable SLUICE_IBV_PORTS_"; then
+    echo "FAIL: SLUICE_IBV_PORTS_<n> taken for an unknown variable"
+    failed=1
+fi
 unset SOFTNIC_DEVICES SOFTNIC_PORTS
 ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
