@@ -53,7 +53,8 @@ extern "C" {
 typedef int sluice_status_t;
 enum {
     SLUICE_OK = 0,
-    SLUICE_NOT_READY = 1,          /* sluice_event_test: not complete yet */
+    SLUICE_NOT_READY = 1,          /* sluice_event_test: not complete yet;
+                                      SLUICE_FLAG_IMMEDIATE: would block */
     SLUICE_ERR_ARGUMENT = -1,      /* a bad argument (null, size, nargs) */
     SLUICE_ERR_RANK = -2,          /* rank out of range */
     SLUICE_ERR_HANDLER = -3,       /* handler unregistered or wrong category */
@@ -159,6 +160,28 @@ sluice_status_t sluice_am_request_long(sluice_rank_t dest,
                                        const void *payload, size_t length,
                                        void *dest_addr, const uint32_t *args,
                                        unsigned nargs);
+/* The same with flags.  SLUICE_FLAG_IMMEDIATE: where the call would poll
+ * while waiting for room (AM credits for the destination, the conduit's
+ * send buffers or queue space), it returns SLUICE_NOT_READY at once
+ * instead, having sent nothing and run no handler; call sluice_poll() and
+ * try again.  A Long above the conduit's packed limit (a two-part Long) may
+ * still poll until its payload has left, once it is under way.  Flags 0:
+ * the calls above.  Other bits: SLUICE_ERR_ARGUMENT. */
+#define SLUICE_FLAG_IMMEDIATE 0x1u
+sluice_status_t sluice_am_request_short_f(sluice_rank_t dest,
+                                          sluice_handler_t handler,
+                                          const uint32_t *args, unsigned nargs,
+                                          unsigned flags);
+sluice_status_t sluice_am_request_medium_f(sluice_rank_t dest,
+                                           sluice_handler_t handler,
+                                           const void *payload, size_t length,
+                                           const uint32_t *args, unsigned nargs,
+                                           unsigned flags);
+sluice_status_t sluice_am_request_long_f(sluice_rank_t dest,
+                                         sluice_handler_t handler,
+                                         const void *payload, size_t length,
+                                         void *dest_addr, const uint32_t *args,
+                                         unsigned nargs, unsigned flags);
 /* Replies: only from a request handler, at most once, with its token. */
 sluice_status_t sluice_am_reply_short(sluice_token_t token,
                                       sluice_handler_t handler,
@@ -199,6 +222,21 @@ sluice_status_t sluice_put_nbi(sluice_rank_t rank, void *dest, const void *src,
                                size_t length);
 sluice_status_t sluice_get_nbi(void *dest, sluice_rank_t rank, const void *src,
                                size_t length);
+/* The same with flags.  SLUICE_FLAG_IMMEDIATE: where the transfer would
+ * first have to wait (the conduit's RDMA queue full, registrations busy,
+ * earlier transfers still queued, or, over AM, no room for its first
+ * request), SLUICE_NOT_READY at once, nothing started (no event).  On a
+ * peer whose segment is mapped here (same host) the copy never waits. */
+sluice_status_t sluice_put_nb_f(sluice_rank_t rank, void *dest, const void *src,
+                                size_t length, sluice_event_t *event,
+                                unsigned flags);
+sluice_status_t sluice_get_nb_f(void *dest, sluice_rank_t rank, const void *src,
+                                size_t length, sluice_event_t *event,
+                                unsigned flags);
+sluice_status_t sluice_put_nbi_f(sluice_rank_t rank, void *dest,
+                                 const void *src, size_t length, unsigned flags);
+sluice_status_t sluice_get_nbi_f(void *dest, sluice_rank_t rank,
+                                 const void *src, size_t length, unsigned flags);
 /* SLUICE_OK and the event is released, or SLUICE_NOT_READY (polls once). */
 sluice_status_t sluice_event_test(sluice_event_t event);
 /* Waits (polling) until complete and releases the event. */

@@ -130,6 +130,29 @@ template <class... A>
     return detail::wrap(sluice_am_request_long(dest, h, payload, length, dest_addr,
                                                a.data(), a.size()));
 }
+// The same with a flag first: Flag::immediate (SLUICE_FLAG_IMMEDIATE)
+// returns Status::not_ready instead of polling where the call would wait
+// for room (<sluice.h> says exactly when).
+enum class Flag : unsigned { none = 0, immediate = SLUICE_FLAG_IMMEDIATE };
+template <class... A>
+[[nodiscard]] Status request_short(Flag f, Rank dest, HandlerIndex h, A... args) {
+    auto a = detail::pack(args...);
+    return detail::wrap(sluice_am_request_short_f(dest, h, a.data(), a.size(), static_cast<unsigned>(f)));
+}
+template <class... A>
+[[nodiscard]] Status request_medium(Flag f, Rank dest, HandlerIndex h, const void *payload,
+                                    std::size_t length, A... args) {
+    auto a = detail::pack(args...);
+    return detail::wrap(sluice_am_request_medium_f(dest, h, payload, length, a.data(), a.size(),
+                                                   static_cast<unsigned>(f)));
+}
+template <class... A>
+[[nodiscard]] Status request_long(Flag f, Rank dest, HandlerIndex h, const void *payload,
+                                  std::size_t length, void *dest_addr, A... args) {
+    auto a = detail::pack(args...);
+    return detail::wrap(sluice_am_request_long_f(dest, h, payload, length, dest_addr, a.data(), a.size(),
+                                                 static_cast<unsigned>(f)));
+}
 template <class... A>
 [[nodiscard]] Status reply_short(Token t, HandlerIndex h, A... args) {
     auto a = detail::pack(args...);
@@ -169,6 +192,18 @@ template <class... A>
 }
 [[nodiscard]] inline Status get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
     return detail::wrap(sluice_get_nbi(dest, r, src, n));
+}
+[[nodiscard]] inline Status put_nb(Flag f, Rank r, void *dest, const void *src, std::size_t n, Event &ev) {
+    return detail::wrap(sluice_put_nb_f(r, dest, src, n, &ev, static_cast<unsigned>(f)));
+}
+[[nodiscard]] inline Status get_nb(Flag f, void *dest, Rank r, const void *src, std::size_t n, Event &ev) {
+    return detail::wrap(sluice_get_nb_f(dest, r, src, n, &ev, static_cast<unsigned>(f)));
+}
+[[nodiscard]] inline Status put_nbi(Flag f, Rank r, void *dest, const void *src, std::size_t n) {
+    return detail::wrap(sluice_put_nbi_f(r, dest, src, n, static_cast<unsigned>(f)));
+}
+[[nodiscard]] inline Status get_nbi(Flag f, void *dest, Rank r, const void *src, std::size_t n) {
+    return detail::wrap(sluice_get_nbi_f(dest, r, src, n, static_cast<unsigned>(f)));
 }
 [[nodiscard]] inline Status test(Event ev) { return detail::wrap(sluice_event_test(ev)); }
 [[nodiscard]] inline Status wait(Event ev) { return detail::wrap(sluice_event_wait(ev)); }

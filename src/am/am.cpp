@@ -181,12 +181,14 @@ Status AmEngine::check_send_slow(Rank dest, const Send &m, const char *op) const
 // Credits a request takes: a Short or a Long header 1 (a Long's payload
 // lands in the segment, not in a request buffer), a Medium its share of the
 // largest request, rounded up, so a full-size Medium takes min_credits.
+unsigned AmEngine::credit_count(const Send &m) const {
+    if (m.category != AmCategory::medium) return 1;
+    const std::size_t bytes = 16 + 4 * m.nargs + m.length;
+    return static_cast<unsigned>((bytes + credit_->config().credit_bytes - 1) / credit_->config().credit_bytes);
+}
+
 std::uint8_t AmEngine::credit_acquire(Rank dest, const Send &m) {
-    unsigned n = 1;
-    if (m.category == AmCategory::medium) {
-        const std::size_t bytes = 16 + 4 * m.nargs + m.length;
-        n = static_cast<unsigned>((bytes + credit_->config().credit_bytes - 1) / credit_->config().credit_bytes);
-    }
+    const unsigned n = credit_count(m);
     std::uint8_t byte = 0;
     // Every transport is polled while waiting, not only the one to `dest`:
     // the credits may be held up by a peer that waits on us over another.
@@ -252,15 +254,35 @@ void AmEngine::credit_stats_write() const {
     std::fclose(f);
 }
 
-Status AmEngine::request(Rank dest, const Send &m, const char *op) {
+// What every request is checked for: not from a handler, a valid send.
+Status AmEngine::request_check(Rank dest, const Send &m, const char *op) const {
     if (current_token)
         return base::report(Status::context, op,
                             "a handler may only reply; send the request after the handler returns",
                             "request sent from inside a handler");
-    if (Status s = check_send(dest, m, op); s != Status::ok) return s;
+    return check_send(dest, m, op);
+}
+
+Status AmEngine::request(Rank dest, const Send &m, const char *op) {
+    if (Status s = request_check(dest, m, op); s != Status::ok) return s;
     sent_mark(dest);
     if (credit_) return transmit(dest, m, conduit::am_flag_credit, credit_acquire(dest, m));
     return transmit(dest, m, 0);
+}
+
+Status AmEngine::request_immediate(Rank dest, const Send &m, const char *op) {
+    if (Status s = request_check(dest, m, op); s != Status::ok) return s;
+    std::uint8_t flags = 0, byte = 0;
+    if (credit_) {
+        if (!credit_take(dest, credit_count(m), byte)) return Status::not_ready;
+        flags = conduit::am_flag_credit;
+    }
+    sent_mark(dest);
+    // A two-part Long cannot be taken back once its payload is under way.
+    if (__builtin_expect(long_two_part(dest, m), 0)) return long_transmit(dest, m, flags, byte);
+    const Status s = route_[dest]->send_immediate(dest, to_message(rank_, m, flags, byte));
+    if (s == Status::not_ready && credit_) credit_->request_cancel(dest, byte);
+    return s;
 }
 
 Status AmEngine::reply(Token *token, const Send &m, const char *op) {
@@ -278,7 +300,9 @@ Status AmEngine::reply(Token *token, const Send &m, const char *op) {
     return reply_transmit(token, m, conduit::am_flag_reply);
 }
 
-Status AmEngine::system_request(Rank dest, const Send &m) {
+Status AmEngine::system_request(Rank dest, const Send &m, bool immediate) {
+    if (immediate && !long_two_part(dest, m))
+        return route_[dest]->send_immediate(dest, to_message(rank_, m, conduit::am_flag_system, 0));
     return transmit(dest, m, conduit::am_flag_system);
 }
 

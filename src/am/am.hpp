@@ -122,6 +122,11 @@ public:
     // Public requests and replies: every check of the handler rules, then
     // the wire.  `operation` names the call in error messages.
     Status request(Rank dest, const Send &m, const char *operation);
+    // SLUICE_FLAG_IMMEDIATE: the same, but where it would poll (credits,
+    // room on the wire) Status::not_ready instead, nothing sent and every
+    // credit given back.  A Long above the conduit's packed limit still
+    // waits for its payload to leave once it is under way.
+    Status request_immediate(Rank dest, const Send &m, const char *operation);
     Status reply(Token *token, const Send &m, const char *operation);
     // The same for Short messages, inline: when every rule holds (the
     // common case) and, with flow control on, the credit is there, straight
@@ -153,7 +158,7 @@ public:
     }
 
     // Runtime-internal messages: no user checks, no credits.
-    Status system_request(Rank dest, const Send &m);
+    Status system_request(Rank dest, const Send &m, bool immediate = false);
     Status system_reply(Token *token, const Send &m);
 
     // Flush: sends a flush request to every peer this rank sent a user
@@ -245,10 +250,12 @@ private:
         return m;
     }
     Status check_send(Rank dest, const Send &m, const char *operation) const;
+    Status request_check(Rank dest, const Send &m, const char *operation) const;
     Status check_send_slow(Rank dest, const Send &m, const char *operation) const;
     Status reply_transmit(Token *token, const Send &m, std::uint8_t flags);
     Status transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte = 0);
     std::uint8_t credit_acquire(Rank dest, const Send &m);
+    unsigned credit_count(const Send &m) const;
     // `n` credits for a request to `dest` if they are free now (`byte`: its
     // credit byte); the system messages that queued go out at once.
     bool credit_take(Rank dest, unsigned n, std::uint8_t &byte) {

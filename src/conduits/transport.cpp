@@ -44,6 +44,9 @@ struct RmaOp {
     std::atomic<unsigned> outstanding{1};
     bool cut = false;
     bool failed = false;  // a later piece failed: no notification
+    // SLUICE_FLAG_IMMEDIATE, nothing issued yet: "retry" refuses
+    // (Transport::rma_later) instead of backlogging.
+    bool immediate = false;
     // put_rc: the notification, with its arguments and payload copied.
     AmMessage notify;
     std::array<std::uint32_t, 16> notify_args{};
@@ -142,8 +145,9 @@ Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
 // ---- non-blocking RDMA ----
 
 Status Transport::put_nb(Rank peer, void *remote, const void *local, std::size_t n,
-                         std::atomic<std::uint64_t> &counter) {
+                         std::atomic<std::uint64_t> &counter, bool immediate) {
     auto *op = new RmaOp;
+    op->immediate = immediate;
     op->peer = peer;
     op->remote = remote;
     op->local = const_cast<void *>(local);
@@ -153,8 +157,9 @@ Status Transport::put_nb(Rank peer, void *remote, const void *local, std::size_t
 }
 
 Status Transport::get_nb(void *local, Rank peer, const void *remote, std::size_t n,
-                         std::atomic<std::uint64_t> &counter) {
+                         std::atomic<std::uint64_t> &counter, bool immediate) {
     auto *op = new RmaOp;
+    op->immediate = immediate;
     op->kind = RmaOp::Kind::get;
     op->peer = peer;
     op->remote = const_cast<void *>(remote);
@@ -213,6 +218,11 @@ Status Transport::rma_start(RmaOp *op) {
         // Behind operations already waiting: the backlog keeps issue order.
         std::lock_guard<std::mutex> lock(rma_lock_);
         if (!backlog_.empty()) {
+            if (op->immediate) {
+                op->counter->fetch_sub(1, std::memory_order_release);
+                delete op;
+                return Status::not_ready;
+            }
             backlog_.push_back(op);
             rma_work_.fetch_add(1, std::memory_order_relaxed);
             stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
@@ -244,10 +254,7 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
                                              "%s: rank %u registered no segment and no main pool reaches it",
                                              name_, op->peer));
         Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n, far);
-        if (s == Status::not_ready) {
-            rma_backlog(op, from_backlog);
-            return Status::ok;
-        }
+        if (s == Status::not_ready) return rma_later(op, from_backlog);
         if (s != Status::ok) return rma_fail(op, s);
         covered = std::min(covered, far.n);
     }
@@ -265,10 +272,7 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
     } else if (registrar_ && caps_.needs_registration && covered) {
         Status s = registrar_->pin(op->local, covered, get, near);
         if (s != Status::ok && far.token) remote_registrar_->unpin(far.token);
-        if (s == Status::not_ready) {
-            rma_backlog(op, from_backlog);
-            return Status::ok;
-        }
+        if (s == Status::not_ready) return rma_later(op, from_backlog);
         if (s != Status::ok) return rma_fail(op, s);
         covered = std::min(covered, near.n);
         handle = near.handle;
@@ -320,9 +324,9 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
             delete piece;
         }
         if (s != Status::not_ready) return rma_fail(op, s);
-        rma_backlog(op, from_backlog);
-        return Status::ok;
+        return rma_later(op, from_backlog);
     }
+    op->immediate = false;  // started: what is left waits on the backlog
     if (piece != op) {  // the rest, after this piece
         op->remote = static_cast<char *>(op->remote) + n;
         op->local = static_cast<char *>(op->local) + n;
@@ -343,6 +347,16 @@ void Transport::rma_backlog(RmaOp *op, bool from_backlog) {
         stats_.rma_backlogged.fetch_add(1, std::memory_order_relaxed);
     }
     rma_work_.fetch_add(1, std::memory_order_relaxed);
+}
+
+Status Transport::rma_later(RmaOp *op, bool from_backlog) {
+    if (op->immediate) {
+        op->counter->fetch_sub(1, std::memory_order_release);
+        delete op;
+        return Status::not_ready;
+    }
+    rma_backlog(op, from_backlog);
+    return Status::ok;
 }
 
 // A final error for what is left of `op`.  Pieces already issued finish

@@ -262,6 +262,13 @@ public:
         return send_retry(peer, m);
     }
 
+    // SLUICE_FLAG_IMMEDIATE: one try, never a poll; Status::not_ready
+    // when the wire has no room now (nothing was sent).
+    Status send_immediate(Rank peer, const AmMessage &m) {
+        if (__builtin_expect(!send_valid(peer, m.header), 0)) return send_refuse(peer, m.header);
+        return send_impl(peer, m);
+    }
+
     // The latency path: a Short message is a handler, flags, its credit
     // byte (when flags has am_flag_credit, else 0) and arguments.  A conduit
     // may encode it without the general message (send_short_impl).
@@ -314,11 +321,15 @@ public:
     // once the operation is complete: at once, from a later poll that reaps
     // the conduit's completion, or after the backlog retried it when the
     // conduit said "retry".  Never waits for room.  Returns Status::ok or a
-    // final error (the counter then unchanged).
+    // final error (the counter then unchanged).  `immediate`
+    // (SLUICE_FLAG_IMMEDIATE): where the operation would wait on the
+    // backlog before any of it was issued (queue full, registrations
+    // busy, operations already waiting), Status::not_ready instead, with
+    // nothing started and the counter unchanged.
     Status put_nb(Rank peer, void *remote, const void *local, std::size_t n,
-                  std::atomic<std::uint64_t> &counter);
+                  std::atomic<std::uint64_t> &counter, bool immediate = false);
     Status get_nb(void *local, Rank peer, const void *remote, std::size_t n,
-                  std::atomic<std::uint64_t> &counter);
+                  std::atomic<std::uint64_t> &counter, bool immediate = false);
     // Put with remote completion: `notify` (a Short or a Medium, copied
     // here) is delivered at the target after the bytes are there.  With
     // capabilities().remote_completion the conduit carries it (a write with
@@ -508,6 +519,9 @@ private:
     // remainder of `op` is still to be issued.
     Status rma_issue_one(RmaOp *op, bool from_backlog, bool &rest);
     void rma_backlog(RmaOp *op, bool from_backlog);
+    // "Retry" for `op`: the backlog, or for an immediate one with nothing
+    // issued, Status::not_ready and `op` gone.
+    Status rma_later(RmaOp *op, bool from_backlog);
     Status rma_fail(RmaOp *op, Status s);
     void rma_finish(RmaOp *op);
     void rma_unpin(RmaOp *op, bool completed);

@@ -29,6 +29,19 @@ int not_running(const char *op) {
 
 using am::make_send;
 
+// The flags of the _f calls: SLUICE_FLAG_IMMEDIATE or nothing.
+bool flags_valid(unsigned flags, const char *op) {
+    if ((flags & ~SLUICE_FLAG_IMMEDIATE) == 0) return true;
+    (void)sluice::base::report(Status::argument, op, "pass 0 or SLUICE_FLAG_IMMEDIATE",
+                               "unknown flags 0x%x", flags & ~SLUICE_FLAG_IMMEDIATE);
+    return false;
+}
+// A request with `flags`: the plain path, or the one that never polls.
+sluice_status_t request_f(sluice_rank_t dest, const am::Send &m, unsigned flags, const char *op) {
+    if (!flags_valid(flags, op)) return SLUICE_ERR_ARGUMENT;
+    if (flags & SLUICE_FLAG_IMMEDIATE) return code(runtime().am.request_immediate(dest, m, op));
+    return code(runtime().am.request(dest, m, op));
+}
 } // namespace
 
 extern "C" {
@@ -113,6 +126,26 @@ sluice_status_t sluice_am_request_long(sluice_rank_t dest, sluice_handler_t hand
     return code(runtime().am.request(
         dest, make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs), "am_request_long"));
 }
+sluice_status_t sluice_am_request_short_f(sluice_rank_t dest, sluice_handler_t handler, const uint32_t *args,
+                                          unsigned nargs, unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("am_request_short_f");
+    if (flags == 0) return code(runtime().am.request_short(dest, handler, args, nargs, "am_request_short_f"));
+    return request_f(dest, make_send(am::AmCategory::short_, handler, nullptr, 0, nullptr, args, nargs), flags,
+                     "am_request_short_f");
+}
+sluice_status_t sluice_am_request_medium_f(sluice_rank_t dest, sluice_handler_t handler, const void *payload,
+                                           size_t length, const uint32_t *args, unsigned nargs, unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("am_request_medium_f");
+    return request_f(dest, make_send(am::AmCategory::medium, handler, payload, length, nullptr, args, nargs), flags,
+                     "am_request_medium_f");
+}
+sluice_status_t sluice_am_request_long_f(sluice_rank_t dest, sluice_handler_t handler, const void *payload,
+                                         size_t length, void *dest_addr, const uint32_t *args, unsigned nargs,
+                                         unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("am_request_long_f");
+    return request_f(dest, make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs), flags,
+                     "am_request_long_f");
+}
 sluice_status_t sluice_am_reply_short(sluice_token_t token, sluice_handler_t handler, const uint32_t *args,
                                       unsigned nargs) {
     SLUICE_REQUIRE_RUNNING("am_reply_short");
@@ -161,6 +194,28 @@ sluice_status_t sluice_put_nbi(sluice_rank_t rank, void *dest, const void *src, 
 sluice_status_t sluice_get_nbi(void *dest, sluice_rank_t rank, const void *src, size_t length) {
     SLUICE_REQUIRE_RUNNING("get_nbi");
     return code(runtime().rma.get_nbi(dest, rank, src, length));
+}
+sluice_status_t sluice_put_nb_f(sluice_rank_t rank, void *dest, const void *src, size_t length, sluice_event_t *event,
+                                unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("put_nb_f");
+    if (!flags_valid(flags, "put_nb_f")) return SLUICE_ERR_ARGUMENT;
+    return code(runtime().rma.put_nb(rank, dest, src, length, event, flags & SLUICE_FLAG_IMMEDIATE));
+}
+sluice_status_t sluice_get_nb_f(void *dest, sluice_rank_t rank, const void *src, size_t length, sluice_event_t *event,
+                                unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("get_nb_f");
+    if (!flags_valid(flags, "get_nb_f")) return SLUICE_ERR_ARGUMENT;
+    return code(runtime().rma.get_nb(dest, rank, src, length, event, flags & SLUICE_FLAG_IMMEDIATE));
+}
+sluice_status_t sluice_put_nbi_f(sluice_rank_t rank, void *dest, const void *src, size_t length, unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("put_nbi_f");
+    if (!flags_valid(flags, "put_nbi_f")) return SLUICE_ERR_ARGUMENT;
+    return code(runtime().rma.put_nbi(rank, dest, src, length, flags & SLUICE_FLAG_IMMEDIATE));
+}
+sluice_status_t sluice_get_nbi_f(void *dest, sluice_rank_t rank, const void *src, size_t length, unsigned flags) {
+    SLUICE_REQUIRE_RUNNING("get_nbi_f");
+    if (!flags_valid(flags, "get_nbi_f")) return SLUICE_ERR_ARGUMENT;
+    return code(runtime().rma.get_nbi(dest, rank, src, length, flags & SLUICE_FLAG_IMMEDIATE));
 }
 sluice_status_t sluice_event_test(sluice_event_t event) {
     SLUICE_REQUIRE_RUNNING("event_test");

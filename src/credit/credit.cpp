@@ -536,6 +536,18 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
     return false;
 }
 
+void Engine::request_cancel(Peer p, std::uint8_t byte) {
+    base::count_add<std::uint64_t>(counters_.requests_sent, ~std::uint64_t{0});  // minus one
+    if (config_.policy == Policy::off || p == config_.me) return;
+    const CreditByte b = CreditByte::decode(byte);
+    State &s = state(p);
+    SpinGuard g(s.lock);
+    s.c.send_inuse = sat_sub(s.c.send_inuse, b.count);
+    if (b.epoch) s.flags |= flag_reached_epoch;
+    if (config_.policy == Policy::fixed) s.c.owed = sat_add(s.c.owed, b.extra);
+    else if (b.extra) ++s.c.send_wanted;
+}
+
 // ---- receiving a request ---------------------------------------------------------
 
 void Engine::request_arrived(Peer p, std::uint8_t byte) {

@@ -185,6 +185,11 @@ public:
     // and ask again.  A false may queue an ask (demand) for sys_take().
     // Requests to myself and under `off` always go.
     bool request_begin(Peer p, unsigned n, std::uint8_t &byte);
+    // A request that request_begin let go, with `byte`, was not sent after
+    // all (SLUICE_FLAG_IMMEDIATE: the wire had no room): its credits, and
+    // what its byte carried (the epoch mark, banked or wanted credits), go
+    // back as if it had never begun.
+    void request_cancel(Peer p, std::uint8_t byte);
 
     // ---- receiving a request ------------------------------------------------
     // Before its handler runs: the request's credit byte (epoch bit, the

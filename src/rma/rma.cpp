@@ -110,7 +110,7 @@ void RmaEngine::wait_counter(std::atomic<std::uint64_t> &counter) {
 }
 
 Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t n,
-                                std::atomic<std::uint64_t> &counter) {
+                                std::atomic<std::uint64_t> &counter, bool immediate) {
     const std::size_t chunk = std::max<std::size_t>(1, am_->max_long());
     std::uint32_t ctr[2];
     split(&counter, ctr[0], ctr[1]);
@@ -124,8 +124,9 @@ Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t
         m.args = ctr;
         m.nargs = 2;
         counter.fetch_add(1, std::memory_order_release);
-        if (Status s = am_->system_request(r, m); s != Status::ok) {
+        if (Status s = am_->system_request(r, m, immediate && off == 0); s != Status::ok) {
             counter.fetch_sub(1);
+            if (s == Status::not_ready) return s;
             return base::report(s, "put", nullptr, "the transport failed sending to rank %u", r);
         }
         if (n == 0) break;
@@ -134,7 +135,7 @@ Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t
 }
 
 Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t n,
-                                std::atomic<std::uint64_t> &counter) {
+                                std::atomic<std::uint64_t> &counter, bool immediate) {
     // Replies in whole packets of the peer's transport (udp on loopback:
     // one 64 KiB datagram, not smp's 16 KiB Medium, nor a 64 KiB Medium
     // and a nearly empty second datagram).
@@ -150,8 +151,9 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
         m.args = args;
         m.nargs = 7;
         counter.fetch_add(1, std::memory_order_release);
-        if (Status s = am_->system_request(r, m); s != Status::ok) {
+        if (Status s = am_->system_request(r, m, immediate && off == 0); s != Status::ok) {
             counter.fetch_sub(1);
+            if (s == Status::not_ready) return s;
             return base::report(s, "get", nullptr, "the transport failed sending to rank %u", r);
         }
     }
@@ -161,8 +163,9 @@ Status RmaEngine::get_reference(void *dest, Rank r, const void *src, std::size_t
 // One body for both directions: `remote` is in rank r's segment, `local`
 // is the caller's buffer (the source of a Put, the destination of a Get).
 Status RmaEngine::start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
-                                  std::atomic<std::uint64_t> &counter) {
-    return put ? put_reference(r, remote, local, n, counter) : get_reference(local, r, remote, n, counter);
+                                  std::atomic<std::uint64_t> &counter, bool immediate) {
+    return put ? put_reference(r, remote, local, n, counter, immediate)
+               : get_reference(local, r, remote, n, counter, immediate);
 }
 // The native paths; true if they took the transfer (its status in `s`).
 // A blocking RDMA transfer waits for its own completion only.
@@ -176,13 +179,15 @@ bool RmaEngine::native(bool put, Rank r, void *remote, void *local, std::size_t 
 }
 
 Status RmaEngine::start(bool put, Rank r, void *remote, void *local, std::size_t n,
-                        std::atomic<std::uint64_t> &counter) {
+                        std::atomic<std::uint64_t> &counter, bool immediate) {
     if (conduit::Transport *t = rdma_transport(r)) {
-        Status s = put ? t->put_nb(r, remote, local, n, counter) : t->get_nb(local, r, remote, n, counter);
-        if (s != Status::ok) return base::report(s, put ? "put" : "get", nullptr, "the transport failed on rank %u", r);
+        Status s = put ? t->put_nb(r, remote, local, n, counter, immediate)
+                       : t->get_nb(local, r, remote, n, counter, immediate);
+        if (s != Status::ok && s != Status::not_ready)
+            return base::report(s, put ? "put" : "get", nullptr, "the transport failed on rank %u", r);
         return s;
     }
-    return start_reference(put, r, remote, local, n, counter);
+    return start_reference(put, r, remote, local, n, counter, immediate);
 }
 
 Status RmaEngine::blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op) {
@@ -196,7 +201,7 @@ Status RmaEngine::blocking(bool put, Rank r, void *remote, void *local, std::siz
 }
 
 Status RmaEngine::nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
-                              const char *op) {
+                              const char *op, bool immediate) {
     if (!ev) return base::report(Status::argument, op, "pass where to store the event", "null event pointer");
     if (Status s = check(r, remote, local, n, op); s != Status::ok) return s;
     if (copy_mapped(put, r, remote, local, n)) {
@@ -204,7 +209,7 @@ Status RmaEngine::nonblocking(bool put, Rank r, void *remote, void *local, std::
         return Status::ok;
     }
     auto *e = new sluice_event;
-    if (Status s = start(put, r, remote, local, n, e->pending); s != Status::ok) {
+    if (Status s = start(put, r, remote, local, n, e->pending, immediate); s != Status::ok) {
         wait_counter(e->pending);
         delete e;
         return s;
@@ -219,23 +224,23 @@ Status RmaEngine::put_slow(Rank r, void *dest, const void *src, std::size_t n, c
 Status RmaEngine::get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op) {
     return blocking(false, r, const_cast<void *>(src), dest, n, op);
 }
-Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev) {
-    return nonblocking(true, r, dest, const_cast<void *>(src), n, ev, "put_nb");
+Status RmaEngine::put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev, bool immediate) {
+    return nonblocking(true, r, dest, const_cast<void *>(src), n, ev, "put_nb", immediate);
 }
-Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev) {
-    return nonblocking(false, r, const_cast<void *>(src), dest, n, ev, "get_nb");
+Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev, bool immediate) {
+    return nonblocking(false, r, const_cast<void *>(src), dest, n, ev, "get_nb", immediate);
 }
 
-Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n) {
+Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n, bool immediate) {
     if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
     if (copy_mapped(true, r, dest, const_cast<void *>(src), n)) return Status::ok;
-    return start(true, r, dest, const_cast<void *>(src), n, nbi_outstanding);
+    return start(true, r, dest, const_cast<void *>(src), n, nbi_outstanding, immediate);
 }
 
-Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n) {
+Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n, bool immediate) {
     if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
     if (copy_mapped(false, r, const_cast<void *>(src), dest, n)) return Status::ok;
-    return start(false, r, const_cast<void *>(src), dest, n, nbi_outstanding);
+    return start(false, r, const_cast<void *>(src), dest, n, nbi_outstanding, immediate);
 }
 
 void RmaEngine::publish_mapped() {

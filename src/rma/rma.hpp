@@ -49,10 +49,14 @@ public:
         }
         return get_slow(dest, r, src, n, op);
     }
-    Status put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev);
-    Status get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev);
-    Status put_nbi(Rank r, void *dest, const void *src, std::size_t n);
-    Status get_nbi(void *dest, Rank r, const void *src, std::size_t n);
+    // `immediate` (SLUICE_FLAG_IMMEDIATE): Status::not_ready, nothing
+    // started, where the transfer would first have to wait (the conduit's
+    // queue or registrations, or room for the first request of a transfer
+    // over AM).
+    Status put_nb(Rank r, void *dest, const void *src, std::size_t n, sluice_event **ev, bool immediate = false);
+    Status get_nb(void *dest, Rank r, const void *src, std::size_t n, sluice_event **ev, bool immediate = false);
+    Status put_nbi(Rank r, void *dest, const void *src, std::size_t n, bool immediate = false);
+    Status get_nbi(void *dest, Rank r, const void *src, std::size_t n, bool immediate = false);
     // Publishes the mapped peer segments for the inline Put/Get of
     // <sluice.h> (after segment attach), and withdraws them (first thing in
     // finalize).  Debug builds publish nothing: every call is checked.
@@ -68,13 +72,14 @@ public:
 private:
     Status blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op);
     Status nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
-                       const char *op);
+                       const char *op, bool immediate);
     // Starts a transfer that completes when `counter` drops back: native
     // RDMA (non-blocking at the transport) when the route has it, else the
     // reference transfer over AM.
-    Status start(bool put, Rank r, void *remote, void *local, std::size_t n, std::atomic<std::uint64_t> &counter);
+    Status start(bool put, Rank r, void *remote, void *local, std::size_t n, std::atomic<std::uint64_t> &counter,
+                 bool immediate = false);
     Status start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
-                           std::atomic<std::uint64_t> &counter);
+                           std::atomic<std::uint64_t> &counter, bool immediate = false);
     bool native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s);
     Status put_slow(Rank r, void *dest, const void *src, std::size_t n, const char *op);
     Status get_slow(void *dest, Rank r, const void *src, std::size_t n, const char *op);
@@ -109,10 +114,12 @@ private:
     }
     Status check(Rank r, const void *remote, const void *local, std::size_t n, const char *op) const;
     // Starts the reference transfer; `counter` counts outstanding chunks.
+    // `immediate`: the first chunk's request is tried once (not_ready:
+    // nothing started); the rest wait for room as usual.
     Status put_reference(Rank r, void *dest, const void *src, std::size_t n,
-                         std::atomic<std::uint64_t> &counter);
+                         std::atomic<std::uint64_t> &counter, bool immediate);
     Status get_reference(void *dest, Rank r, const void *src, std::size_t n,
-                         std::atomic<std::uint64_t> &counter);
+                         std::atomic<std::uint64_t> &counter, bool immediate);
 
     std::vector<sluice_mapped_segment_> mapped_;  // what publish_mapped() showed
     am::AmEngine *am_ = nullptr;

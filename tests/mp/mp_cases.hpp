@@ -43,6 +43,7 @@ int case_rma(int argc, char **argv);
 int case_segment(int argc, char **argv);
 int case_threads(int argc, char **argv);
 int case_bad(int argc, char **argv);
+int case_immediate(int argc, char **argv);
 void bad_before_init();
 
 } // namespace sluice_test::mp

@@ -122,6 +122,17 @@ TEST_P(AmHiddenReplies, HandlersThatNeverReplyDoNotStallTheSender) {
 INSTANTIATE_TEST_SUITE_P(Mp, AmHiddenReplies, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, AmHiddenReplies, ::testing::ValuesIn(over_network()), config_name);
 
+// SLUICE_FLAG_IMMEDIATE on every conduit: requests and Puts that would
+// wait answer not ready instead, nothing lost (mp_immediate.cpp).
+class AmImmediate : public MpTest {};
+TEST_P(AmImmediate, WouldBlockInsteadOfPolling) {
+    JobResult r = run({"immediate"});
+    expect_success(r);
+    expect_error_lines(r, GetParam().ranks, false);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AmImmediate, ::testing::ValuesIn(by_ranks_and_credits()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AmImmediate, ::testing::ValuesIn(over_network()), config_name);
+
 class AmFlood : public MpTest {};
 TEST_P(AmFlood, ThousandsOutstandingInBothDirections) {
     expect_success(run({"flood", std::to_string(scaled(5000, 2000, 1000))}));

@@ -303,6 +303,7 @@ const Case cases[] = {
     {"segment", sluice_test::mp::case_segment, "segment [MiB] [rounds]"},
     {"threads", sluice_test::mp::case_threads, "threads [AMs per thread] [RMAs per thread]"},
     {"bad", sluice_test::mp::case_bad, "bad"},
+    {"immediate", sluice_test::mp::case_immediate, "immediate [limit]"},
 };
 
 void usage() {

@@ -1817,3 +1817,26 @@ TEST(CreditThreads, SendersShareOneEngine) {
     }
     c.expect_balanced();
 }
+
+// SLUICE_FLAG_IMMEDIATE: a request that took credits but found no room on
+// the wire is cancelled; the engine is as if it had never begun, whatever
+// its byte carried.
+TEST(CreditCancel, GivesEverythingBackUnderEveryPolicy) {
+    for (Policy policy : {Policy::fixed, Policy::dynamic, Policy::demand}) {
+        Cluster k(policy == Policy::demand ? demand_config(2) : config_for(policy, 2));
+        if (policy == Policy::demand) {
+            ASSERT_NO_FATAL_FAILURE(k.borrow(0, 1, 4));  // the ask and its grant
+        }
+        const PeerCredits before = k[0].peer(1);
+        std::uint8_t first = 0, again = 0;
+        ASSERT_TRUE(k[0].request_begin(1, 4, first)) << credit::policy_name(policy);
+        k[0].request_cancel(1, first);
+        const PeerCredits after = k[0].peer(1);
+        EXPECT_EQ(after.send_credits, before.send_credits) << credit::policy_name(policy);
+        EXPECT_EQ(after.send_inuse, before.send_inuse) << credit::policy_name(policy);
+        ASSERT_TRUE(k[0].request_begin(1, 4, again)) << credit::policy_name(policy);
+        EXPECT_EQ(again, first) << credit::policy_name(policy);
+        (void)k.serve(0, 1, again);
+        EXPECT_EQ(k[0].peer(1).send_inuse, 0u) << credit::policy_name(policy);
+    }
+}
