@@ -326,8 +326,10 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
         if (s != Status::not_ready) return rma_fail(op, s);
         return rma_later(op, from_backlog);
     }
-    op->immediate = false;  // started: what is left waits on the backlog
+    // Handed to the conduit: `op` itself may be complete and gone (another
+    // thread's poll); only a cut-off piece leaves the rest, still ours.
     if (piece != op) {  // the rest, after this piece
+        op->immediate = false;  // started: what is left waits on the backlog
         op->remote = static_cast<char *>(op->remote) + n;
         op->local = static_cast<char *>(op->local) + n;
         op->n -= n;
