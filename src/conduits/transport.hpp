@@ -419,6 +419,12 @@ protected:
         setup_.deliver_short(setup_.deliver_context, source, handler, flags, credit, args, nargs);
     }
     Capabilities &capabilities_mutable() { return caps_; }
+    // Polls every transport of the rank (the application's poll), or this
+    // one alone without the rank's progress function: what a conduit's
+    // own thread (SLUICE_RCV_THREAD) runs.
+    int progress_all(PollMode mode) {
+        return setup_.progress ? setup_.progress(setup_.progress_context, mode) : poll(mode);
+    }
     // An operation put_impl/get_impl/put_rc_impl kept (`later` set) is
     // complete: call from poll_impl (any thread); the wrapper's poll then
     // signals the caller.  For put_rc_impl, "complete" means the target

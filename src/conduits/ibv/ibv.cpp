@@ -378,11 +378,7 @@ bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lo
 // ---- the receive thread ----
 
 void IbvTransport::receive_thread_start() {
-    rcv_thread_.start([this] { receive_thread_wait(); },
-                      [this] {
-                          if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
-                          else (void)poll(PollMode::all);
-                      });
+    rcv_thread_.start([this] { receive_thread_wait(); }, [this] { (void)progress_all(PollMode::all); });
     base::say("ibv: receive thread started (sleeps on the completion channel, at most %lld wake-ups/s)",
               static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
 }

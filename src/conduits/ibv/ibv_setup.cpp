@@ -244,11 +244,12 @@ Status IbvTransport::open_port() {
     std::string why, ignored;
     const bool listed = port_list(ports, why, ignored);
     if (base::knob_bool(base::Knob::IBV_LIST_PORTS)) {
+        const std::string by = ", selected by " + ports_setting().name;
         for (const PortInfo &p : ports)
             std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
                          p.port, p.active ? "active" : "down",
                          p.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand", p.attr.lid,
-                         p.selected ? (", selected by " + ports_setting().name).c_str() : ", not selected");
+                         p.selected ? by.c_str() : ", not selected");
     }
     if (!listed)
         return base::report(Status::transport, op,

@@ -484,11 +484,7 @@ Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t siz
 // From the first poll: before it, the layers above may not be ready for a
 // poll from another thread.
 void OfiTransport::receive_thread_start() {
-    rcv_thread_.start([this] { receive_thread_wait(); },
-                      [this] {
-                          if (setup().progress) (void)setup().progress(setup().progress_context, PollMode::all);
-                          else (void)poll(PollMode::all);
-                      });
+    rcv_thread_.start([this] { receive_thread_wait(); }, [this] { (void)progress_all(PollMode::all); });
     base::say("ofi: receive thread started (%s, at most %lld wake-ups/s)",
               wait_fd_ >= 0 ? "sleeps on the completion queue's descriptor" : "polls: the provider has no wait descriptor",
               static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
