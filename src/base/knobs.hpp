@@ -62,11 +62,11 @@ std::string knobs_listing();
 // with the closest declared name ("did you mean ...").
 std::vector<std::string> knobs_unknown();
 
-// "64K", "16M", "1G", "4096" -> bytes.  False if malformed.
 // Seconds the exit protocol may take for a job of `ranks` ranks:
 // SLUICE_EXIT_TIMEOUT if set above 0, else 2 + 0.05 x ranks.
 double exit_timeout_seconds(unsigned ranks);
 
+// "64K", "16M", "1G", "4096" -> bytes.  False if malformed.
 bool parse_size(const std::string &text, std::size_t &out);
 std::size_t edit_distance(const std::string &a, const std::string &b);
 

@@ -68,6 +68,7 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0) return fatal("send (ibv)", peer, "ibv_post_send failed", r);
     ++p.send_posted;
     life_[peer].sent = true;
+    p.used = true;
     if (b) {
         b->peer = peer;
         ++counters_.sent;
@@ -94,6 +95,7 @@ Status IbvTransport::loopback(const AmMessage &m) {
 
 Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
     if (peer == setup().rank) return loopback(m);
+    if (Status s = connection(peer); s != Status::ok) return s;
     const AmHeader &h = m.header;
     const std::size_t length = common::packed_length(h);
     if (length <= inline_limit_) {
@@ -206,7 +208,15 @@ bool IbvTransport::control(Buffer *b, std::size_t length) {
     common::PackedHead w;
     if (length < sizeof w) return false;  // packed_unpack reports it
     std::memcpy(&w, b->bytes, sizeof w);
-    if (w.source < life_.size()) life_[w.source].heard = true;
+    if (w.source < life_.size()) {
+        life_[w.source].heard = true;
+        peers_[w.source].used = true;
+        if (__builtin_expect(peers_[w.source].conn == Conn::accepted, 0)) connect_ready(w.source);
+    }
+    if (w.category == category_rtu) {
+        repost(b);
+        return true;
+    }
     if (w.category != category_ping && w.category != category_pong) return false;
     if (w.category == category_ping && w.source < life_.size()) control_send(w.source, category_pong);
     repost(b);
@@ -308,6 +318,7 @@ int IbvTransport::poll_impl(PollMode mode) {
         Guard g(*this);
         if (!cq_) return 0;
         reap();
+        if (__builtin_expect(dynamic_, 0)) connect_serve();
         if (ready_.empty()) return 0;
     }
     if (mode == PollMode::replies_only || delivering) return 0;
@@ -377,6 +388,15 @@ bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lo
 
 // ---- the receive thread ----
 
+void channel_wait(ibv_comp_channel *channel) {
+    pollfd p{channel->fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+        ibv_cq *cq = nullptr;
+        void *context = nullptr;
+        if (ibv_get_cq_event(channel, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+    }
+}
+
 void IbvTransport::receive_thread_start() {
     rcv_thread_.start([this] { receive_thread_wait(); }, [this] { (void)progress_all(PollMode::all); });
     base::say("ibv: receive thread started (sleeps on the completion channel, at most %lld wake-ups/s)",
@@ -388,12 +408,7 @@ void IbvTransport::receive_thread_start() {
 // completion after the arming raises the next event, one before it is
 // reaped by that poll.
 void IbvTransport::receive_thread_wait() {
-    pollfd p{channel_->fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
-        ibv_cq *cq = nullptr;
-        void *context = nullptr;
-        if (ibv_get_cq_event(channel_, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
-    }
+    channel_wait(channel_);
     Guard g(*this);
     if (cq_) (void)ibv_req_notify_cq(cq_, 0);
 }
@@ -468,6 +483,7 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     if (n && !handle)
         return base::report(Status::argument, what, "use a buffer in the segment, or a build with firehose registration",
                             "ibv: the local buffer %p (%zu bytes) is not registered", local, n);
+    if (Status s = connection(peer); s != Status::ok) return s;
     std::uint64_t key = 0;
     if (!remote_key(op, key)) key = peer_rkey_[peer];
     if (n && key == 0)
@@ -524,6 +540,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         ++g->outstanding;
         ++p.send_posted;
         ++rma_outstanding_;
+        p.used = true;
         ++(g->write ? counters_.writes : counters_.reads);
     }
     if (g->notify && g->notify_length) {

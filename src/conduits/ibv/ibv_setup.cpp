@@ -5,6 +5,7 @@
 // registration, finalize and the counters.
 #include "conduits/ibv/ibv.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
+#include "conduits/ibv/physmem.hpp"
 
 #include "base/knobs.hpp"
 #include "base/status.hpp"
@@ -12,6 +13,8 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -194,6 +197,21 @@ const char *mtu_text(ibv_mtu m) {
 
 constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
+// Whether this process may lock any amount of memory (CAP_IPC_LOCK, bit
+// 14 of its effective capabilities), so that RLIMIT_MEMLOCK does not bind.
+bool may_lock_any() {
+    std::FILE *f = std::fopen("/proc/self/status", "r");
+    if (!f) return false;
+    char line[256];
+    unsigned long long caps = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
+    std::fclose(f);
+    return (caps >> 14) & 1;
+}
+
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
 } // namespace
 
 IbvTransport::IbvTransport() : Transport("ibv", Capabilities{}) {}
@@ -207,6 +225,7 @@ Status IbvTransport::init_impl() {
     send_depth_ = static_cast<unsigned>(base::knob_int(base::Knob::IBV_SEND_DEPTH));
     use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
     if (Status s = open_port(); s != Status::ok) return s;
+    if (Status s = physmem_init(); s != Status::ok) return s;
     Capabilities &c = capabilities_mutable();
     c.max_medium = buffer_size_;
     c.max_long = std::numeric_limits<std::size_t>::max();
@@ -333,13 +352,73 @@ Status IbvTransport::open_port() {
     peer_rkey_.assign(setup().size, 0);
     life_.assign(setup().size, common::PeerLife{});
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT));
-    for (Rank r : setup().peers)
-        if (r != setup().rank)
-            if (Status s = qp_create(r); s != Status::ok) return s;
+    connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
     return Status::ok;
 }
 
-// An RC queue pair for `peer`, moved to INIT (where receives may be posted).
+// The seed's pinnable-memory limit: SLUICE_PHYSMEM_MAX of this host's
+// memory, an equal share per rank of the host, capped by RLIMIT_MEMLOCK
+// (first raised to its hard limit) unless the process may lock any amount;
+// then, unless the user set the maximum or SLUICE_PHYSMEM_NOPROBE=1,
+// checked by registering that much memory once: the largest registration
+// that succeeds, found by halving, is the limit.
+Status IbvTransport::physmem_init() {
+    const char *op = "ibv conduit init";
+    const std::uint64_t physical =
+        static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::string &text = base::knob_string(base::Knob::PHYSMEM_MAX);
+    std::uint64_t host = 0;
+    std::string why;
+    if (!physmem_parse(text, physical, host, why))
+        return base::report(Status::argument, op, "set SLUICE_PHYSMEM_MAX to a fraction (2/3) or a size (12G)",
+                            "SLUICE_PHYSMEM_MAX: %s", why.c_str());
+    std::size_t local = 0;
+    for (std::uint32_t h : setup().host_of) local += h == setup().host_of[setup().rank];
+    std::uint64_t limit = host / std::max<std::size_t>(1, local);
+    std::string how = "SLUICE_PHYSMEM_MAX=" + text + " of " + mib(physical) + ", " + std::to_string(local) +
+                      " rank(s) on this host";
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        if (rl.rlim_cur != rl.rlim_max) {
+            const rlimit up{rl.rlim_max, rl.rlim_max};
+            if (::setrlimit(RLIMIT_MEMLOCK, &up) == 0) {
+                base::say("ibv: RLIMIT_MEMLOCK raised from %s to its hard limit %s",
+                          rl.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(rl.rlim_cur).c_str(),
+                          up.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(up.rlim_cur).c_str());
+                rl = up;
+            }
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < limit && !may_lock_any()) {
+            limit = rl.rlim_cur;
+            how += ", capped by RLIMIT_MEMLOCK";
+        }
+    }
+    if (!base::knob_is_set(base::Knob::PHYSMEM_MAX) && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
+        std::uint64_t good = 0, bad = limit + 1, next = limit;
+        for (int step = 0; step < 8 && next > good; ++step) {
+            void *p = ::mmap(nullptr, next, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            ibv_mr *mr = p == MAP_FAILED ? nullptr : ibv_reg_mr(pd_, p, next, IBV_ACCESS_LOCAL_WRITE);
+            if (mr) {
+                ibv_dereg_mr(mr);
+                good = next;
+            } else {
+                bad = next;
+            }
+            if (p != MAP_FAILED) ::munmap(p, next);
+            if (good == limit) break;
+            next = (good + bad) / 2 & ~std::uint64_t{0xfffff};
+        }
+        if (good < limit) how += ", probed";
+        else how += ", probe passed";
+        limit = good;
+    }
+    physmem_limit_ = limit;
+    base::say("ibv: pinnable memory %s per rank (%s)", mib(limit).c_str(), how.c_str());
+    return Status::ok;
+}
+
+// An RC queue pair for `peer`, moved to INIT, with the peer's receive
+// buffers posted (without an SRQ).
 Status IbvTransport::qp_create(Rank peer) {
     const char *op = "ibv conduit init";
     ibv_qp_init_attr a{};
@@ -366,6 +445,8 @@ Status IbvTransport::qp_create(Rank peer) {
     init.qp_access_flags = remote_access;
     if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
         return fatal(op, peer, "moving a queue pair to INIT failed", errno);
+    if (!srq_)
+        for (unsigned k = 0; k < recv_per_peer_; ++k) repost(&buffers_[recv_first_[peer] + k]);
     return Status::ok;
 }
 
@@ -373,7 +454,7 @@ Status IbvTransport::qp_create(Rank peer) {
 // endless (7): a message that finds no receive posted waits, it is never
 // dropped; the transport retries bound an absent peer.
 Status IbvTransport::qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn) {
-    const char *op = "ibv conduit init";
+    const char *op = "connect (ibv)";
     ibv_qp_attr rtr{};
     rtr.qp_state = IBV_QPS_RTR;
     rtr.path_mtu = std::min(port_.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
@@ -403,51 +484,6 @@ Status IbvTransport::qp_connect(Rank peer, const ConnectHead &theirs, std::uint3
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                           IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return fatal(op, peer, "moving the queue pair to RTS failed", errno);
-    return Status::ok;
-}
-
-// The seed's static connections: every rank publishes its port's address
-// and the queue pair it made for each rank; each connects its own to the
-// peer's for it.
-Status IbvTransport::connect_all() {
-    const char *op = "ibv conduit init";
-    const Rank n = setup().size;
-    std::string mine(sizeof(ConnectHead) + 4u * n, '\0');
-    ConnectHead head{};
-    std::snprintf(head.device, sizeof head.device, "%s", port_.device.c_str());
-    head.lid = port_.attr.lid;
-    head.port = port_.port;
-    head.global = port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-    std::memcpy(head.gid, gid_.raw, 16);
-    head.mtu = port_.attr.active_mtu;
-    head.ranks = n;
-    std::memcpy(mine.data(), &head, sizeof head);
-    for (Rank r = 0; r < n; ++r) {
-        const std::uint32_t qpn = peers_[r].qp ? peers_[r].qp->qp_num : 0;
-        std::memcpy(mine.data() + sizeof head + 4u * r, &qpn, 4);
-    }
-    std::vector<std::string> all;
-    if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
-        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of ibv addresses failed");
-    for (Rank r : setup().peers) {
-        if (r == setup().rank) continue;
-        ConnectHead theirs{};
-        if (all[r].size() != mine.size())
-            return base::report(Status::state, op, "run the same Sluice build on every rank",
-                                "rank %u sent an ibv address record of %zu bytes, mine is %zu", r, all[r].size(),
-                                mine.size());
-        std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        std::uint32_t qpn;
-        std::memcpy(&qpn, all[r].data() + sizeof theirs + 4u * setup().rank, 4);
-        if (qpn == 0)
-            return base::report(Status::state, op, "route the same ranks over ibv on every rank (SLUICE_ROUTE)",
-                                "rank %u made no queue pair for this rank", r);
-        if (theirs.global != head.global)
-            return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
-                                "rank %u uses a %s port, this rank a %s one", r, theirs.global ? "RoCE" : "InfiniBand",
-                                head.global ? "RoCE" : "InfiniBand");
-        if (Status s = qp_connect(r, theirs, qpn); s != Status::ok) return s;
-    }
     return Status::ok;
 }
 
@@ -482,15 +518,17 @@ Status IbvTransport::buffers_create() {
     }
     send_free_count_ = send_count_;
     Guard g(*this);
-    std::size_t i = 0;
     if (srq_) {
-        for (; i < recv_count_; ++i) repost(&buffers_[i]);
-    } else {
-        for (Rank r : setup().peers)
-            for (unsigned k = 0; k < recv_per_peer_ && r != setup().rank; ++k, ++i) {
-                buffers_[i].peer = r;
-                repost(&buffers_[i]);
-            }
+        for (std::size_t i = 0; i < recv_count_; ++i) repost(&buffers_[i]);
+        return Status::ok;
+    }
+    // Each peer's share, posted when its queue pair is made (qp_create).
+    recv_first_.assign(setup().size, 0);
+    std::size_t i = 0;
+    for (Rank r : setup().peers) {
+        if (r == setup().rank) continue;
+        recv_first_[r] = i;
+        for (unsigned k = 0; k < recv_per_peer_; ++k) buffers_[i++].peer = r;
     }
     return Status::ok;
 }
@@ -508,10 +546,25 @@ Status IbvTransport::segment_connect_impl(const std::vector<SegmentRecord> &all)
     return Status::ok;
 }
 
+// Registrations for RDMA (the segment, firehose's regions and bounce
+// buffers) count against the pinnable-memory limit.
 Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
                                        std::string &rkey) {
+    if (pinned_.fetch_add(size) + size > physmem_limit_) {
+        const std::uint64_t before = pinned_.fetch_sub(size) - size;
+        return base::report(Status::resource, "register memory (ibv)",
+                            "attach a smaller segment, run fewer ranks per host, or raise SLUICE_PHYSMEM_MAX (and the "
+                            "locked-memory limit, ulimit -l)",
+                            "ibv: registering %zu bytes at %p would pin %llu bytes, more than the %llu this rank may "
+                            "(SLUICE_PHYSMEM_MAX)",
+                            size, base, static_cast<unsigned long long>(before + size),
+                            static_cast<unsigned long long>(physmem_limit_));
+    }
     ibv_mr *mr = nullptr;
-    if (Status s = register_raw(base, size, remote_access, mr, "RDMA"); s != Status::ok) return s;
+    if (Status s = register_raw(base, size, remote_access, mr, "RDMA"); s != Status::ok) {
+        pinned_.fetch_sub(size);
+        return s;
+    }
     handle = reinterpret_cast<std::uint64_t>(mr);
     const std::uint64_t key = mr->rkey;
     rkey.assign(reinterpret_cast<const char *>(&key), sizeof key);
@@ -519,7 +572,10 @@ Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64
 }
 
 void IbvTransport::mem_deregister_impl(std::uint64_t handle) {
-    if (handle) ibv_dereg_mr(reinterpret_cast<ibv_mr *>(handle));
+    if (!handle) return;
+    auto *mr = reinterpret_cast<ibv_mr *>(handle);
+    pinned_.fetch_sub(mr->length);
+    ibv_dereg_mr(mr);
 }
 
 Status IbvTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
@@ -540,6 +596,8 @@ Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, 
 
 void IbvTransport::fini_impl() {
     rcv_thread_.stop();
+    conn_thread_.stop();
+    if (ctx_) connect_file_write();
     if (ctx_ && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
     close_all();
 }
@@ -547,6 +605,7 @@ void IbvTransport::fini_impl() {
 void IbvTransport::close_all() {
     rcv_thread_.stop();
     // Queue pairs first: nothing lands in buffers being freed.
+    connect_close();
     for (Peer &p : peers_)
         if (p.qp) ibv_destroy_qp(p.qp);
     peers_.clear();
@@ -578,13 +637,16 @@ void IbvTransport::stats_print() const {
     std::fprintf(stderr,
                  "sluice[rank %u] ibv (%s:%u): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
                  "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu, "
-                 "receive-thread wake-ups %llu\n",
+                 "receive-thread wake-ups %llu, connections: %llu at start-up, %llu asked, %llu accepted, "
+                 "%llu retransmitted requests\n",
                  setup().rank, port_.device.c_str(), port_.port, static_cast<unsigned long long>(c.inlined),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
                  static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
                  static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full),
-                 static_cast<unsigned long long>(rcv_thread_.wakeups()));
+                 static_cast<unsigned long long>(rcv_thread_.wakeups()), static_cast<unsigned long long>(c.connect_static),
+                 static_cast<unsigned long long>(c.connect_asked), static_cast<unsigned long long>(c.connect_accepted),
+                 static_cast<unsigned long long>(c.connect_retransmits));
 }
 
 } // namespace detail

@@ -54,6 +54,7 @@ struct ConnectHead {
     std::uint8_t gid[16];
     std::uint32_t mtu;        // ibv_mtu
     std::uint32_t ranks;
+    std::uint32_t ud_qpn;     // its queue pair for dynamic connections, 0: takes none
 };
 
 // Messages and RDMA of a rank to itself never reach the HCA: they are
@@ -63,6 +64,7 @@ struct ConnectHead {
 // handled by the conduit in its poll, never delivered, uncredited.
 constexpr std::uint8_t category_ping = 3;
 constexpr std::uint8_t category_pong = 4;
+constexpr std::uint8_t category_rtu = 5;   // a dynamic connection's first message (connect.cpp)
 
 // Work-request ids: the low 3 bits say what completes.
 enum class Wr : std::uint64_t { recv = 0, send = 1, rma = 2, inline_send = 3, long_data = 4 };
@@ -89,10 +91,22 @@ struct RmaGroup {
     std::size_t notify_length = 0;
 };
 
+// A connection's state (connect.cpp).  A rank that asks for one is
+// `requesting` until the answer comes, then `ready`; the one asked is
+// `accepted` until the first message over the new queue pair arrives (so
+// it never sends before the asker's queue pair can receive), then `ready`.
+enum class Conn : std::uint8_t { none, requesting, accepted, ready, failed };
+
 struct Peer {
     ibv_qp *qp = nullptr;
     unsigned send_posted = 0;    // work requests in its send queue
-    unsigned recv_posted = 0;    // per-peer receives posted
+    Conn conn = Conn::none;
+    bool used = false;           // traffic went either way (SLUICE_CONNECTFILE_OUT)
+    std::uint32_t remote_qpn = 0;
+    std::uint64_t retry_at = 0;  // ns: a request's next retransmission
+    std::uint64_t interval = 0;  // ns: the wait before it
+    unsigned tries = 0;
+    ibv_ah *ah = nullptr;        // to the peer's UD queue pair
 };
 
 // An arrived message waiting for delivery: in a receive buffer, or (a
@@ -106,8 +120,13 @@ struct Arrival {
 
 struct Counters {
     std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
-                  long_packed = 0, long_two_part = 0;
+                  long_packed = 0, long_two_part = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
+                  connect_retransmits = 0;
 };
+
+// Sleeps until `channel` has a completion event (at most 100 ms) and takes
+// it; the caller arms its completion queue again (ibv.cpp).
+void channel_wait(ibv_comp_channel *channel);
 
 class IbvTransport final : public Transport {
 public:
@@ -141,13 +160,34 @@ private:
 
     // ibv_setup.cpp
     Status open_port();
+    Status physmem_init();
     Status buffers_create();
-    Status connect_all();
     Status qp_create(Rank peer);
     Status qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn);
     Status register_raw(void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
     void close_all();
     void stats_print() const;
+
+    // connect.cpp
+    Status connect_all();
+    Status connect_wanted(std::vector<bool> &wanted);
+    Status connect_setup();
+    Status connect_need(Rank peer);                      // under lock_
+    void connect_serve();                                 // under lock_
+    void connect_answer(const void *message);             // under lock_
+    void connect_send(Rank peer, std::uint32_t kind);     // under lock_
+    void connect_ready(Rank peer);                        // under lock_
+    void connect_recv_post(unsigned slot);                // under lock_
+    void connect_thread_wait();
+    void connect_file_write();
+    void connect_close();
+    // Status::ok when `peer` is connected, else connect_need's answer.
+    Status connection(Rank peer) {
+        if (__builtin_expect(connected_[peer].load(std::memory_order_acquire), 1)) return Status::ok;
+        Guard g(*this);
+        if (!cq_) return Status::transport;
+        return connect_need(peer);
+    }
 
     // ibv.cpp
     Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
@@ -176,12 +216,17 @@ private:
     ibv_cq *cq_ = nullptr;
     ibv_srq *srq_ = nullptr;
     std::vector<Peer> peers_;          // by rank
+    std::unique_ptr<std::atomic<bool>[]> connected_;  // by rank: Conn::ready, read without lock_
+    std::vector<ConnectHead> heads_;   // by rank, from the start-up exchange
+    std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
     PortInfo port_;
     ibv_gid gid_{};
     std::vector<std::uint32_t> peer_rkey_;
     std::vector<common::PeerLife> life_;   // by rank (IbvTransport::liveness)
     std::atomic<unsigned> polls_{0};
     double peer_timeout_s_ = 30;
+    std::uint64_t physmem_limit_ = 0;  // bytes this rank may register (SLUICE_PHYSMEM_MAX)
+    std::atomic<std::uint64_t> pinned_{0};  // registered for RDMA now
 
     // Limits.
     std::size_t buffer_size_ = 0;      // Medium payload
@@ -203,6 +248,23 @@ private:
     std::size_t rma_outstanding_ = 0;
     std::deque<RmaGroup *> rma_partial_;   // operations with pieces not posted yet
     std::vector<RmaOp *> loop_done_;       // RDMA with itself, copied, completed by the next reap
+
+    // Dynamic connections (connect.cpp): a UD queue pair with its own
+    // completion queue and channel, small registered buffers (receives,
+    // then sends), the requests waiting for an answer, and a thread that
+    // answers requests while the application does not poll.
+    bool dynamic_ = false;
+    ibv_comp_channel *conn_channel_ = nullptr;
+    ibv_cq *conn_cq_ = nullptr;
+    ibv_qp *conn_qp_ = nullptr;
+    std::byte *conn_pool_ = nullptr;
+    std::size_t conn_pool_bytes_ = 0;
+    ibv_mr *conn_mr_ = nullptr;
+    unsigned conn_rcvs_ = 0;
+    std::vector<unsigned> conn_send_free_;
+    std::vector<Rank> conn_pending_;
+    std::uint64_t retrans_min_ns_ = 0, retrans_max_ns_ = 0;
+    common::ReceiveThread conn_thread_;
 
     // The segment this conduit created (no same-host conduit owns it).
     common::PrivateSegment own_segment_;

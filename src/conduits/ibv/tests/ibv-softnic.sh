@@ -54,6 +54,9 @@ else
     suites "an SRQ (default)" 2
     echo "not run: per-peer receive buffers, the exit matrix (plain build only)"
 fi
+# Every connection made on first use (the seed's dynamic connections), with
+# per-peer receive buffers posted as each queue pair is made.
+suites "dynamic connections only, per-peer receive buffers" 2 SLUICE_CONNECT_STATIC=0 SLUICE_USE_SRQ=0
 suites "tiny queues and buffers" 2 SLUICE_RBUF_COUNT=16 SLUICE_IBV_SEND_DEPTH=8 SLUICE_IBV_SEND_BUFFERS=4 \
     SLUICE_INLINESEND_LIMIT=0 SLUICE_PACKEDLONG_LIMIT=1K SLUICE_IBV_RMA_CHUNK=4K
 
@@ -91,6 +94,93 @@ expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 
 expect "SLUICE_RCV_THREAD=1: the thread sleeps on the completion channel" 0 "ibv: receive thread started (sleeps on the completion channel"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 none
 expect "without a receive thread the round trips wait for rank 1" 0 "PASS rcv-thread"
+
+echo "=== ibv: connect files and dynamic connections"
+# The round trip: a 6-rank run of `delivery` (each rank talks to its right
+# neighbour and to its barrier partners, 4 of its 5 peers) writes the
+# connections it used, per rank in base 10 and into one file in base 36; a
+# run reading either connects those at start-up and no other, with
+# dynamic connections off, and passes.
+cdir=$(mktemp -d)
+trap 'rm -f "$SOFTNIC_FABRIC"; rm -rf "$cdir"' EXIT
+ibv_job SLUICE_CONNECTFILE_OUT="$cdir/conn.%" SLUICE_CONNECTFILE_BASE=10 timeout 120 "$run" "$builddir/sluicerun" -n 6 -- "$job" delivery 20
+expect "SLUICE_CONNECTFILE_OUT=conn.%: a run writes one file per rank" 0 "PASS delivery"
+if [ "$(cat "$cdir"/conn.[0-5] 2> /dev/null | grep -c '^[0-5]: [0-5] [0-5] [0-5] [0-5]$')" = 6 ] &&
+    grep -qx 'base: 10' "$cdir/conn.3" && grep -qx 'size: 6' "$cdir/conn.3"; then
+    echo "ok: each rank's file lists the 4 peers it used, in base 10, with base: and size: lines"
+else
+    echo "FAIL: the per-rank connect files are not as expected:"
+    cat "$cdir"/conn.* 2> /dev/null | sed 's/^/    /'
+    failed=1
+fi
+ibv_job SLUICE_CONNECTFILE_OUT="$cdir/all" timeout 120 "$run" "$builddir/sluicerun" -n 6 -- "$job" delivery 20
+expect "SLUICE_CONNECTFILE_OUT without %: every rank appends to one file" 0 "PASS delivery"
+if [ "$(grep -c '^[0-5]:' "$cdir/all")" = 6 ] && [ "$(grep -cx 'base: 36' "$cdir/all")" = 6 ]; then
+    echo "ok: the one file has each rank's line, base 36"
+else
+    echo "FAIL: the shared connect file:"
+    sed 's/^/    /' "$cdir/all"
+    failed=1
+fi
+for in in "$cdir/conn.%" "$cdir/all"; do
+    ibv_job SLUICE_CONNECTFILE_IN="$in" SLUICE_CONNECT_DYNAMIC=0 SLUICE_IBV_STATS=1 \
+        timeout 120 "$run" "$builddir/sluicerun" -n 6 -- "$job" delivery 20
+    expect "SLUICE_CONNECTFILE_IN=${in##*/}, SLUICE_CONNECT_DYNAMIC=0: the next run passes" 0 "PASS delivery"
+    if [ "$(printf '%s\n' "$log" | grep -c 'ibv: connected at start-up to 4 of 5 peers (SLUICE_CONNECTFILE_IN=.*); dynamic connections off')" = 6 ]; then
+        echo "ok: every rank connected the 4 peers of the file at start-up, and only those"
+    else
+        echo "FAIL: start-up connections with SLUICE_CONNECTFILE_IN=${in##*/}:"
+        printf '%s\n' "$log" | grep 'connected at start-up' | sed 's/^/    /'
+        failed=1
+    fi
+done
+# A connection that only one side's file lists is made on both; one that
+# none lists is made on first use, or refused without dynamic connections.
+printf 'size: 3\n0: 1\n' > "$cdir/one"
+ibv_job SLUICE_CONNECTFILE_IN="$cdir/one" SLUICE_IBV_STATS=1 timeout 60 "$run" "$builddir/sluicerun" -n 3 -- "$job" am
+expect "a file listing 0: 1 only: the rest connect on first use" 0 "PASS am"
+expect "a file listing 0: 1 only: rank 2 starts with no connection" 0 "rank 2\] ibv: connected at start-up to 0 of 2 peers"
+expect "a file listing 0: 1 only: rank 1 starts with one" 0 "rank 1\] ibv: connected at start-up to 1 of 2 peers"
+ibv_job SLUICE_CONNECTFILE_IN="$cdir/one" SLUICE_CONNECT_DYNAMIC=0 timeout 60 "$run" "$builddir/sluicerun" -n 3 -- "$job" am
+expect "an unlisted peer without dynamic connections is an error naming both ranks and the fix" 1 \
+    "is not connected to rank [0-9]: no start-up connection, and this rank takes no dynamic connections; fix: list the pair in SLUICE_CONNECTFILE_IN"
+printf '0: 1\n1 2\n' > "$cdir/bad"
+ibv_job SLUICE_CONNECTFILE_IN="$cdir/bad" timeout 60 "$run" "$builddir/sluicerun" -n 3 -- "$job" basic
+expect "a malformed connect file is refused, naming the line" 1 "connect file $cdir/bad: line 2 ('1 2'): no ':'"
+printf 'size: 4\n' > "$cdir/size"
+ibv_job SLUICE_CONNECTFILE_IN="$cdir/size" timeout 60 "$run" "$builddir/sluicerun" -n 3 -- "$job" basic
+expect "a connect file for another job size is refused" 1 "the file is for 4 ranks, the job has 3"
+ibv_job SLUICE_CONNECTFILE_IN="$cdir/none.%" timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a missing connect file is refused, naming it" 1 "cannot read the connect file $cdir/none.0"
+ibv_job SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=2000 SLUICE_CONNECT_RETRANS_MAX=1000 \
+    timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_CONNECT_RETRANS_MAX below _MIN is refused" 1 \
+    "SLUICE_CONNECT_RETRANS_MAX (1000 us) is below SLUICE_CONNECT_RETRANS_MIN (2000 us)"
+
+echo "=== ibv: the pinnable-memory limit"
+ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
+expect "by default 2/3 of physical memory shared by the host's ranks, checked by the probe" 0 \
+    "ibv: pinnable memory [0-9]* MiB per rank (SLUICE_PHYSMEM_MAX=2/3 of [0-9]* MiB, 2 rank(s) on this host, probe passed)"
+ibv_job SLUICE_PHYSMEM_MAX=4M timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
+expect "SLUICE_PHYSMEM_MAX=4M at 2 ranks: a 4 MiB segment is refused, naming the knob" 1 \
+    "would pin 4194304 bytes, more than the 2097152 this rank may (SLUICE_PHYSMEM_MAX)"
+ibv_job SLUICE_PHYSMEM_MAX=4M timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 1
+expect "SLUICE_PHYSMEM_MAX=4M at 2 ranks: a 1 MiB segment fits, unprobed (a set maximum is trusted)" 0 \
+    "pinnable memory 2 MiB per rank (SLUICE_PHYSMEM_MAX=4M of [0-9]* MiB, 2 rank(s) on this host)\$"
+ibv_job SLUICE_PHYSMEM_MAX=3/2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a fraction above 1 is refused" 1 "SLUICE_PHYSMEM_MAX: '3/2' is not a fraction between 0 and 1"
+# Without CAP_IPC_LOCK the locked-memory limit binds: raised to its hard
+# limit, then the cap.
+if command -v setpriv > /dev/null && command -v prlimit > /dev/null; then
+    ibv_job setpriv --bounding-set -ipc_lock prlimit --memlock=1048576:8388608 \
+        timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
+    expect "RLIMIT_MEMLOCK 1 MiB (hard 8 MiB) without CAP_IPC_LOCK: raised to 8 MiB" 0 \
+        "ibv: RLIMIT_MEMLOCK raised from 1 MiB to its hard limit 8 MiB"
+    expect "RLIMIT_MEMLOCK 8 MiB without CAP_IPC_LOCK: the limit is 8 MiB" 0 \
+        "pinnable memory 8 MiB per rank (.*capped by RLIMIT_MEMLOCK"
+else
+    echo "not run: the locked-memory limit (no setpriv or prlimit: util-linux)"
+fi
 
 echo "=== ibv: port selection"
 export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2

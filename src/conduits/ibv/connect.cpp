@@ -1,0 +1,454 @@
+// src/conduits/ibv/connect.cpp - the ibv seed's connections.
+//
+// Static connections: at start-up every rank connects to every peer, or to
+// those a connect file lists (SLUICE_CONNECTFILE_IN; a connection either
+// side lists is made).  Dynamic connections: a peer not connected at
+// start-up is connected on first use.  The rank that needs it makes an RC
+// queue pair and sends its number in a request over an unreliable datagram
+// (UD) queue pair whose number every rank published at start-up; the peer
+// makes and connects its own, answers with its number, and the asker
+// connects and sends a first message (RTU) over the new queue pair, after
+// which the peer may send too.  Requests are retransmitted after
+// SLUICE_CONNECT_RETRANS_MIN, the wait doubling up to
+// SLUICE_CONNECT_RETRANS_MAX; lost answers are sent again when the repeated
+// request comes.  When two ranks ask each other at once, the lower rank's
+// request wins.  A thread sleeping on the UD queue pair's completion
+// channel answers requests while the application does not poll.  At
+// finalize SLUICE_CONNECTFILE_OUT receives the connections this run used.
+#include "conduits/ibv/connect_file.hpp"
+#include "conduits/ibv/ibv_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace sluice::conduit::ibv::detail {
+namespace {
+
+constexpr std::uint32_t conn_qkey = 0x51c3e0d1;
+constexpr std::uint32_t conn_magic = 0x736c6376;  // "vcls"
+constexpr std::uint32_t kind_request = 1, kind_reply = 2;
+constexpr std::size_t grh = 40;           // a UD receive's first bytes
+constexpr std::size_t conn_slot = 128;    // one buffer: room for the GRH and a message
+
+struct ConnMessage {
+    std::uint32_t magic, kind, from, to, qpn;
+};
+
+const char *op_connect = "connect (ibv)";
+
+} // namespace
+
+// The peers to connect at start-up, before the exchange that adds those
+// that list this rank: every one, those of the connect file, or none.
+Status IbvTransport::connect_wanted(std::vector<bool> &wanted) {
+    const Rank n = setup().size, me = setup().rank;
+    std::vector<bool> here(n, false);
+    for (Rank r : setup().peers) here[r] = r != me;
+    wanted.assign(n, false);
+    if (!base::knob_bool(base::Knob::CONNECT_STATIC)) return Status::ok;
+    const std::string pattern = base::knob_string(base::Knob::CONNECTFILE_IN);
+    if (pattern.empty()) {
+        wanted = here;
+        return Status::ok;
+    }
+    const std::string path = connect_file_name(pattern, me);
+    std::ifstream in(path);
+    if (!in)
+        return base::report(Status::argument, "ibv conduit init", "check SLUICE_CONNECTFILE_IN (a % is the rank)",
+                            "cannot read the connect file %s: %s", path.c_str(), std::strerror(errno));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::vector<bool> listed;
+    std::string why;
+    if (!connect_file_peers(text.str(), n, me, listed, why))
+        return base::report(Status::argument, "ibv conduit init", "fix the file, or unset SLUICE_CONNECTFILE_IN",
+                            "connect file %s: %s", path.c_str(), why.c_str());
+    for (Rank r = 0; r < n; ++r) wanted[r] = listed[r] && here[r];
+    return Status::ok;
+}
+
+// The UD queue pair, its completion queue, channel and buffers.
+Status IbvTransport::connect_setup() {
+    const char *op = "ibv conduit init";
+    std::size_t remote = 0;
+    for (Rank r : setup().peers) remote += r != setup().rank;
+    conn_rcvs_ = static_cast<unsigned>(base::knob_int(base::Knob::CONNECT_RCVS));
+    if (conn_rcvs_ == 0)
+        conn_rcvs_ = std::max(6u, 4u + 2u * static_cast<unsigned>(std::bit_width(remote > 1 ? remote - 1 : 0)));
+    const auto snds = static_cast<unsigned>(base::knob_int(base::Knob::CONNECT_SNDS));
+    retrans_min_ns_ = static_cast<std::uint64_t>(base::knob_int(base::Knob::CONNECT_RETRANS_MIN)) * 1000;
+    retrans_max_ns_ = static_cast<std::uint64_t>(base::knob_int(base::Knob::CONNECT_RETRANS_MAX)) * 1000;
+    if (retrans_max_ns_ < retrans_min_ns_)
+        return base::report(Status::argument, op, "make SLUICE_CONNECT_RETRANS_MAX at least SLUICE_CONNECT_RETRANS_MIN",
+                            "SLUICE_CONNECT_RETRANS_MAX (%llu us) is below SLUICE_CONNECT_RETRANS_MIN (%llu us)",
+                            static_cast<unsigned long long>(retrans_max_ns_ / 1000),
+                            static_cast<unsigned long long>(retrans_min_ns_ / 1000));
+    conn_pool_bytes_ = (conn_rcvs_ + snds) * conn_slot;
+    void *p = ::mmap(nullptr, conn_pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return fatal(op, setup().rank, "mapping the connection buffers failed", errno);
+    conn_pool_ = static_cast<std::byte *>(p);
+    if (Status s = register_raw(conn_pool_, conn_pool_bytes_, IBV_ACCESS_LOCAL_WRITE, conn_mr_, "connection requests");
+        s != Status::ok)
+        return s;
+    conn_channel_ = ibv_create_comp_channel(ctx_);
+    if (!conn_channel_) return fatal(op, setup().rank, "ibv_create_comp_channel failed (dynamic connections)", errno);
+    conn_cq_ = ibv_create_cq(ctx_, static_cast<int>(conn_rcvs_ + snds + 8), nullptr, conn_channel_, 0);
+    if (!conn_cq_) return fatal(op, setup().rank, "ibv_create_cq failed (dynamic connections)", errno);
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = conn_cq_;
+    a.qp_type = IBV_QPT_UD;
+    a.cap.max_send_wr = snds;
+    a.cap.max_recv_wr = conn_rcvs_;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    conn_qp_ = ibv_create_qp(pd_, &a);
+    if (!conn_qp_) return fatal(op, setup().rank, "ibv_create_qp (UD, dynamic connections) failed", errno);
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.pkey_index = 0;
+    m.port_num = port_.port;
+    m.qkey = conn_qkey;
+    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to INIT failed", errno);
+    m = ibv_qp_attr{};
+    m.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE) != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to RTR failed", errno);
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = 0;
+    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to RTS failed", errno);
+    Guard g(*this);
+    for (unsigned i = 0; i < conn_rcvs_; ++i) connect_recv_post(i);
+    for (unsigned i = 0; i < snds; ++i) conn_send_free_.push_back(conn_rcvs_ + i);
+    if (const int r = ibv_req_notify_cq(conn_cq_, 0); r != 0)
+        return fatal(op, setup().rank, "ibv_req_notify_cq failed (dynamic connections)", r);
+    return Status::ok;
+}
+
+// Every rank publishes its port's address, its UD queue pair and the RC
+// queue pair it made for each rank it connects at start-up; with a connect
+// file, an exchange of the wanted peers comes first, so that a connection
+// either side lists is made on both.
+Status IbvTransport::connect_all() {
+    const char *op = "ibv conduit init";
+    const Rank n = setup().size, me = setup().rank;
+    std::vector<bool> wanted;
+    if (Status s = connect_wanted(wanted); s != Status::ok) return s;
+    const std::string file = base::knob_string(base::Knob::CONNECTFILE_IN);
+    const bool everyone = base::knob_bool(base::Knob::CONNECT_STATIC) && file.empty();
+    dynamic_ = base::knob_bool(base::Knob::CONNECT_DYNAMIC) && !everyone;
+    if (dynamic_)
+        if (Status s = connect_setup(); s != Status::ok) return s;
+    ConnectHead head{};
+    std::snprintf(head.device, sizeof head.device, "%s", port_.device.c_str());
+    head.lid = port_.attr.lid;
+    head.port = port_.port;
+    head.global = port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+    std::memcpy(head.gid, gid_.raw, 16);
+    head.mtu = port_.attr.active_mtu;
+    head.ranks = n;
+    head.ud_qpn = conn_qp_ ? conn_qp_->qp_num : 0;
+    std::vector<std::string> all;
+    const auto exchange = [&](const std::string &mine, const char *what) {
+        if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
+            return base::report(Status::bootstrap, op, "check that every rank started", "allgather of %s failed", what);
+        for (Rank r : setup().peers)
+            if (all[r].size() != mine.size())
+                return base::report(Status::state, op,
+                                    "run the same Sluice build with the same SLUICE_CONNECT* knobs on every rank",
+                                    "rank %u sent a record of %zu bytes for the %s, this rank one of %zu", r,
+                                    all[r].size(), what, mine.size());
+        return Status::ok;
+    };
+    if (!file.empty()) {
+        std::string bits((n + 7) / 8, '\0');
+        for (Rank r = 0; r < n; ++r)
+            if (wanted[r]) bits[r / 8] = static_cast<char>(bits[r / 8] | (1 << (r % 8)));
+        if (Status s = exchange(bits, "connect-file peers"); s != Status::ok) return s;
+        for (Rank r : setup().peers)
+            if (r != me && (all[r][me / 8] >> (me % 8)) & 1) wanted[r] = true;
+    }
+    for (Rank r = 0; r < n; ++r)
+        if (wanted[r])
+            if (Status s = qp_create(r); s != Status::ok) return s;
+    std::string mine(sizeof head + 4u * n, '\0');
+    std::memcpy(mine.data(), &head, sizeof head);
+    for (Rank r = 0; r < n; ++r) {
+        const std::uint32_t qpn = peers_[r].qp ? peers_[r].qp->qp_num : 0;
+        std::memcpy(mine.data() + sizeof head + 4u * r, &qpn, 4);
+    }
+    if (Status s = exchange(mine, "ibv addresses"); s != Status::ok) return s;
+    heads_.assign(n, ConnectHead{});  // ranks 0: not a peer over ibv
+    std::size_t remote = 0, made = 0;
+    for (Rank r : setup().peers) {
+        if (r == me) continue;
+        ++remote;
+        ConnectHead &theirs = heads_[r];
+        std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        if (theirs.global != head.global)
+            return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
+                                "rank %u uses a %s port, this rank a %s one", r, theirs.global ? "RoCE" : "InfiniBand",
+                                head.global ? "RoCE" : "InfiniBand");
+        std::uint32_t qpn;
+        std::memcpy(&qpn, all[r].data() + sizeof theirs + 4u * me, 4);
+        if (!wanted[r] && qpn == 0) continue;
+        if (!wanted[r] || qpn == 0)
+            return base::report(Status::state, op,
+                                "route the same ranks over ibv (SLUICE_ROUTE) with the same SLUICE_CONNECT* knobs on "
+                                "every rank",
+                                "rank %u %s a start-up connection with this rank, this rank %s", r,
+                                qpn ? "made" : "did not make", wanted[r] ? "did" : "did not");
+        if (Status s = qp_connect(r, theirs, qpn); s != Status::ok) return s;
+        peers_[r].remote_qpn = qpn;
+        peers_[r].conn = Conn::ready;
+        connected_[r].store(true, std::memory_order_release);
+        ++made;
+    }
+    counters_.connect_static = made;
+    if (made == remote) dynamic_ = false;  // the seed: a fully connected rank needs none
+    if (dynamic_) conn_thread_.start([this] { connect_thread_wait(); }, [this] {
+        Guard g(*this);
+        if (conn_cq_) connect_serve();
+    });
+    if (!everyone)
+        base::say("ibv: connected at start-up to %zu of %zu peers%s%s; dynamic connections %s", made, remote,
+                  file.empty() ? "" : " (SLUICE_CONNECTFILE_IN=", file.empty() ? "" : (file + ")").c_str(),
+                  dynamic_ ? "on" : made == remote ? "not needed" : "off");
+    const std::string out = base::knob_string(base::Knob::CONNECTFILE_OUT);
+    if (!out.empty() && out.find('%') == std::string::npos && me == 0) {
+        // One file for every rank: emptied here, before any rank appends.
+        const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return base::report(Status::argument, op, "check SLUICE_CONNECTFILE_OUT", "cannot write %s: %s",
+                                out.c_str(), std::strerror(errno));
+        ::close(fd);
+    }
+    return Status::ok;
+}
+
+// Whether `peer` can be sent to: Status::ok when connected, not_ready while
+// a connection is being made (starting one if none is: the caller retries
+// from its poll, or returns "would block" under SLUICE_FLAG_IMMEDIATE), an
+// error (reported) when none can be.
+Status IbvTransport::connect_need(Rank peer) {
+    Peer &p = peers_[peer];
+    switch (p.conn) {
+    case Conn::ready: return Status::ok;
+    case Conn::requesting:
+    case Conn::accepted: return Status::not_ready;
+    case Conn::failed: return Status::transport;
+    case Conn::none: break;
+    }
+    p.conn = Conn::failed;  // unless a request goes out below
+    if (!dynamic_ || heads_[peer].ud_qpn == 0)
+        return base::report(Status::state, op_connect,
+                            "list the pair in SLUICE_CONNECTFILE_IN, or set SLUICE_CONNECT_DYNAMIC=1 on every rank",
+                            "ibv: rank %u is not connected to rank %u: no start-up connection, and %s takes no dynamic "
+                            "connections",
+                            setup().rank, peer, dynamic_ ? "that rank" : "this rank");
+    if (!p.qp && qp_create(peer) != Status::ok) return Status::transport;
+    p.conn = Conn::requesting;
+    p.interval = retrans_min_ns_;
+    p.retry_at = base::now_ns() + p.interval;
+    p.tries = 1;
+    conn_pending_.push_back(peer);
+    ++counters_.connect_asked;
+    connect_send(peer, kind_request);
+    return Status::not_ready;
+}
+
+void IbvTransport::connect_recv_post(unsigned slot) {
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(conn_pool_ + slot * conn_slot), conn_slot, conn_mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = std::uint64_t{slot} << 1;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    if (const int r = ibv_post_recv(conn_qp_, &wr, &bad); r != 0)
+        (void)fatal(op_connect, setup().rank, "posting a connection receive failed", r);
+}
+
+// A request or answer to `peer`'s UD queue pair, with this rank's queue
+// pair for it.  Without a free send buffer it is not sent: a request goes
+// again at its retransmission, an answer when the repeated request comes.
+void IbvTransport::connect_send(Rank peer, std::uint32_t kind) {
+    Peer &p = peers_[peer];
+    if (conn_send_free_.empty()) connect_serve();
+    if (conn_send_free_.empty()) return;
+    if (!p.ah) {
+        const ConnectHead &h = heads_[peer];
+        ibv_ah_attr a{};
+        a.dlid = h.lid;
+        a.port_num = port_.port;
+        if (h.global) {
+            a.is_global = 1;
+            a.grh.hop_limit = 64;
+            std::memcpy(a.grh.dgid.raw, h.gid, 16);
+        }
+        p.ah = ibv_create_ah(pd_, &a);
+        if (!p.ah) {
+            (void)fatal(op_connect, peer, "ibv_create_ah failed", errno);
+            return;
+        }
+    }
+    const unsigned slot = conn_send_free_.back();
+    const ConnMessage m{conn_magic, kind, setup().rank, peer, p.qp->qp_num};
+    std::memcpy(conn_pool_ + slot * conn_slot, &m, sizeof m);
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(conn_pool_ + slot * conn_slot), sizeof m, conn_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = std::uint64_t{slot} << 1 | 1;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = p.ah;
+    wr.wr.ud.remote_qpn = heads_[peer].ud_qpn;
+    wr.wr.ud.remote_qkey = conn_qkey;
+    ibv_send_wr *bad = nullptr;
+    if (const int r = ibv_post_send(conn_qp_, &wr, &bad); r != 0) {
+        (void)fatal(op_connect, peer, "sending a connection request failed", r);
+        return;
+    }
+    conn_send_free_.pop_back();
+}
+
+void IbvTransport::connect_ready(Rank peer) {
+    peers_[peer].conn = Conn::ready;
+    connected_[peer].store(true, std::memory_order_release);
+}
+
+// Requests and answers that arrived, then the retransmissions due.
+void IbvTransport::connect_serve() {
+    if (!conn_cq_) return;
+    ibv_wc wc[8];
+    int n;
+    while ((n = ibv_poll_cq(conn_cq_, 8, wc)) > 0)
+        for (int i = 0; i < n; ++i) {
+            const auto slot = static_cast<unsigned>(wc[i].wr_id >> 1);
+            if (wc[i].wr_id & 1) {
+                conn_send_free_.push_back(slot);
+                continue;
+            }
+            if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= grh + sizeof(ConnMessage))
+                connect_answer(conn_pool_ + slot * conn_slot + grh);
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) connect_recv_post(slot);
+        }
+    if (conn_pending_.empty()) return;
+    const std::uint64_t now = base::now_ns();
+    std::erase_if(conn_pending_, [&](Rank r) {
+        Peer &p = peers_[r];
+        if (p.conn != Conn::requesting) return true;
+        if (now < p.retry_at) return false;
+        if (p.interval * 2 > retrans_max_ns_) {
+            p.conn = Conn::failed;
+            base::report(Status::transport, op_connect,
+                         "check that the peer is alive; on a network that loses datagrams raise "
+                         "SLUICE_CONNECT_RETRANS_MAX",
+                         "ibv: rank %u did not answer rank %u's connection request: %u tries in %.2f s "
+                         "(SLUICE_CONNECT_RETRANS_MIN %llu us, _MAX %llu us)",
+                         r, setup().rank, p.tries, static_cast<double>(2 * p.interval - retrans_min_ns_) / 1e9,
+                         static_cast<unsigned long long>(retrans_min_ns_ / 1000),
+                         static_cast<unsigned long long>(retrans_max_ns_ / 1000));
+            return true;
+        }
+        p.interval *= 2;
+        p.retry_at = now + p.interval;
+        ++p.tries;
+        ++counters_.connect_retransmits;
+        connect_send(r, kind_request);
+        return false;
+    });
+}
+
+void IbvTransport::connect_answer(const void *bytes) {
+    ConnMessage m;
+    std::memcpy(&m, bytes, sizeof m);
+    const Rank me = setup().rank;
+    if (m.magic != conn_magic || m.to != me || m.from >= peers_.size() || m.from == me || heads_[m.from].ranks == 0)
+        return;
+    const Rank r = m.from;
+    Peer &p = peers_[r];
+    if (m.kind == kind_reply) {
+        if (p.conn != Conn::requesting) return;  // a repeated answer
+        if (qp_connect(r, heads_[r], m.qpn) != Status::ok) {
+            p.conn = Conn::failed;
+            return;
+        }
+        p.remote_qpn = m.qpn;
+        connect_ready(r);
+        control_send(r, category_rtu);
+        return;
+    }
+    if (m.kind != kind_request) return;
+    if (p.conn == Conn::ready || p.conn == Conn::accepted) {
+        if (p.remote_qpn == m.qpn) connect_send(r, kind_reply);  // the answer was lost
+        return;
+    }
+    if (p.conn == Conn::requesting && me < r) return;  // this rank's request wins; r answers it
+    if (!p.qp && qp_create(r) != Status::ok) return;
+    if (qp_connect(r, heads_[r], m.qpn) != Status::ok) {
+        p.conn = Conn::failed;
+        return;
+    }
+    p.remote_qpn = m.qpn;
+    p.conn = Conn::accepted;
+    ++counters_.connect_accepted;
+    connect_send(r, kind_reply);
+}
+
+// Sleeps until the UD queue pair's channel has an event (at most 100 ms),
+// and arms it again before the serve that follows.
+void IbvTransport::connect_thread_wait() {
+    channel_wait(conn_channel_);
+    Guard g(*this);
+    if (conn_cq_) (void)ibv_req_notify_cq(conn_cq_, 0);
+}
+
+// SLUICE_CONNECTFILE_OUT: this rank's line of the peers it used.
+void IbvTransport::connect_file_write() {
+    const std::string pattern = base::knob_string(base::Knob::CONNECTFILE_OUT);
+    if (pattern.empty()) return;
+    std::vector<bool> used(setup().size, false);
+    for (Rank r = 0; r < peers_.size(); ++r) used[r] = peers_[r].used;
+    const std::string text = connect_file_text(setup().rank, setup().size,
+                                               static_cast<unsigned>(base::knob_int(base::Knob::CONNECTFILE_BASE)), used);
+    const bool shared = pattern.find('%') == std::string::npos;
+    const std::string path = connect_file_name(pattern, setup().rank);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (shared ? O_APPEND : O_TRUNC), 0644);
+    // One write: the lines of ranks appending to one file do not interleave.
+    if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        base::report(Status::argument, "finalize (ibv)", "check SLUICE_CONNECTFILE_OUT", "cannot write %s: %s",
+                     path.c_str(), std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+}
+
+void IbvTransport::connect_close() {
+    conn_thread_.stop();
+    for (Peer &p : peers_)
+        if (p.ah) ibv_destroy_ah(p.ah);
+    if (conn_qp_) ibv_destroy_qp(conn_qp_);
+    conn_qp_ = nullptr;
+    if (conn_cq_) ibv_destroy_cq(conn_cq_);
+    conn_cq_ = nullptr;
+    if (conn_channel_) ibv_destroy_comp_channel(conn_channel_);
+    conn_channel_ = nullptr;
+    if (conn_mr_) ibv_dereg_mr(conn_mr_);
+    conn_mr_ = nullptr;
+    if (conn_pool_) ::munmap(conn_pool_, conn_pool_bytes_);
+    conn_pool_ = nullptr;
+    conn_send_free_.clear();
+    conn_pending_.clear();
+}
+
+} // namespace sluice::conduit::ibv::detail
