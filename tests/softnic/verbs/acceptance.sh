@@ -16,11 +16,8 @@ if [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ]; then
     exit 77
 fi
 run="$here/softnic-run"
-for p in ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong ib_write_lat ib_read_lat ib_send_bw; do
-    command -v "$p" > /dev/null || { echo "SKIP: $p is not installed (Debian: ibverbs-utils, perftest)"; exit 77; }
-done
-command -v "${CXX:-g++}" > /dev/null || { echo "SKIP: no C++ compiler to build the software NIC"; exit 77; }
-"$run" --lib-dir > /dev/null || { echo "FAIL: building the software NIC"; exit 1; }
+. "$here/pair.sh"
+need_programs
 
 SOFTNIC_FABRIC=/dev/shm/softnic-acceptance-$$
 export SOFTNIC_FABRIC
@@ -37,52 +34,8 @@ else
     failed=1
 fi
 
-# pair NAME EXPECT WHO CMD ARGS...: CMD as server (with $server_args), then
-# as client (with $client_args) to
-# localhost, on a port of this run; both must exit 0 within 60 s, and print
-# EXPECT (WHO both), or the client must (WHO client: ib_read_lat's server
-# measures nothing).
-pair() {
-    name=$1 expect=$2 who=$3
-    shift 3
-    # A port below the ephemeral range (32768 up) that no socket uses.
-    port=$((10000 + ($$ + $(date +%N | sed 's/^0*//;s/^$/0/')) % 20000))
-    while ss -Htan "sport = :$port" 2> /dev/null | grep -q .; do
-        port=$((10000 + (port - 9999) % 20000))
-    done
-    # shellcheck disable=SC2086 # $server_args and $client_args are lists
-    timeout 60 "$run" "$@" $server_args -p "$port" > "$work/server" 2>&1 &
-    server=$!
-    # The client connects once the server listens; pingpong clients do not retry.
-    i=0
-    while [ $i -lt 100 ] && ! ss -ltn 2> /dev/null | grep -q ":$port "; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    # shellcheck disable=SC2086
-    timeout 60 "$run" "$@" $client_args -p "$port" localhost > "$work/client" 2>&1
-    client=$?
-    wait "$server"
-    srv=$?
-    if [ "$client" = 0 ] && [ "$srv" = 0 ] && grep -q "$expect" "$work/client" &&
-        { [ "$who" = client ] || grep -q "$expect" "$work/server"; }; then
-        echo "ok: $name: $(grep "$expect" "$work/client" | tail -1 | tr -s ' \t' ' ')"
-    else
-        echo "FAIL: $name: client exit $client, server exit $srv"
-        echo "--- client"; tail -20 "$work/client"
-        echo "--- server"; tail -20 "$work/server"
-        failed=1
-    fi
-}
-
 server_args= client_args=
-pair "ibv_rc_pingpong" "iters in" both ibv_rc_pingpong -n 500
-pair "ibv_rc_pingpong -e (completion events)" "iters in" both ibv_rc_pingpong -e -n 500
-pair "ibv_ud_pingpong" "iters in" both ibv_ud_pingpong -n 500
-pair "ibv_srq_pingpong" "iters in" both ibv_srq_pingpong -n 500
-pair "ib_write_lat" "^ 2 *200 " both ib_write_lat -d softnic0 -n 200
-pair "ib_read_lat" "^ 2 *200 " client ib_read_lat -d softnic0 -n 200
-pair "ib_send_bw" "^ 65536 *1000 " both ib_send_bw -d softnic0 -n 1000
+rdma_core_pairs
 
 # Two devices: the server on softnic0, the client on softnic1.
 export SOFTNIC_DEVICES=2
@@ -98,13 +51,10 @@ else
     cat "$work/devinfo"
     failed=1
 fi
-pair "ibv_rc_pingpong -g 0 on RoCE ports" "iters in" both ibv_rc_pingpong -g 0 -n 200
-pair "ibv_ud_pingpong -g 0 on RoCE ports" "iters in" both ibv_ud_pingpong -g 0 -n 200
-unset SOFTNIC_DEVICES SOFTNIC_LINK_LAYER
+unset SOFTNIC_LINK_LAYER
+roce_pairs
+unset SOFTNIC_DEVICES
 
 # The fabric file goes with the trap; no process may be left.
-if pgrep -f "softnic-run .*-p " > /dev/null; then
-    echo "FAIL: processes of the test are left"
-    failed=1
-fi
+no_process_left
 exit $failed

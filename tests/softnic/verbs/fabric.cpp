@@ -1,11 +1,15 @@
 // tests/softnic/verbs/fabric.cpp - mapping and locking the shared fabric.
 #include "fabric.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <random>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -14,7 +18,7 @@
 #include <ctime>
 #include <mutex>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include <endian.h>
 
@@ -24,11 +28,12 @@ namespace {
 Fabric *mapped = nullptr;
 std::once_flag mapped_once;
 
-std::string_view fabric_path(char *buffer, std::size_t size) {
+// /dev/shm is one for all network namespaces: each host needs its own name.
+std::string fabric_path() {
     const char *p = std::getenv("SOFTNIC_FABRIC");
-    if (p && *p) return p;
-    std::snprintf(buffer, size, "/dev/shm/softnic-v2-%u", static_cast<unsigned>(::getuid()));
-    return buffer;
+    std::string path = p && *p ? p : "/dev/shm/softnic-v2-" + std::to_string(::getuid());
+    if (several_hosts()) path += "-h" + std::to_string(host_index());
+    return path;
 }
 
 [[noreturn]] void die(const char *what, const char *path) {
@@ -37,8 +42,7 @@ std::string_view fabric_path(char *buffer, std::size_t size) {
 }
 
 void map_fabric() {
-    char buffer[256];
-    const std::string path(fabric_path(buffer, sizeof buffer));
+    const std::string path = fabric_path();
     bool creator = false;
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
@@ -123,6 +127,55 @@ void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::si
 }
 
 namespace {
+
+struct Hosts {
+    std::vector<in_addr> address;  // empty: SOFTNIC_HOSTS unset
+    int self = 0;
+};
+
+// Whether this network namespace has `a` (binding to it works).
+bool address_is_local(in_addr a) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    s.sin_addr = a;
+    const bool local = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&s), sizeof s) == 0;
+    if (fd >= 0) ::close(fd);
+    return local;
+}
+
+Hosts read_hosts() {
+    Hosts h;
+    const char *list = std::getenv("SOFTNIC_HOSTS");
+    if (!list || !*list) return h;
+    h.self = -1;
+    std::string rest = list;
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string one = rest.substr(0, comma);
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+        in_addr a{};
+        if (::inet_pton(AF_INET, one.c_str(), &a) != 1 || h.address.size() == max_hosts) {
+            std::fprintf(stderr, "softnic: SOFTNIC_HOSTS=%s: \"%s\" is not an IPv4 address, or more than %u hosts\n",
+                         list, one.c_str(), max_hosts);
+            h.self = -1;
+            return h;
+        }
+        if (h.self < 0 && address_is_local(a)) h.self = static_cast<int>(h.address.size());
+        h.address.push_back(a);
+    }
+    if (h.self < 0)
+        std::fprintf(stderr, "softnic: no address of SOFTNIC_HOSTS=%s is local to this host (network namespace)\n",
+                     list);
+    return h;
+}
+
+// Never destroyed: detached threads may ask while the process exits.
+const Hosts &hosts() {
+    static const Hosts &h = *new Hosts(read_hosts());
+    return h;
+}
+
 std::uint32_t env_count(const char *name) {
     const char *p = std::getenv(name);
     const long n = p ? std::strtol(p, nullptr, 10) : 1;
@@ -133,21 +186,52 @@ std::uint32_t env_count(const char *name) {
 std::uint32_t device_count() { return env_count("SOFTNIC_DEVICES"); }
 std::uint32_t port_count() { return env_count("SOFTNIC_PORTS"); }
 
+bool several_hosts() { return !hosts().address.empty(); }
+int host_index() { return hosts().self; }
+std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
+in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
+
+std::uint16_t wire_port() {
+    const char *p = std::getenv("SOFTNIC_WIRE_PORT");
+    const long n = p ? std::strtol(p, nullptr, 10) : 0;
+    return n >= 1 && n <= 65535 ? static_cast<std::uint16_t>(n) : default_wire_port;
+}
+
+namespace {
+// This host's index in addresses (0 when the list names none).
+std::uint32_t self() { return static_cast<std::uint32_t>(std::max(host_index(), 0)); }
+} // namespace
+
 bool ethernet() {
-    const char *p = std::getenv("SOFTNIC_LINK_LAYER");
-    return p && (std::strcmp(p, "eth") == 0 || std::strcmp(p, "ethernet") == 0);
+    // Read once: every work request asks.
+    static const bool eth = [] {
+        const char *p = std::getenv("SOFTNIC_LINK_LAYER");
+        return p && (std::strcmp(p, "eth") == 0 || std::strcmp(p, "ethernet") == 0);
+    }();
+    return eth;
+}
+
+bool ud_lost() {
+    static const long percent = [] {
+        const char *p = std::getenv("SOFTNIC_UD_LOSS");
+        return p ? std::clamp(std::strtol(p, nullptr, 10), 0L, 100L) : 0L;
+    }();
+    if (percent == 0) return false;
+    thread_local std::mt19937 random(std::random_device{}());
+    return static_cast<long>(std::uniform_int_distribution<int>(0, 99)(random)) < percent;
 }
 
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port) {
-    return ethernet() ? 0 : static_cast<std::uint16_t>(device * 4 + port);
+    return ethernet() ? 0 : static_cast<std::uint16_t>(self() * lids_per_host + device * 4 + port);
 }
 
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port) {
     ibv_gid g{};
     if (ethernet()) {
-        // RoCE v2: the IPv4-mapped address 127.0.<device>.<port>.
+        // RoCE v2: the IPv4-mapped address 127.<host>.<device>.<port>.
         g.raw[10] = g.raw[11] = 0xff;
         g.raw[12] = 127;
+        g.raw[13] = static_cast<std::uint8_t>(self());
         g.raw[14] = static_cast<std::uint8_t>(device);
         g.raw[15] = static_cast<std::uint8_t>(port);
     } else {
@@ -157,12 +241,24 @@ ibv_gid port_gid(std::uint32_t device, std::uint32_t port) {
     return g;
 }
 
-std::uint64_t node_guid(std::uint32_t device) { return 0x0002c9fffe000000ull | (0x50 + device); }
+std::uint64_t node_guid(std::uint32_t device) {
+    return 0x0002c9fffe000000ull | (std::uint64_t{self()} << 8) | (0x50 + device);
+}
 
 bool path_reaches(std::uint16_t dlid, const std::uint8_t *dgid, bool global, std::uint32_t device, std::uint32_t port) {
     if (!ethernet()) return dlid == port_lid(device, port);
     const ibv_gid g = port_gid(device, port);
     return global && std::memcmp(dgid, g.raw, sizeof g.raw) == 0;
+}
+
+int remote_host(std::uint16_t dlid, const std::uint8_t *dgid, bool global) {
+    if (!several_hosts()) return -1;
+    static constexpr std::uint8_t v4_127[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};
+    std::uint32_t host;
+    if (!ethernet()) host = dlid / lids_per_host;
+    else if (global && std::memcmp(dgid, v4_127, sizeof v4_127) == 0) host = dgid[13];
+    else return -1;
+    return host < host_count() && host != self() ? static_cast<int>(host) : -1;
 }
 
 } // namespace softnic

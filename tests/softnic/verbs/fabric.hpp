@@ -1,7 +1,8 @@
 // tests/softnic/verbs/fabric.hpp - the software verbs NIC's shared state.
 //
-// Every process that opens the software NIC maps one file (SOFTNIC_FABRIC,
-// default /dev/shm/softnic-v2-<uid>): the fabric.  It holds, under one
+// Every process of a host that opens the software NIC maps one file
+// (SOFTNIC_FABRIC, default /dev/shm/softnic-v2-<uid>, with "-h<host>" after
+// it when SOFTNIC_HOSTS names several hosts): the host's fabric.  It holds, under one
 // robust process-shared mutex, the tables a real HCA keeps in its own
 // memory and that a peer's operations must reach: queue pairs with their
 // receive queues, completion queues, shared receive queues and memory
@@ -9,11 +10,14 @@
 // at once: it finds the target's queue pair, takes a receive from it,
 // moves the bytes into (or out of) the target process with
 // process_vm_writev/readv, and writes the completions into both sides'
-// completion queues.  Objects of a process that died are freed the next
-// time anyone looks at them.  README.md says what is and is not modelled.
+// completion queues.  Work for a QP of another host goes over the wire
+// (wire.hpp) to a process of that host, which carries it out there.
+// Objects of a process that died are freed the next time anyone looks at
+// them.  README.md says what is and is not modelled.
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
 #include <pthread.h>
 
 #include <cstddef>
@@ -136,14 +140,36 @@ bool alive(std::int32_t pid);
 // process `pid`.
 void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::size_t size, std::size_t &length);
 
+// Hosts (SOFTNIC_HOSTS: one IPv4 address per host, the same list for every
+// process).  Unset: one host, index 0.
+constexpr std::uint32_t max_hosts = 64;
+constexpr std::uint16_t default_wire_port = 4791;  // RoCE v2's port number, here on TCP
+bool several_hosts();
+// This process's host: the first address of the list that is local to its
+// network namespace; -1 (said once on stderr) when none is, or the list is
+// malformed.
+int host_index();
+std::uint32_t host_count();
+in_addr host_address(std::uint32_t host);
+std::uint16_t wire_port();  // SOFTNIC_WIRE_PORT
+
 // Devices and ports (SOFTNIC_DEVICES, SOFTNIC_PORTS, SOFTNIC_LINK_LAYER).
+// Addresses name the host: LID = 32 x host + 4 x device + port, GID
+// ::ffff:127.host.device.port on Ethernet, the host in the node GUID.
+constexpr std::uint32_t lids_per_host = 32;
 std::uint32_t device_count();
 std::uint32_t port_count();
 bool ethernet();  // RoCE: no LIDs, GIDs address the ports
+// SOFTNIC_UD_LOSS: the percentage (0-100) of UD datagrams lost on the way,
+// at random; UD is unreliable, so a program must live with any of it.
+bool ud_lost();
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
 std::uint64_t node_guid(std::uint32_t device);
-// Whether a path (dlid, or dgid when `global`) leads to `device`'s `port`.
+// Whether a path (dlid, or dgid when `global`) leads to `device`'s `port`
+// of this host.
 bool path_reaches(std::uint16_t dlid, const std::uint8_t *dgid, bool global, std::uint32_t device, std::uint32_t port);
+// The other host a path leads to, or -1: this host, or none of the list.
+int remote_host(std::uint16_t dlid, const std::uint8_t *dgid, bool global);
 
 } // namespace softnic

@@ -3,11 +3,13 @@
 // checks, every work-request error status, completion channels.  Built
 // against rdma-core's headers and library by rules.sh and run under
 // softnic-run; two QPs of one process talk to each other (acceptance.sh
-// covers two processes).  Prints "ok: ..." per rule and exits non-zero at
-// the first broken one.
+// covers two processes).  `rules A DIR` and `rules B DIR`, on two hosts
+// (hosts.sh), check a few rules between hosts.  Prints "ok: ..." per rule
+// and exits non-zero if one is broken.
 #include <infiniband/verbs.h>
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -96,7 +98,7 @@ void path_to(ibv_context *ctx, ibv_ah_attr &ah) {
     }
 }
 
-int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0, ibv_context *peer = nullptr) {
+int to_rtr_by(ibv_qp *qp, std::uint32_t dest, const ibv_ah_attr &path, int mask_drop = 0) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = IBV_MTU_1024;
@@ -104,10 +106,16 @@ int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0, ibv_context *peer 
     a.rq_psn = 0;
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 1;
-    path_to(peer ? peer : qp->context, a.ah_attr);
+    a.ah_attr = path;
     const int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     return ibv_modify_qp(qp, &a, mask & ~mask_drop);
+}
+
+int to_rtr(ibv_qp *qp, std::uint32_t dest, int mask_drop = 0, ibv_context *peer = nullptr) {
+    ibv_ah_attr path{};
+    path_to(peer ? peer : qp->context, path);
+    return to_rtr_by(qp, dest, path, mask_drop);
 }
 
 int to_rts(ibv_qp *qp, int rnr_retry = 7, int timeout = 14) {
@@ -176,9 +184,106 @@ int wait_wc(Nic &n, std::uint64_t id, ibv_wc *out = nullptr, double seconds = 5)
 
 std::string status(int st) { return st < 0 ? "none" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)); }
 
+// ---- between hosts (hosts.sh): `rules A DIR` on one host, `rules B DIR`
+// on another, meeting through files in DIR ----
+
+constexpr int far_qps = 4;
+
+// What one side tells the other.
+struct Far {
+    std::uint32_t qpn[far_qps];
+    ibv_ah_attr path;  // to its port
+    std::uint64_t addr;
+    std::uint32_t rkey;
+};
+
+void publish(const std::string &dir, const char *name, const Far &f) {
+    const std::string tmp = dir + "/." + name, path = dir + "/" + name;
+    FILE *out = std::fopen(tmp.c_str(), "wb");
+    if (!out || std::fwrite(&f, sizeof f, 1, out) != 1 || std::fclose(out) != 0 ||
+        std::rename(tmp.c_str(), path.c_str()) != 0)
+        die("writing to the other host's folder");
+}
+
+// Waits (20 s at most) for the other side's file `name`.
+Far await(const std::string &dir, const char *name) {
+    Far f{};
+    for (int i = 0; i < 2000; ++i) {
+        if (FILE *in = std::fopen((dir + "/" + name).c_str(), "rb")) {
+            const bool got = std::fread(&f, sizeof f, 1, in) == 1;
+            std::fclose(in);
+            if (got) return f;
+        }
+        ::usleep(10000);
+    }
+    die("waiting for the other host");
+}
+
+// Side A's rules, against side B's QPs: 0 takes writes and reads, 1 bad
+// keys, 2 a send (its receive comes late); A's QP 3 names a QP that B
+// does not have.
+int across_hosts(const std::string &side, const std::string &dir) {
+    Nic n = open_nic();
+    Far mine{};
+    ibv_qp *qp[far_qps];
+    for (int i = 0; i < far_qps; ++i) {
+        qp[i] = make_qp(n, IBV_QPT_RC);
+        if (to_init(qp[i], false)) die("RESET to INIT");
+        mine.qpn[i] = qp[i]->qp_num;
+    }
+    path_to(n.ctx, mine.path);
+    mine.addr = reinterpret_cast<std::uintptr_t>(n.buf.data());
+    mine.rkey = n.mr->rkey;
+    char *base = n.buf.data();
+    const bool a = side == "A";
+    publish(dir, a ? "a" : "b", mine);
+    const Far far = await(dir, a ? "b" : "a");
+    for (int i = 0; i < far_qps; ++i)
+        if (to_rtr_by(qp[i], far.qpn[i] + (a && i == 3 ? 100 : 0), far.path) || to_rts(qp[i], 7, a && i == 3 ? 10 : 14))
+            die("connecting across hosts");
+    if (!a) {
+        publish(dir, "b-ready", mine);
+        (void)await(dir, "a-sent");
+        post_recv(qp[2], n, 1024, 64, 1);
+        ibv_wc wc{};
+        const int r = wait_wc(n, 1, &wc, 10);
+        check(r == IBV_WC_SUCCESS && std::strcmp(base + 1024, "late") == 0 && wc.src_qp == far.qpn[2],
+              "a send from another host, waiting for its receive, arrives", status(r));
+        (void)await(dir, "a-done");
+        return failures ? 1 : 0;
+    }
+    (void)await(dir, "b-ready");
+    std::memcpy(base, "over the wire", 14);
+    post(qp[0], IBV_WR_RDMA_WRITE, base, 14, n.mr->lkey, 1, far.addr + 4096, far.rkey);
+    const int s1 = wait_wc(n, 1);
+    post(qp[0], IBV_WR_RDMA_READ, base + 8192, 14, n.mr->lkey, 2, far.addr + 4096, far.rkey);
+    ibv_wc wc{};
+    const int s2 = wait_wc(n, 2, &wc);
+    check(s1 == IBV_WC_SUCCESS && s2 == IBV_WC_SUCCESS && wc.byte_len == 14 &&
+              std::strcmp(base + 8192, "over the wire") == 0,
+          "RDMA_WRITE to another host, then RDMA_READ of it back", status(s1) + ", " + status(s2));
+    post(qp[1], IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, 3, far.addr, far.rkey ^ 0x1000);
+    const int s3 = wait_wc(n, 3);
+    check(s3 == IBV_WC_REM_ACCESS_ERR, "RDMA_WRITE with a bad key of another host completes REM_ACCESS_ERR",
+          status(s3));
+    std::memcpy(base, "late", 5);
+    post(qp[2], IBV_WR_SEND, base, 5, n.mr->lkey, 4);
+    const int waiting = wait_wc(n, 4, nullptr, 0.2);
+    publish(dir, "a-sent", mine);
+    const int s4 = wait_wc(n, 4, nullptr, 10);
+    check(waiting < 0 && s4 == IBV_WC_SUCCESS,
+          "a SEND to another host waits for the receive (RNR), then completes", status(waiting) + ", " + status(s4));
+    post(qp[3], IBV_WR_SEND, base, 5, n.mr->lkey, 5);
+    const int s5 = wait_wc(n, 5);
+    check(s5 == IBV_WC_RETRY_EXC_ERR, "a QP another host does not have: RETRY_EXC_ERR", status(s5));
+    publish(dir, "a-done", mine);
+    return failures ? 1 : 0;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    if (argc == 3) return across_hosts(argv[1], argv[2]);
     Nic n = open_nic();
     char *base = n.buf.data();
 

@@ -5,12 +5,14 @@
 //
 // Objects a peer must reach live in the shared fabric (fabric.hpp); the
 // ibv_* structures the program sees are this process's handles on them.
-// Lock order: a process's own mutex (pending work) before the fabric's.
+// Lock order: a process's own mutex (pending work) before the fabric's;
+// neither is held while waiting for another host (wire.hpp).
 #include "fabric.hpp"
+#include "transfer.hpp"
+#include "wire.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -77,334 +79,11 @@ template <class T> T *fail_null(int e) {
     return nullptr;
 }
 
-std::int32_t me() {
-    static const std::int32_t pid = static_cast<std::int32_t>(::getpid());
-    return pid;
-}
-
-// ---- memory ----
-
-// The region of `pid` that holds [addr, addr+len) under `key` with `access`
-// (0: any), or null.
-const Mr *find_mr(std::int32_t pid, std::uint32_t key, std::uint64_t addr, std::uint64_t len, std::uint32_t access) {
-    const std::uint32_t i = key & 0xfff;
-    if (i >= max_mr) return nullptr;
-    const Mr &m = fabric().mr[i];
-    if (!m.used || m.key != key || m.pid != pid) return nullptr;
-    if (addr < m.addr || addr + len > m.addr + m.length || addr + len < addr) return nullptr;
-    if ((m.access & access) != access) return nullptr;
-    return &m;
-}
-
-// Copies between this process and `pid` (the same process: memcpy).
-bool move_bytes(std::int32_t pid, bool to_remote, void *local, std::uint64_t remote, std::size_t len) {
-    if (len == 0) return true;
-    if (pid == me()) {
-        void *r = reinterpret_cast<void *>(remote);
-        if (to_remote) std::memmove(r, local, len);
-        else std::memmove(local, r, len);
-        return true;
-    }
-    iovec l{local, len};
-    iovec r{reinterpret_cast<void *>(remote), len};
-    const ssize_t n = to_remote ? ::process_vm_writev(pid, &l, 1, &r, 1, 0) : ::process_vm_readv(pid, &l, 1, &r, 1, 0);
-    return n == static_cast<ssize_t>(len);
-}
-
-// ---- completions ----
-
-struct Notice {
-    std::int32_t pid, channel;
-    std::uint32_t cq;
-};
-
-// Adds a completion to CQ `index`; an armed CQ's channel is to be told
-// (after the fabric is unlocked).
-void complete(std::uint32_t index, const ibv_wc &wc, std::vector<Notice> &notices) {
-    Cq &c = fabric().cq[index];
-    if (!c.used) return;
-    if (c.tail - c.head >= c.cap) {
-        c.overflowed = 1;
-        return;
-    }
-    c.e[c.tail % c.cap] = wc;
-    ++c.tail;
-    if (c.armed && c.channel >= 0) {
-        c.armed = 0;
-        notices.push_back(Notice{c.pid, c.channel, index});
-    }
-}
-
-void notify(const std::vector<Notice> &notices) {
-    if (notices.empty()) return;
-    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    for (const Notice &n : notices) {
-        sockaddr_un a{};
-        a.sun_family = AF_UNIX;
-        std::size_t len = 0;
-        channel_address(n.pid, n.channel, a.sun_path, sizeof a.sun_path, len);
-        (void)::sendto(fd, &n.cq, sizeof n.cq, MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&a),
-                       static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
-    }
-    ::close(fd);
-}
-
-ibv_wc send_wc(const Qp &q, std::uint32_t index, std::uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status,
-               std::uint32_t len) {
-    ibv_wc wc{};
-    wc.wr_id = wr_id;
-    wc.status = status;
-    wc.opcode = op;
-    wc.byte_len = len;
-    wc.qp_num = qpn_base + index;
-    (void)q;
-    return wc;
-}
-
-// Moves a QP to the error state: its posted receives complete flushed.
-void to_error(std::uint32_t index, std::vector<Notice> &notices) {
-    Qp &q = fabric().qp[index];
-    q.state = IBV_QPS_ERR;
-    if (q.srq >= 0) return;
-    while (q.rq.count()) {
-        const Wqe &w = q.rq.w[q.rq.head % q.rq.cap];
-        ibv_wc wc{};
-        wc.wr_id = w.wr_id;
-        wc.status = IBV_WC_WR_FLUSH_ERR;
-        wc.opcode = IBV_WC_RECV;
-        wc.qp_num = qpn_base + index;
-        ++q.rq.head;
-        complete(q.recv_cq, wc, notices);
-    }
-}
-
-// ---- sends ----
-
-// A send work request, with its payload gathered at post time.
-struct Work {
-    std::uint32_t qp;
-    std::uint64_t wr_id;
-    ibv_wr_opcode opcode;
-    bool signaled;
-    std::uint32_t imm;
-    std::uint64_t remote_addr;
-    std::uint32_t rkey;
-    std::uint32_t remote_qpn, remote_qkey;
-    std::uint16_t dlid;
-    bool global;
-    std::uint8_t dgid[16];
-    std::vector<std::uint8_t> payload;  // sends and writes
-    std::vector<Sge> local;             // reads: where the bytes go
-    std::uint32_t length;
-    // Retries.
-    std::chrono::steady_clock::time_point next, deadline;
-    bool rnr = false;
-    unsigned rnr_tries = 0;
-};
-
-enum class Outcome { done, retry };
-
-// The target QP of an RC send, or -1.
-int rc_target(const Qp &q) {
-    const std::uint32_t i = q.dest_qpn - qpn_base;
-    if (q.dest_qpn < qpn_base || i >= max_qp) return -1;
-    const Qp &t = fabric().qp[i];
-    if (!t.used || t.type != IBV_QPT_RC || !alive(t.pid)) return -1;
-    if (t.dest_qpn != qpn_base + (&q - fabric().qp)) return -1;  // connected elsewhere
-    if (!path_reaches(q.dlid, q.dgid, q.global, t.device, t.port)) return -1;  // the path leads elsewhere
-    return static_cast<int>(i);
-}
-
-// Takes a receive of QP `t` (its SRQ or its own queue): false if none.
-bool take_receive(Qp &t, Wqe &w, std::vector<Notice> &notices) {
-    if (t.srq >= 0) {
-        Srq &s = fabric().srq[t.srq];
-        if (!s.used || !s.rq.count()) return false;
-        w = s.rq.w[s.rq.head % s.rq.cap];
-        ++s.rq.head;
-        (void)notices;
-        return true;
-    }
-    if (!t.rq.count()) return false;
-    w = t.rq.w[t.rq.head % t.rq.cap];
-    ++t.rq.head;
-    return true;
-}
-
-// Scatters `bytes` into receive `w` of process `pid` at `offset`: false on
-// a bad key or too small a buffer.
-bool scatter(std::int32_t pid, const Wqe &w, std::size_t offset, const std::uint8_t *bytes, std::size_t len,
-             ibv_wc_status &status) {
-    std::size_t room = 0;
-    for (std::uint32_t i = 0; i < w.num_sge; ++i) {
-        const Sge &s = w.sge[i];
-        if (!find_mr(pid, s.lkey, s.addr, s.length, IBV_ACCESS_LOCAL_WRITE)) {
-            status = IBV_WC_LOC_PROT_ERR;
-            return false;
-        }
-        room += s.length;
-    }
-    if (offset + len > room) {
-        status = IBV_WC_LOC_LEN_ERR;
-        return false;
-    }
-    std::size_t skip = offset, done = 0;
-    for (std::uint32_t i = 0; i < w.num_sge && done < len; ++i) {
-        const Sge &s = w.sge[i];
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const std::size_t n = std::min<std::size_t>(s.length - skip, len - done);
-        if (!move_bytes(pid, true, const_cast<std::uint8_t *>(bytes + done), s.addr + skip, n)) {
-            status = IBV_WC_LOC_PROT_ERR;
-            return false;
-        }
-        done += n;
-        skip = 0;
-    }
-    status = IBV_WC_SUCCESS;
-    return true;
-}
-
-// Carries out `k` on its RC or UD QP; under the fabric lock.
-Outcome execute(Work &k, std::vector<Notice> &notices) {
-    Fabric &f = fabric();
-    Qp &q = f.qp[k.qp];
-    if (!q.used) return Outcome::done;
-    const auto finish = [&](ibv_wc_status st, ibv_wc_opcode op, std::uint32_t len) {
-        if (k.signaled || st != IBV_WC_SUCCESS) complete(q.send_cq, send_wc(q, k.qp, k.wr_id, op, st, len), notices);
-        if (st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR && q.type == IBV_QPT_RC) to_error(k.qp, notices);
-        return Outcome::done;
-    };
-    ibv_wc_opcode op = IBV_WC_SEND;
-    if (k.opcode == IBV_WR_RDMA_WRITE || k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) op = IBV_WC_RDMA_WRITE;
-    if (k.opcode == IBV_WR_RDMA_READ) op = IBV_WC_RDMA_READ;
-    if (q.state == IBV_QPS_ERR) return finish(IBV_WC_WR_FLUSH_ERR, op, 0);
-
-    if (q.type == IBV_QPT_UD) {
-        // Unreliable: delivered now or never.
-        const std::uint32_t i = k.remote_qpn - qpn_base;
-        if (k.remote_qpn >= qpn_base && i < max_qp) {
-            Qp &t = f.qp[i];
-            Wqe w;
-            if (t.used && t.type == IBV_QPT_UD && alive(t.pid) && (t.state == IBV_QPS_RTR || t.state == IBV_QPS_RTS) &&
-                t.qkey == k.remote_qkey && path_reaches(k.dlid, k.dgid, k.global, t.device, t.port) &&
-                take_receive(t, w, notices)) {
-                ibv_wc_status st;
-                ibv_wc wc{};
-                wc.wr_id = w.wr_id;
-                wc.opcode = IBV_WC_RECV;
-                wc.qp_num = k.remote_qpn;
-                wc.src_qp = qpn_base + k.qp;
-                wc.slid = port_lid(q.device, q.port);
-                if (k.global) {
-                    // The GRH: IPv6 version, payload length, next header,
-                    // hop limit, source and destination GIDs.
-                    std::uint8_t grh[grh_bytes] = {0x60};
-                    const std::uint16_t plen = htobe16(static_cast<std::uint16_t>(k.payload.size()));
-                    std::memcpy(grh + 4, &plen, 2);
-                    grh[6] = 0x1b;
-                    grh[7] = 64;
-                    const ibv_gid src = port_gid(q.device, q.port);
-                    std::memcpy(grh + 8, src.raw, 16);
-                    std::memcpy(grh + 24, k.dgid, 16);
-                    ibv_wc_status gst;
-                    if (scatter(t.pid, w, 0, grh, sizeof grh, gst)) wc.wc_flags |= IBV_WC_GRH;
-                }
-                if (scatter(t.pid, w, grh_bytes, k.payload.data(), k.payload.size(), st)) {
-                    wc.byte_len = static_cast<std::uint32_t>(k.payload.size()) + grh_bytes;
-                    if (k.opcode == IBV_WR_SEND_WITH_IMM) {
-                        wc.wc_flags |= IBV_WC_WITH_IMM;
-                        wc.imm_data = k.imm;
-                    }
-                }
-                wc.status = st;
-                complete(t.recv_cq, wc, notices);
-            }
-        }
-        return finish(IBV_WC_SUCCESS, IBV_WC_SEND, 0);
-    }
-
-    const int ti = rc_target(q);
-    const auto now = std::chrono::steady_clock::now();
-    if (ti < 0) {
-        // No one answers: the transport retries until its timeout.
-        if (now < k.deadline) return Outcome::retry;
-        return finish(IBV_WC_RETRY_EXC_ERR, op, 0);
-    }
-    Qp &t = f.qp[ti];
-    if (t.state == IBV_QPS_ERR) return finish(IBV_WC_REM_OP_ERR, op, 0);
-    if (t.state != IBV_QPS_RTR && t.state != IBV_QPS_RTS) {
-        if (now < k.deadline) return Outcome::retry;
-        return finish(IBV_WC_RETRY_EXC_ERR, op, 0);
-    }
-
-    const bool writes = k.opcode == IBV_WR_RDMA_WRITE || k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-    const bool consumes = k.opcode == IBV_WR_SEND || k.opcode == IBV_WR_SEND_WITH_IMM ||
-                          k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-    Wqe w{};
-    if (consumes) {
-        const bool have = t.srq >= 0 ? (f.srq[t.srq].used && f.srq[t.srq].rq.count() > 0) : t.rq.count() > 0;
-        if (!have) {
-            // Receiver not ready: retry after its RNR timer, rnr_retry times
-            // (7: for ever).
-            if (q.rnr_retry != 7 && k.rnr_tries >= q.rnr_retry) return finish(IBV_WC_RNR_RETRY_EXC_ERR, op, 0);
-            ++k.rnr_tries;
-            k.rnr = true;
-            return Outcome::retry;
-        }
-    }
-    if (writes || k.opcode == IBV_WR_RDMA_READ) {
-        const std::uint32_t need = writes ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
-        const Mr *m = find_mr(t.pid, k.rkey, k.remote_addr, k.length, need);
-        if (!m || !(t.access & need)) return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
-        if (writes) {
-            if (!move_bytes(t.pid, true, k.payload.data(), k.remote_addr, k.payload.size()))
-                return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
-        } else {
-            std::vector<std::uint8_t> bytes(k.length);
-            if (!move_bytes(t.pid, false, bytes.data(), k.remote_addr, k.length))
-                return finish(IBV_WC_REM_ACCESS_ERR, op, 0);
-            std::size_t at = 0;
-            for (const Sge &s : k.local) {
-                std::memcpy(reinterpret_cast<void *>(s.addr), bytes.data() + at, s.length);
-                at += s.length;
-            }
-        }
-    }
-    if (consumes) {
-        (void)take_receive(t, w, notices);
-        ibv_wc wc{};
-        wc.wr_id = w.wr_id;
-        wc.qp_num = static_cast<std::uint32_t>(qpn_base + ti);
-        wc.src_qp = qpn_base + k.qp;
-        wc.slid = port_lid(q.device, q.port);
-        ibv_wc_status st = IBV_WC_SUCCESS;
-        if (k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-            wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-            wc.byte_len = k.length;
-        } else {
-            wc.opcode = IBV_WC_RECV;
-            wc.byte_len = k.length;
-            (void)scatter(t.pid, w, 0, k.payload.data(), k.payload.size(), st);
-        }
-        if (k.opcode != IBV_WR_SEND) {
-            wc.wc_flags |= IBV_WC_WITH_IMM;
-            wc.imm_data = k.imm;
-        }
-        wc.status = st;
-        complete(t.recv_cq, wc, notices);
-        if (st != IBV_WC_SUCCESS) {
-            to_error(static_cast<std::uint32_t>(ti), notices);
-            return finish(IBV_WC_REM_OP_ERR, op, 0);
-        }
-    }
-    return finish(IBV_WC_SUCCESS, op, k.opcode == IBV_WR_RDMA_READ ? k.length : 0);
-}
-
-// ---- work that must wait: receiver not ready, or no peer yet ----
+// ---- work that must wait, or goes to another host ----
 // Kept per process, in posting order per QP, and retried by a thread.
+// Work for another host goes over the wire one at a time, carried by the
+// posting thread (as it carries out work on this host at once) or, when
+// it must wait, by that thread.
 
 // Never destroyed: the thread may still wait on them while the process
 // exits, and destroying a condition variable waited on blocks.
@@ -413,6 +92,9 @@ struct PendingState {
     std::condition_variable cv;
     std::deque<Work> work;
     bool thread_started = false;
+    bool sending = false;            // a thread has work on the wire
+    std::int64_t in_flight = -1;     // of this QP
+    bool in_flight_dropped = false;  // that QP was destroyed meanwhile
 };
 PendingState &pending_state = *new PendingState;
 std::mutex &pending_mutex = pending_state.mutex;
@@ -421,25 +103,30 @@ std::deque<Work> &pending = pending_state.work;
 bool &pending_thread_started = pending_state.thread_started;
 
 bool qp_has_pending(std::uint32_t qp) {
+    if (pending_state.in_flight == qp) return true;
     for (const Work &w : pending)
         if (w.qp == qp) return true;
     return false;
 }
 
-// Retries what waits; under pending_mutex.
+std::chrono::steady_clock::time_point retry_time(const Work &k) {
+    return std::chrono::steady_clock::now() + std::chrono::microseconds(k.rnr ? 100 : 1000);
+}
+
+// Retries what waits on this host; under pending_mutex.
 void retry_pending() {
     std::vector<Notice> notices;
     lock();
     std::vector<std::uint32_t> blocked;  // QPs whose head must still wait
     const auto now = std::chrono::steady_clock::now();
     for (auto it = pending.begin(); it != pending.end();) {
-        if (std::find(blocked.begin(), blocked.end(), it->qp) != blocked.end() || now < it->next) {
+        if (it->host >= 0 || std::find(blocked.begin(), blocked.end(), it->qp) != blocked.end() || now < it->next) {
             blocked.push_back(it->qp);
             ++it;
             continue;
         }
         if (execute(*it, notices) == Outcome::retry) {
-            it->next = now + std::chrono::microseconds(it->rnr ? 100 : 1000);
+            it->next = retry_time(*it);
             blocked.push_back(it->qp);
             ++it;
         } else {
@@ -450,6 +137,54 @@ void retry_pending() {
     notify(notices);
 }
 
+// Carries the first work for another host that may go now over the wire,
+// with neither pending_mutex (held by `g` otherwise) nor the fabric lock
+// held meanwhile: a host waits for another's answer holding nothing that
+// host might need.  False if no such work may go, or another thread is
+// sending.
+bool send_remote(std::unique_lock<std::mutex> &g) {
+    if (pending_state.sending) return false;
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::uint32_t> blocked;
+    auto it = pending.begin();
+    for (; it != pending.end(); ++it) {
+        if (it->host >= 0 && now >= it->next && std::find(blocked.begin(), blocked.end(), it->qp) == blocked.end())
+            break;
+        blocked.push_back(it->qp);
+    }
+    if (it == pending.end()) return false;
+    Work k = std::move(*it);
+    pending.erase(it);
+    std::vector<Notice> notices;
+    Source source;
+    lock();
+    const bool ready = ready_to_send(k, source, notices);
+    const bool ud = fabric().qp[k.qp].type == IBV_QPT_UD;
+    unlock();
+    notify(notices);
+    if (!ready) return true;
+    pending_state.sending = true;
+    pending_state.in_flight = k.qp;
+    pending_state.in_flight_dropped = false;
+    g.unlock();
+    std::vector<std::uint8_t> read;
+    const Verdict v = wire_exchange(k, ud, source, read);
+    g.lock();
+    pending_state.sending = false;
+    pending_state.in_flight = -1;
+    if (pending_state.in_flight_dropped) return true;
+    lock();
+    const Outcome o = conclude(k, v, read, notices);
+    unlock();
+    notify(notices);
+    if (o == Outcome::retry) {
+        k.next = retry_time(k);
+        pending.push_front(std::move(k));  // no earlier work of its QP waits
+        pending_cv.notify_one();           // the thread may be waiting, the queue was empty
+    }
+    return true;
+}
+
 void pending_thread_main() {
     std::unique_lock<std::mutex> g(pending_mutex);
     for (;;) {
@@ -458,6 +193,8 @@ void pending_thread_main() {
             continue;
         }
         retry_pending();
+        while (send_remote(g)) {
+        }
         g.unlock();
         std::this_thread::sleep_for(std::chrono::microseconds(50));
         g.lock();
@@ -476,6 +213,7 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
     std::unique_lock<std::mutex> pg(pending_mutex);
     std::vector<Notice> notices;
     int rc = 0;
+    bool to_send = false;  // work for another host
     lock();
     Qp &q = fabric().qp[qi];
     for (; wr; wr = wr->next) {
@@ -518,9 +256,17 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
                 k.global = ah->attr.is_global;
                 std::memcpy(k.dgid, ah->attr.grh.dgid.raw, sizeof k.dgid);
             }
+            k.host = remote_host(k.dlid, k.dgid, k.global);
         } else {
             k.remote_addr = wr->wr.rdma.remote_addr;
             k.rkey = wr->wr.rdma.rkey;
+            k.host = remote_host(q.dlid, q.dgid, q.global);
+            if (k.host >= 0) {
+                k.remote_qpn = q.dest_qpn;
+                k.dlid = q.dlid;
+                k.global = q.global;
+                std::memcpy(k.dgid, q.dgid, sizeof k.dgid);
+            }
         }
         // Local memory: checked against the registrations (not for inline
         // data), gathered now for sends and writes.
@@ -533,10 +279,10 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
         }
         if (!local_ok) {
             if (q.state != IBV_QPS_ERR) {
-                complete(q.send_cq, send_wc(q, qi, k.wr_id, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR, 0), notices);
+                complete(q.send_cq, send_wc(qi, k.wr_id, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR, 0), notices);
                 if (q.type == IBV_QPT_RC) to_error(qi, notices);
             } else {
-                complete(q.send_cq, send_wc(q, qi, k.wr_id, IBV_WC_SEND, IBV_WC_WR_FLUSH_ERR, 0), notices);
+                complete(q.send_cq, send_wc(qi, k.wr_id, IBV_WC_SEND, IBV_WC_WR_FLUSH_ERR, 0), notices);
             }
             continue;
         }
@@ -552,12 +298,13 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
             }
         }
         k.deadline = std::chrono::steady_clock::now() + transport_timeout(q);
-        if (qp_has_pending(qi) || execute(k, notices) == Outcome::retry) {
+        if (k.host >= 0 || qp_has_pending(qi) || execute(k, notices) == Outcome::retry) {
             if (pending.size() >= 4 * max_qp_wr) {
                 rc = ENOMEM;
                 break;
             }
-            k.next = std::chrono::steady_clock::now() + std::chrono::microseconds(k.rnr ? 100 : 1000);
+            to_send = to_send || k.host >= 0;
+            k.next = k.host >= 0 ? std::chrono::steady_clock::now() : retry_time(k);
             pending.push_back(std::move(k));
             if (!pending_thread_started) {
                 pending_thread_started = true;
@@ -567,6 +314,9 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
         }
     }
     unlock();
+    if (to_send)
+        while (send_remote(pg)) {
+        }
     pg.unlock();
     notify(notices);
     if (rc && bad) *bad = wr;
@@ -684,6 +434,8 @@ extern "C" {
 
 ibv_device **ibv_get_device_list(int *num) {
     devices_init();
+    if (num) *num = 0;
+    if (host_index() < 0) return fail_null<ibv_device *>(ENODEV);  // SOFTNIC_HOSTS names no address of ours
     const std::uint32_t n = device_count();
     if (num) *num = static_cast<int>(n);
     auto **list = static_cast<ibv_device **>(std::calloc(n + 1, sizeof(ibv_device *)));
@@ -713,7 +465,7 @@ int ibv_get_device_index(ibv_device *device) { return device_index(device); }
 ibv_context *ibv_open_device(ibv_device *device) {
     devices_init();
     const int index = device_index(device);
-    if (index < 0) return fail_null<ibv_context>(ENODEV);
+    if (index < 0 || host_index() < 0) return fail_null<ibv_context>(ENODEV);
     (void)fabric();
     auto *c = new SoftContext{};
     c->device = static_cast<std::uint32_t>(index);
@@ -733,11 +485,13 @@ ibv_context *ibv_open_device(ibv_device *device) {
     c->ctx.ops.post_send = post_send;
     c->ctx.ops.post_recv = post_recv;
     c->ctx.ops.post_srq_recv = post_srq_recv;
+    serving_start();
     return &c->ctx;
 }
 
 int ibv_close_device(ibv_context *context) {
     if (!context) return fail(EINVAL);
+    serving_stop();
     ::close(context->cmd_fd);
     ::close(context->async_fd);
     delete reinterpret_cast<SoftContext *>(context);
@@ -1252,6 +1006,7 @@ int ibv_destroy_qp(ibv_qp *qp) {
         std::lock_guard<std::mutex> g(pending_mutex);
         pending.erase(std::remove_if(pending.begin(), pending.end(), [&](const Work &w) { return w.qp == s->index; }),
                       pending.end());
+        if (pending_state.in_flight == s->index) pending_state.in_flight_dropped = true;
         lock();
         fabric().qp[s->index].used = 0;
         unlock();
