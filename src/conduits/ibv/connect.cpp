@@ -355,7 +355,7 @@ void IbvTransport::connect_serve() {
             base::report(Status::transport, op_connect,
                          "check that the peer is alive; on a network that loses datagrams raise "
                          "SLUICE_CONNECT_RETRANS_MAX",
-                         "ibv: rank %u did not answer rank %u's connection request: %u tries in %.2f s "
+                         "ibv: rank %u did not answer rank %u's connection request: %u tries in %.3f s "
                          "(SLUICE_CONNECT_RETRANS_MIN %llu us, _MAX %llu us)",
                          r, setup().rank, p.tries, static_cast<double>(2 * p.interval - retrans_min_ns_) / 1e9,
                          static_cast<unsigned long long>(retrans_min_ns_ / 1000),

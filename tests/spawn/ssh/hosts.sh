@@ -21,10 +21,12 @@
 #                           when the machine cannot, $sluicerun and $prog
 #                           checked, the hosts started and stopped at exit,
 #                           SLUICE_SSH_NODES set to them
-#   ssh_hosts_conduit_begin CONDUIT WHAT
+#   ssh_hosts_conduit_begin CONDUIT WHAT [PROGRAM...]
 #                           what a conduit's test across hosts starts with:
 #                           $builddir set, SKIP (exit 77) when the build has
-#                           no CONDUIT, then ssh_hosts_begin WHAT
+#                           no CONDUIT, then ssh_hosts_begin WHAT; $mp and
+#                           $exitprog (sluice-mp-test, sluice-exit-test) and
+#                           each PROGRAM checked to be built
 #   ssh_hosts_scale         $scale (what its time limits are multiplied by)
 #                           and $quick (1: the shorter list) for sanitizer
 #                           builds and SLUICETEST_SUBSET
@@ -290,6 +292,12 @@ ssh_hosts_conduit_begin() {
         exit 77 ;;
     esac
     ssh_hosts_begin "$2"
+    mp="$builddir/tests/mp/sluice-mp-test"
+    exitprog="$builddir/tests/exit/sluice-exit-test"
+    local p
+    for p in "$mp" "$exitprog" "${@:3}"; do
+        [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
+    done
 }
 
 ssh_hosts_scale() {

@@ -157,6 +157,26 @@ ibv_job SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=2000 SLUICE_CONNECT_R
 expect "SLUICE_CONNECT_RETRANS_MAX below _MIN is refused" 1 \
     "SLUICE_CONNECT_RETRANS_MAX (1000 us) is below SLUICE_CONNECT_RETRANS_MIN (2000 us)"
 
+# Dynamic connections over a lossy setup channel: the NIC loses a quarter
+# of the UD datagrams (requests and answers), so a try succeeds with
+# probability 0.56; retransmissions connect all 28 pairs of 8 ranks (13
+# tries within the default SLUICE_CONNECT_RETRANS_MAX: a pair fails with
+# probability 2e-5, the job 6e-4; no retransmission at all, 1e-7).
+ibv_job SOFTNIC_UD_LOSS=25 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=2000 SLUICE_IBV_STATS=1 \
+    timeout 180 "$run" "$builddir/sluicerun" -n 8 -- "$job" am
+expect "25 % of the connection datagrams lost: every pair connects, the job passes" 0 "PASS am"
+retransmitted=$(printf '%s\n' "$log" | sed -n 's/.* \([0-9]*\) retransmitted requests$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+if [ "$retransmitted" -gt 0 ]; then
+    echo "ok: ... after $retransmitted retransmitted requests"
+else
+    echo "FAIL: 25 % loss but no request was retransmitted"
+    failed=1
+fi
+ibv_job SOFTNIC_UD_LOSS=100 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=1000 SLUICE_CONNECT_RETRANS_MAX=8000 \
+    timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "every connection datagram lost: the job ends with an error naming the peer and the tries" 1 \
+    "ibv: rank [01] did not answer rank [01]'s connection request: 4 tries in 0.015 s (SLUICE_CONNECT_RETRANS_MIN 1000 us, _MAX 8000 us)"
+
 echo "=== ibv: the pinnable-memory limit"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
 expect "by default 2/3 of physical memory shared by the host's ranks, checked by the probe" 0 \

@@ -33,11 +33,6 @@ ssh_hosts_own_names=1
 . "$here/../../../../tests/spawn/ssh/hosts.sh"
 
 ssh_hosts_conduit_begin ofi "ofi conduit across hosts"
-mp="$builddir/tests/mp/sluice-mp-test"
-exitprog="$builddir/tests/exit/sluice-exit-test"
-for p in "$mp" "$exitprog"; do
-    [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
-done
 
 # scale stretches every limit; quick=1 runs the shorter list.
 ssh_hosts_scale

@@ -28,13 +28,8 @@ ssh_hosts_own_names=1
 # shellcheck source=../../../../tests/spawn/ssh/hosts.sh
 . "$here/../../../../tests/spawn/ssh/hosts.sh"
 
-ssh_hosts_conduit_begin udp "udp conduit across hosts"
-mp="$builddir/tests/mp/sluice-mp-test"
-exitprog="$builddir/tests/exit/sluice-exit-test"
-check="$builddir/src/conduits/udp/tests/sluice-udp-check"
-for p in "$mp" "$exitprog" "$check"; do
-    [ -x "$p" ] || { echo "FAIL: $p is not built"; exit 1; }
-done
+check="${SLUICETEST_BUILDDIR:?}/src/conduits/udp/tests/sluice-udp-check"
+ssh_hosts_conduit_begin udp "udp conduit across hosts" "$check"
 
 # scale stretches every limit; quick=1 runs the smaller list.
 ssh_hosts_scale
