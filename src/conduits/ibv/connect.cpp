@@ -42,7 +42,8 @@ constexpr std::size_t grh = 40;           // a UD receive's first bytes
 constexpr std::size_t conn_slot = 128;    // one buffer: room for the GRH and a message
 
 struct ConnMessage {
-    std::uint32_t magic, kind, from, to, qpn;
+    std::uint32_t magic, kind, from, to, rails;
+    std::uint32_t qpn[max_rails];  // the sender's queue pair of each rail
 };
 
 const char *op_connect = "connect (ibv)";
@@ -98,12 +99,14 @@ Status IbvTransport::connect_setup() {
     void *p = ::mmap(nullptr, conn_pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return fatal(op, setup().rank, "mapping the connection buffers failed", errno);
     conn_pool_ = static_cast<std::byte *>(p);
-    if (Status s = register_raw(conn_pool_, conn_pool_bytes_, IBV_ACCESS_LOCAL_WRITE, conn_mr_, "connection requests");
+    // On rail 0's HCA and port, whatever the rails.
+    const Hca &h = hca_of(0);
+    if (Status s = register_raw(h.pd, conn_pool_, conn_pool_bytes_, IBV_ACCESS_LOCAL_WRITE, conn_mr_, "connection requests");
         s != Status::ok)
         return s;
-    conn_channel_ = ibv_create_comp_channel(ctx_);
+    conn_channel_ = ibv_create_comp_channel(h.ctx);
     if (!conn_channel_) return fatal(op, setup().rank, "ibv_create_comp_channel failed (dynamic connections)", errno);
-    conn_cq_ = ibv_create_cq(ctx_, static_cast<int>(conn_rcvs_ + snds + 8), nullptr, conn_channel_, 0);
+    conn_cq_ = ibv_create_cq(h.ctx, static_cast<int>(conn_rcvs_ + snds + 8), nullptr, conn_channel_, 0);
     if (!conn_cq_) return fatal(op, setup().rank, "ibv_create_cq failed (dynamic connections)", errno);
     ibv_qp_init_attr a{};
     a.send_cq = a.recv_cq = conn_cq_;
@@ -111,12 +114,12 @@ Status IbvTransport::connect_setup() {
     a.cap.max_send_wr = snds;
     a.cap.max_recv_wr = conn_rcvs_;
     a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    conn_qp_ = ibv_create_qp(pd_, &a);
+    conn_qp_ = ibv_create_qp(h.pd, &a);
     if (!conn_qp_) return fatal(op, setup().rank, "ibv_create_qp (UD, dynamic connections) failed", errno);
     ibv_qp_attr m{};
     m.qp_state = IBV_QPS_INIT;
     m.pkey_index = 0;
-    m.port_num = port_.port;
+    m.port_num = rails_[0].port.port;
     m.qkey = conn_qkey;
     if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0)
         return fatal(op, setup().rank, "moving the UD queue pair to INIT failed", errno);
@@ -151,14 +154,20 @@ Status IbvTransport::connect_all() {
     if (dynamic_)
         if (Status s = connect_setup(); s != Status::ok) return s;
     ConnectHead head{};
-    std::snprintf(head.device, sizeof head.device, "%s", port_.device.c_str());
-    head.lid = port_.attr.lid;
-    head.port = port_.port;
-    head.global = port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-    std::memcpy(head.gid, gid_.raw, 16);
-    head.mtu = port_.attr.active_mtu;
     head.ranks = n;
     head.ud_qpn = conn_qp_ ? conn_qp_->qp_num : 0;
+    head.rails = static_cast<std::uint32_t>(rails_.size());
+    for (unsigned k = 0; k < rails_.size(); ++k) {
+        RailAddress &a = head.rail[k];
+        const PortInfo &port = rails_[k].port;
+        std::snprintf(a.device, sizeof a.device, "%s", port.device.c_str());
+        a.lid = port.attr.lid;
+        a.port = port.port;
+        a.global = port.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+        std::memcpy(a.gid, rails_[k].gid.raw, 16);
+        a.mtu = port.attr.active_mtu;
+    }
+    const unsigned rails = head.rails;
     std::vector<std::string> all;
     const auto exchange = [&](const std::string &mine, const char *what) {
         if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
@@ -182,12 +191,13 @@ Status IbvTransport::connect_all() {
     for (Rank r = 0; r < n; ++r)
         if (wanted[r])
             if (Status s = qp_create(r); s != Status::ok) return s;
-    std::string mine(sizeof head + 4u * n, '\0');
+    std::string mine(sizeof head + 4u * n * rails, '\0');
     std::memcpy(mine.data(), &head, sizeof head);
-    for (Rank r = 0; r < n; ++r) {
-        const std::uint32_t qpn = peers_[r].qp ? peers_[r].qp->qp_num : 0;
-        std::memcpy(mine.data() + sizeof head + 4u * r, &qpn, 4);
-    }
+    for (Rank r = 0; r < n; ++r)
+        for (unsigned k = 0; k < rails; ++k) {
+            const std::uint32_t qpn = peers_[r].qp[k] ? peers_[r].qp[k]->qp_num : 0;
+            std::memcpy(mine.data() + sizeof head + 4u * (r * rails + k), &qpn, 4);
+        }
     if (Status s = exchange(mine, "ibv addresses"); s != Status::ok) return s;
     heads_.assign(n, ConnectHead{});  // ranks 0: not a peer over ibv
     std::size_t remote = 0, made = 0;
@@ -196,21 +206,25 @@ Status IbvTransport::connect_all() {
         ++remote;
         ConnectHead &theirs = heads_[r];
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        if (theirs.global != head.global)
+        if (theirs.rails != rails)
+            return base::report(Status::state, op, "set SLUICE_NUM_QPS to the same number on every rank",
+                                "rank %u has %u rails, this rank %u", r, theirs.rails, rails);
+        if (theirs.rail[0].global != head.rail[0].global)
             return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
-                                "rank %u uses a %s port, this rank a %s one", r, theirs.global ? "RoCE" : "InfiniBand",
-                                head.global ? "RoCE" : "InfiniBand");
-        std::uint32_t qpn;
-        std::memcpy(&qpn, all[r].data() + sizeof theirs + 4u * me, 4);
-        if (!wanted[r] && qpn == 0) continue;
-        if (!wanted[r] || qpn == 0)
+                                "rank %u uses a %s port, this rank a %s one", r,
+                                theirs.rail[0].global ? "RoCE" : "InfiniBand", head.rail[0].global ? "RoCE" : "InfiniBand");
+        std::uint32_t qpn[max_rails];
+        std::memcpy(qpn, all[r].data() + sizeof theirs + 4u * me * rails, 4u * rails);
+        if (!wanted[r] && qpn[0] == 0) continue;
+        if (!wanted[r] || qpn[0] == 0)
             return base::report(Status::state, op,
                                 "route the same ranks over ibv (SLUICE_ROUTE) with the same SLUICE_CONNECT* knobs on "
                                 "every rank",
                                 "rank %u %s a start-up connection with this rank, this rank %s", r,
-                                qpn ? "made" : "did not make", wanted[r] ? "did" : "did not");
-        if (Status s = qp_connect(r, theirs, qpn); s != Status::ok) return s;
-        peers_[r].remote_qpn = qpn;
+                                qpn[0] ? "made" : "did not make", wanted[r] ? "did" : "did not");
+        for (unsigned k = 0; k < rails; ++k)
+            if (Status s = qp_connect(r, k, theirs.rail[k], qpn[k]); s != Status::ok) return s;
+        peers_[r].remote_qpn = qpn[0];
         peers_[r].conn = Conn::ready;
         connected_[r].store(true, std::memory_order_release);
         ++made;
@@ -257,7 +271,7 @@ Status IbvTransport::connect_need(Rank peer) {
                             "ibv: rank %u is not connected to rank %u: no start-up connection, and %s takes no dynamic "
                             "connections",
                             setup().rank, peer, dynamic_ ? "that rank" : "this rank");
-    if (!p.qp && qp_create(peer) != Status::ok) return Status::transport;
+    if (!p.qp[0] && qp_create(peer) != Status::ok) return Status::transport;
     p.conn = Conn::requesting;
     p.interval = retrans_min_ns_;
     p.retry_at = base::now_ns() + p.interval;
@@ -287,23 +301,24 @@ void IbvTransport::connect_send(Rank peer, std::uint32_t kind) {
     if (conn_send_free_.empty()) connect_serve();
     if (conn_send_free_.empty()) return;
     if (!p.ah) {
-        const ConnectHead &h = heads_[peer];
+        const RailAddress &h = heads_[peer].rail[0];
         ibv_ah_attr a{};
         a.dlid = h.lid;
-        a.port_num = port_.port;
+        a.port_num = rails_[0].port.port;
         if (h.global) {
             a.is_global = 1;
             a.grh.hop_limit = 64;
             std::memcpy(a.grh.dgid.raw, h.gid, 16);
         }
-        p.ah = ibv_create_ah(pd_, &a);
+        p.ah = ibv_create_ah(hca_of(0).pd, &a);
         if (!p.ah) {
             (void)fatal(op_connect, peer, "ibv_create_ah failed", errno);
             return;
         }
     }
     const unsigned slot = conn_send_free_.back();
-    const ConnMessage m{conn_magic, kind, setup().rank, peer, p.qp->qp_num};
+    ConnMessage m{conn_magic, kind, setup().rank, peer, static_cast<std::uint32_t>(rails_.size()), {}};
+    for (unsigned k = 0; k < rails_.size(); ++k) m.qpn[k] = p.qp[k]->qp_num;
     std::memcpy(conn_pool_ + slot * conn_slot, &m, sizeof m);
     ibv_sge sge{reinterpret_cast<std::uint64_t>(conn_pool_ + slot * conn_slot), sizeof m, conn_mr_->lkey};
     ibv_send_wr wr{};
@@ -375,33 +390,36 @@ void IbvTransport::connect_answer(const void *bytes) {
     ConnMessage m;
     std::memcpy(&m, bytes, sizeof m);
     const Rank me = setup().rank;
-    if (m.magic != conn_magic || m.to != me || m.from >= peers_.size() || m.from == me || heads_[m.from].ranks == 0)
+    if (m.magic != conn_magic || m.to != me || m.from >= peers_.size() || m.from == me || heads_[m.from].ranks == 0 ||
+        m.rails != rails_.size())
         return;
     const Rank r = m.from;
     Peer &p = peers_[r];
     if (m.kind == kind_reply) {
         if (p.conn != Conn::requesting) return;  // a repeated answer
-        if (qp_connect(r, heads_[r], m.qpn) != Status::ok) {
-            p.conn = Conn::failed;
-            return;
-        }
-        p.remote_qpn = m.qpn;
+        for (unsigned k = 0; k < rails_.size(); ++k)
+            if (qp_connect(r, k, heads_[r].rail[k], m.qpn[k]) != Status::ok) {
+                p.conn = Conn::failed;
+                return;
+            }
+        p.remote_qpn = m.qpn[0];
         connect_ready(r);
         control_send(r, category_rtu);
         return;
     }
     if (m.kind != kind_request) return;
     if (p.conn == Conn::ready || p.conn == Conn::accepted) {
-        if (p.remote_qpn == m.qpn) connect_send(r, kind_reply);  // the answer was lost
+        if (p.remote_qpn == m.qpn[0]) connect_send(r, kind_reply);  // the answer was lost
         return;
     }
     if (p.conn == Conn::requesting && me < r) return;  // this rank's request wins; r answers it
-    if (!p.qp && qp_create(r) != Status::ok) return;
-    if (qp_connect(r, heads_[r], m.qpn) != Status::ok) {
-        p.conn = Conn::failed;
-        return;
-    }
-    p.remote_qpn = m.qpn;
+    if (!p.qp[0] && qp_create(r) != Status::ok) return;
+    for (unsigned k = 0; k < rails_.size(); ++k)
+        if (qp_connect(r, k, heads_[r].rail[k], m.qpn[k]) != Status::ok) {
+            p.conn = Conn::failed;
+            return;
+        }
+    p.remote_qpn = m.qpn[0];
     p.conn = Conn::accepted;
     ++counters_.connect_accepted;
     connect_send(r, kind_reply);
@@ -410,7 +428,7 @@ void IbvTransport::connect_answer(const void *bytes) {
 // Sleeps until the UD queue pair's channel has an event (at most 100 ms),
 // and arms it again before the serve that follows.
 void IbvTransport::connect_thread_wait() {
-    channel_wait(conn_channel_);
+    channel_wait(&conn_channel_, 1);
     Guard g(*this);
     if (conn_cq_) (void)ibv_req_notify_cq(conn_cq_, 0);
 }

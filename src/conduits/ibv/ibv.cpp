@@ -33,7 +33,7 @@ template <class T> T *wr_pointer(std::uint64_t id) { return reinterpret_cast<T *
 
 Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
     return base::report(Status::transport, op, "check that the peer is alive and that its port is reachable",
-                        "ibv (%s:%u): %s, rank %u: %s", port_.device.c_str(), port_.port, what, peer,
+                        "ibv (%s): %s, rank %u: %s", rails_.empty() ? "closed" : rail_name(0).c_str(), what, peer,
                         std::strerror(error));
 }
 
@@ -52,12 +52,13 @@ Buffer *IbvTransport::send_buffer_take() {
 // Status::not_ready when the peer's send queue is full.
 Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b) {
     Peer &p = peers_[peer];
-    if (p.send_posted >= send_depth_) reap();
-    if (p.send_posted >= send_depth_) {
+    const unsigned rail = am_rail(peer);
+    if (p.send_posted[rail] >= send_depth_) reap();
+    if (p.send_posted[rail] >= send_depth_) {
         ++counters_.queue_full;
         return Status::not_ready;
     }
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length), pool_mr_->lkey};
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length), hca_of(rail).pool_mr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = b ? wr_id(b, Wr::send) : (std::uint64_t{peer} << 3 | static_cast<std::uint64_t>(Wr::inline_send));
     wr.sg_list = &sge;
@@ -65,8 +66,9 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED | (b ? 0 : IBV_SEND_INLINE);
     ibv_send_wr *bad = nullptr;
-    if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0) return fatal("send (ibv)", peer, "ibv_post_send failed", r);
-    ++p.send_posted;
+    if (const int r = ibv_post_send(p.qp[rail], &wr, &bad); r != 0)
+        return fatal("send (ibv)", peer, "ibv_post_send failed", r);
+    ++p.send_posted[rail];
     life_[peer].sent = true;
     p.used = true;
     if (b) {
@@ -85,7 +87,7 @@ Status IbvTransport::loopback(const AmMessage &m) {
     auto *copy = new std::uint64_t[length / 8];
     common::packed_encode(m.header, m.args, m.payload, reinterpret_cast<std::byte *>(copy));
     Guard g(*this);
-    if (!cq_) {
+    if (!up_) {
         delete[] copy;
         return Status::transport;
     }
@@ -102,13 +104,13 @@ Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
         alignas(8) std::byte bytes[1024 + head_room];
         common::packed_encode(h, m.args, m.payload, bytes);
         Guard g(*this);
-        if (!cq_) return Status::transport;
+        if (!up_) return Status::transport;
         return post_send(peer, bytes, length, nullptr);
     }
     Buffer *b;
     {
         Guard g(*this);
-        if (!cq_) return Status::transport;
+        if (!up_) return Status::transport;
         b = send_buffer_take();
         if (!b) return Status::not_ready;
     }
@@ -129,67 +131,32 @@ Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
 // ---- completions ----
 
 void IbvTransport::repost(Buffer *b) {
+    const unsigned rail = use_srq_ ? 0 : am_rail(b->peer);
+    const Hca &h = use_srq_ ? hcas_[b->hca] : hca_of(rail);
     ibv_sge sge{reinterpret_cast<std::uint64_t>(b->bytes), static_cast<std::uint32_t>(buffer_size_ + head_room),
-                pool_mr_->lkey};
+                h.pool_mr->lkey};
     ibv_recv_wr wr{};
     wr.wr_id = wr_id(b, Wr::recv);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr *bad = nullptr;
-    const int r = srq_ ? ibv_post_srq_recv(srq_, &wr, &bad) : ibv_post_recv(peers_[b->peer].qp, &wr, &bad);
+    const int r = use_srq_ ? ibv_post_srq_recv(h.srq, &wr, &bad) : ibv_post_recv(peers_[b->peer].qp[rail], &wr, &bad);
     if (r != 0) (void)fatal("poll (ibv)", b->peer, "posting a receive buffer failed", r);
 }
 
 void IbvTransport::reap() {
     ibv_wc wc[cq_batch];
-    for (;;) {
-        const int n = ibv_poll_cq(cq_, cq_batch, wc);
-        if (n < 0) {
-            (void)fatal("poll (ibv)", setup().rank, "ibv_poll_cq failed", -n);
-            break;
+    for (Hca &h : hcas_)
+        for (;;) {
+            const int n = ibv_poll_cq(h.cq, cq_batch, wc);
+            if (n < 0) {
+                (void)fatal("poll (ibv)", setup().rank, "ibv_poll_cq failed", -n);
+                break;
+            }
+            counters_.completions += static_cast<std::uint64_t>(n);
+            for (int i = 0; i < n; ++i) completion(wc[i]);
+            if (n < cq_batch) break;
         }
-        counters_.completions += static_cast<std::uint64_t>(n);
-        for (int i = 0; i < n; ++i) {
-            const ibv_wc &c = wc[i];
-            if (c.status != IBV_WC_SUCCESS) {
-                completion_error(c);
-                continue;
-            }
-            switch (static_cast<Wr>(c.wr_id & tag_mask)) {
-            case Wr::recv:
-                if (!control(wr_pointer<Buffer>(c.wr_id), c.byte_len)) {
-                    ready_.push_back(Arrival{wr_pointer<Buffer>(c.wr_id), c.byte_len});
-                    ++counters_.received;
-                }
-                break;
-            case Wr::send: {
-                Buffer *b = wr_pointer<Buffer>(c.wr_id);
-                --peers_[b->peer].send_posted;
-                b->next = send_free_;
-                send_free_ = b;
-                ++send_free_count_;
-                break;
-            }
-            case Wr::inline_send:
-                --peers_[static_cast<Rank>(c.wr_id >> 3)].send_posted;
-                break;
-            case Wr::rma:
-            case Wr::long_data: {
-                RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
-                --peers_[g->peer].send_posted;
-                if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
-                    g->notify->next = send_free_;
-                    send_free_ = g->notify;
-                    ++send_free_count_;
-                    g->notify = nullptr;
-                }
-                piece_done(g);
-                break;
-            }
-            }
-        }
-        if (n < cq_batch) break;
-    }
     if (__builtin_expect(!loop_done_.empty(), 0)) {
         for (RmaOp *op : loop_done_) rma_complete(op);
         loop_done_.clear();
@@ -199,6 +166,47 @@ void IbvTransport::reap() {
         RmaGroup *g = rma_partial_.front();
         if (rma_issue(g) == Status::not_ready) break;
         rma_partial_.pop_front();
+    }
+}
+
+void IbvTransport::completion(const ibv_wc &c) {
+    if (c.status != IBV_WC_SUCCESS) {
+        completion_error(c);
+        return;
+    }
+    switch (static_cast<Wr>(c.wr_id & tag_mask)) {
+    case Wr::recv:
+        if (!control(wr_pointer<Buffer>(c.wr_id), c.byte_len)) {
+            ready_.push_back(Arrival{wr_pointer<Buffer>(c.wr_id), c.byte_len});
+            ++counters_.received;
+        }
+        break;
+    case Wr::send: {
+        Buffer *b = wr_pointer<Buffer>(c.wr_id);
+        --peers_[b->peer].send_posted[am_rail(b->peer)];
+        b->next = send_free_;
+        send_free_ = b;
+        ++send_free_count_;
+        break;
+    }
+    case Wr::inline_send: {
+        const auto peer = static_cast<Rank>(c.wr_id >> 3);
+        --peers_[peer].send_posted[am_rail(peer)];
+        break;
+    }
+    case Wr::rma:
+    case Wr::long_data: {
+        RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
+        --peers_[g->peer].send_posted[rail_of(c)];
+        if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
+            g->notify->next = send_free_;
+            send_free_ = g->notify;
+            ++send_free_count_;
+            g->notify = nullptr;
+        }
+        piece_done(g);
+        break;
+    }
     }
 }
 
@@ -252,13 +260,13 @@ void IbvTransport::liveness() {
     Rank silent;
     {
         Guard g(*this);
-        if (!cq_) return;
+        if (!up_) return;
         silent = common::liveness_check(
             life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
             [&](Rank r) { control_send(r, category_pong); });
     }
     if (silent != life_.size()) {
-        const std::string path = port_.device + " port " + std::to_string(port_.port);
+        const std::string path = rail_name(am_rail(silent));
         common::peer_silent("ibv", silent, path.c_str(), "SLUICE_IBV_PEER_TIMEOUT", peer_timeout_s_);
     }
 }
@@ -271,7 +279,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
         // it there was reported by the sender's side of it.
         if (c.status != IBV_WC_WR_FLUSH_ERR)
             base::report(Status::transport, "poll (ibv)", "this is a Sluice bug or an HCA fault",
-                         "ibv (%s:%u): a receive failed: %s", port_.device.c_str(), port_.port, status);
+                         "ibv (%s): a receive failed: %s", rail_name(0).c_str(), status);
         return;
     }
     if (tag == Wr::send || tag == Wr::inline_send) {
@@ -285,13 +293,14 @@ void IbvTransport::completion_error(const ibv_wc &c) {
         } else {
             peer = static_cast<Rank>(c.wr_id >> 3);
         }
-        --peers_[peer].send_posted;
+        --peers_[peer].send_posted[am_rail(peer)];
         base::report(Status::transport, "send (ibv)", "check that the peer is alive and reachable from this port",
-                     "ibv (%s:%u): an AM to rank %u was not delivered: %s", port_.device.c_str(), port_.port, peer, status);
+                     "ibv (%s): an AM to rank %u was not delivered: %s", rail_name(am_rail(peer)).c_str(), peer, status);
         return;
     }
     RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
-    --peers_[g->peer].send_posted;
+    const unsigned rail = rail_of(c);
+    --peers_[g->peer].send_posted[rail];
     if (tag == Wr::long_data) {
         g->notify->next = send_free_;
         send_free_ = g->notify;
@@ -302,7 +311,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
     base::report(Status::transport, g->write ? "put (ibv)" : "get (ibv)",
                  c.status == IBV_WC_REM_ACCESS_ERR ? "check that the address lies in the peer's segment"
                                                    : "check that the peer is alive and reachable from this port",
-                 "ibv (%s:%u): RDMA %s of %zu bytes with rank %u failed: %s", port_.device.c_str(), port_.port,
+                 "ibv (%s): RDMA %s of %zu bytes with rank %u failed: %s", rail_name(rail).c_str(),
                  g->write ? "write" : "read", g->n, g->peer, status);
     piece_done(g);
 }
@@ -316,7 +325,7 @@ int IbvTransport::poll_impl(PollMode mode) {
         liveness();
     {
         Guard g(*this);
-        if (!cq_) return 0;
+        if (!up_) return 0;
         reap();
         if (__builtin_expect(dynamic_, 0)) connect_serve();
         if (ready_.empty()) return 0;
@@ -334,7 +343,7 @@ int IbvTransport::deliver_ready() {
         Arrival a;
         {
             Guard g(*this);
-            if (done && cq_) repost(done);
+            if (done && up_) repost(done);
             done = nullptr;
             if (ready_.empty()) break;
             a = ready_.front();
@@ -355,7 +364,7 @@ int IbvTransport::deliver_ready() {
     }
     if (done) {
         Guard g(*this);
-        if (cq_) repost(done);
+        if (up_) repost(done);
     }
     delivering = false;
     base::flag_release(deliver_flag_);
@@ -370,15 +379,16 @@ void IbvTransport::dispatch_abandon_impl() {
 
 // Everything posted completes before finalize goes on.
 void IbvTransport::quiesce_impl() {
-    const std::string who = "ibv (" + port_.device + ":" + std::to_string(port_.port) + ")";
+    const std::string who = "ibv (" + rail_name(0) + ")";
     common::quiesce_wait(
         "finalize (ibv)", who.c_str(),
         [&] {
             Guard g(*this);
-            if (!cq_) return true;
+            if (!up_) return true;
             reap();
             bool idle = send_free_count_ == send_count_ && rma_outstanding_ == 0;
-            for (const Peer &p : peers_) idle &= p.send_posted == 0;
+            for (const Peer &p : peers_)
+                for (unsigned k : p.send_posted) idle &= k == 0;
             return idle;
         },
         [&] { deliver_ready(); });
@@ -388,12 +398,14 @@ bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lo
 
 // ---- the receive thread ----
 
-void channel_wait(ibv_comp_channel *channel) {
-    pollfd p{channel->fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+void channel_wait(ibv_comp_channel *const *channels, std::size_t n) {
+    pollfd p[max_hcas];
+    for (std::size_t i = 0; i < n; ++i) p[i] = pollfd{channels[i]->fd, POLLIN, 0};
+    if (::poll(p, static_cast<nfds_t>(n), 100) <= 0) return;
+    for (std::size_t i = 0; i < n; ++i) {
         ibv_cq *cq = nullptr;
         void *context = nullptr;
-        if (ibv_get_cq_event(channel, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+        if ((p[i].revents & POLLIN) && ibv_get_cq_event(channels[i], &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
     }
 }
 
@@ -408,9 +420,12 @@ void IbvTransport::receive_thread_start() {
 // completion after the arming raises the next event, one before it is
 // reaped by that poll.
 void IbvTransport::receive_thread_wait() {
-    channel_wait(channel_);
+    ibv_comp_channel *channels[max_hcas];
+    for (std::size_t h = 0; h < hcas_.size(); ++h) channels[h] = hcas_[h].channel;
+    channel_wait(channels, hcas_.size());
     Guard g(*this);
-    if (cq_) (void)ibv_req_notify_cq(cq_, 0);
+    if (up_)
+        for (Hca &h : hcas_) (void)ibv_req_notify_cq(h.cq, 0);
 }
 
 // ---- RDMA ----
@@ -421,7 +436,7 @@ void IbvTransport::receive_thread_wait() {
 Status IbvTransport::loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later) {
     std::memmove(to, from, n);
     Guard g(*this);
-    if (!cq_) return Status::transport;
+    if (!up_) return Status::transport;
     loop_done_.push_back(op);
     later = true;
     return Status::ok;
@@ -455,7 +470,7 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
     Buffer *b;
     {
         Guard g(*this);
-        if (!cq_) return Status::transport;
+        if (!up_) return Status::transport;
         b = send_buffer_take();
         if (!b) return Status::not_ready;
     }
@@ -495,13 +510,27 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     g->peer = peer;
     g->local = static_cast<std::byte *>(local);
     g->remote = remote;
-    g->lkey = handle ? reinterpret_cast<ibv_mr *>(handle)->lkey : 0;
-    g->rkey = static_cast<std::uint32_t>(key);
+    for (unsigned h = 0; h < hcas_.size(); ++h) {
+        const ibv_mr *mr = handle ? reinterpret_cast<const MrSet *>(handle)->mr[h] : nullptr;
+        g->lkey[h] = mr ? mr->lkey : 0;
+        g->rkey[h] = static_cast<std::uint32_t>(key >> (32 * h));
+    }
     g->n = n;
+    // The seed's multi-rail: large RDMA in one piece per rail (each at most
+    // rma_chunk_), round the rails from the peer's AM rail; the rest, and
+    // every Put with a notification (its header must follow its bytes on
+    // one queue pair), on the AM rail.
+    g->rail = am_rail(peer);
+    g->striped = rails_.size() > 1 && !notify && n >= stripe_min_;
+    g->piece = rma_chunk_;
+    if (g->striped) {
+        const std::size_t share = (n + rails_.size() - 1) / rails_.size();
+        g->piece = std::min(rma_chunk_, (share + 4095) & ~std::size_t{4095});
+    }
     g->notify = notify;
     g->notify_length = notify_length;
     Guard guard(*this);
-    if (!cq_) {
+    if (!up_) {
         delete g;
         return Status::transport;
     }
@@ -520,10 +549,13 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
 
 Status IbvTransport::rma_issue(RmaGroup *g) {
     Peer &p = peers_[g->peer];
+    const unsigned am = am_rail(g->peer);
     while (g->issued < g->n) {
-        if (p.send_posted >= send_depth_) return Status::not_ready;
-        const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
-        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->local + g->issued), static_cast<std::uint32_t>(len), g->lkey};
+        const unsigned k = g->rail;
+        if (p.send_posted[k] >= send_depth_) return Status::not_ready;
+        const std::size_t len = std::min(g->piece, g->n - g->issued);
+        const unsigned h = rails_[k].hca;
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->local + g->issued), static_cast<std::uint32_t>(len), g->lkey[h]};
         ibv_send_wr wr{};
         wr.wr_id = wr_id(g, Wr::rma);
         wr.sg_list = &sge;
@@ -531,22 +563,47 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         wr.opcode = g->write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
         wr.send_flags = IBV_SEND_SIGNALED;
         wr.wr.rdma.remote_addr = g->remote + g->issued;
-        wr.wr.rdma.rkey = g->rkey;
+        wr.wr.rdma.rkey = g->rkey[h];
         ibv_send_wr *bad = nullptr;
-        if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0)
+        if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0)
             return fatal(g->write ? "put (ibv)" : "get (ibv)", g->peer,
                          g->write ? "posting an RDMA write failed" : "posting an RDMA read failed", r);
         g->issued += len;
         ++g->outstanding;
-        ++p.send_posted;
+        ++p.send_posted[k];
         ++rma_outstanding_;
         p.used = true;
         ++(g->write ? counters_.writes : counters_.reads);
+        counters_.rail_bytes[k] += len;
+        if (g->write && fenced_puts_ && h != rails_[am].hca) g->fences |= 1u << k;
+        if (g->striped) g->rail = (k + 1) % static_cast<unsigned>(rails_.size());
+    }
+    // Fenced Puts (the seed's bug 3447): a read behind a rail's writes on
+    // another HCA than the AM rail's returns only once they are in the
+    // target's memory, so the Put completes after its bytes are placed.
+    while (g->fences) {
+        const auto k = static_cast<unsigned>(__builtin_ctz(g->fences));
+        if (p.send_posted[k] >= send_depth_) return Status::not_ready;
+        ibv_send_wr wr{};
+        wr.wr_id = wr_id(g, Wr::rma);
+        wr.num_sge = 0;
+        wr.opcode = IBV_WR_RDMA_READ;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = g->remote;
+        wr.wr.rdma.rkey = g->rkey[rails_[k].hca];
+        ibv_send_wr *bad = nullptr;
+        if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0)
+            return fatal("put (ibv)", g->peer, "posting a fenced read failed", r);
+        g->fences &= ~(1u << k);
+        ++g->outstanding;
+        ++p.send_posted[k];
+        ++rma_outstanding_;
+        ++counters_.fences;
     }
     if (g->notify && g->notify_length) {
-        if (p.send_posted >= send_depth_) return Status::not_ready;
+        if (p.send_posted[am] >= send_depth_) return Status::not_ready;
         ibv_sge sge{reinterpret_cast<std::uint64_t>(g->notify->bytes), static_cast<std::uint32_t>(g->notify_length),
-                    pool_mr_->lkey};
+                    hca_of(am).pool_mr->lkey};
         ibv_send_wr wr{};
         wr.wr_id = wr_id(g, Wr::long_data);
         wr.sg_list = &sge;
@@ -554,12 +611,12 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = IBV_SEND_SIGNALED;
         ibv_send_wr *bad = nullptr;
-        if (const int r = ibv_post_send(p.qp, &wr, &bad); r != 0)
+        if (const int r = ibv_post_send(p.qp[am], &wr, &bad); r != 0)
             return fatal("put (ibv)", g->peer, "posting a two-part Long's header failed", r);
         life_[g->peer].sent = true;
         g->notify_length = 0;  // posted
         ++g->outstanding;
-        ++p.send_posted;
+        ++p.send_posted[am];
         ++rma_outstanding_;
     }
     return Status::ok;
@@ -568,7 +625,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
 void IbvTransport::piece_done(RmaGroup *g) {
     --g->outstanding;
     --rma_outstanding_;
-    if (g->outstanding || g->issued < g->n || (g->notify && g->notify_length)) return;
+    if (g->outstanding || g->issued < g->n || g->fences || (g->notify && g->notify_length)) return;
     rma_complete(g->op);
     delete g;
 }

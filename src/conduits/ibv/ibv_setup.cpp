@@ -147,6 +147,9 @@ bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignore
                 if (ibv_query_port(ctx, info.port, &info.attr) != 0) continue;
                 info.active = info.attr.state == IBV_PORT_ACTIVE;
                 info.selected = selected(specs, name, p);
+                info.named = std::any_of(specs.begin(), specs.end(), [&](const PortSpec &s) {
+                    return s.device == name && std::find(s.ports.begin(), s.ports.end(), p) != s.ports.end();
+                });
                 out.push_back(info);
             }
         ibv_close_device(ctx);
@@ -169,10 +172,33 @@ bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignore
     return !out.empty();
 }
 
-// The port to use: the first active one selected.
-const PortInfo *port_choose(const std::vector<PortInfo> &ports, const std::string &ignored, std::string &why) {
-    for (const PortInfo &p : ports)
-        if (p.active && p.selected) return &p;
+// The seed's rails: on each HCA in the order found, the active ports
+// SLUICE_IBV_PORTS names for it, else the first active port it selects;
+// on at most max_hcas HCAs (`dropped` names the others); then
+// SLUICE_NUM_QPS of them, the ports again in turn when it is more.  Empty,
+// with `why`, when no active port is selected.
+std::vector<PortInfo> rails_choose(const std::vector<PortInfo> &ports, const std::string &ignored, std::string &why,
+                                   std::string &dropped) {
+    std::vector<PortInfo> rails;
+    std::vector<std::string> hcas;
+    dropped.clear();
+    for (const PortInfo &p : ports) {
+        if (!p.active || !p.selected) continue;
+        const bool known = std::find(hcas.begin(), hcas.end(), p.device) != hcas.end();
+        if (!known && hcas.size() == max_hcas) {
+            if (dropped.find(p.device) == std::string::npos) dropped += (dropped.empty() ? "" : ", ") + p.device;
+            continue;
+        }
+        if (known && !p.named) continue;  // its HCA's first active port is in already
+        if (!known) hcas.push_back(p.device);
+        rails.push_back(p);
+    }
+    if (const auto n = static_cast<std::size_t>(base::knob_int(base::Knob::NUM_QPS)); n && !rails.empty()) {
+        const std::vector<PortInfo> ports_chosen = rails;
+        rails.clear();
+        for (std::size_t i = 0; i < n; ++i) rails.push_back(ports_chosen[i % ports_chosen.size()]);
+    }
+    if (!rails.empty()) return rails;
     std::string here;
     for (const PortInfo &p : ports)
         here += (here.empty() ? "" : ", ") + p.device + ":" + std::to_string(p.port) + (p.active ? "" : " (down)");
@@ -181,7 +207,7 @@ const PortInfo *port_choose(const std::vector<PortInfo> &ports, const std::strin
         why += " among those " + setting.name + "=" + setting.value + " selects";
     if (!ignored.empty()) why += " (it names " + ignored + ", not here)";
     why += "; ports here: " + (here.empty() ? std::string("none") : here);
-    return nullptr;
+    return rails;
 }
 
 const char *mtu_text(ibv_mtu m) {
@@ -241,26 +267,39 @@ Status IbvTransport::init_impl() {
     c.inline_limit = inline_limit_;
     // Half the buffers for requests (what credits bound), half for the
     // replies to this rank's own.
-    if (srq_) c.request_slots = recv_count_ / 2;
+    if (use_srq_) c.request_slots = recv_count_ / 2;
     else c.request_slots_per_peer = recv_per_peer_ / 2;
     if (Status s = buffers_create(); s != Status::ok) return s;
     if (Status s = connect_all(); s != Status::ok) return s;
     const PortsSetting setting = ports_setting();
-    base::say("ibv: %s port %u (%s, MTU %s%s%s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, "
+    const PortInfo &first = rails_[0].port;
+    std::string more;
+    for (unsigned k = 1; k < rails_.size(); ++k) more += ", " + rail_name(k);
+    base::say("ibv: %s port %u%s (%s, MTU %s%s%s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, "
               "packed Long %zu bytes",
-              port_.device.c_str(), port_.port, port_.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-              mtu_text(port_.attr.active_mtu), setting.value.empty() ? "" : ", chosen by ",
-              setting.value.empty() ? "" : setting.name.c_str(), use_srq_ ? "an SRQ" : "per-peer queues", recv_count_, inline_limit_,
-              buffer_size_, packed);
+              first.device.c_str(), first.port, more.c_str(),
+              first.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", mtu_text(first.attr.active_mtu),
+              setting.value.empty() ? "" : ", chosen by ", setting.value.empty() ? "" : setting.name.c_str(),
+              use_srq_ ? (hcas_.size() > 1 ? "an SRQ per HCA" : "an SRQ") : "per-peer queues", recv_count_,
+              inline_limit_, buffer_size_, packed);
+    if (rails_.size() > 1)
+        base::say("ibv: %zu rails (SLUICE_NUM_QPS=%lld) on %zu HCA(s): AMs to a peer on one rail, RDMA of %zu bytes or "
+                  "more striped over all%s",
+                  rails_.size(), static_cast<long long>(base::knob_int(base::Knob::NUM_QPS)), hcas_.size(), stripe_min_,
+                  fenced_puts_ ? ", Puts fenced (SLUICE_USE_FENCED_PUTS)" : "");
     return Status::ok;
 }
 
-// The seed's HCA and port selection: the first active port that
-// SLUICE_IBV_PORTS selects; SLUICE_IBV_LIST_PORTS prints them all.
+std::string IbvTransport::rail_name(unsigned rail) const {
+    return rails_[rail].port.device + ":" + std::to_string(rails_[rail].port.port);
+}
+
+// The seed's HCA and port selection and multi-rail: the rails
+// rails_choose picks; SLUICE_IBV_LIST_PORTS prints every port.
 Status IbvTransport::open_port() {
     const char *op = "ibv conduit init";
     std::vector<PortInfo> ports;
-    std::string why, ignored;
+    std::string why, ignored, dropped;
     const bool listed = port_list(ports, why, ignored);
     if (base::knob_bool(base::Knob::IBV_LIST_PORTS)) {
         const std::string by = ", selected by " + ports_setting().name;
@@ -275,25 +314,38 @@ Status IbvTransport::open_port() {
                             "set SLUICE_IBV_PORTS to HCAs and ports that ibv_devinfo lists, or use another network "
                             "conduit (SLUICE_NETWORK)",
                             "%s", why.c_str());
-    const PortInfo *pick = port_choose(ports, ignored, why);
-    if (!pick)
+    const std::vector<PortInfo> chosen = rails_choose(ports, ignored, why, dropped);
+    if (chosen.empty())
         return base::report(Status::transport, op,
                             "set SLUICE_IBV_PORTS to an active port listed here (SLUICE_IBV_LIST_PORTS=1, ibv_devinfo)",
                             "%s", why.c_str());
     if (!ignored.empty())
         base::say("ibv: %s names %s, not here: ignored (the seed's filter)", ports_setting().name.c_str(),
                   ignored.c_str());
-    port_ = *pick;
-
-    int count = 0;
-    ibv_device **list = ibv_get_device_list(&count);
-    for (int i = 0; list && i < count && !ctx_; ++i)
-        if (port_.device == ibv_get_device_name(list[i])) ctx_ = ibv_open_device(list[i]);
-    if (list) ibv_free_device_list(list);
-    if (!ctx_) return fatal(op, setup().rank, "ibv_open_device failed", errno);
-    ibv_device_attr attr{};
-    if (ibv_query_device(ctx_, &attr) != 0) return fatal(op, setup().rank, "ibv_query_device failed", errno);
-    if (ibv_query_gid(ctx_, port_.port, 0, &gid_) != 0) return fatal(op, setup().rank, "ibv_query_gid failed", errno);
+    if (!dropped.empty())
+        base::say("ibv: rails on at most %u HCAs: %s not used (name the HCAs wanted in SLUICE_IBV_PORTS)", max_hcas,
+                  dropped.c_str());
+    for (const PortInfo &p : chosen) {
+        Rail r;
+        r.port = p;
+        while (r.hca < hcas_.size() && hcas_[r.hca].name != p.device) ++r.hca;
+        if (r.hca == hcas_.size()) {
+            hcas_.emplace_back();
+            hcas_.back().name = p.device;
+            if (Status s = hca_open(hcas_.back()); s != Status::ok) return s;
+        }
+        if (ibv_query_gid(hcas_[r.hca].ctx, p.port, 0, &r.gid) != 0)
+            return fatal(op, setup().rank, "ibv_query_gid failed", errno);
+        rails_.push_back(r);
+    }
+    for (const Rail &r : rails_)
+        if ((r.port.attr.link_layer == IBV_LINK_LAYER_ETHERNET) != (rails_[0].port.attr.link_layer == IBV_LINK_LAYER_ETHERNET))
+            return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind",
+                                "ibv: rails %s and %s are of different kinds (InfiniBand and RoCE)", rail_name(0).c_str(),
+                                r.port.device.c_str());
+    fenced_puts_ = hcas_.size() > 1 && base::knob_bool(base::Knob::USE_FENCED_PUTS);
+    stripe_min_ = base::knob_size(base::Knob::IBV_STRIPE_MIN);
+    const ibv_device_attr &attr = hcas_[0].attr;
 
     std::size_t peers = 0;  // other ranks: the rank itself needs no queue pair
     for (Rank r : setup().peers) peers += r != setup().rank;
@@ -305,10 +357,11 @@ Status IbvTransport::open_port() {
                                                             16 + 4 * common::packed_max_args + buffer_size_, notes);
         recv_count_ = std::clamp<std::size_t>(2 * cc.total_credits(), 64, 65536);
     }
-    if (use_srq_ && attr.max_srq == 0) {
-        base::say("ibv: %s has no shared receive queues; per-peer receive buffers instead", port_.device.c_str());
-        use_srq_ = false;
-    }
+    for (const Hca &h : hcas_)
+        if (use_srq_ && h.attr.max_srq == 0) {
+            base::say("ibv: %s has no shared receive queues; per-peer receive buffers instead", h.name.c_str());
+            use_srq_ = false;
+        }
     if (use_srq_) {
         recv_count_ = std::min<std::size_t>(recv_count_, static_cast<std::size_t>(attr.max_srq_wr));
     } else {
@@ -317,42 +370,63 @@ Status IbvTransport::open_port() {
         recv_count_ = recv_per_peer_ * peers;
     }
     send_depth_ = std::min<unsigned>(send_depth_, static_cast<unsigned>(attr.max_qp_wr));
-    // The completion queue holds every receive and every send work request.
-    const std::size_t cqe = recv_count_ + std::size_t{send_depth_} * peers + 64;
-    if (cqe > static_cast<std::size_t>(attr.max_cqe))
-        return base::report(Status::resource, op, "lower SLUICE_RBUF_COUNT or SLUICE_IBV_SEND_DEPTH",
-                            "ibv: %s: a completion queue of %zu entries is needed (%zu receive buffers, %u sends per "
-                            "queue pair x %zu peers), the HCA allows %d",
-                            port_.device.c_str(), cqe, recv_count_, send_depth_, peers, attr.max_cqe);
-    rma_chunk_ = port_.attr.max_msg_sz ? port_.attr.max_msg_sz : (1u << 30);
+    // An HCA's completion queue holds its receives and the send work
+    // requests of its rails' queue pairs.
+    for (unsigned h = 0; h < hcas_.size(); ++h) {
+        Hca &hca = hcas_[h];
+        const auto on_it = static_cast<std::size_t>(
+            std::count_if(rails_.begin(), rails_.end(), [&](const Rail &r) { return r.hca == h; }));
+        const std::size_t cqe = recv_count_ + std::size_t{send_depth_} * peers * on_it + 64;
+        if (cqe > static_cast<std::size_t>(hca.attr.max_cqe))
+            return base::report(Status::resource, op, "lower SLUICE_RBUF_COUNT, SLUICE_IBV_SEND_DEPTH or SLUICE_NUM_QPS",
+                                "ibv: %s: a completion queue of %zu entries is needed (%zu receive buffers, %u sends "
+                                "per queue pair x %zu peers x %zu rails), the HCA allows %d",
+                                hca.name.c_str(), cqe, recv_count_, send_depth_, peers, on_it, hca.attr.max_cqe);
+        if (base::knob_bool(base::Knob::RCV_THREAD)) {
+            hca.channel = ibv_create_comp_channel(hca.ctx);
+            if (!hca.channel) return fatal(op, setup().rank, "ibv_create_comp_channel failed (SLUICE_RCV_THREAD)", errno);
+        }
+        hca.cq = ibv_create_cq(hca.ctx, static_cast<int>(cqe), nullptr, hca.channel, 0);
+        if (!hca.cq) return fatal(op, setup().rank, "ibv_create_cq failed", errno);
+        if (hca.channel) {
+            if (const int r = ibv_req_notify_cq(hca.cq, 0); r != 0)
+                return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
+            rcv_wanted_.store(true, std::memory_order_relaxed);
+        }
+        if (use_srq_) {
+            ibv_srq_init_attr sa{};
+            sa.attr.max_wr = static_cast<std::uint32_t>(recv_count_);
+            sa.attr.max_sge = 1;
+            hca.srq = ibv_create_srq(hca.pd, &sa);
+            if (!hca.srq) return fatal(op, setup().rank, "ibv_create_srq failed", errno);
+        }
+    }
+    rma_chunk_ = std::size_t{1} << 30;
+    for (const Rail &r : rails_)
+        if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
     if (const std::size_t k = base::knob_size(base::Knob::IBV_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
-
-    pd_ = ibv_alloc_pd(ctx_);
-    if (!pd_) return fatal(op, setup().rank, "ibv_alloc_pd failed", errno);
-    if (base::knob_bool(base::Knob::RCV_THREAD)) {
-        channel_ = ibv_create_comp_channel(ctx_);
-        if (!channel_) return fatal(op, setup().rank, "ibv_create_comp_channel failed (SLUICE_RCV_THREAD)", errno);
-    }
-    cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, channel_, 0);
-    if (!cq_) return fatal(op, setup().rank, "ibv_create_cq failed", errno);
-    if (channel_) {
-        if (const int r = ibv_req_notify_cq(cq_, 0); r != 0)
-            return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
-        rcv_wanted_.store(true, std::memory_order_relaxed);
-    }
-    if (use_srq_) {
-        ibv_srq_init_attr sa{};
-        sa.attr.max_wr = static_cast<std::uint32_t>(recv_count_);
-        sa.attr.max_sge = 1;
-        srq_ = ibv_create_srq(pd_, &sa);
-        if (!srq_) return fatal(op, setup().rank, "ibv_create_srq failed", errno);
-    }
     inline_limit_ = base::knob_size(base::Knob::INLINESEND_LIMIT);
     peers_.assign(setup().size, Peer{});
     peer_rkey_.assign(setup().size, 0);
     life_.assign(setup().size, common::PeerLife{});
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT));
     connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
+    Guard g(*this);
+    up_ = true;
+    return Status::ok;
+}
+
+Status IbvTransport::hca_open(Hca &h) {
+    const char *op = "ibv conduit init";
+    int count = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    for (int i = 0; list && i < count && !h.ctx; ++i)
+        if (h.name == ibv_get_device_name(list[i])) h.ctx = ibv_open_device(list[i]);
+    if (list) ibv_free_device_list(list);
+    if (!h.ctx) return fatal(op, setup().rank, "ibv_open_device failed", errno);
+    if (ibv_query_device(h.ctx, &h.attr) != 0) return fatal(op, setup().rank, "ibv_query_device failed", errno);
+    h.pd = ibv_alloc_pd(h.ctx);
+    if (!h.pd) return fatal(op, setup().rank, "ibv_alloc_pd failed", errno);
     return Status::ok;
 }
 
@@ -397,7 +471,7 @@ Status IbvTransport::physmem_init() {
         std::uint64_t good = 0, bad = limit + 1, next = limit;
         for (int step = 0; step < 8 && next > good; ++step) {
             void *p = ::mmap(nullptr, next, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            ibv_mr *mr = p == MAP_FAILED ? nullptr : ibv_reg_mr(pd_, p, next, IBV_ACCESS_LOCAL_WRITE);
+            ibv_mr *mr = p == MAP_FAILED ? nullptr : ibv_reg_mr(hcas_[0].pd, p, next, IBV_ACCESS_LOCAL_WRITE);
             if (mr) {
                 ibv_dereg_mr(mr);
                 good = next;
@@ -417,59 +491,66 @@ Status IbvTransport::physmem_init() {
     return Status::ok;
 }
 
-// An RC queue pair for `peer`, moved to INIT, with the peer's receive
-// buffers posted (without an SRQ).
+// An RC queue pair for `peer` on every rail, moved to INIT, with the
+// peer's receive buffers posted on its AM rail (without an SRQ).
 Status IbvTransport::qp_create(Rank peer) {
     const char *op = "ibv conduit init";
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = cq_;
-    a.srq = srq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = send_depth_;
-    a.cap.max_recv_wr = srq_ ? 0 : recv_per_peer_;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
-    ibv_qp *qp = ibv_create_qp(pd_, &a);
-    if (!qp && inline_limit_) {
-        // The HCA allows less inline data: ask for none, and use what it gives.
-        a.cap.max_inline_data = 0;
-        qp = ibv_create_qp(pd_, &a);
+    for (unsigned k = 0; k < rails_.size(); ++k) {
+        const Hca &h = hca_of(k);
+        const bool am = k == am_rail(peer);
+        ibv_qp_init_attr a{};
+        a.send_cq = a.recv_cq = h.cq;
+        a.srq = h.srq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = send_depth_;
+        a.cap.max_recv_wr = h.srq || !am ? 0 : recv_per_peer_;
+        a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+        a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
+        ibv_qp *qp = ibv_create_qp(h.pd, &a);
+        if (!qp && inline_limit_) {
+            // The HCA allows less inline data: ask for none, and use what it gives.
+            a.cap.max_inline_data = 0;
+            qp = ibv_create_qp(h.pd, &a);
+        }
+        if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
+        if (am) inline_limit_ = std::min<std::size_t>(inline_limit_, a.cap.max_inline_data);
+        peers_[peer].qp[k] = qp;
+        qp_rail_[qp->qp_num] = {peer, k};
+        ibv_qp_attr init{};
+        init.qp_state = IBV_QPS_INIT;
+        init.port_num = rails_[k].port.port;
+        init.pkey_index = 0;
+        init.qp_access_flags = remote_access;
+        if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+            return fatal(op, peer, "moving a queue pair to INIT failed", errno);
     }
-    if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
-    inline_limit_ = std::min<std::size_t>(inline_limit_, a.cap.max_inline_data);
-    peers_[peer].qp = qp;
-    ibv_qp_attr init{};
-    init.qp_state = IBV_QPS_INIT;
-    init.port_num = port_.port;
-    init.pkey_index = 0;
-    init.qp_access_flags = remote_access;
-    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        return fatal(op, peer, "moving a queue pair to INIT failed", errno);
-    if (!srq_)
+    if (!use_srq_)
         for (unsigned k = 0; k < recv_per_peer_; ++k) repost(&buffers_[recv_first_[peer] + k]);
     return Status::ok;
 }
 
-// RTR then RTS towards the peer's queue pair `qpn`.  RNR retries are
-// endless (7): a message that finds no receive posted waits, it is never
-// dropped; the transport retries bound an absent peer.
-Status IbvTransport::qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn) {
+// RTR then RTS towards the peer's queue pair `qpn` of `rail`.  RNR retries
+// are endless (7): a message that finds no receive posted waits, it is
+// never dropped; the transport retries bound an absent peer.
+Status IbvTransport::qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn) {
     const char *op = "connect (ibv)";
+    const PortInfo &port = rails_[rail].port;
     ibv_qp_attr rtr{};
     rtr.qp_state = IBV_QPS_RTR;
-    rtr.path_mtu = std::min(port_.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
+    rtr.path_mtu = std::min(port.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
     rtr.dest_qp_num = qpn;
     rtr.rq_psn = 0;
     rtr.max_dest_rd_atomic = 16;
     rtr.min_rnr_timer = 1;
     rtr.ah_attr.dlid = theirs.lid;
-    rtr.ah_attr.port_num = port_.port;
+    rtr.ah_attr.port_num = port.port;
     if (theirs.global) {
         rtr.ah_attr.is_global = 1;
         rtr.ah_attr.grh.hop_limit = 64;
         std::memcpy(rtr.ah_attr.grh.dgid.raw, theirs.gid, 16);
     }
-    if (ibv_modify_qp(peers_[peer].qp, &rtr,
+    ibv_qp *qp = peers_[peer].qp[rail];
+    if (ibv_modify_qp(qp, &rtr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
         return fatal(op, peer, "moving the queue pair to RTR failed", errno);
@@ -480,46 +561,54 @@ Status IbvTransport::qp_connect(Rank peer, const ConnectHead &theirs, std::uint3
     rts.rnr_retry = 7;
     rts.sq_psn = 0;
     rts.max_rd_atomic = 16;
-    if (ibv_modify_qp(peers_[peer].qp, &rts,
+    if (ibv_modify_qp(qp, &rts,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                           IBV_QP_MAX_QP_RD_ATOMIC) != 0)
         return fatal(op, peer, "moving the queue pair to RTS failed", errno);
     return Status::ok;
 }
 
-Status IbvTransport::register_raw(void *base, std::size_t size, int access, ibv_mr *&mr, const char *what) {
-    mr = ibv_reg_mr(pd_, base, size, access);
+Status IbvTransport::register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr,
+                                  const char *what) {
+    mr = ibv_reg_mr(pd, base, size, access);
     if (mr) return Status::ok;
     const int e = errno;
     return base::report(Status::resource, "register memory",
                         e == ENOMEM ? "raise the locked-memory limit (ulimit -l, or memlock in limits.conf)" : nullptr,
-                        "ibv (%s): cannot register %zu bytes at %p for %s: %s", port_.device.c_str(), size, base, what,
-                        std::strerror(e));
+                        "ibv (%s): cannot register %zu bytes at %p for %s: %s", pd->context->device->name, size, base,
+                        what, std::strerror(e));
 }
 
-// One registered pool: the receive buffers, then the send buffers.
+// One pool, registered with every HCA: the receive buffers (with SRQs,
+// recv_count_ for each HCA), then the send buffers.
 Status IbvTransport::buffers_create() {
     const std::size_t slot = (buffer_size_ + head_room + 63) & ~std::size_t{63};
     send_count_ = static_cast<std::size_t>(base::knob_int(base::Knob::IBV_SEND_BUFFERS));
-    const std::size_t total = recv_count_ + send_count_;
+    const std::size_t receives = use_srq_ ? recv_count_ * hcas_.size() : recv_count_;
+    const std::size_t total = receives + send_count_;
     pool_bytes_ = slot * total;
     void *p = ::mmap(nullptr, pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return base::report(Status::resource, "ibv conduit init", "lower SLUICE_RBUF_COUNT or SLUICE_IBV_BUFFER_SIZE",
                             "cannot map %zu bytes of AM buffers: %s", pool_bytes_, std::strerror(errno));
     pool_ = static_cast<std::byte *>(p);
-    if (Status s = register_raw(pool_, pool_bytes_, IBV_ACCESS_LOCAL_WRITE, pool_mr_, "AM buffers"); s != Status::ok)
-        return s;
+    for (Hca &h : hcas_)
+        if (Status s = register_raw(h.pd, pool_, pool_bytes_, IBV_ACCESS_LOCAL_WRITE, h.pool_mr, "AM buffers");
+            s != Status::ok)
+            return s;
     buffers_.assign(total, Buffer{});
     for (std::size_t i = 0; i < total; ++i) buffers_[i].bytes = pool_ + i * slot;
-    for (std::size_t i = total; i-- > recv_count_;) {
+    for (std::size_t i = total; i-- > receives;) {
         buffers_[i].next = send_free_;
         send_free_ = &buffers_[i];
     }
     send_free_count_ = send_count_;
     Guard g(*this);
-    if (srq_) {
-        for (std::size_t i = 0; i < recv_count_; ++i) repost(&buffers_[i]);
+    if (use_srq_) {
+        for (std::size_t i = 0; i < receives; ++i) {
+            buffers_[i].hca = static_cast<unsigned>(i / recv_count_);
+            repost(&buffers_[i]);
+        }
         return Status::ok;
     }
     // Each peer's share, posted when its queue pair is made (qp_create).
@@ -560,29 +649,38 @@ Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64
                             size, base, static_cast<unsigned long long>(before + size),
                             static_cast<unsigned long long>(physmem_limit_));
     }
-    ibv_mr *mr = nullptr;
-    if (Status s = register_raw(base, size, remote_access, mr, "RDMA"); s != Status::ok) {
-        pinned_.fetch_sub(size);
-        return s;
+    // One region per HCA; the key is theirs, 32 bits each, in 64.
+    auto *set = new MrSet;
+    set->length = size;
+    std::uint64_t key = 0;
+    for (unsigned h = 0; h < hcas_.size(); ++h) {
+        if (Status s = register_raw(hcas_[h].pd, base, size, remote_access, set->mr[h], "RDMA"); s != Status::ok) {
+            set->length = 0;
+            mem_deregister_impl(reinterpret_cast<std::uint64_t>(set));
+            pinned_.fetch_sub(size);
+            return s;
+        }
+        key |= std::uint64_t{set->mr[h]->rkey} << (32 * h);
     }
-    handle = reinterpret_cast<std::uint64_t>(mr);
-    const std::uint64_t key = mr->rkey;
+    handle = reinterpret_cast<std::uint64_t>(set);
     rkey.assign(reinterpret_cast<const char *>(&key), sizeof key);
     return Status::ok;
 }
 
 void IbvTransport::mem_deregister_impl(std::uint64_t handle) {
     if (!handle) return;
-    auto *mr = reinterpret_cast<ibv_mr *>(handle);
-    pinned_.fetch_sub(mr->length);
-    ibv_dereg_mr(mr);
+    auto *set = reinterpret_cast<MrSet *>(handle);
+    pinned_.fetch_sub(set->length);
+    for (ibv_mr *mr : set->mr)
+        if (mr) ibv_dereg_mr(mr);
+    delete set;
 }
 
 Status IbvTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
     if (size == 0 || rkey.empty()) return Status::ok;
     std::uint64_t key = 0;
     if (Status s = region_key_unpack_impl(peer, rkey, key); s != Status::ok) return s;
-    peer_rkey_[peer] = static_cast<std::uint32_t>(key);
+    peer_rkey_[peer] = key;
     return Status::ok;
 }
 
@@ -597,54 +695,68 @@ Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, 
 void IbvTransport::fini_impl() {
     rcv_thread_.stop();
     conn_thread_.stop();
-    if (ctx_) connect_file_write();
-    if (ctx_ && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
+    if (!hcas_.empty()) connect_file_write();
+    if (!hcas_.empty() && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
     close_all();
 }
 
 void IbvTransport::close_all() {
     rcv_thread_.stop();
+    {
+        Guard g(*this);
+        up_ = false;
+    }
     // Queue pairs first: nothing lands in buffers being freed.
     connect_close();
     for (Peer &p : peers_)
-        if (p.qp) ibv_destroy_qp(p.qp);
+        for (ibv_qp *qp : p.qp)
+            if (qp) ibv_destroy_qp(qp);
     peers_.clear();
-    if (srq_) ibv_destroy_srq(srq_);
-    srq_ = nullptr;
+    qp_rail_.clear();
+    for (Hca &h : hcas_) {
+        if (h.srq) ibv_destroy_srq(h.srq);
+        h.srq = nullptr;
+    }
     for (RmaGroup *g : rma_partial_) delete g;
     rma_partial_.clear();
     for (Arrival &a : ready_) delete[] a.loop;
     ready_.clear();
-    if (pool_mr_) ibv_dereg_mr(pool_mr_);
-    pool_mr_ = nullptr;
+    for (Hca &h : hcas_)
+        if (h.pool_mr) ibv_dereg_mr(h.pool_mr);
     if (pool_) ::munmap(pool_, pool_bytes_);
     pool_ = nullptr;
     buffers_.clear();
     send_free_ = nullptr;
-    if (cq_) ibv_destroy_cq(cq_);
-    cq_ = nullptr;
-    if (channel_) ibv_destroy_comp_channel(channel_);
-    channel_ = nullptr;
-    if (pd_) ibv_dealloc_pd(pd_);
-    pd_ = nullptr;
-    if (ctx_) ibv_close_device(ctx_);
-    ctx_ = nullptr;
+    for (Hca &h : hcas_) {
+        if (h.cq) ibv_destroy_cq(h.cq);
+        if (h.channel) ibv_destroy_comp_channel(h.channel);
+        if (h.pd) ibv_dealloc_pd(h.pd);
+        if (h.ctx) ibv_close_device(h.ctx);
+    }
+    hcas_.clear();
+    rails_.clear();
     own_segment_.release();
 }
 
 void IbvTransport::stats_print() const {
     const Counters &c = counters_;
+    std::string rails;
+    for (unsigned k = 0; k < rails_.size() && rails_.size() > 1; ++k)
+        rails += (k ? ", " : "RDMA bytes by rail: ") + std::to_string(k) + " (" + rail_name(k) + ") " +
+                 std::to_string(c.rail_bytes[k]);
+    if (!rails.empty()) rails += ", fenced reads " + std::to_string(c.fences) + ", ";
     std::fprintf(stderr,
-                 "sluice[rank %u] ibv (%s:%u): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
+                 "sluice[rank %u] ibv (%s): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
                  "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu, "
-                 "receive-thread wake-ups %llu, connections: %llu at start-up, %llu asked, %llu accepted, "
+                 "receive-thread wake-ups %llu, %sconnections: %llu at start-up, %llu asked, %llu accepted, "
                  "%llu retransmitted requests\n",
-                 setup().rank, port_.device.c_str(), port_.port, static_cast<unsigned long long>(c.inlined),
+                 setup().rank, rail_name(0).c_str(), static_cast<unsigned long long>(c.inlined),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
                  static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
                  static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full),
-                 static_cast<unsigned long long>(rcv_thread_.wakeups()), static_cast<unsigned long long>(c.connect_static),
+                 static_cast<unsigned long long>(rcv_thread_.wakeups()), rails.c_str(),
+                 static_cast<unsigned long long>(c.connect_static),
                  static_cast<unsigned long long>(c.connect_asked), static_cast<unsigned long long>(c.connect_accepted),
                  static_cast<unsigned long long>(c.connect_retransmits));
 }
@@ -655,22 +767,27 @@ std::unique_ptr<Transport> make_ibv_transport() { return std::make_unique<detail
 
 std::string probe() {
     std::vector<detail::PortInfo> ports;
-    std::string why, ignored;
+    std::string why, ignored, dropped;
     if (!detail::port_list(ports, why, ignored)) return why;
-    return detail::port_choose(ports, ignored, why) ? "" : why;
+    return detail::rails_choose(ports, ignored, why, dropped).empty() ? why : "";
 }
 
 std::string limits() {
     std::vector<detail::PortInfo> ports;
-    std::string why, ignored;
+    std::string why, ignored, dropped;
     if (!detail::port_list(ports, why, ignored)) return "  ibv port                none: " + why + "\n";
-    const detail::PortInfo *p = detail::port_choose(ports, ignored, why);
-    if (!p) return "  ibv port                none: " + why + "\n";
-    char line[256];
-    std::snprintf(line, sizeof line, "  ibv port                %s:%u (%s, MTU %s, largest message %u bytes)\n",
-                  p->device.c_str(), p->port, p->attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-                  detail::mtu_text(p->attr.active_mtu), p->attr.max_msg_sz);
-    return line;
+    const std::vector<detail::PortInfo> rails = detail::rails_choose(ports, ignored, why, dropped);
+    if (rails.empty()) return "  ibv port                none: " + why + "\n";
+    std::string out;
+    for (const detail::PortInfo &p : rails) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  ibv %s %s:%u (%s, MTU %s, largest message %u bytes)\n",
+                      out.empty() ? "port               " : "rail               ", p.device.c_str(), p.port,
+                      p.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
+                      detail::mtu_text(p.attr.active_mtu), p.attr.max_msg_sz);
+        out += line;
+    }
+    return out;
 }
 
 } // namespace sluice::conduit::ibv

@@ -3,7 +3,13 @@
 // ibv_setup.cpp (ports, queue pairs, buffers, registrations, finalize).
 // README.md has the design; its sections are named after the ibv seed's.
 //
-// Locking: `lock_` covers the queue pairs, the completion queue and every
+// Rails (the seed's multi-rail): the ports the conduit uses, on one or two
+// HCAs; each peer has one RC queue pair per rail.  A peer's AMs, control
+// messages and Puts with remote completion use one rail, its AM rail
+// (am_rail: the same one in both directions), so they stay in order; large
+// RDMA is striped over every rail.
+//
+// Locking: `lock_` covers the queue pairs, the completion queues and every
 // buffer list.  Handlers run outside it, one thread at a time
 // (`deliver_flag_`), in completion order: an RC queue pair delivers in
 // order, and its receives complete in order, so each peer's messages
@@ -27,6 +33,8 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace sluice::conduit::ibv::detail {
@@ -34,6 +42,8 @@ namespace sluice::conduit::ibv::detail {
 constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
 constexpr int cq_batch = 16;          // completions one ibv_poll_cq takes
 constexpr std::size_t head_room = common::packed_head_room;
+constexpr unsigned max_rails = 8;  // SLUICE_NUM_QPS at most
+constexpr unsigned max_hcas = 2;   // a remote key is one 32-bit key per HCA in 64 bits
 
 // A port that SLUICE_IBV_PORTS selects (ibv_setup.cpp: port_list).
 struct PortInfo {
@@ -41,20 +51,47 @@ struct PortInfo {
     std::uint8_t port = 0;
     bool active = false;
     bool selected = false;
+    bool named = false;      // SLUICE_IBV_PORTS names this port, not just its HCA
     ibv_port_attr attr{};
 };
 
-// What every rank publishes at init: its port's address, then the number
-// of the queue pair it made for each rank of the job (0: none).
-struct ConnectHead {
+// An HCA the rails use: what its rails share.
+struct Hca {
+    std::string name;
+    ibv_context *ctx = nullptr;
+    ibv_pd *pd = nullptr;
+    ibv_comp_channel *channel = nullptr;  // SLUICE_RCV_THREAD: its CQ's events
+    ibv_cq *cq = nullptr;
+    ibv_srq *srq = nullptr;
+    ibv_mr *pool_mr = nullptr;            // the AM buffers, registered with its PD
+    ibv_device_attr attr{};
+};
+
+struct Rail {
+    unsigned hca = 0;   // index in IbvTransport::hcas_
+    PortInfo port;
+    ibv_gid gid{};
+};
+
+// A rail's address as every rank publishes it.
+struct RailAddress {
     char device[32];
     std::uint16_t lid;
     std::uint8_t port;
     std::uint8_t global;      // Ethernet (RoCE): paths by GID
     std::uint8_t gid[16];
     std::uint32_t mtu;        // ibv_mtu
+};
+
+// What every rank publishes at init: its rails' addresses, then the
+// numbers of the queue pairs it made for each rank of the job, rail by
+// rail (0: none).
+struct ConnectHead {
     std::uint32_t ranks;
     std::uint32_t ud_qpn;     // its queue pair for dynamic connections, 0: takes none
+    std::uint32_t rails;
+    std::uint32_t pad;
+    RailAddress rail[max_rails];
 };
 
 // Messages and RDMA of a rank to itself never reach the HCA: they are
@@ -74,6 +111,7 @@ struct Buffer {
     std::byte *bytes = nullptr;
     Buffer *next = nullptr;   // free list
     Rank peer = 0;            // the queue pair it was posted to (per-peer receives) or sent on
+    unsigned hca = 0;         // a receive buffer: the HCA whose SRQ it is posted to
 };
 
 // One RDMA write or read of an operation, which may be cut into pieces.
@@ -83,9 +121,13 @@ struct RmaGroup {
     Rank peer = 0;
     std::byte *local = nullptr;
     std::uint64_t remote = 0;
-    std::uint32_t lkey = 0, rkey = 0;
+    std::uint32_t lkey[max_hcas]{}, rkey[max_hcas]{};
     std::size_t n = 0;
     std::size_t issued = 0;      // bytes posted so far
+    std::size_t piece = 0;       // bytes of one piece (striped: a share of n per rail)
+    unsigned rail = 0;           // the rail of the next piece
+    bool striped = false;        // pieces go round the rails (else all on the AM rail)
+    unsigned fences = 0;         // rails whose writes a fenced read must flush (bit mask)
     unsigned outstanding = 0;    // pieces posted, not completed
     Buffer *notify = nullptr;    // put_rc: the header sent after the write
     std::size_t notify_length = 0;
@@ -97,12 +139,19 @@ struct RmaGroup {
 // it never sends before the asker's queue pair can receive), then `ready`.
 enum class Conn : std::uint8_t { none, requesting, accepted, ready, failed };
 
+// A registration for RDMA: one memory region per HCA (the handle
+// mem_register_impl returns).
+struct MrSet {
+    ibv_mr *mr[max_hcas]{};
+    std::size_t length = 0;
+};
+
 struct Peer {
-    ibv_qp *qp = nullptr;
-    unsigned send_posted = 0;    // work requests in its send queue
+    ibv_qp *qp[max_rails]{};
+    unsigned send_posted[max_rails]{};  // work requests in each queue pair's send queue
     Conn conn = Conn::none;
     bool used = false;           // traffic went either way (SLUICE_CONNECTFILE_OUT)
-    std::uint32_t remote_qpn = 0;
+    std::uint32_t remote_qpn = 0;  // its queue pair of rail 0
     std::uint64_t retry_at = 0;  // ns: a request's next retransmission
     std::uint64_t interval = 0;  // ns: the wait before it
     unsigned tries = 0;
@@ -121,12 +170,14 @@ struct Arrival {
 struct Counters {
     std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
                   long_packed = 0, long_two_part = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
-                  connect_retransmits = 0;
+                  connect_retransmits = 0, fences = 0;
+    std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
 };
 
-// Sleeps until `channel` has a completion event (at most 100 ms) and takes
-// it; the caller arms its completion queue again (ibv.cpp).
-void channel_wait(ibv_comp_channel *channel);
+// Sleeps until one of `channels` has a completion event (at most 100 ms)
+// and takes what they have; the caller arms their completion queues again
+// (ibv.cpp).
+void channel_wait(ibv_comp_channel *const *channels, std::size_t n);
 
 class IbvTransport final : public Transport {
 public:
@@ -160,11 +211,15 @@ private:
 
     // ibv_setup.cpp
     Status open_port();
+    Status hca_open(Hca &h);
     Status physmem_init();
     Status buffers_create();
     Status qp_create(Rank peer);
-    Status qp_connect(Rank peer, const ConnectHead &theirs, std::uint32_t qpn);
-    Status register_raw(void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
+    Status qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
+    Status register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
+    unsigned am_rail(Rank peer) const { return (setup().rank + peer) % static_cast<unsigned>(rails_.size()); }
+    const Hca &hca_of(unsigned rail) const { return hcas_[rails_[rail].hca]; }
+    std::string rail_name(unsigned rail) const;
     void close_all();
     void stats_print() const;
 
@@ -185,7 +240,7 @@ private:
     Status connection(Rank peer) {
         if (__builtin_expect(connected_[peer].load(std::memory_order_acquire), 1)) return Status::ok;
         Guard g(*this);
-        if (!cq_) return Status::transport;
+        if (!up_) return Status::transport;
         return connect_need(peer);
     }
 
@@ -203,25 +258,26 @@ private:
     Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
     void piece_done(RmaGroup *g);                           // under lock_
     void reap();                                            // under lock_
+    void completion(const ibv_wc &c);                       // under lock_
+    unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
     void repost(Buffer *b);                                 // under lock_
     void completion_error(const ibv_wc &wc);                // under lock_
     Buffer *send_buffer_take();                             // under lock_
     int deliver_ready();
     Status fatal(const char *op, Rank peer, const char *what, int error);
 
-    // Verbs objects, in order of creation.
-    ibv_context *ctx_ = nullptr;
-    ibv_pd *pd_ = nullptr;
-    ibv_comp_channel *channel_ = nullptr;  // SLUICE_RCV_THREAD: the CQ's events
-    ibv_cq *cq_ = nullptr;
-    ibv_srq *srq_ = nullptr;
+    // Verbs objects.
+    std::vector<Hca> hcas_;
+    std::vector<Rail> rails_;
+    bool up_ = false;                  // the verbs objects exist (under lock_)
+    bool fenced_puts_ = false;         // SLUICE_USE_FENCED_PUTS over rails of several HCAs
+    std::size_t stripe_min_ = 0;       // RDMA this large or larger is striped
     std::vector<Peer> peers_;          // by rank
     std::unique_ptr<std::atomic<bool>[]> connected_;  // by rank: Conn::ready, read without lock_
     std::vector<ConnectHead> heads_;   // by rank, from the start-up exchange
+    std::unordered_map<std::uint32_t, std::pair<Rank, unsigned>> qp_rail_;  // RC queue pair number: peer, rail
     std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
-    PortInfo port_;
-    ibv_gid gid_{};
-    std::vector<std::uint32_t> peer_rkey_;
+    std::vector<std::uint64_t> peer_rkey_;  // by rank: its segment's keys, one per HCA (32 bits each)
     std::vector<common::PeerLife> life_;   // by rank (IbvTransport::liveness)
     std::atomic<unsigned> polls_{0};
     double peer_timeout_s_ = 30;
@@ -239,9 +295,8 @@ private:
     // Buffers: one registered pool, receives first, then sends.
     std::byte *pool_ = nullptr;
     std::size_t pool_bytes_ = 0;
-    ibv_mr *pool_mr_ = nullptr;
     std::vector<Buffer> buffers_;
-    std::size_t recv_count_ = 0;
+    std::size_t recv_count_ = 0;       // per HCA with SRQs; in all without
     Buffer *send_free_ = nullptr;
     std::size_t send_free_count_ = 0, send_count_ = 0;
     std::deque<Arrival> ready_;

@@ -12,7 +12,8 @@
 #      peer through the host's fabric, the others over TCP)
 #   2. dynamic connections only (SLUICE_CONNECT_STATIC=0), and with an SRQ
 #      off, at 2 ranks per host
-#   3. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
+#   3. two rails: two HCAs in every host, mp rma at 1 rank per host
+#   4. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
 #
 # Every job runs with SLUICE_VERBOSE=1 and SLUICE_IBV_STATS=1; it passes
 # when it exits 0, rank 0 printed PASS, every rank used the ibv conduit and
@@ -30,7 +31,8 @@ nic_lib=$("$here/../../../../tests/softnic/verbs/softnic-run" --lib-dir) || { ec
 ssh_hosts_scale
 export SOFTNIC_HOSTS=$ssh_hosts SOFTNIC_FABRIC=/dev/shm/softnic-hosts-$$ LD_LIBRARY_PATH=$nic_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SLUICETEST_RANK_TIMEOUT=$((280 * scale))
-ssh_hub_options=(-E LD_LIBRARY_PATH,SOFTNIC_HOSTS,SOFTNIC_FABRIC,SLUICETEST_RANK_TIMEOUT)
+export SOFTNIC_DEVICES=1
+ssh_hub_options=(-E LD_LIBRARY_PATH,SOFTNIC_HOSTS,SOFTNIC_FABRIC,SOFTNIC_DEVICES,SLUICETEST_RANK_TIMEOUT)
 unset SLUICE_ROUTE SLUICE_NETWORK
 trap 'rm -f "$SOFTNIC_FABRIC"*; ssh_hosts_stop' EXIT
 out="$ssh_work/out"
@@ -102,7 +104,14 @@ fi
 # --- 2. dynamic connections ---------------------------------------------------------
 mp_case 6 SLUICE_ROUTE=network SLUICE_CONNECT_STATIC=0 -- am
 mp_case 6 SLUICE_ROUTE=network SLUICE_CONNECT_STATIC=0 SLUICE_USE_SRQ=0 -- rma
-# --- 3. an exit case across hosts -----------------------------------------------------
+# --- 3. two rails: two HCAs in every host ----------------------------------------------
+mp_case 3 SOFTNIC_DEVICES=2 -- rma
+if grep -q 'ibv: 2 rails (SLUICE_NUM_QPS=0) on 2 HCA(s)' "$err"; then
+    pass "two HCAs per host: every rank striped over 2 rails"
+else
+    fail "two HCAs per host: the ranks did not say they use 2 rails"
+fi
+# --- 4. an exit case across hosts -----------------------------------------------------
 label="exit at 3 ranks: spin 2 5"
 run_job 60 -- -n 3 "$exitprog" spin 2 5
 if [ "$rc" != 5 ] || ! awk -v t="$took" -v k="$scale" 'BEGIN { exit !(t < 15 * k) }' || grep -q 'FAIL rank' "$err"; then

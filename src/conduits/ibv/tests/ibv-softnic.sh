@@ -208,7 +208,10 @@ ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_PORTS=softnic1:2 timeout 60 "$run" "$
 expect "SLUICE_IBV_PORTS=softnic1:2 uses port 2 of softnic1" 0 "ibv: softnic1 port 2 (InfiniBand"
 expect "SLUICE_IBV_LIST_PORTS lists all four ports" 0 "ibv port softnic0:2: active, InfiniBand, LID [0-9]*, not selected"
 ibv_job SLUICE_IBV_PORTS=softnic0+softnic1:1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "SLUICE_IBV_PORTS=softnic0+softnic1:1 takes the first it selects" 0 "ibv: softnic0 port 1 "
+expect "SLUICE_IBV_PORTS=softnic0+softnic1:1: a rail on each (the first active port of softnic0)" 0 \
+    "ibv: softnic0 port 1, softnic1:1 (InfiniBand"
+ibv_job SLUICE_IBV_PORTS=softnic0:2 SLUICE_NUM_QPS=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_PORTS=softnic0:2 SLUICE_NUM_QPS=1: one rail" 0 "ibv: softnic0 port 2 (InfiniBand"
 ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a filter that selects nothing here is refused, naming what it lacks" 1 "no active port among those SLUICE_IBV_PORTS=mlx5_0+softnic1:3 selects (it names mlx5_0, softnic1:3, not here); ports here: softnic0:1, softnic0:2, softnic1:1, softnic1:2"
 ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
@@ -226,6 +229,44 @@ if printf '%s\n' "$log" | grep -q "unknown variable SLUICE_IBV_PORTS_"; then
     failed=1
 fi
 unset SOFTNIC_DEVICES SOFTNIC_PORTS
+
+echo "=== ibv: two rails (SLUICE_NUM_QPS)"
+# rails_used NAME RANKS [fenced]: every rank's counters show RDMA bytes on
+# both rails (striping), and fenced reads exactly when asked.
+rails_used() {
+    if printf '%s\n' "$log" | awk -v ranks="$2" -v fenced="${3:-}" '
+        / RDMA bytes by rail: / {
+            ++seen
+            for (i = 1; i < NF; ++i) {
+                if ($i == "(softnic0:1)" || $i == "(softnic1:1)" || $i == "(softnic0:2)") { v = $(i + 1); sub(/,$/, "", v); if (v > 0) ++busy }
+                if ($i == "fenced" && $(i + 1) == "reads") { v = $(i + 2); sub(/,$/, "", v); fences += v }
+            }
+        }
+        END { exit !(seen == ranks && busy == 2 * ranks && ((fenced != "") == (fences > 0))) }'; then
+        echo "ok: $1: every rank wrote and read over both rails${3:+, with fenced reads}"
+    else
+        echo "FAIL: $1: RDMA not striped over both rails on every rank${3:+, or no fenced read}:"
+        printf '%s\n' "$log" | grep 'RDMA bytes by rail' | sed 's/^/    /'
+        failed=1
+    fi
+}
+suites "two rails on two HCAs" 2 SOFTNIC_DEVICES=2
+ibv_job SOFTNIC_DEVICES=2 SLUICE_IBV_STATS=1 timeout 300 "$run" "$builddir/sluicerun" -n 3 -- "$job" rma
+expect "two HCAs: a rail on each by default, Puts fenced" 0 "ibv: 2 rails (SLUICE_NUM_QPS=0) on 2 HCA(s).*Puts fenced"
+rails_used "two HCAs" 3 fenced
+ibv_job SOFTNIC_DEVICES=2 SLUICE_USE_FENCED_PUTS=0 SLUICE_USE_SRQ=0 SLUICE_CONNECT_STATIC=0 SLUICE_IBV_STATS=1 \
+    timeout 300 "$run" "$builddir/sluicerun" -n 3 -- "$job" rma
+expect "two HCAs, SLUICE_USE_FENCED_PUTS=0, per-peer buffers, dynamic connections" 0 "PASS rma"
+rails_used "two HCAs, unfenced" 3
+ibv_job SOFTNIC_PORTS=2 SLUICE_IBV_PORTS=softnic0:1,2 SLUICE_IBV_STATS=1 \
+    timeout 300 "$run" "$builddir/sluicerun" -n 3 -- "$job" rma
+expect "two ports of one HCA named in SLUICE_IBV_PORTS: two rails, no fence needed" 0 "ibv: 2 rails (SLUICE_NUM_QPS=0) on 1 HCA(s)"
+rails_used "two ports of one HCA" 3
+ibv_job SLUICE_NUM_QPS=3 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
+expect "SLUICE_NUM_QPS=3 on one port: three rails on it" 0 "ibv: 3 rails (SLUICE_NUM_QPS=3) on 1 HCA(s)"
+ibv_job SOFTNIC_DEVICES=3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "three HCAs: rails on the first two, the third named" 0 "ibv: rails on at most 2 HCAs: softnic2 not used"
+
 ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
 
