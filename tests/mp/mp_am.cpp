@@ -96,6 +96,7 @@ void long_request(sluice_token_t token, void *payload, std::size_t length, const
     std::uint32_t reply[reply_nargs] = {me, len, seed, args[5]};
     TOK(sluice_am_reply_long(token, h_long_reply, reply_source.data(), len, segments[src].base + args[5], reply,
                              reply_nargs));
+    std::memset(reply_source.data(), 0x5a, len);  // the caller's again on return
     requests_seen.fetch_add(1);
 }
 
@@ -159,6 +160,9 @@ void send_one(int category, sluice_rank_t dest, std::size_t len, std::size_t rle
         std::uint32_t args[request_nargs] = {me, static_cast<std::uint32_t>(len), seed, 0,
                                              static_cast<std::uint32_t>(rlen), 0};
         TOK(sluice_am_request_medium(dest, h_medium_request, request_source.data(), len, args, request_nargs));
+        // The payload is the caller's again once the call returns (a copy,
+        // or the transfer done): what the target checks is what was sent.
+        std::memset(request_source.data(), 0xa5, len);
         break;
     }
     case SLUICE_AM_LONG: {
@@ -168,6 +172,9 @@ void send_one(int category, sluice_rank_t dest, std::size_t len, std::size_t rle
                                              static_cast<std::uint32_t>(reply_offset)};
         TOK(sluice_am_request_long(dest, h_long_request, request_source.data(), len, segments[dest].base + offset,
                                    args, request_nargs));
+        // The payload is the caller's again once the call returns (a copy,
+        // or the transfer done): what the target checks is what was sent.
+        std::memset(request_source.data(), 0xa5, len);
         break;
     }
     }

@@ -467,35 +467,47 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
         std::memmove(remote, local, n);
         return loopback(notify);
     }
-    Buffer *b;
+    Buffer *b, *bounce = nullptr;
     {
         Guard g(*this);
         if (!up_) return Status::transport;
         b = send_buffer_take();
         if (!b) return Status::not_ready;
+        if (n && n <= bounce_limit_ && bounce_free_) {
+            bounce = bounce_free_;
+            bounce_free_ = bounce->next;
+        }
     }
     const std::size_t length = common::packed_encode(notify.header, notify.args, notify.payload, b->bytes);
     b->peer = peer;
-    const Status s =
-        rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, b, length, later);
+    // The seed's non-bulk bounce limit: a payload this small is copied, and
+    // the caller may reuse its buffer at once, not after the write lands.
+    if (bounce) std::memcpy(bounce->bytes, local, n);
+    const Status s = rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote),
+                               bounce ? bounce->bytes : const_cast<void *>(local), n, op, b, length, later, bounce);
     if (!later) {
         Guard g(*this);
         b->next = send_free_;
         send_free_ = b;
         ++send_free_count_;
+        if (bounce) {
+            bounce->next = bounce_free_;
+            bounce_free_ = bounce;
+        }
     } else {
         ++counters_.long_two_part;
+        counters_.long_bounced += bounce != nullptr;
     }
     return s;
 }
 
 Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                               Buffer *notify, std::size_t notify_length, bool &later) {
+                               Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce) {
     later = false;
     if (n == 0 && !notify) return Status::ok;
     const char *what = write ? "put (ibv)" : "get (ibv)";
-    const std::uint64_t handle = n ? local_handle(op) : 0;
-    if (n && !handle)
+    const std::uint64_t handle = n && !bounce ? local_handle(op) : 0;
+    if (n && !handle && !bounce)
         return base::report(Status::argument, what, "use a buffer in the segment, or a build with firehose registration",
                             "ibv: the local buffer %p (%zu bytes) is not registered", local, n);
     if (Status s = connection(peer); s != Status::ok) return s;
@@ -511,7 +523,7 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     g->local = static_cast<std::byte *>(local);
     g->remote = remote;
     for (unsigned h = 0; h < hcas_.size(); ++h) {
-        const ibv_mr *mr = handle ? reinterpret_cast<const MrSet *>(handle)->mr[h] : nullptr;
+        const ibv_mr *mr = bounce ? hcas_[h].bounce_mr : handle ? reinterpret_cast<const MrSet *>(handle)->mr[h] : nullptr;
         g->lkey[h] = mr ? mr->lkey : 0;
         g->rkey[h] = static_cast<std::uint32_t>(key >> (32 * h));
     }
@@ -540,6 +552,13 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
         g->notify = nullptr;
         delete g;
         return s == Status::ok ? Status::transport : s;
+    }
+    if (bounce) {
+        // Complete to the caller now (by the next reap, as a copy is): the
+        // group goes on from the bounce buffer, which it frees at the end.
+        g->bounce = bounce;
+        g->op = nullptr;
+        loop_done_.push_back(op);
     }
     if (s == Status::not_ready) rma_partial_.push_back(g);
     else if (s != Status::ok) return s;  // reported; the posted pieces complete it
@@ -626,7 +645,11 @@ void IbvTransport::piece_done(RmaGroup *g) {
     --g->outstanding;
     --rma_outstanding_;
     if (g->outstanding || g->issued < g->n || g->fences || (g->notify && g->notify_length)) return;
-    rma_complete(g->op);
+    if (g->op) rma_complete(g->op);
+    if (g->bounce) {
+        g->bounce->next = bounce_free_;
+        bounce_free_ = g->bounce;
+    }
     delete g;
 }
 

@@ -579,6 +579,19 @@ Status IbvTransport::register_raw(ibv_pd *pd, void *base, std::size_t size, int 
                         what, std::strerror(e));
 }
 
+// Maps `bytes` of memory for `what` and registers it with every HCA, into
+// the HCA's member `mr`.
+Status IbvTransport::pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr) {
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return base::report(Status::resource, "ibv conduit init", fix, "cannot map %zu bytes of %s: %s", bytes, what,
+                            std::strerror(errno));
+    out = static_cast<std::byte *>(p);
+    for (Hca &h : hcas_)
+        if (Status s = register_raw(h.pd, out, bytes, IBV_ACCESS_LOCAL_WRITE, h.*mr, what); s != Status::ok) return s;
+    return Status::ok;
+}
+
 // One pool, registered with every HCA: the receive buffers (with SRQs,
 // recv_count_ for each HCA), then the send buffers.
 Status IbvTransport::buffers_create() {
@@ -587,15 +600,10 @@ Status IbvTransport::buffers_create() {
     const std::size_t receives = use_srq_ ? recv_count_ * hcas_.size() : recv_count_;
     const std::size_t total = receives + send_count_;
     pool_bytes_ = slot * total;
-    void *p = ::mmap(nullptr, pool_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return base::report(Status::resource, "ibv conduit init", "lower SLUICE_RBUF_COUNT or SLUICE_IBV_BUFFER_SIZE",
-                            "cannot map %zu bytes of AM buffers: %s", pool_bytes_, std::strerror(errno));
-    pool_ = static_cast<std::byte *>(p);
-    for (Hca &h : hcas_)
-        if (Status s = register_raw(h.pd, pool_, pool_bytes_, IBV_ACCESS_LOCAL_WRITE, h.pool_mr, "AM buffers");
-            s != Status::ok)
-            return s;
+    if (Status s = pool_map(pool_bytes_, "AM buffers", "lower SLUICE_RBUF_COUNT or SLUICE_IBV_BUFFER_SIZE", pool_,
+                            &Hca::pool_mr);
+        s != Status::ok)
+        return s;
     buffers_.assign(total, Buffer{});
     for (std::size_t i = 0; i < total; ++i) buffers_[i].bytes = pool_ + i * slot;
     for (std::size_t i = total; i-- > receives;) {
@@ -603,6 +611,7 @@ Status IbvTransport::buffers_create() {
         send_free_ = &buffers_[i];
     }
     send_free_count_ = send_count_;
+    if (Status s = bounces_create(); s != Status::ok) return s;
     Guard g(*this);
     if (use_srq_) {
         for (std::size_t i = 0; i < receives; ++i) {
@@ -618,6 +627,25 @@ Status IbvTransport::buffers_create() {
         if (r == setup().rank) continue;
         recv_first_[r] = i;
         for (unsigned k = 0; k < recv_per_peer_; ++k) buffers_[i++].peer = r;
+    }
+    return Status::ok;
+}
+
+// The bounce buffers of two-part Longs (SLUICE_NONBULKPUT_BOUNCE_LIMIT).
+Status IbvTransport::bounces_create() {
+    constexpr std::size_t count = 16;
+    bounce_limit_ = base::knob_size(base::Knob::NONBULKPUT_BOUNCE_LIMIT);
+    if (bounce_limit_ == 0) return Status::ok;
+    bounce_pool_bytes_ = count * bounce_limit_;
+    if (Status s = pool_map(bounce_pool_bytes_, "bounce buffers", "lower SLUICE_NONBULKPUT_BOUNCE_LIMIT", bounce_pool_,
+                            &Hca::bounce_mr);
+        s != Status::ok)
+        return s;
+    bounces_.assign(count, Buffer{});
+    for (std::size_t i = count; i-- > 0;) {
+        bounces_[i].bytes = bounce_pool_ + i * bounce_limit_;
+        bounces_[i].next = bounce_free_;
+        bounce_free_ = &bounces_[i];
     }
     return Status::ok;
 }
@@ -721,8 +749,14 @@ void IbvTransport::close_all() {
     rma_partial_.clear();
     for (Arrival &a : ready_) delete[] a.loop;
     ready_.clear();
-    for (Hca &h : hcas_)
+    for (Hca &h : hcas_) {
         if (h.pool_mr) ibv_dereg_mr(h.pool_mr);
+        if (h.bounce_mr) ibv_dereg_mr(h.bounce_mr);
+    }
+    if (bounce_pool_) ::munmap(bounce_pool_, bounce_pool_bytes_);
+    bounce_pool_ = nullptr;
+    bounces_.clear();
+    bounce_free_ = nullptr;
     if (pool_) ::munmap(pool_, pool_bytes_);
     pool_ = nullptr;
     buffers_.clear();
@@ -747,12 +781,13 @@ void IbvTransport::stats_print() const {
     if (!rails.empty()) rails += ", fenced reads " + std::to_string(c.fences) + ", ";
     std::fprintf(stderr,
                  "sluice[rank %u] ibv (%s): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
-                 "two-part Longs %llu, writes %llu, reads %llu, completions %llu, full send queues %llu, "
+                 "two-part Longs %llu (bounced %llu), writes %llu, reads %llu, completions %llu, full send queues %llu, "
                  "receive-thread wake-ups %llu, %sconnections: %llu at start-up, %llu asked, %llu accepted, "
                  "%llu retransmitted requests\n",
                  setup().rank, rail_name(0).c_str(), static_cast<unsigned long long>(c.inlined),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
+                 static_cast<unsigned long long>(c.long_bounced),
                  static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
                  static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full),
                  static_cast<unsigned long long>(rcv_thread_.wakeups()), rails.c_str(),

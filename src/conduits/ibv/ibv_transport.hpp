@@ -64,6 +64,7 @@ struct Hca {
     ibv_cq *cq = nullptr;
     ibv_srq *srq = nullptr;
     ibv_mr *pool_mr = nullptr;            // the AM buffers, registered with its PD
+    ibv_mr *bounce_mr = nullptr;          // the bounce buffers (SLUICE_NONBULKPUT_BOUNCE_LIMIT)
     ibv_device_attr attr{};
 };
 
@@ -131,6 +132,7 @@ struct RmaGroup {
     unsigned outstanding = 0;    // pieces posted, not completed
     Buffer *notify = nullptr;    // put_rc: the header sent after the write
     std::size_t notify_length = 0;
+    Buffer *bounce = nullptr;    // put_rc: the payload's copy the write is from (op completed already)
 };
 
 // A connection's state (connect.cpp).  A rank that asks for one is
@@ -170,7 +172,7 @@ struct Arrival {
 struct Counters {
     std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
                   long_packed = 0, long_two_part = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
-                  connect_retransmits = 0, fences = 0;
+                  connect_retransmits = 0, fences = 0, long_bounced = 0;
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
 };
 
@@ -214,6 +216,8 @@ private:
     Status hca_open(Hca &h);
     Status physmem_init();
     Status buffers_create();
+    Status bounces_create();
+    Status pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr);
     Status qp_create(Rank peer);
     Status qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
     Status register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
@@ -247,7 +251,7 @@ private:
     // ibv.cpp
     Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
     Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                     Buffer *notify, std::size_t notify_length, bool &later);
+                     Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
     Status rma_issue(RmaGroup *g);                          // under lock_
     Status loopback(const AmMessage &m);
     bool control(Buffer *b, std::size_t length);          // under lock_
@@ -298,6 +302,13 @@ private:
     std::vector<Buffer> buffers_;
     std::size_t recv_count_ = 0;       // per HCA with SRQs; in all without
     Buffer *send_free_ = nullptr;
+    // Bounce buffers of bounce_limit_ bytes for two-part Longs (the seed's
+    // non-bulk bounce limit), registered with every HCA.
+    std::size_t bounce_limit_ = 0;
+    std::byte *bounce_pool_ = nullptr;
+    std::size_t bounce_pool_bytes_ = 0;
+    std::vector<Buffer> bounces_;
+    Buffer *bounce_free_ = nullptr;
     std::size_t send_free_count_ = 0, send_count_ = 0;
     std::deque<Arrival> ready_;
     std::size_t rma_outstanding_ = 0;

@@ -177,6 +177,18 @@ ibv_job SOFTNIC_UD_LOSS=100 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=1
 expect "every connection datagram lost: the job ends with an error naming the peer and the tries" 1 \
     "ibv: rank [01] did not answer rank [01]'s connection request: 4 tries in 0.015 s (SLUICE_CONNECT_RETRANS_MIN 1000 us, _MAX 8000 us)"
 
+echo "=== ibv: the non-bulk bounce limit"
+# Longs above a 1 KiB packed limit are two-part; those of at most
+# SLUICE_NONBULKPUT_BOUNCE_LIMIT (64 KiB) go from a bounce buffer, and the
+# am case overwrites each payload as soon as the call returns.
+ibv_job SLUICE_PACKEDLONG_LIMIT=1K SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
+expect "two-part Longs up to 64 KiB bounced, their sources overwritten on return" 0 \
+    "two-part Longs [1-9][0-9]* (bounced [1-9][0-9]*)"
+ibv_job SLUICE_PACKEDLONG_LIMIT=1K SLUICE_NONBULKPUT_BOUNCE_LIMIT=0 SLUICE_IBV_STATS=1 \
+    timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
+expect "SLUICE_NONBULKPUT_BOUNCE_LIMIT=0: every two-part Long waits for its write instead" 0 \
+    "two-part Longs [1-9][0-9]* (bounced 0)"
+
 echo "=== ibv: the pinnable-memory limit"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
 expect "by default 2/3 of physical memory shared by the host's ranks, checked by the probe" 0 \
