@@ -7,13 +7,16 @@
 # hosts' addresses, so each host has its own fabric and work between hosts
 # crosses the veths over TCP.
 #
-#   1. sluice-mp-test am, rma, flood at 1 rank per host, and at 2 ranks per
+#   1. sluice-mp-test am and flood at 1 rank per host, and am at 2 ranks per
 #      host with every peer over ibv (SLUICE_ROUTE=network: the same-host
 #      peer through the host's fabric, the others over TCP)
 #   2. dynamic connections only (SLUICE_CONNECT_STATIC=0), and with an SRQ
 #      off, at 2 ranks per host
 #   3. two rails: two HCAs in every host, mp rma at 1 rank per host
 #   4. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
+#   5. sluice-mp-gtest's ibv instances at 3 ranks (am categories, arguments,
+#      chains, hidden replies, IMMEDIATE, flood, RMA 1 B-16 MiB, barriers...),
+#      its jobs started over the hosts
 #
 # Every job runs with SLUICE_VERBOSE=1 and SLUICE_IBV_STATS=1; it passes
 # when it exits 0, rank 0 printed PASS, every rank used the ibv conduit and
@@ -29,7 +32,9 @@ ssh_hosts_own_names=1
 ssh_hosts_conduit_begin ibv "ibv conduit across hosts"
 nic_lib=$("$here/../../../../tests/softnic/verbs/softnic-run" --lib-dir) || { echo "FAIL: the software NIC does not build"; exit 1; }
 ssh_hosts_scale
-export SOFTNIC_HOSTS=$ssh_hosts SOFTNIC_FABRIC=/dev/shm/softnic-hosts-$$ LD_LIBRARY_PATH=$nic_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The hub is a host of the NIC too (its last), so that a program there
+# (sluice-mp-gtest, which asks whether ibv can run) finds a device.
+export SOFTNIC_HOSTS=$ssh_hosts,$ssh_hub_address SOFTNIC_FABRIC=/dev/shm/softnic-hosts-$$ LD_LIBRARY_PATH=$nic_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SLUICETEST_RANK_TIMEOUT=$((280 * scale))
 export SOFTNIC_DEVICES=1
 ssh_hub_options=(-E LD_LIBRARY_PATH,SOFTNIC_HOSTS,SOFTNIC_FABRIC,SOFTNIC_DEVICES,SLUICETEST_RANK_TIMEOUT)
@@ -95,11 +100,9 @@ if [ "$fabrics" = 3 ]; then
 else
     fail "$fabrics fabric files for 3 hosts: $(ls "$SOFTNIC_FABRIC"* 2> /dev/null)"
 fi
-mp_case 3 -- rma
 mp_case 6 SLUICE_ROUTE=network -- am
 if [ "$quick" = 0 ]; then
     mp_case 3 -- flood 2000
-    mp_case 6 SLUICE_ROUTE=network -- rma
 fi
 # --- 2. dynamic connections ---------------------------------------------------------
 mp_case 6 SLUICE_ROUTE=network SLUICE_CONNECT_STATIC=0 -- am
@@ -120,6 +123,29 @@ if [ "$rc" != 5 ] || ! awk -v t="$took" -v k="$scale" 'BEGIN { exit !(t < 15 * k
     ssh_leftovers_check "$job" "$label"
 elif ssh_leftovers_check "$job" "$label"; then
     pass "$label: code $rc (${took}s)"
+fi
+
+# --- 5. the multi-process suites across hosts -------------------------------------------
+# sluice-mp-gtest's ibv instances at 3 ranks (one per host; every peer over ibv),
+# its jobs started by `sluicerun -spawner=ssh` over the three hosts
+# (SLUICETEST_LAUNCHER: a wrapper that adds the spawner and the variables
+# the ranks need).  The conformance suite runs on one host only: it pairs
+# two processes of its own over a socketpair.
+launcher="$ssh_work/sluicerun-ssh"
+printf '#!/bin/sh\nexec "%s" -spawner=ssh -E %s "$@"\n' "$sluicerun" \
+    LD_LIBRARY_PATH,SOFTNIC_HOSTS,SOFTNIC_FABRIC,SOFTNIC_DEVICES,SLUICETEST_RANK_TIMEOUT,SLUICETEST_PIDDIR,SLUICETEST_SUBSET \
+    > "$launcher"
+chmod +x "$launcher"
+start=$(date +%s.%N)
+in_hub env SLUICETEST_LAUNCHER="$launcher" SLUICETEST_RANK_TIMEOUT=$((120 * scale)) timeout $((900 * scale)) \
+    "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter='Net/*N3_native_ibv:Net/*/ibv' --gtest_brief=1 > "$out" 2>&1
+rc=$?
+took=$(elapsed "$start" 0)
+if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out"; then
+    pass "the multi-process suites over ibv across the hosts: $(sed -n 's/^\[  PASSED  \] //p' "$out") (${took}s)"
+else
+    fail "the multi-process suites over ibv across the hosts: exit $rc after ${took}s"
+    grep -E '^\[  FAILED|Failure|FAIL' "$out" | show
 fi
 
 echo "ibv-hosts.sh took $(elapsed "$script_start" 0) s"
