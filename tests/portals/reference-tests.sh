@@ -1,0 +1,41 @@
+#!/bin/sh
+# The Portals 4 reference implementation's own tests (README.md): programs
+# of its test/basic, unmodified, two processes each under its launcher
+# (yod.hydra -np 2) over its reliable UDP transport, built by with-portals4.
+# `required` are the features the portals conduit builds on (matching and
+# list entries, Put and Get with events and counters, truncation,
+# unexpected and oversize messages, flow control, persistent search);
+# each must exit 0 within 60 s.  `known` are reported only: test_ME_unlink
+# fails here (the conduit unlinks a match entry only by PtlMEUnlink of its
+# own, never relying on that case).  Exits 77 when with-portals4 cannot
+# build (no tarball, no libev-dev).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+run=$here/with-portals4
+tests=$("$run" --tests)
+case $? in
+0) ;;
+77) echo "SKIP: the Portals 4 reference implementation cannot be built here (above)"; exit 77 ;;
+*) echo "FAIL: building the Portals 4 reference implementation"; exit 1 ;;
+esac
+yod=$("$run" --prefix)/bin/yod.hydra
+required="test_init test_bootstrap test_PA_ME_put test_PA_LE_put test_LA_ME_put test_PA_ME_put_event
+test_ME_put_multiple test_ME_put_multiple_large test_ME_get test_LE_get test_ME_put_truncate test_ME_get_truncate
+test_event test_ct_ack test_ME_unexpected_put test_ME_oversize_put test_ME_oversize_get test_ME_flowctl_norecv
+test_ME_flowctl_noeq test_ME_flowctl_nohdr test_LE_unlink test_PA_ME_persistent_search"
+known="test_ME_unlink"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+for t in $required $known; do
+    if (cd "$tests" && timeout -k 5 60 "$yod" -np 2 "./$t") > "$work/$t" 2>&1; then
+        echo "ok: $t"
+    elif echo " $known " | grep -q " $t "; then
+        echo "known failure (not used by the conduit): $t"
+    else
+        echo "FAIL: $t"
+        sed 's/^/    /' "$work/$t" | tail -15
+        failed=1
+    fi
+done
+exit $failed
