@@ -406,6 +406,7 @@ Status IbvTransport::open_port() {
         if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
     if (const std::size_t k = base::knob_size(base::Knob::IBV_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
     inline_limit_ = base::knob_size(base::Knob::INLINESEND_LIMIT);
+    if (Status s = inline_probe(); s != Status::ok) return s;
     peers_.assign(setup().size, Peer{});
     peer_rkey_.assign(setup().size, 0);
     life_.assign(setup().size, common::PeerLife{});
@@ -491,6 +492,31 @@ Status IbvTransport::physmem_init() {
     return Status::ok;
 }
 
+// The inline data every queue pair gets, settled once at init (queue
+// pairs made later, on first use, must not change what sends rely on): a
+// queue pair asking for SLUICE_INLINESEND_LIMIT on each HCA, or for none
+// when the HCA refuses, keeps what the HCA grants.
+Status IbvTransport::inline_probe() {
+    for (const Hca &h : hcas_) {
+        ibv_qp_init_attr a{};
+        a.send_cq = a.recv_cq = h.cq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = send_depth_;
+        a.cap.max_recv_wr = 1;
+        a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+        a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
+        ibv_qp *qp = ibv_create_qp(h.pd, &a);
+        if (!qp && inline_limit_) {
+            a.cap.max_inline_data = 0;
+            qp = ibv_create_qp(h.pd, &a);
+        }
+        if (!qp) return fatal("ibv conduit init", setup().rank, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH)", errno);
+        inline_limit_ = std::min<std::size_t>(inline_limit_, a.cap.max_inline_data);
+        ibv_destroy_qp(qp);
+    }
+    return Status::ok;
+}
+
 // An RC queue pair for `peer` on every rail, moved to INIT, with the
 // peer's receive buffers posted on its AM rail (without an SRQ).
 Status IbvTransport::qp_create(Rank peer) {
@@ -507,13 +533,7 @@ Status IbvTransport::qp_create(Rank peer) {
         a.cap.max_send_sge = a.cap.max_recv_sge = 1;
         a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
         ibv_qp *qp = ibv_create_qp(h.pd, &a);
-        if (!qp && inline_limit_) {
-            // The HCA allows less inline data: ask for none, and use what it gives.
-            a.cap.max_inline_data = 0;
-            qp = ibv_create_qp(h.pd, &a);
-        }
         if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
-        if (am) inline_limit_ = std::min<std::size_t>(inline_limit_, a.cap.max_inline_data);
         peers_[peer].qp[k] = qp;
         qp_rail_[qp->qp_num] = {peer, k};
         ibv_qp_attr init{};

@@ -214,6 +214,7 @@ private:
     // ibv_setup.cpp
     Status open_port();
     Status hca_open(Hca &h);
+    Status inline_probe();
     Status physmem_init();
     Status buffers_create();
     Status bounces_create();
