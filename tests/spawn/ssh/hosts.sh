@@ -309,6 +309,19 @@ ssh_hosts_scale() {
     [ -n "${SLUICETEST_SUBSET:-}" ] && quick=1
 }
 
+# ssh_split_args [ENV-ARGS...] -- ARGS...: sets the arrays env_args (what
+# comes before --) and case_args (what comes after), for the scripts' job
+# helpers.
+ssh_split_args() {
+    env_args=()
+    while [ "$1" != -- ]; do
+        env_args+=("$1")
+        shift
+    done
+    shift
+    case_args=("$@")
+}
+
 # ssh_hub_sluicerun JOB LIMIT [ENV-ARGS...] -- ARGS...: `sluicerun
 # -spawner=ssh ${ssh_hub_options[@]} ARGS` in the hub as job JOB, under a hard
 # limit of LIMIT seconds, output in $out and $err.  ENV-ARGS go to env(1):

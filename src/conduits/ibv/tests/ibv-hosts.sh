@@ -72,15 +72,11 @@ ibv_used() {
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...
 mp_case() {
-    local ranks=$1 env_args=() label used
+    local ranks=$1 env_args case_args label used
     shift
-    while [ "$1" != -- ]; do
-        env_args+=("$1")
-        shift
-    done
-    shift
-    label="$((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp $*"
-    run_job 200 "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
+    ssh_split_args "$@"
+    label="$((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp ${case_args[*]}"
+    run_job 200 "${env_args[@]}" -- -n "$ranks" "$mp" "${case_args[@]}"
     if [ "$rc" = 0 ] && grep -q '^PASS' "$out" && ! grep -q 'FAIL rank' "$err" && used=$(ibv_used "$ranks"); then
         ssh_leftovers_check "$job" "$label" && pass "$label: $used (${took}s)"
         return

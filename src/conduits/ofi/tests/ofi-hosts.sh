@@ -163,13 +163,10 @@ succeeded() {
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...: sluice-mp-test CASE.
 mp_case() {
-    local ranks=$1 env_args=() label remote=$(($1 - $1 / 3))
+    local ranks=$1 env_args case_args label remote=$(($1 - $1 / 3))
     shift
-    while [ "$1" != -- ]; do
-        env_args+=("$1")
-        shift
-    done
-    shift
+    ssh_split_args "$@"
+    set -- "${case_args[@]}"
     label="$provider, $((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp $*"
     # SLUICE_ROUTE=network: every peer but the rank itself over ofi.
     case " ${env_args[*]} " in *" SLUICE_ROUTE=network "*) remote=$((ranks - 1)) ;; esac
