@@ -222,9 +222,7 @@ Status IbvTransport::connect_all() {
                                 "every rank",
                                 "rank %u %s a start-up connection with this rank, this rank %s", r,
                                 qpn[0] ? "made" : "did not make", wanted[r] ? "did" : "did not");
-        for (unsigned k = 0; k < rails; ++k)
-            if (Status s = qp_connect(r, k, theirs.rail[k], qpn[k]); s != Status::ok) return s;
-        peers_[r].remote_qpn = qpn[0];
+        if (Status s = qp_connect_rails(r, qpn); s != Status::ok) return s;
         peers_[r].conn = Conn::ready;
         connected_[r].store(true, std::memory_order_release);
         ++made;
@@ -248,6 +246,15 @@ Status IbvTransport::connect_all() {
                                 out.c_str(), std::strerror(errno));
         ::close(fd);
     }
+    return Status::ok;
+}
+
+// Connects this rank's queue pair of every rail to the peer's, `qpn` (by
+// rail), and remembers its rail-0 number (a repeated request names it).
+Status IbvTransport::qp_connect_rails(Rank peer, const std::uint32_t *qpn) {
+    for (unsigned k = 0; k < rails_.size(); ++k)
+        if (Status s = qp_connect(peer, k, heads_[peer].rail[k], qpn[k]); s != Status::ok) return s;
+    peers_[peer].remote_qpn = qpn[0];
     return Status::ok;
 }
 
@@ -397,12 +404,10 @@ void IbvTransport::connect_answer(const void *bytes) {
     Peer &p = peers_[r];
     if (m.kind == kind_reply) {
         if (p.conn != Conn::requesting) return;  // a repeated answer
-        for (unsigned k = 0; k < rails_.size(); ++k)
-            if (qp_connect(r, k, heads_[r].rail[k], m.qpn[k]) != Status::ok) {
-                p.conn = Conn::failed;
-                return;
-            }
-        p.remote_qpn = m.qpn[0];
+        if (qp_connect_rails(r, m.qpn) != Status::ok) {
+            p.conn = Conn::failed;
+            return;
+        }
         connect_ready(r);
         control_send(r, category_rtu);
         return;
@@ -414,12 +419,10 @@ void IbvTransport::connect_answer(const void *bytes) {
     }
     if (p.conn == Conn::requesting && me < r) return;  // this rank's request wins; r answers it
     if (!p.qp[0] && qp_create(r) != Status::ok) return;
-    for (unsigned k = 0; k < rails_.size(); ++k)
-        if (qp_connect(r, k, heads_[r].rail[k], m.qpn[k]) != Status::ok) {
-            p.conn = Conn::failed;
-            return;
-        }
-    p.remote_qpn = m.qpn[0];
+    if (qp_connect_rails(r, m.qpn) != Status::ok) {
+        p.conn = Conn::failed;
+        return;
+    }
     p.conn = Conn::accepted;
     ++counters_.connect_accepted;
     connect_send(r, kind_reply);

@@ -233,6 +233,7 @@ private:
     Status connect_wanted(std::vector<bool> &wanted);
     Status connect_setup();
     Status connect_need(Rank peer);                      // under lock_
+    Status qp_connect_rails(Rank peer, const std::uint32_t *qpn);
     void connect_serve();                                 // under lock_
     void connect_answer(const void *message);             // under lock_
     void connect_send(Rank peer, std::uint32_t kind);     // under lock_
