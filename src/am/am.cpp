@@ -80,12 +80,15 @@ void AmEngine::configure(Rank rank, Rank size, std::vector<Transport *> route,
     for (Rank r = 0; r < size; ++r) sent_to_[r].store(0, std::memory_order_relaxed);
     sent_any_.store(false);
     credit_.reset();
-    const credit::Flow flow = credit::flow_from_knobs();
+    const credit::Preferences *prefs = nullptr;  // the first transport's that has any
+    for (Transport *t : transports_)
+        if (!prefs && t->capabilities().credit_prefs.set) prefs = &t->capabilities().credit_prefs;
+    const credit::Flow flow = credit::flow_from_knobs(prefs);
     if (flow == credit::Flow::forced || (flow == credit::Flow::automatic && transport_needs_credits)) {
         // One credit is a min_credits-th of the largest request (header,
         // 16 arguments and the largest Medium payload).
         largest_request_ = 16 + 4 * SLUICE_AM_MAX_ARGS + max_medium_;
-        credit::Config c = credit::config_from_knobs(size, rank, largest_request_, notes);
+        credit::Config c = credit::config_from_knobs(size, rank, largest_request_, notes, prefs);
         // A conduit whose buffers hold one message each bounds the requests
         // in flight to this rank (Capabilities::request_slots): lend no
         // more credits than that, since every request takes at least one.

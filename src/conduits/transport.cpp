@@ -53,6 +53,14 @@ struct RmaOp {
     std::string notify_payload;
 };
 
+// The conduit writes `op` and carries its notification itself (else the
+// wrapper writes, then sends the notification by AM).
+bool Transport::rc_carried(const RmaOp &op) const {
+    if (!caps_.remote_completion || op.cut) return false;
+    const AmHeader &h = op.notify.header;
+    return caps_.rc_notify_max_args >= 16 || (h.category == AmCategory::short_ && h.nargs <= caps_.rc_notify_max_args);
+}
+
 Transport::~Transport() {
     for (RmaOp *op : backlog_) delete op;
     for (RmaOp *op : done_) delete op;
@@ -313,7 +321,7 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
     case RmaOp::Kind::put: s = put_impl(piece->peer, remote, local, n, piece, later); break;
     case RmaOp::Kind::get: s = get_impl(local, piece->peer, remote, n, piece, later); break;
     case RmaOp::Kind::put_rc:
-        s = caps_.remote_completion && !piece->cut ? put_rc_impl(piece->peer, remote, local, n, piece->notify, piece, later)
+        s = rc_carried(*piece) ? put_rc_impl(piece->peer, remote, local, n, piece->notify, piece, later)
                                                    : put_impl(piece->peer, remote, local, n, piece, later);
         break;
     }
@@ -383,7 +391,7 @@ void Transport::rma_finish(RmaOp *op) {
         op = whole;
     }
     if (op->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    if (op->kind == RmaOp::Kind::put_rc && !op->failed && (op->cut || !caps_.remote_completion)) {
+    if (op->kind == RmaOp::Kind::put_rc && !op->failed && !rc_carried(*op)) {
         if (Status s = send(op->peer, op->notify); s != Status::ok)
             base::report(s, "put with remote completion", nullptr, "%s: the notification to rank %u was not sent",
                          name_, op->peer);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "base/status.hpp"
+#include "credit/credit.hpp"
 #include "spawners/bootstrap.hpp"
 
 #include <algorithm>
@@ -83,6 +84,10 @@ struct Capabilities {
     std::size_t max_packet_medium = 0;
     bool native_rma = false;           // put_impl/get_impl move bytes without AM
     bool remote_completion = false;    // put_rc_impl writes with immediate data (else: write, then AM)
+    // With remote_completion: the largest notification put_rc_impl carries
+    // is a Short of this many arguments (16: any Short or Medium); the
+    // wrapper sends a larger one by AM after the write, as without it.
+    unsigned rc_notify_max_args = 16;
     bool load_store = false;           // peers' segments are mapped here (PSHM)
     // Memory domain: what the network demands of memory it reads or writes.
     bool needs_registration = false;   // local RMA buffers must be registered
@@ -101,6 +106,8 @@ struct Capabilities {
     // credits this rank lends to fit, since a request takes at least one.
     std::size_t request_slots = 0;
     std::size_t request_slots_per_peer = 0;
+    // Flow control as the conduit's own knobs ask it (src/credit).
+    credit::Preferences credit_prefs;
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
     bool acknowledges = false;         // receivers acknowledge, senders retransmit (see quiesce)
@@ -518,6 +525,7 @@ private:
                h.dest_addr - peer_base_[peer] <= peer_size_[peer] - h.payload_length;
     }
     [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
+    bool rc_carried(const RmaOp &op) const;
     Status rma_start(RmaOp *op);
     Status rma_issue(RmaOp *op, bool from_backlog);
     // One call of the conduit's hook for `op` (or, when the registrar

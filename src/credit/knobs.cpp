@@ -7,16 +7,23 @@
 
 namespace sluice::credit {
 
-Flow flow_from_knobs() {
+Flow flow_from_knobs(const Preferences *prefs) {
     const std::string &v = base::knob_string(base::Knob::CREDIT_FLOW);
+    if (prefs && prefs->set && !base::knob_is_set(base::Knob::CREDIT_FLOW)) return prefs->flow ? Flow::automatic : Flow::disabled;
     if (v == "1" || v == "on" || v == "yes" || v == "true") return Flow::forced;
     if (v == "0" || v == "off" || v == "no" || v == "false") return Flow::disabled;
     return Flow::automatic;
 }
 
-Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::vector<std::string> &notes) {
+Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::vector<std::string> &notes,
+                         const Preferences *prefs) {
     using base::Knob;
     Config c = Config::defaults(nodes, me);
+    if (prefs && prefs->set) {
+        if (!base::knob_is_set(Knob::CREDIT_POLICY)) c.policy = prefs->policy;
+        if (prefs->max_per_peer && !base::knob_is_set(Knob::CREDIT_MAX_PER_PEER)) c.max_per_peer = prefs->max_per_peer;
+        if (prefs->epoch_length && !base::knob_is_set(Knob::CREDIT_EPOCH)) c.epoch_length = prefs->epoch_length;
+    }
     const std::string &policy = base::knob_string(Knob::CREDIT_POLICY);
     if (!policy.empty() && policy != "auto" && !policy_parse(policy, c.policy))
         notes.push_back("SLUICE_CREDIT_POLICY=" + policy + " is not one of auto, static, dynamic, demand; using " +

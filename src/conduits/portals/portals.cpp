@@ -1,0 +1,759 @@
+// src/conduits/portals/portals.cpp - the portals conduit's traffic: AMs as
+// one PtlPut each from a chunk of the send buffers, the AM in the match
+// bits and header data, arguments and payload in the chunk; requests into
+// the locally managed request buffers (ReqRB), replies into the chunk the
+// request came from; Put and Get straight between registered memory and
+// the peer's segment; events from the SYS, SAFE and AM queues, in that
+// order, each up to its per-poll limit.  README.md has the design.
+#include "conduits/portals/portals_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+namespace sluice::conduit::portals::detail {
+
+// Both on every message's path: constant-initialized, in the static TLS block.
+// This thread runs a handler of the conduit's (a poll it makes from there
+// queues arrivals but delivers nothing).
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
+// The request whose handler runs on this thread: its source, and the
+// ReqSB chunk its reply goes to (plus 1; 0 when the request holds no
+// credits, so its reply goes to the SYS buffers).  Cleared by the reply.
+[[gnu::tls_model("initial-exec")]] constinit thread_local Rank reply_source = 0;
+[[gnu::tls_model("initial-exec")]] constinit thread_local std::uint32_t reply_chunk = 0;
+
+namespace {
+
+constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+// Where the arguments and the payload start in a message body.
+constexpr std::size_t args_offset(AmCategory c) { return c == AmCategory::long_ ? 8 : 0; }
+constexpr std::size_t payload_offset(AmCategory c, unsigned nargs) { return align8(args_offset(c) + 4u * nargs); }
+
+const char *fail_name(int f) {
+    switch (f) {
+    case PTL_NI_OK: return "ok";
+    case PTL_NI_UNDELIVERABLE: return "undeliverable";
+    case PTL_NI_DROPPED: return "dropped";
+    case PTL_NI_PT_DISABLED: return "portal table entry disabled";
+    case PTL_NI_PERM_VIOLATION: return "permission violation";
+    case PTL_NI_OP_VIOLATION: return "operation violation";
+    case PTL_NI_NO_MATCH: return "no matching entry";
+    case PTL_NI_SEGV: return "address outside the entry";
+    default: return "failure";
+    }
+}
+
+} // namespace
+
+Status PortalsTransport::fatal(const char *op, Rank peer, int rc, const char *what) {
+    return base::report(Status::transport, op, "check that the peer is alive and reachable over Portals",
+                        "portals: %s, rank %u: return code %d", what, peer, rc);
+}
+
+// ---- sends ----
+
+Status PortalsTransport::send_impl(Rank peer, const AmMessage &m) {
+    const AmHeader &h = m.header;
+    return message(peer, Bits::make(h.handler, h.credit, h.flags, h.category, h.nargs), m.args, h.nargs, h.category,
+                   h.dest_addr, m.payload, h.category == AmCategory::short_ ? 0 : h.payload_length);
+}
+
+Status PortalsTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                                         const std::uint32_t *args, unsigned nargs) {
+    return message(peer, Bits::make(handler, credit, flags, AmCategory::short_, nargs), args, nargs, AmCategory::short_,
+                   0, nullptr, 0);
+}
+
+// Takes a send ticket and a chunk (a reply uses what the delivering thread
+// reserved for it), writes the body into the chunk outside the lock, and
+// puts it where it belongs: a request with credits (or any user request)
+// into the peer's ReqRB, keeping the chunk for the reply; a reply into the
+// chunk its request came from, or, for a request without credits, the
+// peer's SYS buffers; a system request without credits into the SYS
+// buffers.
+Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint32_t *args, unsigned nargs,
+                                 AmCategory category, std::uint64_t dest_addr, const void *payload,
+                                 std::size_t length) {
+    const std::uint8_t flags = Bits::flags(bits);
+    const bool reply = flags & am_flag_reply;
+    if (peer == setup().rank) return loopback(bits, args, nargs, category, dest_addr, payload, length);
+    Chunk *c;
+    {
+        Guard g(*this);
+        if (!ni_open_) return Status::transport;
+        if (reply && delivering && reserved_chunk_) {
+            c = reserved_chunk_;
+            reserved_chunk_ = nullptr;
+            reserved_ticket_ = false;
+        } else {
+            Chunk *&free = reply ? rpl_free_ : req_free_;
+            if (!tickets_ || !free) reap();
+            if (!tickets_ || !free) {
+                ++(tickets_ ? counters_.no_chunk : counters_.no_ticket);
+                return Status::not_ready;
+            }
+            c = free;
+            free = c->next;
+            --tickets_;
+        }
+    }
+    // The body: a Long's address, the arguments, the payload.
+    std::byte *body = (reply ? rplsb_bytes_.get() : reqsb_bytes_.get()) + std::size_t{c->index} * chunk_bytes;
+    if (category == AmCategory::long_) std::memcpy(body, &dest_addr, 8);
+    if (nargs) std::memcpy(body + args_offset(category), args, 4u * nargs);
+    const std::size_t at = payload_offset(category, nargs);
+    if (length) std::memcpy(body + at, payload, length);
+
+    Guard g(*this);
+    if (!ni_open_) return Status::transport;
+    ptl_pt_index_t pt;
+    std::uint64_t offset = 0;
+    if (reply) {
+        pt = pt_sys;
+        if (delivering && reply_chunk && reply_source == peer) {
+            pt = pt_rpl;
+            offset = std::uint64_t{reply_chunk - 1} * chunk_bytes;
+            bits |= std::uint64_t{reply_chunk} << 32;
+            reply_chunk = 0;
+        }
+    } else {
+        const bool credited = flags & am_flag_credit;
+        pt = (flags & am_flag_system) && !credited ? pt_sys : pt_am;
+        if (credited) {
+            bits |= std::uint64_t{c->index + 1} << 32;
+            c->awaiting_reply = true;
+        }
+    }
+    return post(c, reply, peer, pt, bits, at + length, offset);
+}
+
+// A message to this rank itself never goes through Portals (the reference
+// implementation serializes sends to itself with one-second sleeps and
+// aborts on large ones): its body is copied and queued for delivery.
+Status PortalsTransport::loopback(std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
+                                  std::uint64_t dest_addr, const void *payload, std::size_t length) {
+    const std::size_t at = payload_offset(category, nargs);
+    Arrival a;
+    a.bits = bits;
+    a.source = setup().rank;
+    a.length = at + length;
+    a.heap = new std::byte[std::max<std::size_t>(a.length, 1)];
+    if (category == AmCategory::long_) std::memcpy(a.heap, &dest_addr, 8);
+    if (nargs) std::memcpy(a.heap + args_offset(category), args, 4u * nargs);
+    if (length) std::memcpy(a.heap + at, payload, length);
+    a.bytes = a.heap;
+    Guard g(*this);
+    if (!ni_open_) {
+        delete[] a.heap;
+        return Status::transport;
+    }
+    ready_.push_back(a);
+    return Status::ok;
+}
+
+// Under lock_: the Put of the body in `c`, stamped with the next sequence
+// number of its kind for `peer`.
+Status PortalsTransport::post(Chunk *c, bool, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
+                              std::uint64_t remote_offset) {
+    const unsigned kind = (Bits::flags(bits) & am_flag_reply) ? 1 : 0;
+    PeerOrder &o = order_[peer];
+    const std::uint16_t seq = o.send_seq[kind]++;
+    life_[peer].sent = true;
+    c->peer = peer;
+    c->sending = true;
+    c->pt = pt;
+    c->bits = bits;
+    c->hdr = hdr_make(setup().rank, seq, length);
+    c->remote_offset = remote_offset;
+    c->length = std::max(length, slot_);
+    if (const int rc = chunk_put(c); __builtin_expect(rc != PTL_OK, 0)) {
+        --o.send_seq[kind];
+        c->sending = false;
+        c->awaiting_reply = false;
+        chunk_free(c);
+        ++tickets_;
+        return fatal("send (portals)", peer, rc, "PtlPut of an AM failed");
+    }
+    ++(pt == pt_sys ? counters_.sys : kind ? counters_.replies : counters_.requests);
+    return Status::ok;
+}
+
+// Under lock_: puts the message in `c` (again), acknowledged.  The ticket
+// is the caller's.
+int PortalsTransport::chunk_put(Chunk *c) {
+    const bool rpl = c->tag == Tag::rpl_chunk;
+    return PtlPut(rpl ? rplsb_md_ : reqsb_md_, std::uint64_t{c->index} * chunk_bytes, c->length, PTL_ACK_REQ,
+                  id_[c->peer], c->pt, c->bits, c->remote_offset, c, c->hdr);
+}
+
+// Under lock_: the ack of an AM.  Nothing matched: a catch-basin took it
+// (no receive buffer had room, which credits rule out), so it is put again
+// once a ticket is free; the peer delivers it in its turn, since its
+// sequence number stays.
+void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
+    if (e.ni_fail_type != PTL_NI_OK) {
+        base::report(Status::transport, "send (portals)", "check that the peer is alive and reachable over Portals",
+                     "portals: an AM to rank %u failed: %s", c->peer, fail_name(e.ni_fail_type));
+        c->awaiting_reply = false;
+    } else if (e.mlength < c->length) {
+        ++counters_.resent;
+        if (!overflow_said_) {
+            overflow_said_ = true;
+            base::say("portals: rank %u's %s buffers were full: messages are put again until they fit (with flow "
+                      "control off, SLUICE_PORTALS_FLOW_CONTROL=0, a flood of requests does this; with it on, this is "
+                      "a Sluice bug)",
+                      c->peer, c->pt == pt_sys ? "SYS" : "request");
+        }
+        resend_.push_back(c);
+        return;
+    }
+    c->sending = false;
+    if (!c->awaiting_reply) chunk_free(c);
+}
+
+// Under lock_: a zero-byte Put on the peer's SYS entry (ping, pong).  No
+// ticket free: the pong is owed until the next liveness check, the ping
+// waits for it.
+void PortalsTransport::control_send(Rank peer, std::uint8_t kind) {
+    if (!tickets_) {
+        if (kind == control_pong) life_[peer].pong_owed = true;
+        return;
+    }
+    const std::uint64_t bits = Bits::control | std::uint64_t{kind} << 56;
+    const int rc = PtlPut(control_md_, 0, 0, PTL_NO_ACK_REQ, id_[peer], pt_sys, bits, 0, &control_ctx_,
+                          hdr_make(setup().rank, 0));
+    if (rc == PTL_OK) --tickets_;
+    if (kind == control_pong) life_[peer].pong_owed = rc != PTL_OK;
+}
+
+void PortalsTransport::chunk_free(Chunk *c) {
+    Chunk *&free = c->tag == Tag::rpl_chunk ? rpl_free_ : req_free_;
+    c->next = free;
+    free = c;
+}
+
+// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// hung process keeps its Portals interface, so Portals alone would never
+// tell.
+void PortalsTransport::liveness() {
+    Rank silent;
+    {
+        Guard g(*this);
+        if (!ni_open_) return;
+        silent = common::liveness_check(
+            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, control_ping); },
+            [&](Rank r) { control_send(r, control_pong); });
+    }
+    if (silent != life_.size()) common::peer_silent("portals", silent, "Portals", "SLUICE_PORTALS_PEER_TIMEOUT", peer_timeout_s_);
+}
+
+// ---- events ----
+
+// Under lock_: the SYS queue first (all of it by default), then SAFE, then
+// AM, each up to its limit (0: all), the seed's order.
+void PortalsTransport::reap() {
+    ptl_event_t e;
+    auto drain = [&](ptl_handle_eq_t eq, unsigned limit, const char *which) {
+        for (unsigned i = 0; limit == 0 || i < limit; ++i) {
+            const int rc = PtlEQGet(eq, &e);
+            if (rc == PTL_EQ_EMPTY) return;
+            if (rc == PTL_EQ_DROPPED)
+                base::fatal("poll (portals)", "this is a Sluice bug: the queue is sized for every event in flight",
+                            "portals: the %s event queue overflowed and Portals dropped events", which);
+            if (rc != PTL_OK) {
+                (void)fatal("poll (portals)", setup().rank, rc, "PtlEQGet failed");
+                return;
+            }
+            event(e);
+        }
+    };
+    drain(sys_eq_, sys_limit_, "SYS");
+    drain(safe_eq_, safe_limit_, "SAFE");
+    drain(am_eq_, am_limit_, "AM");
+    for (RmaOp *op : self_done_) rma_complete(op);
+    self_done_.clear();
+    // Messages a catch-basin took, put again.
+    while (!resend_.empty() && tickets_) {
+        Chunk *c = resend_.front();
+        resend_.pop_front();
+        if (const int rc = chunk_put(c); rc != PTL_OK) {
+            (void)fatal("send (portals)", c->peer, rc, "PtlPut of an AM failed");
+            c->sending = c->awaiting_reply = false;
+            chunk_free(c);
+            continue;
+        }
+        --tickets_;
+    }
+    // Operations cut in more pieces than there were tickets.
+    while (!rma_partial_.empty() && tickets_) {
+        RmaGroup *g = rma_partial_.front();
+        if (rma_issue(g) == Status::not_ready && g->next < g->pieces.size()) break;
+        rma_partial_.pop_front();
+    }
+}
+
+void PortalsTransport::event(const ptl_event_t &e) {
+    switch (e.type) {
+    case PTL_EVENT_SEND:  // a control message has left
+        ++tickets_;
+        return;
+    case PTL_EVENT_ACK:
+    case PTL_EVENT_REPLY: {
+        ++tickets_;
+        auto *ctx = static_cast<Context *>(e.user_ptr);
+        if (!ctx) return;
+        if (ctx->tag == Tag::rma) piece_done(static_cast<RmaPiece *>(ctx)->group, e);
+        else if (ctx->tag != Tag::control) chunk_acked(static_cast<Chunk *>(ctx), e);
+        return;
+    }
+    case PTL_EVENT_PUT: {
+        ++counters_.received;
+        Arrival a;
+        a.bytes = static_cast<const std::byte *>(e.start);
+        a.length = e.mlength;
+        a.bits = e.match_bits;
+        a.source = hdr_source(e.hdr_data);
+        a.seq = hdr_seq(e.hdr_data);
+        if (e.pt_index != pt_long) a.length = std::min<std::size_t>(hdr_length(e.hdr_data), e.mlength);
+        if (e.pt_index == pt_long) {
+            a.notification = true;
+            arrived(a);
+            return;
+        }
+        if (e.pt_index == pt_rpl) {
+            const std::size_t at = static_cast<std::size_t>(a.bytes - reqsb_bytes_.get());
+            a.chunk = &reqsb_[at / chunk_bytes];
+            arrived(a);
+            return;
+        }
+        if (e.ptl_list == PTL_OVERFLOW_LIST) return;  // the catch-basin reports nothing (the sender's ack does)
+        auto *b = static_cast<RecvBuffer *>(e.user_ptr);
+        if (a.bits & Bits::control) {
+            if (a.source < life_.size()) {
+                life_[a.source].heard = true;
+                if (Bits::kind(a.bits) == control_ping) control_send(a.source, control_pong);
+            }
+            return;
+        }
+        a.buffer = b;
+        ++b->pending;
+        arrived(a);
+        return;
+    }
+    case PTL_EVENT_AUTO_UNLINK: {
+        auto *b = static_cast<RecvBuffer *>(e.user_ptr);
+        if (!b) return;
+        b->linked = false;
+        if (b->pending == 0) relink(b);
+        return;
+    }
+    default:
+        return;  // LINK, AUTO_FREE: nothing to do
+    }
+}
+
+// Appends a processed, unlinked buffer again, empty, at the end of its
+// entry's list (the catch-basin is on the overflow list, so it stays last).
+void PortalsTransport::relink(RecvBuffer *b) {
+    ptl_me_t me{};
+    me.start = b->bytes;
+    me.length = b->size;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.match_bits = 0;
+    me.ignore_bits = ~ptl_match_bits_t{0};
+    me.min_free = max_message_;
+    const int rc = PtlMEAppend(ni_, b->pt, &me, PTL_PRIORITY_LIST, b, &b->me);
+    if (rc != PTL_OK) {
+        base::report(Status::transport, "poll (portals)", "this is a Portals fault",
+                     "portals: appending a receive buffer failed (return code %d)", rc);
+        return;
+    }
+    b->linked = true;
+    ++counters_.relinked;
+}
+
+// Under lock_: queues an arrival in its sender's order (per kind); one
+// ahead of its turn waits in `early` for those before it.
+void PortalsTransport::arrived(Arrival a) {
+    if (a.source >= order_.size()) {
+        base::report(Status::transport, "poll (portals)", "run the same Sluice build on every rank",
+                     "portals: a message from unknown rank %u dropped", a.source);
+        processed(a);
+        return;
+    }
+    life_[a.source].heard = true;
+    const unsigned kind = (Bits::flags(a.bits) & am_flag_reply) ? 1 : 0;
+    PeerOrder &o = order_[a.source];
+    if (a.seq != o.expect[kind]) {
+        // Out of its buffer, which may then be appended again: the ones
+        // before it may need the room (a message put again).
+        if (a.buffer) {
+            a.heap = new std::byte[std::max<std::size_t>(a.length, 1)];
+            std::memcpy(a.heap, a.bytes, a.length);
+            a.bytes = a.heap;
+            RecvBuffer *b = a.buffer;
+            a.buffer = nullptr;
+            if (--b->pending == 0 && !b->linked) relink(b);
+        }
+        o.early.push_back(a);
+        ++counters_.early;
+        return;
+    }
+    ready_.push_back(a);
+    ++o.expect[kind];
+    for (bool found = !o.early.empty(); found;) {
+        found = false;
+        for (std::size_t i = 0; i < o.early.size(); ++i) {
+            const Arrival &x = o.early[i];
+            const unsigned k = (Bits::flags(x.bits) & am_flag_reply) ? 1 : 0;
+            if (x.seq != o.expect[k]) continue;
+            ready_.push_back(x);
+            ++o.expect[k];
+            o.early[i] = o.early.back();
+            o.early.pop_back();
+            found = true;
+            break;
+        }
+    }
+}
+
+// Under lock_: `a` was delivered: its buffer may go back on the list, a
+// reply's chunk back to the free list once its request has left.
+void PortalsTransport::processed(const Arrival &a) {
+    if (RecvBuffer *b = a.buffer; b && --b->pending == 0 && !b->linked) relink(b);
+    delete[] a.heap;
+    if (Chunk *c = a.chunk) {
+        c->awaiting_reply = false;
+        if (!c->sending) chunk_free(c);
+    }
+}
+
+// ---- delivery ----
+
+int PortalsTransport::poll_impl(PollMode mode) {
+    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0)) liveness();
+    {
+        Guard g(*this);
+        if (!ni_open_) return 0;
+        reap();
+        if (ready_.empty()) return 0;
+    }
+    if (mode == PollMode::replies_only || delivering) return 0;
+    return deliver_ready();
+}
+
+// Delivers what is ready, one handler at a time.  Before a request the
+// thread reserves a send ticket and a reply chunk (the seed's rule for
+// taking an AM event), so its reply never waits; without them the
+// request waits for the next poll.
+int PortalsTransport::deliver_ready() {
+    if (!base::flag_try_take(deliver_flag_)) return 0;
+    delivering = true;
+    int n = 0;
+    Arrival a;
+    bool done = false;
+    auto finish = [&] {
+        processed(a);
+        if (reserved_chunk_) {
+            chunk_free(reserved_chunk_);
+            reserved_chunk_ = nullptr;
+        }
+        if (reserved_ticket_) {
+            reserved_ticket_ = false;
+            ++tickets_;
+        }
+        done = false;
+    };
+    while (n < static_cast<int>(poll_budget)) {
+        {
+            Guard g(*this);
+            if (done) finish();
+            if (ready_.empty()) break;
+            if (!(Bits::flags(ready_.front().bits) & am_flag_reply)) {
+                if (!tickets_ || !rpl_free_) reap();
+                if (!tickets_ || !rpl_free_) {
+                    ++counters_.deferred;
+                    break;
+                }
+                reserved_chunk_ = rpl_free_;
+                rpl_free_ = reserved_chunk_->next;
+                --tickets_;
+                reserved_ticket_ = true;
+            }
+            a = ready_.front();
+            ready_.pop_front();
+            done = true;
+        }
+        deliver_one(a);
+        ++n;
+    }
+    if (done) {
+        Guard g(*this);
+        finish();
+    }
+    delivering = false;
+    base::flag_release(deliver_flag_);
+    return n;
+}
+
+void PortalsTransport::deliver_one(const Arrival &a) {
+    const char *op = "poll (portals)";
+    const std::uint64_t bits = a.bits;
+    const std::uint8_t flags = Bits::flags(bits);
+    const AmCategory category = Bits::category(bits);
+    const unsigned nargs = Bits::nargs(bits);
+    const bool reply = flags & am_flag_reply;
+    reply_source = a.source;
+    reply_chunk = !reply && !a.notification && (flags & am_flag_credit) ? Bits::chunk(bits) : 0;
+    const std::uint8_t credit = (flags & am_flag_credit) ? Bits::credit(bits) : 0;
+    if (a.notification) {
+        // A two-part Long's payload has landed: its notification is a Short
+        // with at most one argument, carried in the match bits.
+        const std::uint32_t arg = static_cast<std::uint32_t>(bits >> 32);
+        ++counters_.notified;
+        deliver_short(a.source, Bits::handler(bits), flags, credit, &arg, nargs > 1 ? 1 : nargs);
+        return;
+    }
+    const std::size_t at = payload_offset(category, nargs);
+    if (nargs > 16 || category > AmCategory::long_ || a.length < at ||
+        (category == AmCategory::short_ && a.length != at) || a.length - at > max_message_) {
+        base::report(Status::transport, op, "run the same Sluice build on every rank",
+                     "portals: a malformed message from rank %u (%zu bytes, %u arguments) dropped", a.source, a.length,
+                     nargs);
+        return;
+    }
+    std::uint32_t args[16];
+    if (nargs) std::memcpy(args, a.bytes + args_offset(category), 4u * nargs);
+    if (category == AmCategory::short_) {
+        deliver_short(a.source, Bits::handler(bits), flags, credit, args, nargs);
+        return;
+    }
+    AmHeader h;
+    h.handler = Bits::handler(bits);
+    h.category = category;
+    h.nargs = static_cast<std::uint8_t>(nargs);
+    h.flags = flags;
+    h.credit = credit;
+    h.source = a.source;
+    h.payload_length = a.length - at;
+    void *payload = const_cast<std::byte *>(a.bytes + at);
+    if (category == AmCategory::long_) {
+        // A packed Long: its payload goes to its place in this segment first.
+        std::memcpy(&h.dest_addr, a.bytes, 8);
+        if (h.dest_addr < segment_base_ || h.payload_length > segment_bytes_ ||
+            h.dest_addr - segment_base_ > segment_bytes_ - h.payload_length) {
+            base::report(Status::transport, op, "run the same Sluice build on every rank",
+                         "portals: a Long from rank %u for [%#llx, +%llu) outside this segment dropped", a.source,
+                         static_cast<unsigned long long>(h.dest_addr), static_cast<unsigned long long>(h.payload_length));
+            return;
+        }
+        payload = reinterpret_cast<void *>(h.dest_addr);
+        if (h.payload_length) std::memcpy(payload, a.bytes + at, h.payload_length);
+    }
+    deliver(h, args, payload);
+}
+
+void PortalsTransport::dispatch_abandon_impl() {
+    if (!delivering) return;
+    delivering = false;
+    base::flag_release(deliver_flag_);
+}
+
+// Everything this rank sent has left, and its RDMA completed, before
+// finalize goes on.
+void PortalsTransport::quiesce_impl() {
+    common::quiesce_wait(
+        "finalize (portals)", "portals",
+        [&] {
+            Guard g(*this);
+            if (!ni_open_) return true;
+            reap();
+            return tickets_ + (reserved_ticket_ ? 1u : 0u) == msg_limit_ && rma_outstanding_ == 0 && resend_.empty();
+        },
+        [&] { deliver_ready(); });
+}
+
+bool PortalsTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
+
+// ---- RDMA ----
+
+Status PortalsTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
+    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr,
+                     later);
+}
+
+Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
+    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, later);
+}
+
+// The payload into the segment entry whose events go to the target's AM
+// queue (the seed's RARAM), the notification in the match bits and header
+// data of its last Put: delivered there once the bytes are in place.
+Status PortalsTransport::put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n,
+                                     const AmMessage &notify, RmaOp *op, bool &later) {
+    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, &notify,
+                     later);
+}
+
+Status PortalsTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                                   const AmMessage *notify, bool &later) {
+    later = false;
+    if (peer == setup().rank) {
+        // To this rank itself: a copy within the segment (see loopback).
+        auto *mine = reinterpret_cast<std::byte *>(segment_base_ + remote);
+        if (n) std::memmove(write ? mine : local, write ? local : mine, n);
+        if (notify) {
+            const AmHeader &h = notify->header;
+            if (Status s = loopback(Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs), notify->args,
+                                    h.nargs, AmCategory::short_, 0, nullptr, 0);
+                s != Status::ok)
+                return s;
+        }
+        // Complete at the next poll, as over the network.
+        Guard guard(*this);
+        self_done_.push_back(op);
+        later = true;
+        return Status::ok;
+    }
+    if (n == 0 && !notify) return Status::ok;
+    const std::uint64_t handle = local_handle(op);
+    if (!handle && n)
+        return base::report(Status::argument, write ? "put (portals)" : "get (portals)",
+                            "use a buffer in the segment, or let firehose register it",
+                            "portals: the local buffer %p (%zu bytes) is in no memory descriptor", local, n);
+    auto *g = new RmaGroup;
+    g->op = op;
+    g->write = write;
+    g->peer = peer;
+    if (handle) {
+        const auto *r = reinterpret_cast<const Region *>(handle);
+        g->md = r->md;
+        g->local_offset = reinterpret_cast<std::uint64_t>(local) - r->base;
+    } else {
+        g->md = control_md_;
+    }
+    g->remote = remote;
+    g->n = n;
+    if (notify) {
+        const AmHeader &h = notify->header;
+        g->notify = true;
+        g->notify_bits = Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs) |
+                         (h.nargs ? std::uint64_t{notify->args[0]} << 32 : 0);
+    }
+    rma_plan(*g);
+    Guard guard(*this);
+    if (!ni_open_) {
+        delete g;
+        return Status::transport;
+    }
+    if (!tickets_) reap();
+    const Status s = rma_issue(g);
+    if (g->outstanding == 0 && g->next == 0) {
+        // Nothing started: "retry" goes to the wrapper's backlog.
+        delete g;
+        return s == Status::ok ? Status::not_ready : s;
+    }
+    if (g->next < g->pieces.size()) rma_partial_.push_back(g);
+    later = true;
+    return Status::ok;
+}
+
+// The pieces of an operation: at most SLUICE_PORTALS_RMA_PIECE bytes
+// each; when that is above SLUICE_PORTALS_MAX_MESSAGE, none between it and
+// rma_min_large bytes.
+void PortalsTransport::rma_plan(RmaGroup &g) const {
+    auto add = [&](std::size_t at, std::size_t len) {
+        RmaPiece p;
+        p.tag = Tag::rma;
+        p.group = &g;
+        p.offset = at;
+        p.length = len;
+        g.pieces.push_back(p);
+    };
+    std::size_t at = 0, rest = g.n;
+    if (rest == 0) add(0, 0);
+    while (rest) {
+        std::size_t len = std::min(rest, rma_chunk_);
+        if (rma_chunk_ <= max_message_) {
+            // Pieces within the inline limit (the default): nothing to avoid.
+        } else if (rest <= max_message_) {
+            len = rest;
+        } else if (rest < rma_min_large) {
+            len = std::min(rest, max_message_);
+        } else if (const std::size_t left = rest - len; left > max_message_ && left < rma_min_large) {
+            len -= rma_min_large;
+        }
+        add(at, len);
+        at += len;
+        rest -= len;
+    }
+}
+
+// Under lock_: posts the pieces of `g` the tickets allow.  A notified Put's
+// last piece waits until every other piece is acknowledged, so its
+// notification follows all of the payload.
+Status PortalsTransport::rma_issue(RmaGroup *g) {
+    const std::size_t pieces = g->pieces.size();
+    for (; g->next < pieces; ++g->next) {
+        const bool last = g->next + 1 == pieces;
+        if (!tickets_) {
+            ++counters_.no_ticket;
+            return Status::not_ready;
+        }
+        if (last && g->notify && g->outstanding) return Status::not_ready;
+        RmaPiece &p = g->pieces[g->next];
+        const std::uint64_t local = g->local_offset + p.offset, remote = g->remote + p.offset;
+        int rc;
+        if (g->write && last && g->notify) {
+            const unsigned kind = (Bits::flags(g->notify_bits) & am_flag_reply) ? 1 : 0;
+            const std::uint16_t seq = order_[g->peer].send_seq[kind]++;
+            rc = PtlPut(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_long, g->notify_bits, remote, &p,
+                        hdr_make(setup().rank, seq));
+            if (rc != PTL_OK) --order_[g->peer].send_seq[kind];
+            life_[g->peer].sent = true;
+        } else if (g->write) {
+            rc = PtlPut(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_rma, 0, remote, &p, 0);
+        } else {
+            rc = PtlGet(g->md, local, p.length, id_[g->peer], pt_rma, 0, remote, &p);
+        }
+        if (rc != PTL_OK)
+            return fatal(g->write ? "put (portals)" : "get (portals)", g->peer, rc,
+                         g->write ? "PtlPut failed" : "PtlGet failed");
+        --tickets_;
+        g->issued += p.length;
+        ++g->outstanding;
+        ++rma_outstanding_;
+        ++(g->write ? counters_.puts : counters_.gets);
+    }
+    return Status::ok;
+}
+
+void PortalsTransport::piece_done(RmaGroup *g, const ptl_event_t &e) {
+    if (e.ni_fail_type != PTL_NI_OK)
+        // Reported, then completed: the caller must not wait for ever.
+        base::report(Status::transport, g->write ? "put (portals)" : "get (portals)",
+                     "check that the peer is alive and that the address lies in its segment",
+                     "portals: a %s of %llu bytes with rank %u failed: %s", g->write ? "Put" : "Get",
+                     static_cast<unsigned long long>(e.rlength), g->peer, fail_name(e.ni_fail_type));
+    --g->outstanding;
+    --rma_outstanding_;
+    if (g->next < g->pieces.size() || g->outstanding) return;  // a notified Put's last piece is still to go
+    rma_complete(g->op);
+    // Gone from rma_partial_ before it is freed.
+    for (auto it = rma_partial_.begin(); it != rma_partial_.end(); ++it)
+        if (*it == g) {
+            rma_partial_.erase(it);
+            break;
+        }
+    delete g;
+}
+
+} // namespace sluice::conduit::portals::detail

@@ -1,0 +1,424 @@
+// src/conduits/portals/portals_setup.cpp - the portals conduit's set-up and
+// tear-down: the network interface (matching, physical addresses), the
+// three event queues, the portal table entries and their buffers, the
+// exchange of process ids over the bootstrap, registrations (memory
+// descriptors), statistics.  README.md has the design.
+#include "conduits/portals/portals.hpp"
+#include "conduits/portals/portals_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+#include "credit/knobs.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace sluice::conduit::portals {
+
+namespace detail {
+
+PortalsTransport::PortalsTransport() : Transport("portals", Capabilities{}) {}
+
+PortalsTransport::~PortalsTransport() { close_all(); }
+
+// SLUICE_PORTALS_FLOW_CONTROL, _DYNAMIC_CREDITS, _MAX_CRED_PER_NODE and
+// _EPOCH_DURATION, for src/am's credit engine (the SLUICE_CREDIT_* knob
+// each stands for wins when set).
+void PortalsTransport::credit_preferences() {
+    credit::Preferences &p = capabilities_mutable().credit_prefs;
+    p.set = true;
+    p.flow = base::knob_bool(base::Knob::PORTALS_FLOW_CONTROL);
+    p.policy = base::knob_bool(base::Knob::PORTALS_DYNAMIC_CREDITS) ? credit::Policy::dynamic : credit::Policy::fixed;
+    p.max_per_peer = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_MAX_CRED_PER_NODE));
+    p.epoch_length = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_EPOCH_DURATION));
+}
+
+// The seed's rule: the credits this rank lends, at 256 bytes each, fill
+// all request buffers but one (a buffer is recycled only once every
+// request in it was processed), each less one chunk (a buffer is unlinked
+// when less than a chunk is left).
+std::size_t PortalsTransport::reqrb_count() const {
+    const std::size_t least = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_REQRB_MIN));
+    const credit::Preferences &p = capabilities().credit_prefs;
+    if (credit::flow_from_knobs(&p) == credit::Flow::disabled) return least;
+    std::vector<std::string> notes;
+    const credit::Config c = credit::config_from_knobs(setup().size, setup().rank, max_message_ + 16, notes, &p);
+    const std::size_t bytes = c.receive_bytes();
+    const std::size_t per = reqrb_size_ - max_message_;
+    return std::max(least, (bytes + per - 1) / per + 1);
+}
+
+Status PortalsTransport::init_impl() {
+    Capabilities &c = capabilities_mutable();
+    msg_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_MSG_LIMIT));
+    tickets_ = msg_limit_;
+    safe_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_SAFE_LIMIT));
+    am_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_AM_LIMIT));
+    sys_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_SYS_LIMIT));
+    packed_long_ = base::knob_bool(base::Knob::PORTALS_PACKED_LONG);
+    reqrb_size_ = base::knob_size(base::Knob::PORTALS_REQRB_SIZE);
+    peer_timeout_s_ = base::knob_double(base::Knob::PORTALS_PEER_TIMEOUT);
+    max_message_ = base::knob_size(base::Knob::PORTALS_MAX_MESSAGE) & ~std::size_t{7};
+    max_medium_ = max_message_ - body_room;
+    slot_ = ((max_message_ + 16) / 4 + 7) & ~std::size_t{7};
+    credit_preferences();
+    c.max_medium = max_medium_;
+    c.max_long = std::numeric_limits<std::size_t>::max();
+    c.max_packed_long = packed_long_ ? max_message_ - 8 - 4 * 16 : 0;  // after the address and 16 arguments
+    c.native_rma = true;
+    c.remote_completion = true;  // the notification rides in the last Put's match bits (pt_long)
+    c.rc_notify_max_args = 1;
+    c.needs_registration = true; // memory descriptors: the segment's, firehose's for the rest
+    c.remote_keys = false;       // one match entry over each segment, reached by offset
+    c.remote_offsets = true;
+    c.needs_credits = true;      // the request buffers are a fixed space
+    c.inline_limit = 0;
+    if (Status s = open_interface(); s != Status::ok) return s;
+    if (Status s = exchange_ids(); s != Status::ok) return s;
+    if (Status s = buffers_create(); s != Status::ok) return s;
+    // The seed's start-up barrier: every rank's entries are in place
+    // before anyone sends.
+    if (!setup().bootstrap->barrier())
+        return base::report(Status::bootstrap, "portals conduit init", "check that every rank started",
+                            "the barrier after setting up Portals failed");
+    if (credit::flow_from_knobs(&c.credit_prefs) != credit::Flow::disabled)
+        c.request_slots = (reqrb_.size() - 1) * (reqrb_size_ - max_message_) / slot_;
+    base::say("portals: nid %u pid %u, largest volatile message %llu bytes, %zu request buffers of %zu bytes, %zu SYS buffers, %u send tickets, "
+              "packed Long %s, largest Put %zu bytes",
+              physical_[setup().rank].phys.nid, physical_[setup().rank].phys.pid,
+              static_cast<unsigned long long>(limits_.max_volatile_size), reqrb_.size(), reqrb_size_, sysrb_.size(),
+              msg_limit_, packed_long_ ? "on" : "off", rma_chunk_);
+    return Status::ok;
+}
+
+Status PortalsTransport::open_interface() {
+    const char *op = "portals conduit init";
+    if (int rc = PtlInit(); rc != PTL_OK)
+        return base::report(Status::transport, op, "check the Portals 4 installation (and PTL_IFACE_NAME)",
+                            "portals: PtlInit failed (return code %d)", rc);
+    initialized_ = true;
+    if (int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &limits_, &ni_);
+        rc != PTL_OK)
+        return base::report(Status::transport, op, "check the Portals 4 interface (PTL_IFACE_NAME names it)",
+                            "portals: PtlNIInit (matching, logical addresses) failed (return code %d)", rc);
+    ni_open_ = true;
+    const std::size_t largest = std::min<std::size_t>(limits_.max_msg_size, std::size_t{1} << 30);
+    rma_chunk_ = base::knob_size(base::Knob::PORTALS_RMA_PIECE);
+    if (rma_chunk_ == 0 || rma_chunk_ > largest) rma_chunk_ = largest;
+    return Status::ok;
+}
+
+// Every rank's physical id (nid, pid) by the bootstrap's allgather, made
+// the interface's map of logical ranks (PtlSetMap): Sluice needs no
+// Portals launcher, and addresses peers by rank.  (Physical addressing
+// names a peer by nid and pid, but the reference implementation tells
+// the processes of one host apart by nid alone on parts of its path.)
+Status PortalsTransport::exchange_ids() {
+    const char *op = "portals conduit init";
+    ptl_process_t mine{};
+    if (int rc = PtlGetPhysId(ni_, &mine); rc != PTL_OK)
+        return base::report(Status::transport, op, nullptr, "portals: PtlGetPhysId failed (return code %d)", rc);
+    std::vector<std::string> all;
+    if (!setup().bootstrap->allgather(&mine, sizeof mine, all))
+        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of Portals ids failed");
+    const Rank n = setup().size;
+    id_.assign(n, ptl_process_t{});
+    for (Rank r = 0; r < n; ++r) {
+        if (all[r].size() != sizeof mine)
+            return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                "rank %u sent a Portals id of %zu bytes", r, all[r].size());
+        std::memcpy(&id_[r], all[r].data(), sizeof mine);
+    }
+    if (int rc = PtlSetMap(ni_, n, id_.data()); rc != PTL_OK)
+        return base::report(Status::transport, op, nullptr, "portals: PtlSetMap of %u ranks failed (return code %d)", n, rc);
+    physical_ = id_;
+    for (Rank r = 0; r < n; ++r) id_[r].rank = r;
+    order_.assign(n, PeerOrder{});
+    life_.assign(n, common::PeerLife{});
+    return Status::ok;
+}
+
+// Event queues, portal table entries, send buffers and their descriptors,
+// request and SYS receive buffers with their catch-basins.
+Status PortalsTransport::buffers_create() {
+    const char *op = "portals conduit init";
+    const std::size_t sb = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_SB_CHUNKS));
+    const std::size_t rpl = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_RPL_CHUNKS));
+    const std::size_t nreq = reqrb_count();
+    const std::size_t nsys = std::max<std::size_t>(2, base::knob_size(base::Knob::PORTALS_SYS_SPACE) / reqrb_size_);
+    // Room for every event that can be pending.  SAFE: one per send ticket,
+    // one per reply landing in a ReqSB chunk.  AM and SYS: a message per
+    // slot of their buffers (every message takes at least one) and an
+    // unlink per buffer; AM also a notification per send ticket of the
+    // peers (pt_long).
+    safe_eq_size_ = msg_limit_ + sb + 64;
+    am_eq_size_ = nreq * (reqrb_size_ / slot_ + 2) + 4 * std::size_t{msg_limit_} + 64;
+    sys_eq_size_ = nsys * (reqrb_size_ / slot_ + 2) + 64;
+    const struct {
+        std::size_t n;
+        ptl_handle_eq_t *eq;
+        const char *name;
+    } queues[] = {{safe_eq_size_, &safe_eq_, "SAFE"}, {am_eq_size_, &am_eq_, "AM"}, {sys_eq_size_, &sys_eq_, "SYS"}};
+    for (const auto &q : queues)
+        if (int rc = PtlEQAlloc(ni_, q.n, q.eq); rc != PTL_OK)
+            return base::report(Status::resource, op, nullptr, "portals: the %s event queue of %zu events (return code %d)",
+                                q.name, q.n, rc);
+    eqs_ = true;
+    const struct {
+        ptl_pt_index_t pt;
+        ptl_handle_eq_t eq;
+    } entries[] = {{pt_am, am_eq_}, {pt_sys, sys_eq_}, {pt_rpl, safe_eq_}, {pt_rma, PTL_EQ_NONE}, {pt_long, am_eq_}};
+    for (const auto &e : entries) {
+        ptl_pt_index_t got = 0;
+        if (int rc = PtlPTAlloc(ni_, 0, e.eq, e.pt, &got); rc != PTL_OK || got != e.pt)
+            return base::report(Status::resource, op, "run one Sluice job per Portals interface",
+                                "portals: portal table entry %u (return code %d)", e.pt, rc);
+        pts_[e.pt] = true;
+    }
+    // Send buffers: the ReqSB (a descriptor to send from, a match entry
+    // for replies to land in) and the RplSB.
+    reqsb_bytes_ = std::make_unique<std::byte[]>(sb * chunk_bytes);
+    rplsb_bytes_ = std::make_unique<std::byte[]>(rpl * chunk_bytes);
+    reqsb_.resize(sb);
+    rplsb_.resize(rpl);
+    for (std::size_t i = sb; i-- > 0;) {
+        reqsb_[i].tag = Tag::req_chunk;
+        reqsb_[i].index = static_cast<std::uint32_t>(i);
+        chunk_free(&reqsb_[i]);
+    }
+    for (std::size_t i = rpl; i-- > 0;) {
+        rplsb_[i].tag = Tag::rpl_chunk;
+        rplsb_[i].index = static_cast<std::uint32_t>(i);
+        chunk_free(&rplsb_[i]);
+    }
+    auto bind = [&](void *start, std::size_t length, ptl_handle_md_t &md, const char *what) {
+        ptl_md_t d{};
+        d.start = start;
+        d.length = length;
+        d.options = start ? PTL_MD_EVENT_SEND_DISABLE : 0;  // AMs report their ack only, control messages their send
+        d.eq_handle = safe_eq_;
+        d.ct_handle = PTL_CT_NONE;
+        const int rc = PtlMDBind(ni_, &d, &md);
+        if (rc != PTL_OK)
+            return base::report(Status::resource, op, nullptr, "portals: binding the %s (%zu bytes, return code %d)", what,
+                                length, rc);
+        return Status::ok;
+    };
+    if (Status s = bind(reqsb_bytes_.get(), sb * chunk_bytes, reqsb_md_, "request send buffer"); s != Status::ok) return s;
+    if (Status s = bind(rplsb_bytes_.get(), rpl * chunk_bytes, rplsb_md_, "reply send buffer"); s != Status::ok) return s;
+    if (Status s = bind(nullptr, 0, control_md_, "control descriptor"); s != Status::ok) return s;
+    mds_ = true;
+    ptl_me_t me{};
+    me.start = reqsb_bytes_.get();
+    me.length = sb * chunk_bytes;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.ignore_bits = ~ptl_match_bits_t{0};
+    if (int rc = PtlMEAppend(ni_, pt_rpl, &me, PTL_PRIORITY_LIST, nullptr, &reqsb_me_); rc != PTL_OK)
+        return base::report(Status::resource, op, nullptr, "portals: the reply entry over the ReqSB (return code %d)", rc);
+    if (Status s = receive_buffers(pt_am, nreq, reqrb_); s != Status::ok) return s;
+    if (Status s = receive_buffers(pt_sys, nsys, sysrb_); s != Status::ok) return s;
+    if (Status s = catch_basin(pt_am); s != Status::ok) return s;
+    return catch_basin(pt_sys);
+}
+
+Status PortalsTransport::receive_buffers(ptl_pt_index_t pt, std::size_t count,
+                                         std::vector<std::unique_ptr<RecvBuffer>> &out) {
+    for (std::size_t i = 0; i < count; ++i) {
+        auto b = std::make_unique<RecvBuffer>();
+        b->size = reqrb_size_;
+        b->bytes = static_cast<std::byte *>(::operator new(reqrb_size_, std::align_val_t{64}));
+        b->pt = pt;
+        relink(b.get());
+        if (!b->linked) return Status::resource;
+        out.push_back(std::move(b));
+    }
+    return Status::ok;
+}
+
+// The catch-basin: an empty entry on the overflow list that takes (and
+// truncates to nothing) whatever no buffer had room for.  The seed made
+// that a fatal error; here the sender's ack shows nothing was matched and
+// the sender puts the message again, so no AM is ever lost (and says so
+// once).
+Status PortalsTransport::catch_basin(ptl_pt_index_t pt) {
+    ptl_me_t me{};
+    me.start = nullptr;
+    me.length = 0;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_UNEXPECTED_HDR_DISABLE | PTL_ME_EVENT_COMM_DISABLE;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.ignore_bits = ~ptl_match_bits_t{0};
+    if (int rc = PtlMEAppend(ni_, pt, &me, PTL_OVERFLOW_LIST, nullptr, pt == pt_am ? &am_cb_ : &sys_cb_); rc != PTL_OK)
+        return base::report(Status::resource, "portals conduit init", nullptr,
+                            "portals: the catch-basin of entry %u (return code %d)", pt, rc);
+    return Status::ok;
+}
+
+Status PortalsTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
+    // Only when no same-host conduit owns the segment.
+    return own_segment_.create("segment_attach (portals)", size, base, key);
+}
+
+// The segment's two match entries: pt_rma for Put and Get (no events),
+// pt_long for payloads with a notification (events on the AM queue).
+Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
+    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
+    segment_base_ = all[setup().rank].base;
+    segment_bytes_ = all[setup().rank].size;
+    base::flag_release(deliver_flag_);
+    Guard g(*this);
+    ptl_me_t me{};
+    me.start = reinterpret_cast<void *>(segment_base_);
+    me.length = segment_bytes_;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.ignore_bits = ~ptl_match_bits_t{0};
+    me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_COMM_DISABLE |
+                 PTL_ME_NO_TRUNCATE;
+    int rc = PtlMEAppend(ni_, pt_rma, &me, PTL_PRIORITY_LIST, nullptr, &rma_me_);
+    if (rc == PTL_OK) {
+        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE;
+        rc = PtlMEAppend(ni_, pt_long, &me, PTL_PRIORITY_LIST, nullptr, &long_me_);
+        if (rc != PTL_OK) PtlMEUnlink(rma_me_);
+    }
+    if (rc != PTL_OK)
+        return base::report(Status::resource, "segment_attach (portals)", nullptr,
+                            "portals: the match entries over the segment (%llu bytes, return code %d)",
+                            static_cast<unsigned long long>(segment_bytes_), rc);
+    segment_mes_ = true;
+    return Status::ok;
+}
+
+// A memory descriptor over the region: the segment's (what local_handle
+// gives for buffers in it), or firehose's for buffers outside it.  Its
+// events go to the SAFE queue; a Put reports only its ack.
+Status PortalsTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
+                                           std::string &rkey) {
+    auto r = std::make_unique<Region>();
+    r->base = reinterpret_cast<std::uint64_t>(base);
+    ptl_md_t d{};
+    d.start = base;
+    d.length = size;
+    d.options = PTL_MD_EVENT_SEND_DISABLE;
+    d.eq_handle = safe_eq_;
+    d.ct_handle = PTL_CT_NONE;
+    int rc;
+    {
+        Guard g(*this);
+        rc = ni_open_ ? PtlMDBind(ni_, &d, &r->md) : PTL_FAIL;
+    }
+    if (rc != PTL_OK)
+        return base::report(Status::resource, "register (portals)", "register less memory at once",
+                            "portals: PtlMDBind of %zu bytes at %p failed (return code %d)", size, base, rc);
+    handle = reinterpret_cast<std::uint64_t>(r.release());
+    rkey.clear();
+    return Status::ok;
+}
+
+void PortalsTransport::mem_deregister_impl(std::uint64_t handle) {
+    auto *r = reinterpret_cast<Region *>(handle);
+    {
+        Guard g(*this);
+        if (ni_open_) PtlMDRelease(r->md);
+    }
+    delete r;
+}
+
+void PortalsTransport::fini_impl() {
+    if (ni_open_ && base::knob_bool(base::Knob::PORTALS_STATS)) stats_print();
+    close_all();
+}
+
+// The process ends without fini: Portals' own threads and sockets end
+// with it; nothing named is left behind.
+void PortalsTransport::exit_release_impl() {}
+
+void PortalsTransport::close_all() {
+    if (ni_open_) {
+        Guard g(*this);
+        if (segment_mes_) {
+            PtlMEUnlink(long_me_);
+            PtlMEUnlink(rma_me_);
+            segment_mes_ = false;
+        }
+        for (auto *list : {&reqrb_, &sysrb_})
+            for (auto &b : *list)
+                if (b->linked) {
+                    PtlMEUnlink(b->me);
+                    b->linked = false;
+                }
+        if (mds_) {
+            PtlMEUnlink(reqsb_me_);
+            PtlMEUnlink(am_cb_);
+            PtlMEUnlink(sys_cb_);
+            PtlMDRelease(control_md_);
+            PtlMDRelease(rplsb_md_);
+            PtlMDRelease(reqsb_md_);
+            mds_ = false;
+        }
+        for (ptl_pt_index_t pt = 0; pt < 5; ++pt)
+            if (pts_[pt]) {
+                PtlPTFree(ni_, pt);
+                pts_[pt] = false;
+            }
+        if (eqs_) {
+            PtlEQFree(sys_eq_);
+            PtlEQFree(am_eq_);
+            PtlEQFree(safe_eq_);
+            eqs_ = false;
+        }
+        PtlNIFini(ni_);
+        ni_open_ = false;
+    }
+    for (auto *list : {&reqrb_, &sysrb_}) {
+        for (auto &b : *list) ::operator delete(b->bytes, std::align_val_t{64});
+        list->clear();
+    }
+    if (initialized_) {
+        PtlFini();
+        initialized_ = false;
+    }
+    for (RmaGroup *g : rma_partial_) delete g;
+    rma_partial_.clear();
+}
+
+void PortalsTransport::stats_print() const {
+    const std::size_t event = sizeof(ptl_event_t);
+    std::fprintf(stderr,
+                 "[%u] portals: requests %llu replies %llu sys %llu received %llu puts %llu gets %llu notified %llu "
+                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu\n"
+                 "[%u] portals: receive memory %zu bytes: request buffers %zu x %zu, SYS buffers %zu x %zu, "
+                 "events %zu x %zu (AM %zu, SAFE %zu, SYS %zu); send buffers %zu bytes\n",
+                 setup().rank, static_cast<unsigned long long>(counters_.requests),
+                 static_cast<unsigned long long>(counters_.replies), static_cast<unsigned long long>(counters_.sys),
+                 static_cast<unsigned long long>(counters_.received), static_cast<unsigned long long>(counters_.puts),
+                 static_cast<unsigned long long>(counters_.gets), static_cast<unsigned long long>(counters_.notified),
+                 static_cast<unsigned long long>(counters_.early), static_cast<unsigned long long>(counters_.no_ticket),
+                 static_cast<unsigned long long>(counters_.no_chunk), static_cast<unsigned long long>(counters_.deferred),
+                 static_cast<unsigned long long>(counters_.relinked), setup().rank,
+                 (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * event,
+                 reqrb_.size(), reqrb_size_, sysrb_.size(), reqrb_size_, am_eq_size_ + safe_eq_size_ + sys_eq_size_,
+                 event, am_eq_size_, safe_eq_size_, sys_eq_size_, (reqsb_.size() + rplsb_.size()) * chunk_bytes);
+}
+
+} // namespace detail
+
+std::unique_ptr<Transport> make_portals_transport() { return std::make_unique<detail::PortalsTransport>(); }
+
+// PtlInit once and never PtlFini: the reference implementation cannot
+// initialize again after its last PtlFini, so the library stays up for
+// the process (the conduit's own PtlInit/PtlFini pair counts on top).
+std::string probe() {
+    static const int rc = PtlInit();
+    if (rc != PTL_OK) return "PtlInit failed (return code " + std::to_string(rc) + ")";
+    return "";
+}
+
+} // namespace sluice::conduit::portals

@@ -1,0 +1,315 @@
+// src/conduits/portals/portals_transport.hpp - the portals conduit's
+// transport class, shared by portals.cpp (messages, RDMA, events,
+// delivery) and portals_setup.cpp (interface, buffers, registrations,
+// finalize).  README.md has the design, paragraph by paragraph after the
+// Portals seed (001).
+//
+// Locking: `lock_` covers every call into Portals that changes the
+// conduit's state and every buffer list.  Handlers run outside it, one
+// thread at a time (`deliver_flag_`), in each sender's order (sequence
+// numbers per sender and kind, since requests arrive on two queues).  A
+// poll nested in a handler's send reaps events and queues arrivals but
+// delivers nothing.
+#pragma once
+
+#include "base/flag.hpp"
+#include "base/status.hpp"
+#include "conduits/common/conduit_lock.hpp"
+#include "conduits/common/liveness.hpp"
+#include "conduits/common/private_segment.hpp"
+#include "conduits/transport.hpp"
+
+#include <portals4.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::conduit::portals::detail {
+
+// A chunk of the send buffers (ReqSB, RplSB): the largest message body.
+constexpr std::size_t chunk_bytes = 1024;
+// What a message body holds besides a Medium's payload: 16 arguments
+// (src/am counts 16 bytes of header too: one credit is a quarter of the
+// largest request).
+constexpr std::size_t body_room = 16 + 4 * 16;
+// Puts and Gets of more than SLUICE_PORTALS_MAX_MESSAGE bytes are cut so
+// that no piece is shorter than this (the reference implementation moves
+// those between its inline limit and its buffer size wrongly; README).
+constexpr std::size_t rma_min_large = 2048;
+constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
+
+// Portal table entries, the same on every rank.
+constexpr ptl_pt_index_t pt_am = 0;    // ReqRB buffers + catch-basin: requests with credits
+constexpr ptl_pt_index_t pt_sys = 1;   // SYS buffers + catch-basin: messages without credits
+constexpr ptl_pt_index_t pt_rpl = 2;   // the ReqSB: replies land in their request's chunk
+constexpr ptl_pt_index_t pt_rma = 3;   // the segment (RAR): Put and Get
+constexpr ptl_pt_index_t pt_long = 4;  // the segment again (RARAM): payloads with a notification
+
+// Match bits of every message (the seed packs the AM into them and the
+// header data, the arguments and payload into the chunk):
+//   0-7 handler, 8-15 credit byte, 16-23 flags, 24-25 category,
+//   26-30 argument count, 31 a conduit control message (never delivered),
+//   32-55 the ReqSB chunk a reply goes to, plus 1 (0: none),
+//   56-63 the control kind.
+// On pt_long the bits 32-63 carry the notification's argument instead.
+// Header data: 0-31 the source rank, 32-47 the sender's sequence number
+// for this destination and kind (request, reply), 48-63 the body's length
+// (the Put itself is at least a credit's slot long: see slot_).
+struct Bits {
+    static constexpr std::uint64_t control = 1ull << 31;
+    static std::uint64_t make(std::uint8_t handler, std::uint8_t credit, std::uint8_t flags, AmCategory c,
+                              unsigned nargs) {
+        return std::uint64_t{handler} | std::uint64_t{credit} << 8 | std::uint64_t{flags} << 16 |
+               std::uint64_t(static_cast<unsigned>(c) & 3u) << 24 | std::uint64_t(nargs & 31u) << 26;
+    }
+    static std::uint8_t handler(std::uint64_t b) { return static_cast<std::uint8_t>(b); }
+    static std::uint8_t credit(std::uint64_t b) { return static_cast<std::uint8_t>(b >> 8); }
+    static std::uint8_t flags(std::uint64_t b) { return static_cast<std::uint8_t>(b >> 16); }
+    static AmCategory category(std::uint64_t b) { return static_cast<AmCategory>(b >> 24 & 3u); }
+    static unsigned nargs(std::uint64_t b) { return static_cast<unsigned>(b >> 26 & 31u); }
+    static std::uint32_t chunk(std::uint64_t b) { return static_cast<std::uint32_t>(b >> 32 & 0xffffffu); }
+    static std::uint8_t kind(std::uint64_t b) { return static_cast<std::uint8_t>(b >> 56); }
+};
+constexpr std::uint64_t hdr_make(Rank source, std::uint16_t seq, std::size_t length = 0) {
+    return std::uint64_t{source} | std::uint64_t{seq} << 32 | std::uint64_t(length & 0xffffu) << 48;
+}
+constexpr Rank hdr_source(std::uint64_t h) { return static_cast<Rank>(h); }
+constexpr std::uint16_t hdr_seq(std::uint64_t h) { return static_cast<std::uint16_t>(h >> 32); }
+constexpr std::size_t hdr_length(std::uint64_t h) { return static_cast<std::size_t>(h >> 48); }
+
+// Conduit control messages: zero-byte Puts on pt_sys (the seed's SYSMD).
+constexpr std::uint8_t control_ping = 1;
+constexpr std::uint8_t control_pong = 2;
+
+// What an initiator event's user_ptr points to.
+enum class Tag : std::uint8_t { req_chunk, rpl_chunk, rma, control };
+struct Context {
+    Tag tag;
+};
+
+// A chunk of the ReqSB or the RplSB.  A request that holds credits keeps
+// its chunk until the reply has landed in it and was delivered (a reply is
+// certain: src/am sends a hidden one when the handler does not).
+// Its Put is acknowledged: a message the peer's catch-basin took (no
+// buffer had room: flow control off) comes back with nothing matched and
+// is put again from the chunk (the ack says so).
+struct Chunk : Context {
+    std::uint32_t index = 0;
+    Rank peer = 0;
+    bool sending = false;        // the Put is not acknowledged yet
+    bool awaiting_reply = false; // a request with credits: until its reply was delivered
+    Chunk *next = nullptr;       // free list
+    // The Put, kept for a second try.
+    ptl_pt_index_t pt = 0;
+    std::uint64_t bits = 0, hdr = 0, remote_offset = 0;
+    std::size_t length = 0;
+};
+
+// A request or SYS receive buffer: a locally managed match entry that
+// Portals fills message after message and unlinks once less than a chunk
+// is left; appended again, empty, once every message in it was processed.
+struct RecvBuffer {
+    std::byte *bytes = nullptr;
+    std::size_t size = 0;
+    ptl_pt_index_t pt = pt_am;
+    ptl_handle_me_t me{};
+    unsigned pending = 0;   // messages in it not processed yet
+    bool linked = false;    // on the portal table's list
+};
+
+// One Put or Get of an RDMA operation (a large one is cut in pieces).
+struct RmaGroup;
+struct RmaPiece : Context {
+    RmaGroup *group = nullptr;
+    std::size_t offset = 0, length = 0;  // within the operation
+};
+struct RmaGroup {
+    RmaOp *op = nullptr;
+    bool write = true;
+    bool notify = false;         // put_rc: the last piece carries the notification
+    Rank peer = 0;
+    ptl_handle_md_t md{};
+    std::uint64_t local_offset = 0;
+    std::uint64_t remote = 0;    // offset into the peer's segment
+    std::size_t n = 0;
+    std::uint64_t notify_bits = 0;
+    std::size_t issued = 0;       // bytes posted so far
+    std::size_t next = 0;         // the next piece to post
+    unsigned outstanding = 0;
+    std::vector<RmaPiece> pieces;
+};
+
+// An arrived message waiting for delivery.  `bytes` lies in a receive
+// buffer, in a ReqSB chunk (a reply), or in `heap` (a copy of a message
+// that came before its turn).
+struct Arrival {
+    const std::byte *bytes = nullptr;
+    std::size_t length = 0;
+    std::uint64_t bits = 0;
+    Rank source = 0;
+    std::uint16_t seq = 0;
+    bool notification = false;   // a pt_long payload: the message is in `bits`
+    RecvBuffer *buffer = nullptr;
+    Chunk *chunk = nullptr;
+    std::byte *heap = nullptr;
+};
+
+// Per peer and kind (request, reply): the order the peer sent in.
+struct PeerOrder {
+    std::uint16_t send_seq[2] = {0, 0};
+    std::uint16_t expect[2] = {0, 0};
+    std::vector<Arrival> early;  // ahead of their turn (copied out of the buffers)
+};
+
+struct Counters {
+    std::uint64_t requests = 0, replies = 0, sys = 0, received = 0, puts = 0, gets = 0, notified = 0, early = 0,
+                  no_ticket = 0, no_chunk = 0, relinked = 0, deferred = 0, resent = 0;
+};
+
+// A registration (mem_register): a memory descriptor over the region.
+struct Region {
+    ptl_handle_md_t md{};
+    std::uint64_t base = 0;
+};
+
+class PortalsTransport final : public Transport {
+public:
+    PortalsTransport();
+    ~PortalsTransport() override;
+
+protected:
+    Status init_impl() override;
+    Status send_impl(Rank peer, const AmMessage &m) override;
+    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                           const std::uint32_t *args, unsigned nargs) override;
+    int poll_impl(PollMode mode) override;
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
+    Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
+                       bool &later) override;
+    Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
+                             std::string &rkey) override;
+    void mem_deregister_impl(std::uint64_t handle) override;
+    void dispatch_abandon_impl() override;
+    void quiesce_impl() override;
+    bool signal_exit_safe_impl() const override;
+    void exit_release_impl() override;
+    void fini_impl() override;
+
+private:
+    struct Guard : common::ConduitGuard {
+        explicit Guard(PortalsTransport &t) : ConduitGuard(t.lock_) {}
+    };
+
+    // portals_setup.cpp
+    Status open_interface();
+    Status exchange_ids();
+    Status buffers_create();
+    Status receive_buffers(ptl_pt_index_t pt, std::size_t count, std::vector<std::unique_ptr<RecvBuffer>> &out);
+    Status catch_basin(ptl_pt_index_t pt);
+    Status segment_entries();
+    void credit_preferences();
+    std::size_t reqrb_count() const;
+    void close_all();
+    void stats_print() const;
+
+    // portals.cpp
+    Status message(Rank peer, std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
+                   std::uint64_t dest_addr, const void *payload, std::size_t length);
+    Status loopback(std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
+                    std::uint64_t dest_addr, const void *payload, std::size_t length);
+    Status post(Chunk *c, bool reply_chunk, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
+                std::uint64_t remote_offset);                                      // under lock_
+    void control_send(Rank peer, std::uint8_t kind);                               // under lock_
+    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                     const AmMessage *notify, bool &later);
+    Status rma_issue(RmaGroup *g);                                                  // under lock_
+    void piece_done(RmaGroup *g, const ptl_event_t &e);                             // under lock_
+    void reap();                                                                    // under lock_
+    void event(const ptl_event_t &e);                                               // under lock_
+    void arrived(Arrival a);                                                        // under lock_
+    void processed(const Arrival &a);                                               // under lock_
+    void relink(RecvBuffer *b);                                                     // under lock_
+    void chunk_free(Chunk *c);                                                      // under lock_
+    int chunk_put(Chunk *c);                                                        // under lock_
+    void chunk_acked(Chunk *c, const ptl_event_t &e);                               // under lock_
+    void liveness();
+    int deliver_ready();
+    void deliver_one(const Arrival &a);
+    Status fatal(const char *op, Rank peer, int rc, const char *what);
+
+    // Portals objects, in order of creation.
+    bool initialized_ = false;   // PtlInit
+    ptl_handle_ni_t ni_{};
+    bool ni_open_ = false;
+    ptl_ni_limits_t limits_{};
+    ptl_handle_eq_t safe_eq_{}, am_eq_{}, sys_eq_{};
+    bool eqs_ = false;
+    bool pts_[5] = {};
+    std::vector<ptl_process_t> id_;       // by rank: the logical id
+    std::vector<ptl_process_t> physical_; // by rank: nid and pid
+    std::vector<PeerOrder> order_;        // by rank
+    std::vector<common::PeerLife> life_;  // by rank
+
+    // Send side: the ReqSB (also a match entry on pt_rpl, where replies
+    // land), the RplSB, an empty descriptor for control messages.
+    std::unique_ptr<std::byte[]> reqsb_bytes_, rplsb_bytes_;
+    std::vector<Chunk> reqsb_, rplsb_;
+    Chunk *req_free_ = nullptr, *rpl_free_ = nullptr;
+    ptl_handle_md_t reqsb_md_{}, rplsb_md_{}, control_md_{};
+    ptl_handle_me_t reqsb_me_{};
+    bool mds_ = false;
+    Context control_ctx_{Tag::control};
+    unsigned tickets_ = 0;                 // send tickets free
+    std::deque<Chunk *> resend_;           // messages a catch-basin took, to put again
+    bool overflow_said_ = false;
+    unsigned msg_limit_ = 0;
+
+    // Receive side.
+    std::vector<std::unique_ptr<RecvBuffer>> reqrb_, sysrb_;
+    ptl_handle_me_t am_cb_{}, sys_cb_{};
+    std::size_t reqrb_size_ = 0;
+    std::deque<Arrival> ready_;
+    unsigned safe_limit_ = 0, am_limit_ = 0, sys_limit_ = 0;
+    std::size_t am_eq_size_ = 0, safe_eq_size_ = 0, sys_eq_size_ = 0;
+
+    // The reply resources the delivering thread holds for the request it
+    // delivers (the seed: tickets and a reply chunk before an AM event).
+    Chunk *reserved_chunk_ = nullptr;
+    bool reserved_ticket_ = false;
+
+    // The segment: created here when no same-host conduit owns it.
+    common::PrivateSegment own_segment_;
+    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+    ptl_handle_md_t segment_md_{};
+    ptl_handle_me_t rma_me_{}, long_me_{};
+    bool segment_md_bound_ = false, segment_mes_ = false;
+    bool packed_long_ = true;
+
+    std::size_t max_message_ = 0;  // SLUICE_PORTALS_MAX_MESSAGE
+    std::size_t max_medium_ = 0;
+    // What a credit stands for, and the least a message takes of a receive
+    // buffer (the seed: 256 bytes and one event): every AM Put is at least
+    // this long, so the buffers fill before their event queue can.
+    std::size_t slot_ = 0;
+    std::size_t rma_chunk_ = 0;
+    void rma_plan(RmaGroup &g) const;
+    std::size_t rma_outstanding_ = 0;
+    std::deque<RmaGroup *> rma_partial_;
+    std::vector<RmaOp *> self_done_;  // RDMA to this rank itself, completed at the next poll
+    std::atomic<unsigned> polls_{0};
+    double peer_timeout_s_ = 30;
+
+    base::SpinLock lock_;
+    std::atomic<bool> deliver_flag_{false};
+    Counters counters_;
+};
+
+} // namespace sluice::conduit::portals::detail
