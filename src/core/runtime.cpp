@@ -2,6 +2,7 @@
 #include "core/runtime.hpp"
 
 #include "base/knobs.hpp"
+#include "rma/firehose/monitor.hpp"
 #include "sluice_config.h"
 
 #include <algorithm>
@@ -256,6 +257,11 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
         if (Status s = start(*same_host.chosen, local); s != Status::ok) return s;
     }
     if (need_network) {
+        // Firehose's memory hooks rewrite libc's code: before the network
+        // conduit starts threads of its own (a Portals library's progress
+        // thread), since a thread inside munmap while it is rewritten
+        // would return into the new bytes.
+        if (base::knob_bool(base::Knob::FIREHOSE_MEMHOOKS)) (void)rma::firehose::monitor::install();
         if (Status s = start(*network.chosen, remote); s != Status::ok) return s;
     }
     native_barrier_ = transports_.size() == 1 && transports_[0]->capabilities().native_barrier;
