@@ -204,10 +204,14 @@ void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
         ++counters_.resent;
         if (!overflow_said_) {
             overflow_said_ = true;
-            base::say("portals: rank %u's %s buffers were full: messages are put again until they fit (with flow "
-                      "control off, SLUICE_PORTALS_FLOW_CONTROL=0, a flood of requests does this; with it on, this is "
-                      "a Sluice bug)",
-                      c->peer, c->pt == pt_sys ? "SYS" : "request");
+            // Reported once, not fatal (the seed's catch-basin was): nothing is lost.
+            base::report(Status::resource, "send (portals)",
+                         c->pt == pt_sys ? "give more space to messages without credits (SLUICE_PORTALS_SYS_SPACE)"
+                                         : "keep flow control on (SLUICE_PORTALS_FLOW_CONTROL=1), or give more request "
+                                           "buffer space (SLUICE_PORTALS_REQRB_SIZE, SLUICE_PORTALS_REQRB_MIN)",
+                         "portals: rank %u's %s receive buffers were full (its catch-basin took a message): messages "
+                         "are put again until they fit",
+                         c->peer, c->pt == pt_sys ? "SYS" : "request");
         }
         resend_.push_back(c);
         return;

@@ -197,7 +197,8 @@ Status PortalsTransport::buffers_create() {
         ptl_md_t d{};
         d.start = start;
         d.length = length;
-        d.options = start ? PTL_MD_EVENT_SEND_DISABLE : 0;  // AMs report their ack only, control messages their send
+        // AMs report their ack only, control messages their send.
+        d.options = start == control_bytes_ ? 0 : PTL_MD_EVENT_SEND_DISABLE;
         d.eq_handle = safe_eq_;
         d.ct_handle = PTL_CT_NONE;
         const int rc = PtlMDBind(ni_, &d, &md);
@@ -208,7 +209,9 @@ Status PortalsTransport::buffers_create() {
     };
     if (Status s = bind(reqsb_bytes_.get(), sb * chunk_bytes, reqsb_md_, "request send buffer"); s != Status::ok) return s;
     if (Status s = bind(rplsb_bytes_.get(), rpl * chunk_bytes, rplsb_md_, "reply send buffer"); s != Status::ok) return s;
-    if (Status s = bind(nullptr, 0, control_md_, "control descriptor"); s != Status::ok) return s;
+    // Over a few real bytes: the reference implementation looks up the
+    // memory of even an empty Put and aborts on a null one.
+    if (Status s = bind(control_bytes_, sizeof control_bytes_, control_md_, "control descriptor"); s != Status::ok) return s;
     mds_ = true;
     ptl_me_t me{};
     me.start = reqsb_bytes_.get();
@@ -393,7 +396,7 @@ void PortalsTransport::stats_print() const {
     const std::size_t event = sizeof(ptl_event_t);
     std::fprintf(stderr,
                  "[%u] portals: requests %llu replies %llu sys %llu received %llu puts %llu gets %llu notified %llu "
-                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu\n"
+                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu resent %llu\n"
                  "[%u] portals: receive memory %zu bytes: request buffers %zu x %zu, SYS buffers %zu x %zu, "
                  "events %zu x %zu (AM %zu, SAFE %zu, SYS %zu); send buffers %zu bytes\n",
                  setup().rank, static_cast<unsigned long long>(counters_.requests),
@@ -402,7 +405,8 @@ void PortalsTransport::stats_print() const {
                  static_cast<unsigned long long>(counters_.gets), static_cast<unsigned long long>(counters_.notified),
                  static_cast<unsigned long long>(counters_.early), static_cast<unsigned long long>(counters_.no_ticket),
                  static_cast<unsigned long long>(counters_.no_chunk), static_cast<unsigned long long>(counters_.deferred),
-                 static_cast<unsigned long long>(counters_.relinked), setup().rank,
+                 static_cast<unsigned long long>(counters_.relinked), static_cast<unsigned long long>(counters_.resent),
+                 setup().rank,
                  (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * event,
                  reqrb_.size(), reqrb_size_, sysrb_.size(), reqrb_size_, am_eq_size_ + safe_eq_size_ + sys_eq_size_,
                  event, am_eq_size_, safe_eq_size_, sys_eq_size_, (reqsb_.size() + rplsb_.size()) * chunk_bytes);

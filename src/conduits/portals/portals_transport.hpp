@@ -267,6 +267,7 @@ private:
     ptl_handle_me_t reqsb_me_{};
     bool mds_ = false;
     Context control_ctx_{Tag::control};
+    std::byte control_bytes_[64] = {};
     unsigned tickets_ = 0;                 // send tickets free
     std::deque<Chunk *> resend_;           // messages a catch-basin took, to put again
     bool overflow_said_ = false;

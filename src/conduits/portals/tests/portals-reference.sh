@@ -1,0 +1,118 @@
+#!/bin/sh
+# The portals conduit on the Sandia Portals 4 reference implementation
+# (README.md in this folder), over its UDP transport on this host, every
+# peer over portals (SLUICE_ROUTE=network):
+#   - the conduit conformance suite and the multi-process suites (AM,
+#     barriers, allgather, delivery order, floods, hidden replies) at 2
+#     ranks (3 and 4 by hand: they pass, in minutes), and the AM suites
+#     again with SLUICE_PORTALS_PACKED_LONG=0 (every Long two-part);
+#   - the exit matrix (tests/exit, Net/*_portals);
+#   - a hot spot: 5 ranks send 1000 largest Mediums each to rank 0, which
+#     computes for half a second first.  With flow control (the default)
+#     nothing reaches a catch-basin; with SLUICE_PORTALS_FLOW_CONTROL=0 and
+#     two 8 KiB request buffers the catch-basin takes requests, the error
+#     line says so once, the senders put them again, and every request
+#     still arrives once, in order;
+#   - knobs refused by name; receive memory per rank at 2, 8 and 32 ranks
+#     with the seed's credit defaults (printed, for the note and docs).
+# The reference implementation has no retransmission over UDP: a datagram
+# dropped by a full socket receive buffer hangs the job.  The script needs
+# net.core.rmem_default of at least 4 MiB; as root it raises it for its
+# run and puts it back after, otherwise it skips saying so.  Exits 77
+# without the portals conduit.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +portals +'; then
+    echo "SKIP: the portals conduit is not in this build (configure --with-portals4=DIR)"
+    exit 77
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../../../../tests/portals/udp-buffers.sh
+. "$here/../../../../tests/portals/udp-buffers.sh"
+portals_udp_buffers || exit 77
+run=$builddir/sluicerun
+mp=$builddir/tests/mp/sluice-mp-test
+failed=0
+export SLUICE_NETWORK=portals SLUICE_ROUTE=network
+
+gtest() {  # gtest WHAT PROGRAM FILTER [ENV...]
+    what=$1 program=$2 filter=$3
+    shift 3
+    echo "=== portals: $what"
+    if ! env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1; then
+        echo "FAIL: $what"
+        failed=1
+    fi
+}
+# The shared suites leave portals to this script (SLUICETEST_NETWORK_SKIP).
+gtest "conformance suite" tests/conduit/sluice-conduit-conformance '*/portals:*/portals_alone' SLUICETEST_NETWORK_SKIP=
+# Not yet run (README, Where it has run): the Rma and Threads suites, whose
+# Puts from memory outside the segment make the reference implementation
+# abort in its memory-region lookup (init_prepare_transfer_udp).
+gtest "multi-process suites, 2 ranks" tests/mp/sluice-mp-gtest 'Net/*N2_native_portals:-Net/Rma*:Net/Threads*' \
+    SLUICETEST_NETWORK_SKIP=
+gtest "AM suites, every Long two-part (SLUICE_PORTALS_PACKED_LONG=0)" tests/mp/sluice-mp-gtest \
+    'Net/Am*N2_native_portals' SLUICE_PORTALS_PACKED_LONG=0 SLUICETEST_NETWORK_SKIP=
+gtest "exit matrix" tests/exit/sluice-exit-gtest 'Net/*_portals' SLUICETEST_NETWORK_SKIP=
+
+# job LIMIT RANKS [ENV...] -- ARGS...: a job of sluice-mp-test; its code in
+# $code, its output in $log.
+job() {
+    limit=$1 ranks=$2
+    shift 2
+    envs=
+    while [ "$1" != -- ]; do envs="$envs $1"; shift; done
+    shift
+    # shellcheck disable=SC2086 # envs is a list of NAME=VALUE words
+    log=$(env $envs SLUICE_PORTALS_STATS=1 timeout "$limit" "$run" -n "$ranks" -- "$mp" "$@" 2>&1)
+    code=$?
+}
+resent() {  # the sum of every rank's "resent" counter in $log
+    printf '%s\n' "$log" | sed -n 's/.* resent \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
+}
+
+echo "=== portals: hot spot, 5 ranks to one"
+job 300 6 -- hotspot 1000 500
+if [ "$code" = 0 ] && [ "$(resent)" = 0 ] && ! printf '%s\n' "$log" | grep -q "catch-basin"; then
+    echo "ok: with flow control, 5000 requests to one rank, none reached a catch-basin"
+else
+    echo "FAIL: hot spot with flow control: code $code, $(resent) put again"
+    printf '%s\n' "$log" | tail -20
+    failed=1
+fi
+job 300 6 SLUICE_PORTALS_FLOW_CONTROL=0 SLUICE_PORTALS_REQRB_SIZE=8K SLUICE_PORTALS_REQRB_MIN=2 -- hotspot 1000 500
+said=$(printf '%s\n' "$log" | grep -c "receive buffers were full (its catch-basin took a message)")
+if [ "$code" = 0 ] && [ "$(resent)" -gt 0 ] && [ "$said" -ge 1 ]; then
+    echo "ok: without flow control the catch-basin took requests ($(resent) put again, said on $said ranks), none lost"
+else
+    echo "FAIL: hot spot without flow control: code $code, $(resent) put again, said $said times"
+    printf '%s\n' "$log" | tail -20
+    failed=1
+fi
+
+echo "=== portals: knobs"
+for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PORTALS_REQRB_SIZE=1K; do
+    job 60 2 "$bad" -- basic
+    name=${bad%%=*}
+    if [ "$code" != 0 ] && printf '%s\n' "$log" | grep -q "$name"; then
+        echo "ok: $bad refused by name"
+    else
+        echo "FAIL: $bad: code $code"
+        printf '%s\n' "$log" | tail -5
+        failed=1
+    fi
+done
+
+echo "=== portals: receive memory per rank (the seed's credit defaults)"
+for n in 2 8 32; do
+    job 600 "$n" -- basic
+    line=$(printf '%s\n' "$log" | grep '^\[0\] portals: receive memory' | head -1)
+    if [ "$code" = 0 ] && [ -n "$line" ]; then
+        echo "ok: $n ranks: ${line#*portals: }"
+    else
+        echo "FAIL: $n ranks: code $code"
+        printf '%s\n' "$log" | tail -10
+        failed=1
+    fi
+done
+exit $failed
