@@ -3,6 +3,7 @@
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
+#include "tests/harness.hpp"
 #include "rma/firehose/registrar.hpp"
 #include "sluice_config.h"
 #ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
@@ -287,6 +288,7 @@ std::vector<Conduit> conduits_under_test() {
 #undef SLUICE_CONDUIT_IN_LIBRARY
 #undef SLUICE_CONDUIT_IN_TESTS
     for (const auto &info : sluice::conduit::transport_registry()) {
+        if (info.network && sluice_test::network_skipped(info.name)) continue;
         out.push_back(Conduit{info.name, info.network, info.create});
         if (info.network) out.push_back(Conduit{std::string(info.name) + "_alone", true, info.create, true});
     }

@@ -9,6 +9,7 @@
 // that are still starting.
 #include "tests/rank_util.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -120,7 +121,7 @@ void usage() {
                  "  poll RANK CODE             ... the others loop in sluice_poll\n"
                  "  libc-exit RANK CODE        RANK calls exit(CODE) from libc, the others sit in a barrier\n"
                  "  request-handler RANK CODE  RANK calls sluice_exit(CODE) in a request handler\n"
-                 "  medium-handler RANK CODE   the same in the handler of a 1000-byte Medium\n"
+                 "  medium-handler RANK CODE   the same in the handler of a 1000-byte Medium (or the largest)\n"
                  "  reply-handler RANK CODE    RANK calls sluice_exit(CODE) in a reply handler\n"
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
@@ -180,7 +181,8 @@ int main(int argc, char **argv) {
         auto send_exit = [&](sluice_rank_t to) {
             static char payload[exit_medium_bytes];
             if (which == "medium-handler")
-                TOK(sluice_am_request_medium(to, h_exit_in_medium, payload, sizeof payload, &code, 1));
+                TOK(sluice_am_request_medium(to, h_exit_in_medium, payload,
+                                             std::min(sizeof payload, sluice_am_max_medium()), &code, 1));
             else
                 TOK(sluice_am_request_short(to, h_exit_in_request, &code, 1));
         };

@@ -39,6 +39,7 @@ int case_args(int argc, char **argv);
 int case_chain(int argc, char **argv);
 int case_hidden(int argc, char **argv);
 int case_flood(int argc, char **argv);
+int case_hotspot(int argc, char **argv);
 int case_rma(int argc, char **argv);
 int case_segment(int argc, char **argv);
 int case_threads(int argc, char **argv);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace sluice_test::mp {
@@ -335,6 +337,56 @@ int case_flood(int argc, char **argv) {
     WAIT_UNTIL(echo_seen.load() == expected_in && echo_replies.load() == messages);
     TOK(sluice_barrier());
     TCHECK(flood_seen.load() == messages && echo_seen.load() == expected_in, "counts changed after the barrier");
+    TOK(sluice_finalize());
+    return 0;
+}
+
+// ---- hotspot ---------------------------------------------------------------
+// hotspot <messages> <pause ms>
+// Every rank but 0 sends `messages` Medium requests of the largest size to
+// rank 0, which first computes for `pause` ms without calling Sluice: the
+// requests pile up at one receiver, more than its request buffers hold
+// unless flow control holds the senders back.  Every request arrives once,
+// whole, in its sender's order.
+
+namespace {
+
+enum : sluice_handler_t { h_hot = 75 };
+std::atomic<std::uint64_t> hot_seen{0};
+std::vector<std::uint32_t> hot_next;  // by source: the next index expected
+
+void on_hot(sluice_token_t token, void *payload, std::size_t length, const std::uint32_t *args, unsigned nargs) {
+    const sluice_rank_t src = token_source(token);
+    TCHECK(nargs == 2 && args[0] == src, "hotspot: nargs %u", nargs);
+    TCHECK(args[1] == hot_next[src], "hotspot: message %u from %u arrived, %u expected", args[1], src, hot_next[src]);
+    TCHECK(length == flood_max, "hotspot message %u from %u: length %zu", args[1], src, length);
+    TCHECK_PATTERN(payload, length, flood_seed(src, args[1], 3), "hotspot message %u from %u", args[1], src);
+    ++hot_next[src];
+    hot_seen.fetch_add(1);
+}
+
+} // namespace
+
+int case_hotspot(int argc, char **argv) {
+    const auto messages = static_cast<std::uint32_t>(arg_number(argc, argv, 2, 2000));
+    const auto pause = arg_number(argc, argv, 3, 500);
+    flood_max = sluice_am_max_medium();
+    hot_next.assign(nranks, 0);
+    TOK(sluice_handler_register(h_hot, on_hot, SLUICE_AM_MEDIUM, 2));
+    attach(4096);
+    TOK(sluice_barrier());
+    if (me == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+        WAIT_UNTIL(hot_seen.load() == std::uint64_t{messages} * (nranks - 1));
+    } else {
+        std::vector<std::uint8_t> buf(flood_max);
+        for (std::uint32_t i = 0; i < messages; ++i) {
+            pattern_fill(buf.data(), flood_max, flood_seed(me, i, 3));
+            std::uint32_t args[2] = {me, i};
+            TOK(sluice_am_request_medium(0, h_hot, buf.data(), flood_max, args, 2));
+        }
+    }
+    TOK(sluice_barrier());
     TOK(sluice_finalize());
     return 0;
 }

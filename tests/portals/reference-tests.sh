@@ -12,6 +12,9 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 run=$here/with-portals4
+# shellcheck source=udp-buffers.sh
+. "$here/udp-buffers.sh"
+portals_udp_buffers || exit 77
 tests=$("$run" --tests)
 case $? in
 0) ;;
@@ -22,10 +25,10 @@ yod=$("$run" --prefix)/bin/yod.hydra
 required="test_init test_bootstrap test_PA_ME_put test_PA_LE_put test_LA_ME_put test_PA_ME_put_event
 test_ME_put_multiple test_ME_put_multiple_large test_ME_get test_LE_get test_ME_put_truncate test_ME_get_truncate
 test_event test_ct_ack test_ME_unexpected_put test_ME_oversize_put test_ME_oversize_get test_ME_flowctl_norecv
-test_ME_flowctl_noeq test_ME_flowctl_nohdr test_LE_unlink test_PA_ME_persistent_search"
+test_ME_flowctl_noeq test_ME_flowctl_nohdr test_LE_unlink test_PA_ME_persistent_search test_manage_local_only"
 known="test_ME_unlink"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; portals_udp_restore' EXIT
 failed=0
 for t in $required $known; do
     if (cd "$tests" && timeout -k 5 60 "$yod" -np 2 "./$t") > "$work/$t" 2>&1; then

@@ -30,6 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../../../tests/portals/udp-buffers.sh
 . "$here/../../../../tests/portals/udp-buffers.sh"
 portals_udp_buffers || exit 77
+trap portals_udp_restore EXIT
 run=$builddir/sluicerun
 mp=$builddir/tests/mp/sluice-mp-test
 failed=0
