@@ -19,7 +19,10 @@ std::atomic<std::uint64_t> requests_handled{0};
 unsigned am_iterations = 0;
 
 std::uint32_t am_seed(sluice_rank_t src, unsigned t, unsigned i) { return (src << 20) ^ (t << 16) ^ i; }
-std::size_t am_length(unsigned t, unsigned i) { return (i * 37 + t * 11) % 2000 + 1; }
+// Up to 2000 bytes, within the largest Medium (portals: 800).
+std::size_t am_length(unsigned t, unsigned i) {
+    return (i * 37 + t * 11) % std::min<std::size_t>(2000, sluice_am_max_medium()) + 1;
+}
 
 void on_request(sluice_token_t token, void *payload, std::size_t length, const std::uint32_t *args, unsigned nargs) {
     sluice_rank_t src = UINT32_MAX;

@@ -193,25 +193,19 @@ Status PortalsTransport::buffers_create() {
         rplsb_[i].index = static_cast<std::uint32_t>(i);
         chunk_free(&rplsb_[i]);
     }
-    auto bind = [&](void *start, std::size_t length, ptl_handle_md_t &md, const char *what) {
-        ptl_md_t d{};
-        d.start = start;
-        d.length = length;
+    auto bind = [&](void *start, std::size_t length, ptl_iovec_t &iov, ptl_handle_md_t &md, const char *what) {
         // AMs report their ack only, control messages their send.
-        d.options = start == control_bytes_ ? 0 : PTL_MD_EVENT_SEND_DISABLE;
-        d.eq_handle = safe_eq_;
-        d.ct_handle = PTL_CT_NONE;
-        const int rc = PtlMDBind(ni_, &d, &md);
+        const int rc = md_bind(start, length, start == control_bytes_ ? 0 : PTL_MD_EVENT_SEND_DISABLE, iov, md);
         if (rc != PTL_OK)
             return base::report(Status::resource, op, nullptr, "portals: binding the %s (%zu bytes, return code %d)", what,
                                 length, rc);
         return Status::ok;
     };
-    if (Status s = bind(reqsb_bytes_.get(), sb * chunk_bytes, reqsb_md_, "request send buffer"); s != Status::ok) return s;
-    if (Status s = bind(rplsb_bytes_.get(), rpl * chunk_bytes, rplsb_md_, "reply send buffer"); s != Status::ok) return s;
+    if (Status s = bind(reqsb_bytes_.get(), sb * chunk_bytes, reqsb_iov_, reqsb_md_, "request send buffer"); s != Status::ok) return s;
+    if (Status s = bind(rplsb_bytes_.get(), rpl * chunk_bytes, rplsb_iov_, rplsb_md_, "reply send buffer"); s != Status::ok) return s;
     // Over a few real bytes: the reference implementation looks up the
     // memory of even an empty Put and aborts on a null one.
-    if (Status s = bind(control_bytes_, sizeof control_bytes_, control_md_, "control descriptor"); s != Status::ok) return s;
+    if (Status s = bind(control_bytes_, sizeof control_bytes_, control_iov_, control_md_, "control descriptor"); s != Status::ok) return s;
     mds_ = true;
     ptl_me_t me{};
     me.start = reqsb_bytes_.get();
@@ -299,6 +293,25 @@ Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &
     return Status::ok;
 }
 
+// A descriptor over [start, start+length) with its events on the SAFE
+// queue, as a vector of one element (`iov`, which must live as long):
+// the reference implementation then registers the memory once, at bind,
+// where for a plain descriptor it looks the memory up at every Put and
+// Get within its inline limit and never lets that go (after some
+// thousands of transfers it aborts).
+int PortalsTransport::md_bind(void *start, std::size_t length, unsigned options, ptl_iovec_t &iov,
+                              ptl_handle_md_t &md) {
+    iov.iov_base = start;
+    iov.iov_len = length;
+    ptl_md_t d{};
+    d.start = &iov;
+    d.length = 1;
+    d.options = options | PTL_IOVEC;
+    d.eq_handle = safe_eq_;
+    d.ct_handle = PTL_CT_NONE;
+    return PtlMDBind(ni_, &d, &md);
+}
+
 // A memory descriptor over the region: the segment's (what local_handle
 // gives for buffers in it), or firehose's for buffers outside it.  Its
 // events go to the SAFE queue; a Put reports only its ack.
@@ -306,16 +319,10 @@ Status PortalsTransport::mem_register_impl(void *base, std::size_t size, std::ui
                                            std::string &rkey) {
     auto r = std::make_unique<Region>();
     r->base = reinterpret_cast<std::uint64_t>(base);
-    ptl_md_t d{};
-    d.start = base;
-    d.length = size;
-    d.options = PTL_MD_EVENT_SEND_DISABLE;
-    d.eq_handle = safe_eq_;
-    d.ct_handle = PTL_CT_NONE;
     int rc;
     {
         Guard g(*this);
-        rc = ni_open_ ? PtlMDBind(ni_, &d, &r->md) : PTL_FAIL;
+        rc = ni_open_ ? md_bind(base, size, PTL_MD_EVENT_SEND_DISABLE, r->iov, r->md) : PTL_FAIL;
     }
     if (rc != PTL_OK)
         return base::report(Status::resource, "register (portals)", "register less memory at once",

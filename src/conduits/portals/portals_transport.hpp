@@ -175,6 +175,7 @@ struct Counters {
 struct Region {
     ptl_handle_md_t md{};
     std::uint64_t base = 0;
+    ptl_iovec_t iov{};  // what the descriptor covers (md_bind)
 };
 
 class PortalsTransport final : public Transport {
@@ -237,6 +238,7 @@ private:
     void arrived(Arrival a);                                                        // under lock_
     void processed(const Arrival &a);                                               // under lock_
     void relink(RecvBuffer *b);                                                     // under lock_
+    int md_bind(void *start, std::size_t length, unsigned options, ptl_iovec_t &iov, ptl_handle_md_t &md);
     void chunk_free(Chunk *c);                                                      // under lock_
     int chunk_put(Chunk *c);                                                        // under lock_
     void chunk_acked(Chunk *c, const ptl_event_t &e);                               // under lock_
@@ -264,6 +266,7 @@ private:
     std::vector<Chunk> reqsb_, rplsb_;
     Chunk *req_free_ = nullptr, *rpl_free_ = nullptr;
     ptl_handle_md_t reqsb_md_{}, rplsb_md_{}, control_md_{};
+    ptl_iovec_t reqsb_iov_{}, rplsb_iov_{}, control_iov_{};
     ptl_handle_me_t reqsb_me_{};
     bool mds_ = false;
     Context control_ctx_{Tag::control};
