@@ -4,12 +4,14 @@
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
 #include "tests/harness.hpp"
+#include "rma/firehose/monitor.hpp"
 #include "rma/firehose/registrar.hpp"
 #include "sluice_config.h"
 #ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
 #include "conduits/template/template.hpp"
 #endif
 
+#include "base/knobs.hpp"
 #include "base/status.hpp"
 
 #include <gtest/gtest.h>
@@ -116,6 +118,9 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
     w.size = size;
     w.peer = size == 2 ? 1 - rank : rank;
     w.bootstrap = boot.get();
+    // As the core does: firehose's memory hooks go in before the conduit
+    // starts threads of its own (they rewrite libc's code).
+    if (base::knob_bool(base::Knob::FIREHOSE_MEMHOOKS)) (void)rma::firehose::monitor::install();
     t = c.create();
     w.t = t.get();
     conduit::TransportSetup s;

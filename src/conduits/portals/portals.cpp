@@ -187,7 +187,7 @@ Status PortalsTransport::post(Chunk *c, bool, Rank peer, ptl_pt_index_t pt, std:
 // is the caller's.
 int PortalsTransport::chunk_put(Chunk *c) {
     const bool rpl = c->tag == Tag::rpl_chunk;
-    return PtlPut(rpl ? rplsb_md_ : reqsb_md_, std::uint64_t{c->index} * chunk_bytes, c->length, PTL_ACK_REQ,
+    return ptl().Put(rpl ? rplsb_md_ : reqsb_md_, std::uint64_t{c->index} * chunk_bytes, c->length, PTL_ACK_REQ,
                   id_[c->peer], c->pt, c->bits, c->remote_offset, c, c->hdr);
 }
 
@@ -229,7 +229,7 @@ void PortalsTransport::control_send(Rank peer, std::uint8_t kind) {
         return;
     }
     const std::uint64_t bits = Bits::control | std::uint64_t{kind} << 56;
-    const int rc = PtlPut(control_md_, 0, 0, PTL_NO_ACK_REQ, id_[peer], pt_sys, bits, 0, &control_ctx_,
+    const int rc = ptl().Put(control_md_, 0, 0, PTL_NO_ACK_REQ, id_[peer], pt_sys, bits, 0, &control_ctx_,
                           hdr_make(setup().rank, 0));
     if (rc == PTL_OK) --tickets_;
     if (kind == control_pong) life_[peer].pong_owed = rc != PTL_OK;
@@ -264,7 +264,7 @@ void PortalsTransport::reap() {
     ptl_event_t e;
     auto drain = [&](ptl_handle_eq_t eq, unsigned limit, const char *which) {
         for (unsigned i = 0; limit == 0 || i < limit; ++i) {
-            const int rc = PtlEQGet(eq, &e);
+            const int rc = ptl().EQGet(eq, &e);
             if (rc == PTL_EQ_EMPTY) return;
             if (rc == PTL_EQ_DROPPED)
                 base::fatal("poll (portals)", "this is a Sluice bug: the queue is sized for every event in flight",
@@ -374,7 +374,7 @@ void PortalsTransport::relink(RecvBuffer *b) {
     me.match_bits = 0;
     me.ignore_bits = ~ptl_match_bits_t{0};
     me.min_free = max_message_;
-    const int rc = PtlMEAppend(ni_, b->pt, &me, PTL_PRIORITY_LIST, b, &b->me);
+    const int rc = ptl().MEAppend(ni_, b->pt, &me, PTL_PRIORITY_LIST, b, &b->me);
     if (rc != PTL_OK) {
         base::report(Status::transport, "poll (portals)", "this is a Portals fault",
                      "portals: appending a receive buffer failed (return code %d)", rc);
@@ -719,14 +719,14 @@ Status PortalsTransport::rma_issue(RmaGroup *g) {
         if (g->write && last && g->notify) {
             const unsigned kind = (Bits::flags(g->notify_bits) & am_flag_reply) ? 1 : 0;
             const std::uint16_t seq = order_[g->peer].send_seq[kind]++;
-            rc = PtlPut(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_long, g->notify_bits, remote, &p,
+            rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_long, g->notify_bits, remote, &p,
                         hdr_make(setup().rank, seq));
             if (rc != PTL_OK) --order_[g->peer].send_seq[kind];
             life_[g->peer].sent = true;
         } else if (g->write) {
-            rc = PtlPut(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_rma, 0, remote, &p, 0);
+            rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_rma, 0, remote, &p, 0);
         } else {
-            rc = PtlGet(g->md, local, p.length, id_[g->peer], pt_rma, 0, remote, &p);
+            rc = ptl().Get(g->md, local, p.length, id_[g->peer], pt_rma, 0, remote, &p);
         }
         if (rc != PTL_OK)
             return fatal(g->write ? "put (portals)" : "get (portals)", g->peer, rc,

@@ -95,11 +95,15 @@ Status PortalsTransport::init_impl() {
 
 Status PortalsTransport::open_interface() {
     const char *op = "portals conduit init";
-    if (int rc = PtlInit(); rc != PTL_OK)
+    // One PtlInit held for the life of the process, under the conduit's own
+    // pair: the reference implementation cannot initialize again after its
+    // last PtlFini, and a process may init Sluice more than once.
+    static const int held = ptl().Init();
+    if (int rc = held != PTL_OK ? held : ptl().Init(); rc != PTL_OK)
         return base::report(Status::transport, op, "check the Portals 4 installation (and PTL_IFACE_NAME)",
                             "portals: PtlInit failed (return code %d)", rc);
     initialized_ = true;
-    if (int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &limits_, &ni_);
+    if (int rc = ptl().NIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &limits_, &ni_);
         rc != PTL_OK)
         return base::report(Status::transport, op, "check the Portals 4 interface (PTL_IFACE_NAME names it)",
                             "portals: PtlNIInit (matching, logical addresses) failed (return code %d)", rc);
@@ -118,7 +122,7 @@ Status PortalsTransport::open_interface() {
 Status PortalsTransport::exchange_ids() {
     const char *op = "portals conduit init";
     ptl_process_t mine{};
-    if (int rc = PtlGetPhysId(ni_, &mine); rc != PTL_OK)
+    if (int rc = ptl().GetPhysId(ni_, &mine); rc != PTL_OK)
         return base::report(Status::transport, op, nullptr, "portals: PtlGetPhysId failed (return code %d)", rc);
     std::vector<std::string> all;
     if (!setup().bootstrap->allgather(&mine, sizeof mine, all))
@@ -131,7 +135,7 @@ Status PortalsTransport::exchange_ids() {
                                 "rank %u sent a Portals id of %zu bytes", r, all[r].size());
         std::memcpy(&id_[r], all[r].data(), sizeof mine);
     }
-    if (int rc = PtlSetMap(ni_, n, id_.data()); rc != PTL_OK)
+    if (int rc = ptl().SetMap(ni_, n, id_.data()); rc != PTL_OK)
         return base::report(Status::transport, op, nullptr, "portals: PtlSetMap of %u ranks failed (return code %d)", n, rc);
     physical_ = id_;
     for (Rank r = 0; r < n; ++r) id_[r].rank = r;
@@ -162,7 +166,7 @@ Status PortalsTransport::buffers_create() {
         const char *name;
     } queues[] = {{safe_eq_size_, &safe_eq_, "SAFE"}, {am_eq_size_, &am_eq_, "AM"}, {sys_eq_size_, &sys_eq_, "SYS"}};
     for (const auto &q : queues)
-        if (int rc = PtlEQAlloc(ni_, q.n, q.eq); rc != PTL_OK)
+        if (int rc = ptl().EQAlloc(ni_, q.n, q.eq); rc != PTL_OK)
             return base::report(Status::resource, op, nullptr, "portals: the %s event queue of %zu events (return code %d)",
                                 q.name, q.n, rc);
     eqs_ = true;
@@ -172,7 +176,7 @@ Status PortalsTransport::buffers_create() {
     } entries[] = {{pt_am, am_eq_}, {pt_sys, sys_eq_}, {pt_rpl, safe_eq_}, {pt_rma, PTL_EQ_NONE}, {pt_long, am_eq_}};
     for (const auto &e : entries) {
         ptl_pt_index_t got = 0;
-        if (int rc = PtlPTAlloc(ni_, 0, e.eq, e.pt, &got); rc != PTL_OK || got != e.pt)
+        if (int rc = ptl().PTAlloc(ni_, 0, e.eq, e.pt, &got); rc != PTL_OK || got != e.pt)
             return base::report(Status::resource, op, "run one Sluice job per Portals interface",
                                 "portals: portal table entry %u (return code %d)", e.pt, rc);
         pts_[e.pt] = true;
@@ -215,7 +219,7 @@ Status PortalsTransport::buffers_create() {
     me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE;
     me.match_id.rank = PTL_RANK_ANY;
     me.ignore_bits = ~ptl_match_bits_t{0};
-    if (int rc = PtlMEAppend(ni_, pt_rpl, &me, PTL_PRIORITY_LIST, nullptr, &reqsb_me_); rc != PTL_OK)
+    if (int rc = ptl().MEAppend(ni_, pt_rpl, &me, PTL_PRIORITY_LIST, nullptr, &reqsb_me_); rc != PTL_OK)
         return base::report(Status::resource, op, nullptr, "portals: the reply entry over the ReqSB (return code %d)", rc);
     if (Status s = receive_buffers(pt_am, nreq, reqrb_); s != Status::ok) return s;
     if (Status s = receive_buffers(pt_sys, nsys, sysrb_); s != Status::ok) return s;
@@ -251,7 +255,7 @@ Status PortalsTransport::catch_basin(ptl_pt_index_t pt) {
     me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_UNEXPECTED_HDR_DISABLE | PTL_ME_EVENT_COMM_DISABLE;
     me.match_id.rank = PTL_RANK_ANY;
     me.ignore_bits = ~ptl_match_bits_t{0};
-    if (int rc = PtlMEAppend(ni_, pt, &me, PTL_OVERFLOW_LIST, nullptr, pt == pt_am ? &am_cb_ : &sys_cb_); rc != PTL_OK)
+    if (int rc = ptl().MEAppend(ni_, pt, &me, PTL_OVERFLOW_LIST, nullptr, pt == pt_am ? &am_cb_ : &sys_cb_); rc != PTL_OK)
         return base::report(Status::resource, "portals conduit init", nullptr,
                             "portals: the catch-basin of entry %u (return code %d)", pt, rc);
     return Status::ok;
@@ -279,11 +283,11 @@ Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &
     me.ignore_bits = ~ptl_match_bits_t{0};
     me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_COMM_DISABLE |
                  PTL_ME_NO_TRUNCATE;
-    int rc = PtlMEAppend(ni_, pt_rma, &me, PTL_PRIORITY_LIST, nullptr, &rma_me_);
+    int rc = ptl().MEAppend(ni_, pt_rma, &me, PTL_PRIORITY_LIST, nullptr, &rma_me_);
     if (rc == PTL_OK) {
         me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE;
-        rc = PtlMEAppend(ni_, pt_long, &me, PTL_PRIORITY_LIST, nullptr, &long_me_);
-        if (rc != PTL_OK) PtlMEUnlink(rma_me_);
+        rc = ptl().MEAppend(ni_, pt_long, &me, PTL_PRIORITY_LIST, nullptr, &long_me_);
+        if (rc != PTL_OK) ptl().MEUnlink(rma_me_);
     }
     if (rc != PTL_OK)
         return base::report(Status::resource, "segment_attach (portals)", nullptr,
@@ -309,7 +313,7 @@ int PortalsTransport::md_bind(void *start, std::size_t length, unsigned options,
     d.options = options | PTL_IOVEC;
     d.eq_handle = safe_eq_;
     d.ct_handle = PTL_CT_NONE;
-    return PtlMDBind(ni_, &d, &md);
+    return ptl().MDBind(ni_, &d, &md);
 }
 
 // A memory descriptor over the region: the segment's (what local_handle
@@ -336,7 +340,7 @@ void PortalsTransport::mem_deregister_impl(std::uint64_t handle) {
     auto *r = reinterpret_cast<Region *>(handle);
     {
         Guard g(*this);
-        if (ni_open_) PtlMDRelease(r->md);
+        if (ni_open_) ptl().MDRelease(r->md);
     }
     delete r;
 }
@@ -354,37 +358,37 @@ void PortalsTransport::close_all() {
     if (ni_open_) {
         Guard g(*this);
         if (segment_mes_) {
-            PtlMEUnlink(long_me_);
-            PtlMEUnlink(rma_me_);
+            ptl().MEUnlink(long_me_);
+            ptl().MEUnlink(rma_me_);
             segment_mes_ = false;
         }
         for (auto *list : {&reqrb_, &sysrb_})
             for (auto &b : *list)
                 if (b->linked) {
-                    PtlMEUnlink(b->me);
+                    ptl().MEUnlink(b->me);
                     b->linked = false;
                 }
         if (mds_) {
-            PtlMEUnlink(reqsb_me_);
-            PtlMEUnlink(am_cb_);
-            PtlMEUnlink(sys_cb_);
-            PtlMDRelease(control_md_);
-            PtlMDRelease(rplsb_md_);
-            PtlMDRelease(reqsb_md_);
+            ptl().MEUnlink(reqsb_me_);
+            ptl().MEUnlink(am_cb_);
+            ptl().MEUnlink(sys_cb_);
+            ptl().MDRelease(control_md_);
+            ptl().MDRelease(rplsb_md_);
+            ptl().MDRelease(reqsb_md_);
             mds_ = false;
         }
         for (ptl_pt_index_t pt = 0; pt < 5; ++pt)
             if (pts_[pt]) {
-                PtlPTFree(ni_, pt);
+                ptl().PTFree(ni_, pt);
                 pts_[pt] = false;
             }
         if (eqs_) {
-            PtlEQFree(sys_eq_);
-            PtlEQFree(am_eq_);
-            PtlEQFree(safe_eq_);
+            ptl().EQFree(sys_eq_);
+            ptl().EQFree(am_eq_);
+            ptl().EQFree(safe_eq_);
             eqs_ = false;
         }
-        PtlNIFini(ni_);
+        ptl().NIFini(ni_);
         ni_open_ = false;
     }
     for (auto *list : {&reqrb_, &sysrb_}) {
@@ -392,7 +396,7 @@ void PortalsTransport::close_all() {
         list->clear();
     }
     if (initialized_) {
-        PtlFini();
+        ptl().Fini();
         initialized_ = false;
     }
     for (RmaGroup *g : rma_partial_) delete g;
@@ -423,12 +427,12 @@ void PortalsTransport::stats_print() const {
 
 std::unique_ptr<Transport> make_portals_transport() { return std::make_unique<detail::PortalsTransport>(); }
 
-// PtlInit once and never PtlFini: the reference implementation cannot
-// initialize again after its last PtlFini, so the library stays up for
-// the process (the conduit's own PtlInit/PtlFini pair counts on top).
+// Without side effects (the registry's rule): the library opens and has
+// every entry point.  PtlInit starts the library's progress thread, so it
+// waits for the conduit's init (after Sluice installed its memory hooks).
 std::string probe() {
-    static const int rc = PtlInit();
-    if (rc != PTL_OK) return "PtlInit failed (return code " + std::to_string(rc) + ")";
+    std::string why;
+    if (api(&why) == nullptr) return why + "; SLUICE_PORTALS_LIBRARY names the library";
     return "";
 }
 

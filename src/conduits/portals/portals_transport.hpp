@@ -19,7 +19,7 @@
 #include "conduits/common/private_segment.hpp"
 #include "conduits/transport.hpp"
 
-#include <portals4.h>
+#include "conduits/portals/portals_api.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -1,0 +1,96 @@
+// src/conduits/portals/portals_api.cpp - opening the Portals 4 library at
+// run time (portals_api.hpp says why).
+#include "conduits/portals/portals_api.hpp"
+
+#include "base/knobs.hpp"
+#include "sluice_config.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace sluice::conduit::portals {
+
+namespace {
+
+struct Loaded {
+    Api api{};
+    bool ok = false;
+    std::string why;
+};
+
+template <typename F>
+bool bind(void *lib, const char *name, F &slot, std::string &why) {
+    void *p = ::dlsym(lib, name);
+    if (p == nullptr) {
+        if (why.empty()) why = std::string("it has no ") + name;
+        return false;
+    }
+    slot = reinterpret_cast<F>(p);
+    return true;
+}
+
+void *open_library(std::string &why, std::string &opened) {
+    std::string tried;
+    auto attempt = [&](const std::string &path) -> void * {
+        void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (lib != nullptr) {
+            opened = path;
+        } else {
+            const char *e = ::dlerror();
+            tried += (tried.empty() ? "" : "; ") + (e != nullptr ? std::string(e) : path);
+        }
+        return lib;
+    };
+    const std::string &chosen = base::knob_string(base::Knob::PORTALS_LIBRARY);
+    void *lib = nullptr;
+    if (!chosen.empty()) {
+        lib = attempt(chosen);
+    } else {
+#ifdef SLUICE_PORTALS4_LIBRARY
+        lib = attempt(SLUICE_PORTALS4_LIBRARY);
+#endif
+        if (lib == nullptr) lib = attempt("libportals.so.4");
+    }
+    if (lib == nullptr) why = "cannot open the Portals 4 library (" + tried + ")";
+    return lib;
+}
+
+Loaded load() {
+    Loaded l;
+    std::string path;
+    void *lib = open_library(l.why, path);
+    if (lib == nullptr) return l;
+    Api &a = l.api;
+    l.ok = bind(lib, "PtlInit", a.Init, l.why) & bind(lib, "PtlFini", a.Fini, l.why) &
+           bind(lib, "PtlNIInit", a.NIInit, l.why) & bind(lib, "PtlNIFini", a.NIFini, l.why) &
+           bind(lib, "PtlGetPhysId", a.GetPhysId, l.why) & bind(lib, "PtlSetMap", a.SetMap, l.why) &
+           bind(lib, "PtlEQAlloc", a.EQAlloc, l.why) & bind(lib, "PtlEQFree", a.EQFree, l.why) &
+           bind(lib, "PtlEQGet", a.EQGet, l.why) & bind(lib, "PtlPTAlloc", a.PTAlloc, l.why) &
+           bind(lib, "PtlPTFree", a.PTFree, l.why) & bind(lib, "PtlMDBind", a.MDBind, l.why) &
+           bind(lib, "PtlMDRelease", a.MDRelease, l.why) & bind(lib, "PtlMEAppend", a.MEAppend, l.why) &
+           bind(lib, "PtlMEUnlink", a.MEUnlink, l.why) & bind(lib, "PtlPut", a.Put, l.why) &
+           bind(lib, "PtlGet", a.Get, l.why);
+    if (!l.ok) l.why = path + " is not a Portals 4 library: " + l.why;
+    return l;
+}
+
+} // namespace
+
+const Api *api(std::string *why) {
+    static const Loaded loaded = load();
+    if (!loaded.ok) {
+        if (why != nullptr) *why = loaded.why;
+        return nullptr;
+    }
+    return &loaded.api;
+}
+
+const Api &ptl() {
+    const Api *a = api();
+    if (a == nullptr) std::abort();  // the conduit opened only after api() succeeded
+    return *a;
+}
+
+} // namespace sluice::conduit::portals
