@@ -1,10 +1,11 @@
 // src/conduits/common/liveness.hpp - telling a silent peer from a slow one,
 // for conduits whose network keeps a stopped or hung process reachable
-// (its connections stay open, its NIC still acknowledges): ofi, ibv.
+// (its connections stay open, its NIC still acknowledges): ofi, ibv,
+// portals.
 //
-// Every `liveness_every` polls the conduit runs liveness_check: a peer that
-// was sent an AM and has said nothing since is pinged after half the peer
-// timeout (a control message its conduit answers from its poll, with a
+// Every 20 ms of polling (LivenessTimer) the conduit runs liveness_check:
+// a peer that was sent an AM and has said nothing since is pinged after
+// half the peer timeout (a control message its conduit answers from its poll, with a
 // pong) and taken for dead after the other half.  A rank that computes
 // without polling for longer than the timeout is taken for dead too: the
 // knob's documentation says to raise it or run a progress thread.
@@ -13,13 +14,34 @@
 #include "base/status.hpp"
 #include "conduits/transport.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 namespace sluice::conduit::common {
 
-constexpr unsigned liveness_every = 1024;
+// When a poll runs liveness_check: once `liveness_period_ns` passed since
+// the last one, the clock read every `clock_every` polls.  By time, not by
+// a count of polls: a poll that yields the core (more ranks than cores, a
+// library's progress thread spinning) can take milliseconds.
+class LivenessTimer {
+public:
+    static constexpr unsigned clock_every = 32;
+    static constexpr std::uint64_t liveness_period_ns = 20'000'000;
+
+    bool due() {
+        if ((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % clock_every != 0) return false;
+        const std::uint64_t now = base::now_ns();
+        std::uint64_t last = last_ns_.load(std::memory_order_relaxed);
+        return now - last >= liveness_period_ns &&
+               last_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<unsigned> polls_{0};
+    std::atomic<std::uint64_t> last_ns_{0};
+};
 
 struct PeerLife {
     bool sent = false;       // an AM went to it since the last check

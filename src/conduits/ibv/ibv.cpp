@@ -252,7 +252,7 @@ void IbvTransport::control_send(Rank peer, std::uint8_t category) {
     if (category == category_pong) life_[peer].pong_owed = s != Status::ok;
 }
 
-// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
 // hung process's HCA goes on acknowledging, and once its receive buffers
 // are full its peers' sends wait on RNR for ever, so the HCA alone would
 // never notice.
@@ -321,8 +321,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
 int IbvTransport::poll_impl(PollMode mode) {
     if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
         receive_thread_start();
-    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0))
-        liveness();
+    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
     {
         Guard g(*this);
         if (!up_) return 0;

@@ -285,7 +285,7 @@ private:
     std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
     std::vector<std::uint64_t> peer_rkey_;  // by rank: its segment's keys, one per HCA (32 bits each)
     std::vector<common::PeerLife> life_;   // by rank (IbvTransport::liveness)
-    std::atomic<unsigned> polls_{0};
+    common::LivenessTimer liveness_timer_;
     double peer_timeout_s_ = 30;
     std::uint64_t physmem_limit_ = 0;  // bytes this rank may register (SLUICE_PHYSMEM_MAX)
     std::atomic<std::uint64_t> pinned_{0};  // registered for RDMA now

@@ -167,7 +167,7 @@ void OfiTransport::control_send(Rank peer, std::uint8_t category) {
     if (category == category_greet_answer) order_[peer].answer_owed = r != 0;
 }
 
-// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
 // hung process keeps its connections open, so the provider alone would
 // never notice.
 void OfiTransport::liveness() {
@@ -320,7 +320,7 @@ void OfiTransport::reap_error() {
 int OfiTransport::poll_impl(PollMode mode) {
     if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
         receive_thread_start();
-    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0)) liveness();
+    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
     {
         Guard g(*this);
         if (!ep_) return 0;

@@ -242,7 +242,7 @@ private:
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
 
     std::size_t rma_outstanding_ = 0;  // pieces posted
-    std::atomic<unsigned> polls_{0};
+    common::LivenessTimer liveness_timer_;
     double peer_timeout_s_ = 30;
 
     // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion

@@ -50,9 +50,32 @@ const char *fail_name(int f) {
 
 } // namespace
 
+namespace {
+const char *rc_name(int rc) {
+    switch (rc) {
+    case PTL_ARG_INVALID: return "PTL_ARG_INVALID";
+    case PTL_FAIL: return "PTL_FAIL";
+    case PTL_IN_USE: return "PTL_IN_USE";
+    case PTL_NO_INIT: return "PTL_NO_INIT";
+    case PTL_NO_SPACE: return "PTL_NO_SPACE";
+    case PTL_PT_FULL: return "PTL_PT_FULL";
+    default: return "an error";
+    }
+}
+} // namespace
+
+// A call into Portals that failed: fatal for the job.  PTL_FAIL and
+// PTL_NO_SPACE from a Put or Get are the library out of its own resources
+// (the reference implementation over UDP wears out its object table after
+// about 262,000 acknowledged transfers: README, Limits).
 Status PortalsTransport::fatal(const char *op, Rank peer, int rc, const char *what) {
-    return base::report(Status::transport, op, "check that the peer is alive and reachable over Portals",
-                        "portals: %s, rank %u: return code %d", what, peer, rc);
+    const bool worn = rc == PTL_FAIL || rc == PTL_NO_SPACE;
+    return base::report(Status::transport, op,
+                        worn ? "the Portals library is out of its own resources; on the reference implementation "
+                               "over UDP, a process makes at most about 262,000 acknowledged transfers "
+                               "(src/conduits/portals/README.md, Limits)"
+                             : "check that the peer is alive and reachable over Portals",
+                        "portals: %s, rank %u: return code %d (%s)", what, peer, rc, rc_name(rc));
 }
 
 // ---- sends ----
@@ -241,7 +264,7 @@ void PortalsTransport::chunk_free(Chunk *c) {
     free = c;
 }
 
-// Every liveness_every polls (conduits/common/liveness.hpp): a stopped or
+// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
 // hung process keeps its Portals interface, so Portals alone would never
 // tell.
 void PortalsTransport::liveness() {
@@ -443,7 +466,7 @@ void PortalsTransport::processed(const Arrival &a) {
 // ---- delivery ----
 
 int PortalsTransport::poll_impl(PollMode mode) {
-    if (__builtin_expect((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % common::liveness_every == 0, 0)) liveness();
+    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
     {
         Guard g(*this);
         if (!ni_open_) return 0;

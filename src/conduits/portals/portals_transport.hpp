@@ -308,7 +308,7 @@ private:
     std::size_t rma_outstanding_ = 0;
     std::deque<RmaGroup *> rma_partial_;
     std::vector<RmaOp *> self_done_;  // RDMA to this rank itself, completed at the next poll
-    std::atomic<unsigned> polls_{0};
+    common::LivenessTimer liveness_timer_;
     double peer_timeout_s_ = 30;
 
     base::SpinLock lock_;

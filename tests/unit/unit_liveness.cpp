@@ -1,0 +1,59 @@
+// tests/unit/unit_liveness.cpp - src/conduits/common/liveness.hpp: the
+// check runs by elapsed time, however slow the polls, and a peer sent to
+// is pinged after half the timeout and taken for dead after the other half.
+#include "conduits/common/liveness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace common = sluice::conduit::common;
+
+namespace {
+
+using Timer = common::LivenessTimer;
+
+TEST(Liveness, TimerIsDueOncePerPeriodHoweverFewThePolls) {
+    Timer t;
+    // The first clock reading is due (nothing ran yet), then not again
+    // within the period, however many polls.
+    int due = 0;
+    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due();
+    EXPECT_EQ(due, 1);
+    for (unsigned i = 0; i < 100 * Timer::clock_every; ++i) EXPECT_FALSE(t.due());
+    // Slow polls: one period later the next clock reading is due.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(Timer::liveness_period_ns + 1'000'000));
+    due = 0;
+    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due();
+    EXPECT_EQ(due, 1);
+}
+
+TEST(Liveness, APeerSentToIsPingedAtHalfTheTimeoutAndDeadAfterTheOtherHalf) {
+    std::vector<common::PeerLife> peers(3);
+    const double timeout = 1.0;
+    const std::uint64_t s = 1'000'000'000;
+    std::vector<sluice::conduit::Rank> pinged, ponged;
+    auto ping = [&](sluice::conduit::Rank r) { pinged.push_back(r); };
+    auto pong = [&](sluice::conduit::Rank r) { ponged.push_back(r); };
+    peers[2].sent = true;
+    EXPECT_EQ(common::liveness_check(peers, 0, 10 * s, timeout, ping, pong), 3u);  // owed from now
+    EXPECT_TRUE(pinged.empty());
+    EXPECT_EQ(common::liveness_check(peers, 0, 10 * s + s / 4, timeout, ping, pong), 3u);
+    EXPECT_TRUE(pinged.empty());
+    EXPECT_EQ(common::liveness_check(peers, 0, 10 * s + s / 2 + 1, timeout, ping, pong), 3u);
+    ASSERT_EQ(pinged, std::vector<sluice::conduit::Rank>{2});
+    EXPECT_EQ(common::liveness_check(peers, 0, 11 * s + 2, timeout, ping, pong), 2u);  // silent: rank 2
+    // A peer heard from is owed nothing; a pong the network had no room
+    // for is sent at the next check.
+    peers[2].heard = true;
+    peers[1].pong_owed = true;
+    EXPECT_EQ(common::liveness_check(peers, 0, 12 * s, timeout, ping, pong), 3u);
+    EXPECT_EQ(ponged, std::vector<sluice::conduit::Rank>{1});
+    EXPECT_EQ(common::liveness_check(peers, 0, 20 * s, timeout, ping, pong), 3u);
+    // Peers never sent to are never pinged.
+    EXPECT_EQ(pinged.size(), 1u);
+}
+
+} // namespace
