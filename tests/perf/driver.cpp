@@ -17,6 +17,9 @@
 // alone) adds to each repetition one job per libfabric provider over the ofi
 // conduit (SLUICE_NETWORK=ofi, SLUICE_OFI_PROVIDER, SLUICE_ROUTE=network,
 // sluice-bench --worker ofi) with the bare libfabric reference inside it.
+// The ibv and portals sections (when those conduits probe, or --ibv,
+// --portals alone) add one job each over their conduit, with bare verbs or
+// bare Portals 4 inside it.
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
@@ -91,6 +94,12 @@ void usage(std::FILE *to) {
         "                      bare verbs on the same device; a full run includes it when the\n"
         "                      conduit probes (here: under tests/softnic/verbs/softnic-run)\n"
         "  --no-ibv            no ibv section\n"
+        "  --portals           only the portals section: the portals conduit (SLUICE_ROUTE=network)\n"
+        "                      beside bare Portals 4 on the conduit's NI; a full run includes it\n"
+        "                      when the build has the portals conduit (--with-portals4) and it probes\n"
+        "  --no-portals        no portals section\n"
+        "  --portals-network NAME  run the portals section's jobs with SLUICE_NETWORK=NAME (tests\n"
+        "                      the benchmark itself; the figures are not portals')\n"
         "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
         "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not ofi's)\n"
@@ -165,6 +174,12 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.ibv = Options::Ibv::only;
         } else if (a == "--no-ibv") {
             o.ibv = Options::Ibv::skip;
+        } else if (a == "--portals") {
+            o.portals = Options::Portals::only;
+        } else if (a == "--no-portals") {
+            o.portals = Options::Portals::skip;
+        } else if (a == "--portals-network") {
+            o.portals_network = value("--portals-network");
         } else if (a == "--ofi-providers") {
             o.ofi_providers.clear();
             std::stringstream list(value("--ofi-providers"));
@@ -201,17 +216,21 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
-    // --udp, --ofi or --ibv alone: that section only (several: those).
-    const bool udp_only = o.udp == Options::Udp::only, ofi_only = o.ofi == Options::Ofi::only,
-               ibv_only = o.ibv == Options::Ibv::only;
-    if (udp_only || ofi_only || ibv_only)
+    // --udp, --ofi, --ibv or --portals alone: that section only (several:
+    // those; the sections left on auto are skipped).
+    const bool some_only = o.udp == Options::Udp::only || o.ofi == Options::Ofi::only ||
+                           o.ibv == Options::Ibv::only || o.portals == Options::Portals::only;
+    if (some_only) {
         o.skip_launch = o.skip_shm = o.no_mpi = true;
-    if ((ofi_only || ibv_only) && o.udp == Options::Udp::auto_)
-        o.udp = Options::Udp::skip;
-    if ((udp_only || ibv_only) && o.ofi == Options::Ofi::auto_)
-        o.ofi = Options::Ofi::skip;
-    if ((udp_only || ofi_only) && o.ibv == Options::Ibv::auto_)
-        o.ibv = Options::Ibv::skip;
+        if (o.udp == Options::Udp::auto_)
+            o.udp = Options::Udp::skip;
+        if (o.ofi == Options::Ofi::auto_)
+            o.ofi = Options::Ofi::skip;
+        if (o.ibv == Options::Ibv::auto_)
+            o.ibv = Options::Ibv::skip;
+        if (o.portals == Options::Portals::auto_)
+            o.portals = Options::Portals::skip;
+    }
     // Two providers with one tag would write the same rows.
     std::vector<std::string> tags;
     for (const auto &p : o.ofi_providers) {
@@ -275,10 +294,11 @@ int driver_main(int argc, char **argv) {
     const bool udp_only = o.udp == Options::Udp::only;
     const bool ofi_only = o.ofi == Options::Ofi::only;
     const bool ibv_only = o.ibv == Options::Ibv::only;
+    const bool portals_only = o.portals == Options::Portals::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = ofi_only || ibv_only ? "" : "udp section skipped (--no-udp)";
+        udp_note = ofi_only || ibv_only || portals_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -297,7 +317,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_providers;
     std::string ofi_note;
     if (o.ofi == Options::Ofi::skip) {
-        ofi_note = ofi_only || udp_only || ibv_only ? "" : "ofi section skipped (--no-ofi)";
+        ofi_note = ofi_only || udp_only || ibv_only || portals_only ? "" : "ofi section skipped (--no-ofi)";
     } else if (o.only != "launch" && o.only != "shm") {
         const std::string missing =
             o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
@@ -327,7 +347,7 @@ int driver_main(int argc, char **argv) {
     bool ibv = false;
     std::string ibv_note;
     if (o.ibv == Options::Ibv::skip) {
-        ibv_note = udp_only || ofi_only ? "" : "ibv section skipped (--no-ibv)";
+        ibv_note = udp_only || ofi_only || portals_only ? "" : "ibv section skipped (--no-ibv)";
     } else if (o.only != "launch" && o.only != "shm") {
         ibv_note = network_conduit_missing("ibv");
         ibv = ibv_note.empty();
@@ -336,6 +356,28 @@ int driver_main(int argc, char **argv) {
                        " (run the benchmark under tests/softnic/verbs/softnic-run for the software NIC)";
         if (ibv_only && !ibv) {
             std::fprintf(stderr, "sluice-bench: --ibv: %s\n", ibv_note.c_str());
+            return 2;
+        }
+    }
+
+    // The portals section: the conduit must be built in and probe.
+    bool portals = false;
+    std::string portals_note;
+    if (o.portals == Options::Portals::skip) {
+        portals_note = udp_only || ofi_only || ibv_only ? "" : "portals section skipped (--no-portals)";
+    } else if (o.only != "launch" && o.only != "shm") {
+        // The bare reference needs Portals 4 in the build, which has it
+        // with the conduit (tests/perf/Makefile.inc).
+        portals_note = network_conduit_missing("portals");
+        portals = portals_note.empty();
+        if (!portals)
+            portals_note = "portals section skipped: " + portals_note +
+                           " (configure --with-portals4=$(tests/portals/with-portals4 --prefix) builds it)";
+        else if (o.portals_network != "portals")
+            portals_note = "--portals-network " + o.portals_network + ": the portals section ran over " +
+                           o.portals_network + "; its Sluice figures are not portals'";
+        if (portals_only && !portals) {
+            std::fprintf(stderr, "sluice-bench: --portals: %s\n", portals_note.c_str());
             return 2;
         }
     }
@@ -377,7 +419,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = udp_only || ofi_only || ibv_only ? "" : "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only || ofi_only || ibv_only || portals_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -425,7 +467,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only && !ofi_only && !ibv_only)
+    if (!udp_only && !ofi_only && !ibv_only && !portals_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
@@ -446,6 +488,13 @@ int driver_main(int argc, char **argv) {
     const std::vector<std::string> ibv_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=ibv", "SLUICE_IBV_STATS=1"};
     if (ibv)
         std::printf("  ibv:    %s %s --worker ibv\n", describe(ibv_env).c_str(), describe(sluice_cmd).c_str());
+    // The conduit's counters go to the job logs (--keep).
+    std::vector<std::string> portals_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=" + o.portals_network};
+    if (o.portals_network == "portals")
+        portals_env.push_back("SLUICE_PORTALS_STATS=1");
+    if (portals)
+        std::printf("  portals: %s %s --worker portals\n", describe(portals_env).c_str(),
+                    describe(sluice_cmd).c_str());
     std::fflush(stdout);
 
     Samples samples;
@@ -453,7 +502,8 @@ int driver_main(int argc, char **argv) {
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
     double busiest = 0;
-    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only;
+    const bool run_suite =
+        o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only && !portals_only;
     // --udp alone: the default-routing AM round trip comes from a suite job
     // of its own (the full run has it from the suite).
     const bool default_job = udp_only && only_keeps(o, "am_short_rtt");
@@ -478,7 +528,8 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_failed; // a failed provider is not run again
     bool large_failed = false;           // nor a failed large-segment job
     bool ibv_failed = false;  // nor a failed ibv job
-    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv) && rep < o.reps; ++rep) {
+    bool portals_failed = false; // nor a failed portals job
+    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals) && rep < o.reps; ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
             ++busy_reps;
@@ -573,6 +624,20 @@ int driver_main(int argc, char **argv) {
                 std::fprintf(stderr, "sluice-bench: the ibv job is not run again in the later repetitions\n");
             }
             std::fprintf(stderr, "%sibv %.1fs", run_suite || udp || !ofi_providers.empty() ? ", " : " ", r.seconds);
+        }
+        if (portals && !portals_failed) {
+            auto cmd = sluice_cmd;
+            for (const char *a : {"--worker", "portals"})
+                cmd.push_back(a);
+            cmd.insert(cmd.end(), extra.begin(), extra.end());
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "portals-" + tag, "Sluice over portals", portals_env);
+            if (!r.ok) {
+                portals_failed = true;
+                std::fprintf(stderr, "sluice-bench: the portals job is not run again in the later repetitions\n");
+            }
+            std::fprintf(stderr, "%sportals %.1fs", run_suite || udp || !ofi_providers.empty() || ibv ? ", " : " ",
+                         r.seconds);
         }
         // Firehose's main pool (first provider only): random 64 KiB Puts over
         // a 1 GiB segment pinned on demand under 64 MiB, and registered whole.
@@ -694,6 +759,8 @@ int driver_main(int argc, char **argv) {
     findings.ofi_note = ofi_note;
     findings.ibv = ibv;
     findings.ibv_note = ibv_note;
+    findings.portals = portals;
+    findings.portals_note = portals_note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

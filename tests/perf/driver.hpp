@@ -57,6 +57,10 @@ struct Options {
     // and it probes: a verbs device, or the software NIC under softnic-run),
     // only (--ibv), skip (--no-ibv).
     enum class Ibv { auto_, only, skip } ibv = Ibv::auto_;
+    // The portals section (issue 31): auto (when the build has the portals
+    // conduit and it probes), only (--portals), skip (--no-portals).
+    enum class Portals { auto_, only, skip } portals = Portals::auto_;
+    std::string portals_network = "portals"; // --portals-network: the benchmark's own test
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -144,6 +148,8 @@ struct Findings {
     std::string ofi_note;
     bool ibv = false;    // the ibv section ran
     std::string ibv_note;
+    bool portals = false; // the portals section ran
+    std::string portals_note;
     int busy_reps = 0;   // repetitions that started on a busy machine
     double busiest = 0;  // the busiest share seen
     std::map<int, ShmFigure> shm;

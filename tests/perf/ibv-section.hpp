@@ -53,12 +53,7 @@ public:
         // Sluice's side moves bytes from and to this rank's segment, which
         // is registered, as the bare reference's region is; from memory
         // outside it a Put goes through firehose (its own row).
-        std::size_t inside_size = 0;
-        check(sluice_segment_info(s_.me, &inside_, &inside_size), "sluice_segment_info");
-        if (inside_size < largest_rma) {
-            std::fprintf(stderr, "sluice-bench worker: the segment (%zu bytes) is smaller than 4 MiB\n", inside_size);
-            sluice_exit(3);
-        }
+        inside_ = section_segment(s_.me);
         open_reference();
         latency_phase();
         bandwidth_phase();

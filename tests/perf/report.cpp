@@ -76,7 +76,8 @@ std::string value_text(double v) {
         return "-";
     char b[32];
     const double a = std::fabs(v);
-    std::snprintf(b, sizeof b, a >= 10000 ? "%.0f" : a >= 100 ? "%.1f" : "%.2f", v);
+    // Below 0.1 (a software NIC's GB/s) two significant digits, not "0.01".
+    std::snprintf(b, sizeof b, a >= 10000 ? "%.0f" : a >= 100 ? "%.1f" : a >= 0.1 || a == 0 ? "%.2f" : "%#.2g", v);
     return b;
 }
 std::string csv_number(double v) {
@@ -208,6 +209,33 @@ struct Report {
             "ibv_verbs_read_bw_GBps", bandwidth(m("verbs_read_bw", largest_rma), largest_rma));
         add(bw, "ibv_put_outside_bw_GBps", largest_rma, bandwidth(m("put_outside_bw", largest_rma), largest_rma),
             "ibv_put_bw_GBps", bandwidth(m("put_bw", largest_rma), largest_rma));
+    }
+
+    // The portals section (issue 31): every reference is bare Portals 4 on
+    // the NI the conduit opened, between the same two processes, measured in
+    // the same job (portals-section.hpp).  Over the reference
+    // implementation's UDP transport the ratios are the conduit's overhead
+    // over that library, not Portals hardware figures.
+    void build_portals() {
+        auto m = [&](const std::string &what, std::size_t z) { return med("portals_" + what, z); };
+        const std::string lat = "portals conduit (2 ranks, SLUICE_ROUTE=network; ns per round trip or operation; "
+                                "Put/Get from the segment; bare: Portals 4 on the conduit's NI)";
+        target(add(lat, "portals_am_short_rtt_ns", 0, m("am_short_rtt", 0), "portals_ptl_ping_rtt_ns",
+                   m("ptl_ping_rtt", 0)),
+               Check::ratio_at_most, 1.2, "portals AM Short round trip <= 1.2 x bare 8 B PtlPut ping-pong");
+        target(add(lat, "portals_put_lat_ns", 8, m("put_lat", 8), "portals_ptl_put_lat_ns", m("ptl_put_lat", 8)),
+               Check::ratio_at_most, 1.2, "portals 8 B blocking Put <= 1.2 x bare PtlPut+ACK");
+        add(lat, "portals_am_short_rtt_ns", 0, m("am_short_rtt", 0), "portals_ptl_poll_rtt_ns",
+            m("ptl_poll_rtt", 0));
+        add(lat, "portals_get_lat_ns", 8, m("get_lat", 8), "portals_ptl_get_lat_ns", m("ptl_get_lat", 8));
+        add(lat, "portals_chunk_ops", 0, m("chunk_ops", 0));
+        const std::string bw = "portals bandwidth (GB/s; nbi: 64 per sync; bare: PtlPut/PtlGet cut as the conduit "
+                               "cuts them, SLUICE_PORTALS_RMA_PIECE, SLUICE_PORTALS_MSG_LIMIT in flight)";
+        target(add(bw, "portals_put_bw_GBps", largest_rma, bandwidth(m("put_bw", largest_rma), largest_rma),
+                   "portals_ptl_put_bw_GBps", bandwidth(m("ptl_put_bw", largest_rma), largest_rma)),
+               Check::ratio_at_least, 0.9, "portals 4 MiB Put bandwidth (nbi) >= 0.9 x bare PtlPut");
+        add(bw, "portals_get_bw_GBps", largest_rma, bandwidth(m("get_bw", largest_rma), largest_rma),
+            "portals_ptl_get_bw_GBps", bandwidth(m("ptl_get_bw", largest_rma), largest_rma));
     }
 
     // The ofi section (issue 29), one provider: every reference is the bare
@@ -446,7 +474,7 @@ struct Report {
     // Prints the targets; returns the number that did not pass.
     int print_targets() const {
         int failed = 0;
-        std::printf("\nTargets (issues 2, 6, 28 and 29; 2 ranks; medians of %d runs, references in "
+        std::printf("\nTargets (issues 2, 6 and 28 to 31; 2 ranks; medians of %d runs, references in "
                     "the same run):\n",
                     options.reps);
         for (const Row &r : rows) {
@@ -475,7 +503,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     const auto &shm = f.shm;
     const auto &mpi_note = f.mpi_note;
     Report report{o, samples, {}, have_mpi};
-    if (o.udp != Options::Udp::only && o.ofi != Options::Ofi::only)
+    if (o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
+        o.portals != Options::Portals::only)
         report.build(shm);
     if (f.udp)
         report.build_udp();
@@ -483,6 +512,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         report.build_ofi(p, f.udp);
     if (f.ibv)
         report.build_ibv();
+    if (f.portals)
+        report.build_portals();
     if (!o.only.empty() || !o.only_size.empty())
         std::erase_if(report.rows, [](const Row &r) {
             return std::isnan(r.sluice) && std::isnan(r.reference);
@@ -525,6 +556,12 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     "InfiniBand)\n");
     if (!f.ibv_note.empty())
         std::printf("   %s\n", f.ibv_note.c_str());
+    if (f.portals)
+        std::printf("   (portals: the bare reference is Portals 4 alone on the NI the conduit opened, between the "
+                    "same two processes; over the reference implementation's UDP transport the ratios measure the "
+                    "conduit's overhead over that library, not Portals hardware)\n");
+    if (!f.portals_note.empty())
+        std::printf("   %s\n", f.portals_note.c_str());
     if (f.busy_reps > 0)
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",

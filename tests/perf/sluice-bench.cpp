@@ -17,6 +17,9 @@
 //   ibv    the same job over the ibv conduit: AM Short, 8 B Put/Get and
 //          4 MiB Put/Get, interleaved with bare verbs on the same device
 //          between the same two processes (ibv-section.hpp);
+//   portals  the same job over the portals conduit: AM Short, 8 B Put/Get
+//          and 4 MiB Put/Get, interleaved with bare Portals 4 on the
+//          conduit's NI between the same two processes (portals-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
 //          (exactly_once.cpp);
 //   empty  init and finalize (the launch-time comparison);
@@ -25,6 +28,7 @@
 #include "tests/perf/driver.hpp"
 #include "tests/perf/ibv-section.hpp"
 #include "tests/perf/ofi-section.hpp"
+#include "tests/perf/portals-section.hpp"
 #include "tests/perf/sockets.hpp"
 #include "tests/perf/worker.hpp"
 
@@ -73,7 +77,8 @@ enum Serve : std::uint32_t {
     serve_udp_spin,      // UDP ping-pong, recv(MSG_DONTWAIT) in a loop
     serve_udp_block,     // UDP ping-pong, blocking recv
     serve_tcp,           // read a TCP stream of 4 MiB messages
-    // OfiServe (ofi-section.hpp) from 16 on, IbvServe (ibv-section.hpp) from 32 on
+    // OfiServe (ofi-section.hpp) from 16 on, IbvServe (ibv-section.hpp) from 32 on,
+    // PortalsServe (portals-section.hpp) from 48 on
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -179,6 +184,7 @@ struct Suite {
     TcpStream tcp;
     OfiReference ofi;          // the ofi kind's
     VerbsReference verbs;      // the ibv kind's
+    PortalsReference portals;  // the portals kind's
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -297,7 +303,9 @@ struct Suite {
             }
             break;
         default:
-            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_verbs_send)
+            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_portals_ping)
+                portals_serve(portals, what, n);
+            else if (what >= serve_verbs_send)
                 verbs_serve(verbs, what, n);
             else
                 ofi_serve(ofi, what, n);
@@ -801,7 +809,7 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         return exactly_once_main(o);
     if (kind == "ofi-large")
         return large_segment_main(o);
-    if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv") {
+    if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv" || kind == "portals") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
@@ -811,6 +819,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
             return OfiSection<Suite>(suite).run();
         if (kind == "ibv")
             return IbvSection<Suite>(suite).run();
+        if (kind == "portals")
+            return PortalsSection<Suite>(suite).run();
         return kind == "udp" ? suite.run_udp() : suite.run();
     }
     std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",

@@ -9,6 +9,7 @@ AC_ARG_WITH([portals4],
 sluice_have_portals4=no
 PORTALS4_CPPFLAGS=
 PORTALS4_LIBS=
+PORTALS4_LINK=
 AS_IF([test "x$with_portals4" != xno && test "x$with_portals4" != xyes], [
   sluice_portals4_save_CPPFLAGS=$CPPFLAGS
   sluice_portals4_save_LIBS=$LIBS
@@ -21,7 +22,10 @@ AS_IF([test "x$with_portals4" != xno && test "x$with_portals4" != xyes], [
   AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <portals4.h>]],
                                   [[ptl_handle_ni_t ni; (void)ni; return PtlInit();]])],
     [sluice_have_portals4=yes
-     PORTALS4_CPPFLAGS="-I$with_portals4/include"])
+     PORTALS4_CPPFLAGS="-I$with_portals4/include"
+     # For the test programs that call Portals themselves (the bare
+     # reference of sluice-bench), with the run-time path.
+     PORTALS4_LINK="-L$with_portals4/lib -Wl,-rpath,$with_portals4/lib -lportals"])
   AC_MSG_RESULT([$sluice_have_portals4])
   CPPFLAGS=$sluice_portals4_save_CPPFLAGS
   LIBS=$sluice_portals4_save_LIBS
@@ -44,6 +48,7 @@ AS_IF([test "x$with_portals4" != xno && test "x$with_portals4" != xyes], [
 ])
 AC_SUBST([PORTALS4_CPPFLAGS])
 AC_SUBST([PORTALS4_LIBS])
+AC_SUBST([PORTALS4_LINK])
 AS_IF([test "x$sluice_have_portals4" = xno && test "x${enable_portals+set}" != xset], [enable_portals=no])
 SLUICE_CONDUIT([portals], [yes])
 AS_IF([test "x$enable_portals" != xno && test "x$sluice_have_portals4" = xno],
