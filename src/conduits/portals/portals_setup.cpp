@@ -100,7 +100,9 @@ Status PortalsTransport::open_interface() {
     // last PtlFini, and a process may init Sluice more than once.
     static const int held = ptl().Init();
     if (int rc = held != PTL_OK ? held : ptl().Init(); rc != PTL_OK)
-        return base::report(Status::transport, op, "check the Portals 4 installation (and PTL_IFACE_NAME)",
+        return base::report(Status::transport, op,
+                            "check the Portals 4 installation; on the reference implementation, that "
+                            "PTL_IFACE_NAME (default: eth0 to eth99) names an interface with an IPv4 address",
                             "portals: PtlInit failed (return code %d)", rc);
     initialized_ = true;
     if (int rc = ptl().NIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &limits_, &ni_);

@@ -350,6 +350,73 @@ fail() {
 }
 show() { sed 's/^/    /' "$@" | tail -25; }
 
+# For a conduit's script across hosts (ofi-hosts.sh, portals-hosts.sh),
+# which defines run_job LIMIT [ENV-ARGS...] -- ARGS... (a job under
+# ssh_hub_sluicerun: its name in $job, its code in $rc, its seconds in
+# $took, its output in $out and $err):
+#   at_most SECONDS         whether $took is below SECONDS x $scale
+#   ssh_show_job            the job's stdout, the ranks' stderr, the
+#                           launcher's last lines
+#   ssh_job_passed LABEL CMD...  the job exited 0, rank 0 printed PASS, no
+#                           rank printed FAIL, nothing is left, and CMD
+#                           (what went over the conduit: prints it, or why
+#                           not and fails) succeeds
+#   ssh_exit_case LABEL [ENV-ARGS...]  sluice-exit-test spin 2 5 at 6 ranks:
+#                           code 5 within 15 s, nothing left
+#   ssh_refused_case LABEL WORD ENV-ARGS...  mp am at 3 ranks with ENV-ARGS
+#                           ends nonzero within 15 s, its error naming WORD
+at_most() { awk -v t="$took" -v s="$1" -v k="$scale" 'BEGIN { exit !(t < s * k) }'; }
+ssh_show_job() {
+    echo "    stdout:"
+    show "$out"
+    echo "    the ranks' stderr:"
+    grep -v '^sluicerun' "$err" | show
+    echo "    sluicerun's last lines:"
+    grep '^sluicerun' "$err" | show | tail -8
+}
+ssh_job_passed() {
+    local label=$1 used
+    shift
+    if [ "$rc" = 0 ] && grep -q '^PASS' "$out" && ! grep -q 'FAIL rank' "$err"; then
+        ssh_leftovers_check "$job" "$label" || return 1
+        if used=$("$@"); then
+            pass "$label: $used (${took}s)"
+            return 0
+        fi
+        fail "$label: $used"
+        ssh_show_job
+        return 1
+    fi
+    fail "$label: exit code $rc after ${took}s"
+    ssh_show_job
+    ssh_leftovers_check "$job" "$label"
+    return 1
+}
+ssh_exit_case() {
+    local label="$1: exit at 6 ranks: spin 2 5"
+    shift
+    run_job 60 "$@" -- -n 6 "$exitprog" spin 2 5
+    if [ "$rc" != 5 ] || ! at_most 15 || grep -q 'FAIL rank' "$err"; then
+        fail "$label: code $rc after ${took}s, expected 5 within $((15 * scale)) s"
+        ssh_show_job
+        ssh_leftovers_check "$job" "$label"
+    elif ssh_leftovers_check "$job" "$label"; then
+        pass "$label: code $rc (${took}s)"
+    fi
+}
+ssh_refused_case() {
+    local label="$1: mp am at 3 ranks" word=$2
+    shift 2
+    run_job 60 "$@" -- -n 3 "$mp" am
+    if [ "$rc" = 0 ] || ! at_most 15 || ! grep -q "$word" "$err"; then
+        fail "$label: code $rc after ${took}s (nonzero within 15 s and an error naming $word expected)"
+        ssh_show_job
+        ssh_leftovers_check "$job" "$label"
+    elif ssh_leftovers_check "$job" "$label"; then
+        pass "$label: the job ends with $rc and says so (${took}s)"
+    fi
+}
+
 # ssh_leftovers_check JOB LABEL: waits (at most 5 s) until nothing of job
 # JOB is left: processes (stopped ones too), sshd sessions, shared memory.
 # Prints what is left, kills and removes it, and fails (the sourcing

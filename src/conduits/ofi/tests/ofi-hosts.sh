@@ -36,7 +36,6 @@ ssh_hosts_conduit_begin ofi "ofi conduit across hosts"
 
 # scale stretches every limit; quick=1 runs the shorter list.
 ssh_hosts_scale
-at_most() { awk -v t="$took" -v s="$1" -v k="$scale" 'BEGIN { exit !(t < s * k) }'; }
 
 # The script sets these per job; other SLUICE_* knobs of the caller reach
 # the ranks as usual.
@@ -129,36 +128,12 @@ ofi_used() {
         }' "$err"
 }
 
-# show_job: the job's stdout, then the ranks' own stderr lines apart from
-# the launcher's (with SLUICE_VERBOSE, these are many).
-show_job() {
-    echo "    stdout:"
-    show "$out"
-    echo "    the ranks' stderr:"
-    grep -v '^sluicerun' "$err" | show
-    echo "    sluicerun's last lines:"
-    grep '^sluicerun' "$err" | show | tail -8
-}
-
-# succeeded LABEL RANKS [REMOTE [DOMAIN [rma]]]: the job exited 0, rank 0
-# printed PASS, no rank printed FAIL, nothing is left, and ofi_used (REMOTE:
-# the peers on other hosts, 2/3 of RANKS, unless given; DOMAIN eth0).
+# succeeded LABEL RANKS [REMOTE [DOMAIN [rma]]]: ssh_job_passed with
+# ofi_used (REMOTE: the peers on other hosts, 2/3 of RANKS, unless given;
+# DOMAIN eth0).
 succeeded() {
-    local label=$1 ranks=$2 remote=${3:-$(($2 - $2 / 3))} domain=${4:-eth0} rma=${5:-} used
-    if [ "$rc" = 0 ] && grep -q '^PASS' "$out" && ! grep -q 'FAIL rank' "$err"; then
-        ssh_leftovers_check "$job" "$label" || return 1
-        if used=$(ofi_used "$ranks" "$remote" "$domain" "$rma"); then
-            pass "$label: $used (${took}s)"
-            return 0
-        fi
-        fail "$label: $used"
-        show_job
-        return 1
-    fi
-    fail "$label: exit code $rc after ${took}s"
-    show_job
-    ssh_leftovers_check "$job" "$label"
-    return 1
+    local label=$1 ranks=$2 remote=${3:-$(($2 - $2 / 3))} domain=${4:-eth0} rma=${5:-}
+    ssh_job_passed "$label" ofi_used "$ranks" "$remote" "$domain" "$rma"
 }
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...: sluice-mp-test CASE.
@@ -191,28 +166,12 @@ for provider in "${providers[@]}"; do
     fi
 
     # --- 2. an exit case across hosts ----------------------------------------------
-    label="$provider, exit at 6 ranks: spin 2 5"
-    run_job 60 -- -n 6 "$exitprog" spin 2 5
-    if [ "$rc" != 5 ] || ! at_most 15 || grep -q 'FAIL rank' "$err"; then
-        fail "$label: code $rc after ${took}s, expected 5 within $((15 * scale)) s"
-        show_job
-        ssh_leftovers_check "$job" "$label"
-    elif ssh_leftovers_check "$job" "$label"; then
-        pass "$label: code $rc (${took}s)"
-    fi
+    ssh_exit_case "$provider"
 
     # --- 3. SLUICE_OFI_DOMAIN --------------------------------------------------------
     run_job 60 SLUICE_OFI_DOMAIN=eth0 -- -n 3 "$mp" am
     succeeded "$provider, SLUICE_OFI_DOMAIN=eth0: mp am at 3 ranks" 3
-    label="$provider, SLUICE_OFI_DOMAIN=nosuch0: mp am at 3 ranks"
-    run_job 60 SLUICE_OFI_DOMAIN=nosuch0 -- -n 3 "$mp" am
-    if [ "$rc" = 0 ] || ! at_most 15 || ! grep -q 'nosuch0' "$err"; then
-        fail "$label: code $rc after ${took}s (nonzero within 15 s and an error naming nosuch0 expected)"
-        show_job
-        ssh_leftovers_check "$job" "$label"
-    elif ssh_leftovers_check "$job" "$label"; then
-        pass "$label: the job ends with $rc and says so (${took}s)"
-    fi
+    ssh_refused_case "$provider, SLUICE_OFI_DOMAIN=nosuch0" nosuch0 SLUICE_OFI_DOMAIN=nosuch0
 done
 
 # --- 4. under srun, on this host ------------------------------------------------------

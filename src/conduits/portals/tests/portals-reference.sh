@@ -14,6 +14,7 @@
 #     two 8 KiB request buffers the catch-basin takes requests, the error
 #     line says so once, the senders put them again, and every request
 #     still arrives once, in order;
+#   - sluice-bench's bare Portals 4 reference (tests/perf) on its own;
 #   - knobs refused by name; receive memory per rank at 2, 8 and 32 ranks
 #     with the seed's credit defaults (printed, for the note and docs).
 # The reference implementation has no retransmission over UDP: a datagram
@@ -59,6 +60,10 @@ gtest "Rma suite, sizes to 4 MiB, 2 ranks" tests/mp/sluice-mp-gtest 'Net/Rma*N2_
 gtest "AM suites, every Long two-part (SLUICE_PORTALS_PACKED_LONG=0)" tests/mp/sluice-mp-gtest \
     'Net/Am*N2_native_portals' SLUICE_PORTALS_PACKED_LONG=0 SLUICETEST_NETWORK_SKIP=
 gtest "exit matrix" tests/exit/sluice-exit-gtest 'Net/*_portals' SLUICETEST_NETWORK_SKIP=
+# sluice-bench's bare Portals 4 reference, between two processes of its own.
+if [ -x "$builddir/tests/perf/sluice-perf-portals-reference" ]; then
+    gtest "sluice-bench's bare reference" tests/perf/sluice-perf-portals-reference '*'
+fi
 
 # job LIMIT RANKS [ENV...] -- ARGS...: a job of sluice-mp-test; its code in
 # $code, its output in $log.

@@ -33,8 +33,7 @@ ssh_hosts_conduit_begin udp "udp conduit across hosts" "$check"
 
 # scale stretches every limit; quick=1 runs the smaller list.
 ssh_hosts_scale
-# at_most SECONDS: whether $took is below SECONDS x scale.
-at_most() { awk -v t="$took" -v s="$1" -v k="$scale" 'BEGIN { exit !(t < s * k) }'; }
+# at_most SECONDS (tests/spawn/ssh/hosts.sh): whether $took is below SECONDS x scale.
 
 # The script sets these per case; other SLUICE_* knobs of the caller reach
 # the ranks as usual.
