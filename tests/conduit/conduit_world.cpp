@@ -221,8 +221,17 @@ std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(Wor
 
 } // namespace
 
+// 20 s, three times that for a subset (SLUICETEST_SUBSET=slow: the ofi
+// providers that move a message in several times the others' time, and
+// over whose loopback TCP a flood may wait on retransmission back-off;
+// the sanitizer subsets), six for ThreadSanitizer.
+std::chrono::steady_clock::time_point World::deadline() {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(20 * sluice_test::time_scale()));
+}
+
 bool World::wait_delivered(std::size_t n) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto end = deadline();
     while (delivered.size() < n) {
         t->poll();
         if (std::chrono::steady_clock::now() > end) return false;
@@ -231,7 +240,7 @@ bool World::wait_delivered(std::size_t n) {
 }
 
 bool World::wait_counter(const std::atomic<std::uint64_t> &c) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto end = deadline();
     while (c.load(std::memory_order_acquire) != 0) {
         t->poll();
         if (std::chrono::steady_clock::now() > end) return false;

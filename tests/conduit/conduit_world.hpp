@@ -6,6 +6,7 @@
 
 #include "conduits/transport.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,10 +61,12 @@ struct World {
     // transport's local registrar (from the knobs), as core does.
     sluice::rma::firehose::Registrar *firehose = nullptr;
 
-    // Polls until `n` messages were delivered or 20 s passed.
+    // Polls until `n` messages were delivered or 20 s passed (times
+    // sluice_test::time_scale(): longer for a slow subset).
     bool wait_delivered(std::size_t n);
-    // Polls until the counter is 0 or 20 s passed.
+    // Polls until the counter is 0 or that time passed.
     bool wait_counter(const std::atomic<std::uint64_t> &c);
+    static std::chrono::steady_clock::time_point deadline();
     bool barrier();  // bootstrap barrier, for phases of a test
 };
 
