@@ -5,8 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <thread>
+#include <cstdint>
 #include <vector>
 
 namespace common = sluice::conduit::common;
@@ -15,18 +14,24 @@ namespace {
 
 using Timer = common::LivenessTimer;
 
+// The timer's clock, set by the test.
+std::uint64_t fake_now = 0;
+std::uint64_t fake_clock() { return fake_now; }
+
 TEST(Liveness, TimerIsDueOncePerPeriodHoweverFewThePolls) {
     Timer t;
+    fake_now = 1'000'000'000;
     // The first clock reading is due (nothing ran yet), then not again
     // within the period, however many polls.
     int due = 0;
-    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due();
+    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due(fake_clock);
     EXPECT_EQ(due, 1);
-    for (unsigned i = 0; i < 100 * Timer::clock_every; ++i) EXPECT_FALSE(t.due());
-    // Slow polls: one period later the next clock reading is due.
-    std::this_thread::sleep_for(std::chrono::nanoseconds(Timer::liveness_period_ns + 1'000'000));
+    fake_now += Timer::liveness_period_ns - 1;
+    for (unsigned i = 0; i < 100 * Timer::clock_every; ++i) EXPECT_FALSE(t.due(fake_clock));
+    // Slow polls: once a period has passed, the next clock reading is due.
+    fake_now += 1;
     due = 0;
-    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due();
+    for (unsigned i = 0; i < Timer::clock_every; ++i) due += t.due(fake_clock);
     EXPECT_EQ(due, 1);
 }
 

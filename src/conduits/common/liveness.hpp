@@ -30,9 +30,10 @@ public:
     static constexpr unsigned clock_every = 32;
     static constexpr std::uint64_t liveness_period_ns = 20'000'000;
 
-    bool due() {
+    // `clock` is base::now_ns but for the unit test's own clock.
+    bool due(std::uint64_t (*clock)() = base::now_ns) {
         if ((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % clock_every != 0) return false;
-        const std::uint64_t now = base::now_ns();
+        const std::uint64_t now = clock();
         std::uint64_t last = last_ns_.load(std::memory_order_relaxed);
         return now - last >= liveness_period_ns &&
                last_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed);

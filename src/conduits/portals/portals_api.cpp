@@ -8,7 +8,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <mutex>
 
 namespace sluice::conduit::portals {
 

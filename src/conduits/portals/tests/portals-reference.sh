@@ -63,6 +63,8 @@ gtest "exit matrix" tests/exit/sluice-exit-gtest 'Net/*_portals' SLUICETEST_NETW
 # sluice-bench's bare Portals 4 reference, between two processes of its own.
 if [ -x "$builddir/tests/perf/sluice-perf-portals-reference" ]; then
     gtest "sluice-bench's bare reference" tests/perf/sluice-perf-portals-reference '*'
+else
+    echo "not run: sluice-bench's bare reference (tests/perf/sluice-perf-portals-reference is built only with GoogleTest)"
 fi
 
 # job LIMIT RANKS [ENV...] -- ARGS...: a job of sluice-mp-test; its code in
