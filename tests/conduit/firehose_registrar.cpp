@@ -233,17 +233,29 @@ TEST_P(FirehoseRegistrar, MemoryUnmappedAndMappedAgainIsRegisteredAnew) {
             return ::mmap(at, bytes, PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
         };
-        void *m = map(nullptr);
-        ASSERT_NE(m, MAP_FAILED);
-        char *buf = static_cast<char *>(m) + 4096;
-        std::memset(buf, 'A', n);
-        ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), buf, n), Status::ok);
-        ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), buf, n), Status::ok);
-        EXPECT_TRUE(peer_bytes(w, 0, n) == std::string(n, 'A')) << "the bytes at the target differ";
-        const RegistrarStats before = w.firehose->stats();
-        ASSERT_EQ(::munmap(m, bytes), 0);
-        void *again = map(m);
-        ASSERT_EQ(again, m) << "the address was taken meanwhile";
+        // Another thread (the sanitizer's allocator, a NIC's progress
+        // thread) may map into the hole between munmap and mmap; then the
+        // round is tried again at a new address.
+        void *m = MAP_FAILED;
+        char *buf = nullptr;
+        RegistrarStats before;
+        for (int round = 0; round < 20 && m == MAP_FAILED; ++round) {
+            m = map(nullptr);
+            ASSERT_NE(m, MAP_FAILED);
+            buf = static_cast<char *>(m) + 4096;
+            std::memset(buf, 'A', n);
+            ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), buf, n), Status::ok);
+            ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), buf, n), Status::ok);
+            EXPECT_TRUE(peer_bytes(w, 0, n) == std::string(n, 'A')) << "the bytes at the target differ";
+            before = w.firehose->stats();
+            ASSERT_EQ(::munmap(m, bytes), 0);
+            void *again = map(m);
+            if (again != m) {
+                if (again != MAP_FAILED) ::munmap(again, bytes);
+                m = MAP_FAILED;
+            }
+        }
+        ASSERT_NE(m, MAP_FAILED) << "the address was taken by another thread in 20 rounds";
         std::memset(buf, 'B', n);
         ASSERT_EQ(w.t->put(w.peer, peer_at(w, 0), buf, n), Status::ok);
         EXPECT_TRUE(peer_bytes(w, 0, n) == std::string(n, 'B')) << "the bytes at the target differ";
