@@ -18,13 +18,28 @@
 #include <mutex>
 
 #include <sched.h>
+#if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
+#define SLUICE_HAVE_SINGLE_THREADED 1
+#endif
 
 namespace sluice::base {
 
+// Whether the process has only ever had one thread: glibc 2.32 and later
+// say so (__libc_single_threaded); without it (an older glibc, another C
+// library) the answer is always no, and every flag uses the locked
+// instructions.
+inline bool process_single_threaded() {
+#ifdef SLUICE_HAVE_SINGLE_THREADED
+    return __libc_single_threaded;
+#else
+    return false;
+#endif
+}
+
 // Takes `flag` if it is free.
 inline bool flag_try_take(std::atomic<bool> &flag) {
-    if (__libc_single_threaded) {
+    if (process_single_threaded()) {
         if (flag.load(std::memory_order_relaxed)) return false;
         flag.store(true, std::memory_order_relaxed);
         std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -35,12 +50,17 @@ inline bool flag_try_take(std::atomic<bool> &flag) {
 
 // Tells the core this thread spins on a load: on x86 PAUSE (the sibling
 // hyperthread gets the pipeline, and leaving the loop does not flush it),
-// on aarch64 YIELD; elsewhere nothing, the loop is then only a loop.
+// on aarch64 YIELD, on POWER the low-priority hint; elsewhere nothing,
+// the loop is then only a loop.
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) || defined(__arm__)
     asm volatile("yield" ::: "memory");
+#elif defined(__powerpc64__) || defined(__powerpc__)
+    asm volatile("or 27,27,27" ::: "memory");
+#else
+    std::atomic_signal_fence(std::memory_order_seq_cst);
 #endif
 }
 
@@ -81,7 +101,7 @@ using SpinGuard = std::lock_guard<SpinLock>;
 // and the store loses its addition; no counter kept this way may decide
 // correctness.
 template <class T> inline void count_add(std::atomic<T> &counter, T n) {
-    if (__libc_single_threaded) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (process_single_threaded()) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     else counter.fetch_add(n, std::memory_order_relaxed);
 }
 
