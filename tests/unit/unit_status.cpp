@@ -4,6 +4,7 @@
 #include "tests/unit/unit_env.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -12,6 +13,15 @@ using sluice_test::CleanEnvironment;
 using sluice_test::StderrCapture;
 
 namespace {
+
+// Death tests re-execute this program ("threadsafe": the process has
+// threads).  Under an emulator without binfmt handlers (a cross build's
+// tests under qemu-aarch64) the program cannot execute itself:
+// GoogleTest's own GTEST_DEATH_TEST_STYLE=fast, when set, forks instead.
+void death_style() {
+    const char *style = std::getenv("GTEST_DEATH_TEST_STYLE");
+    GTEST_FLAG_SET(death_test_style, style && *style ? style : "threadsafe");
+}
 
 const Status all_statuses[] = {Status::ok,       Status::not_ready, Status::argument, Status::rank,
                                Status::handler,  Status::segment,   Status::too_large, Status::context,
@@ -106,7 +116,7 @@ TEST_F(CleanEnvironment, LastErrorIsPerThread) {
 }
 
 TEST(Fatal, PrintsAndExitsWithCodeOne) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     EXPECT_EXIT(
         {
             log_rank_set(2);
@@ -116,7 +126,7 @@ TEST(Fatal, PrintsAndExitsWithCodeOne) {
 }
 
 TEST(Fatal, GoesThroughTheExitHook) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     EXPECT_EXIT(
         {
             fatal_hook_set(exit_42);
@@ -126,7 +136,7 @@ TEST(Fatal, GoesThroughTheExitHook) {
 }
 
 TEST_F(CleanEnvironment, ErrorsFatalMakesReportFatal) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     set("SLUICE_ERRORS_FATAL", "1");
     EXPECT_EXIT(
         {
@@ -138,7 +148,7 @@ TEST_F(CleanEnvironment, ErrorsFatalMakesReportFatal) {
 
 // The report is already "prefix op: what; fix: how": fatal prints it once.
 TEST_F(CleanEnvironment, ErrorsFatalPrintsTheReportOnce) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     set("SLUICE_ERRORS_FATAL", "1");
     EXPECT_EXIT(
         {
@@ -150,7 +160,7 @@ TEST_F(CleanEnvironment, ErrorsFatalPrintsTheReportOnce) {
 }
 
 TEST(FatalSignals, NameTheSignalAndDieByIt) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     EXPECT_EXIT(
         {
             log_rank_set(1);
@@ -173,7 +183,7 @@ TEST(FatalSignals, NameTheSignalAndDieByIt) {
 }
 
 TEST_F(CleanEnvironment, BacktraceOnFatalSignal) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    death_style();
     set("SLUICE_BACKTRACE", "1");
     EXPECT_EXIT(
         {
