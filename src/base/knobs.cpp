@@ -1,5 +1,6 @@
 // src/base/knobs.cpp - parsing and listing of the knob table.
 #include "base/knobs.hpp"
+#include "sluice_config.h"
 
 #include <algorithm>
 #include <cctype>

@@ -8,9 +8,9 @@ AC_ARG_ENABLE([mpi-interop],
   [AS_HELP_STRING([--disable-mpi-interop], [do not build libsluice-mpi even when an MPI is found])],
   [], [enable_mpi_interop=auto])
 
-# The flavor of an MPI C++ wrapper: openmpi or mpich.
+# The flavor of an MPI C++ wrapper or wrapperless folder: openmpi or mpich.
 sluice_mpi_flavor() {
-  if "$1" --showme:version >/dev/null 2>&1; then echo openmpi; else echo mpich; fi
+  if test -f "$1" && "$1" --showme:version >/dev/null 2>&1; then echo openmpi; else echo mpich; fi
 }
 # Preprocessor flags and libraries of a wrapper's MPI, C API only: no C++
 # bindings, whose inline code would import the whole MPI into libsluice-mpi.
@@ -18,7 +18,11 @@ sluice_mpi_flavor() {
 sluice_mpi_flags() {
   sluice_mpi_cppflags=""
   sluice_mpi_libs=""
-  if test "`sluice_mpi_flavor "$1"`" = openmpi; then
+  if test -d "$1"; then
+    # An installation without wrappers (Cray MPICH): its folders.
+    sluice_mpi_cppflags="-I$1/include"
+    sluice_mpi_libs="-L$1/lib -Wl,-rpath,$1/lib -lmpi"
+  elif test "`sluice_mpi_flavor "$1"`" = openmpi; then
     sluice_mpi_cppflags=`"$1" --showme:compile`
     sluice_mpi_libs=`"$1" --showme:link`
   else

@@ -28,6 +28,8 @@
 // unless the handler reads them, as a Long's payload does in the segment.
 #pragma once
 
+#include "sluice_config.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +37,8 @@
 
 namespace sluice::conduit::smp {
 
-inline constexpr std::size_t line_size = 64;
+// The target's cache line (configure measures it; a cross build presets it).
+inline constexpr std::size_t line_size = SLUICE_CACHE_LINE_SIZE;
 inline constexpr std::uint32_t skip_bit = 0x80000000u;
 inline constexpr std::uint32_t tag_odd = 0x40000000u;
 inline constexpr std::uint32_t tag_even = 0x20000000u;

@@ -33,7 +33,7 @@ namespace {
 
 constexpr std::uint64_t region_magic = 0x534c55494345534dull;  // "SLUICESM"
 constexpr std::size_t record_header = 16;  // control word, handler..flags, length, credit byte, unused
-constexpr unsigned line_args = (line_size - record_header) / 4;  // a Short with at most 12 arguments is one line
+constexpr unsigned line_args = (line_size - record_header) / 4;  // a Short with at most 12 arguments is one 64-byte line
 
 // A Long record's target address follows the arguments, 8-aligned.
 constexpr std::size_t long_address_at(unsigned nargs) {
@@ -185,7 +185,7 @@ std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
     max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
     const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
     std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 2 * largest_record);
-    std::size_t pow2 = 4096;
+    std::size_t pow2 = SLUICE_PAGE_SIZE;
     while (pow2 < ring && pow2 < max_ring_bytes) pow2 <<= 1;
     return pow2;
 }

@@ -1,5 +1,6 @@
 // src/rma/firehose/victim.cpp - the victim pool (victim.hpp).
 #include "rma/firehose/victim.hpp"
+#include "sluice_config.h"
 
 #include <unistd.h>
 
@@ -12,7 +13,7 @@ using base::Status;
 
 Status VictimPool::create(conduit::Transport &t, const VictimConfig &c, std::unique_ptr<VictimPool> &out) {
     const long page = ::sysconf(_SC_PAGESIZE);
-    const auto page_bytes = static_cast<std::size_t>(page > 0 ? page : 4096);
+    const auto page_bytes = static_cast<std::size_t>(page > 0 ? page : SLUICE_PAGE_SIZE);
     if (!std::has_single_bit(c.region_bytes) || c.region_bytes < page_bytes)
         return base::report(Status::argument, "firehose", "give SLUICE_FIREHOSE_MAXREGION_SIZE a power of two of a page or more",
                             "region size %zu bytes (page %zu)", c.region_bytes, page_bytes);

@@ -112,7 +112,7 @@ private:
 
     conduit::Transport &t_;
     VictimConfig config_;
-    std::size_t page_ = 4096;
+    std::size_t page_ = 0;              // set by create
     mutable std::mutex lock_;
     Table table_;                       // by window
     std::list<std::uintptr_t> lru_;     // windows with refs == 0, oldest first
