@@ -132,16 +132,21 @@ configure() {
     rm -rf "$tmp/cfg"; mkdir "$tmp/cfg"
     (cd "$tmp/cfg" && "$srcdir/configure" --disable-mpi-interop "$@") > "$tmp/cfg.log" 2>&1
 }
-if configure sluice_cv_cache_line_size=128 sluice_cv_page_size=16384 --with-default-network=udp &&
-    grep -q '^#define SLUICE_CACHE_LINE_SIZE 128$' "$tmp/cfg/config/sluice_config.h" &&
-    grep -q '^#define SLUICE_PAGE_SIZE 16384$' "$tmp/cfg/config/sluice_config.h" &&
-    grep -q '^#define SLUICE_CONFIGURED_NETWORK "udp"$' "$tmp/cfg/config/sluice_config.h" &&
-    grep -q 'preset: *cache-line page-size (cache variables given to configure)' "$tmp/cfg.log" &&
-    grep -q 'guessed: *none' "$tmp/cfg.log"; then
-    ok "configure: presets used and listed as presets; --with-default-network in sluice_config.h"
-else
-    fail "configure with presets"; tail -20 "$tmp/cfg.log" | sed 's/^/    /'
-fi
+# has FILE LINE...: FILE has each LINE (a basic regular expression).
+has() {
+    f=$1
+    shift
+    for l; do grep -qx -- "$l" "$f" || return 1; done
+}
+# verdict STATUS NAME: ok, or a failure with configure's last lines.
+verdict() {
+    if [ "$1" = 0 ]; then ok "$2"; else fail "$2"; tail -20 "$tmp/cfg.log" | sed 's/^/    /'; fi
+}
+configure sluice_cv_cache_line_size=128 sluice_cv_page_size=16384 --with-default-network=udp &&
+    has "$tmp/cfg/config/sluice_config.h" '#define SLUICE_CACHE_LINE_SIZE 128' '#define SLUICE_PAGE_SIZE 16384' \
+        '#define SLUICE_CONFIGURED_NETWORK "udp"' &&
+    has "$tmp/cfg.log" '  preset: *cache-line page-size (cache variables given to configure)' '  guessed: *none'
+verdict $? "configure: presets used and listed as presets; --with-default-network in sluice_config.h"
 # Cray MPICH's folder has include/mpi.h and lib/libmpi, and no wrappers:
 # --with-mpi takes such a folder.  Debian's MPICH laid out that way.
 multiarch=$(gcc -print-multiarch 2> /dev/null)
@@ -149,14 +154,11 @@ if [ -f "/usr/include/$multiarch/mpich/mpi.h" ] && [ -f "/usr/lib/$multiarch/lib
     mkdir -p "$tmp/mpich-folder/lib"
     ln -s "/usr/include/$multiarch/mpich" "$tmp/mpich-folder/include"
     ln -s "/usr/lib/$multiarch/libmpich.so" "$tmp/mpich-folder/lib/libmpi.so"
-    if configure --enable-mpi-interop --with-mpi="$tmp/mpich-folder" MPIRUN=mpirun.mpich &&
-        grep -q 'libsluice-mpi: yes' "$tmp/cfg.log" &&
-        grep -qx "MPI_LIBS = -L$tmp/mpich-folder/lib -Wl,-rpath,$tmp/mpich-folder/lib -lmpi" "$tmp/cfg/Makefile" &&
-        grep -qx 'MPIRUN = mpirun.mpich' "$tmp/cfg/Makefile"; then
-        ok "configure: --with-mpi=a folder without wrappers (Cray MPICH's layout) builds libsluice-mpi against it"
-    else
-        fail "configure with an MPI folder without wrappers"; tail -20 "$tmp/cfg.log" | sed 's/^/    /'
-    fi
+    configure --enable-mpi-interop --with-mpi="$tmp/mpich-folder" MPIRUN=mpirun.mpich &&
+        has "$tmp/cfg.log" '  libsluice-mpi: yes' &&
+        has "$tmp/cfg/Makefile" "MPI_LIBS = -L$tmp/mpich-folder/lib -Wl,-rpath,$tmp/mpich-folder/lib -lmpi" \
+            'MPIRUN = mpirun.mpich'
+    verdict $? "configure: --with-mpi=a folder without wrappers (Cray MPICH's layout) builds libsluice-mpi against it"
 else
     echo "not run: an MPI folder without wrappers (no Debian MPICH here)"
 fi
