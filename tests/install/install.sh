@@ -96,6 +96,19 @@ sluicerun=$(find "$stage" -type f -name sluicerun | head -1)
 [ -n "$sluicerun" ] || { fail "sluicerun was not installed"; exit 1; }
 job_libpath=$slibdir
 
+# The cross-configure scripts (docs/cray.md): installed, and an installed
+# copy runs from anywhere once SLUICE_SRCDIR names the source tree.
+scross=$stage$(pkg-config --variable=prefix sluice)/share/sluice/cross-configure
+if [ -x "$scross/cross-configure-cray-ex" ] && [ -x "$scross/cross-configure-cray-xc" ] &&
+    [ -x "$scross/cross-configure-aarch64-linux" ] && [ -f "$scross/cross-configure-common.sh" ] &&
+    [ -f "$scross/cross-configure-cray.sh" ] &&
+    (cd "$tmp" && SLUICE_SRCDIR=$srcdir "$scross/cross-configure-aarch64-linux" --dry-run) > "$tmp/cross.out" 2>&1 &&
+    grep -qx '  --host=aarch64-linux-gnu' "$tmp/cross.out"; then
+    pass "the cross-configure scripts are in share/sluice/cross-configure and run from there"
+else
+    fail "the cross-configure scripts in share/sluice/cross-configure:"; ls -l "$scross" 2>&1; show "$tmp/cross.out"
+fi
+
 # pcflags LABEL [--static] PKG: sets $flags to the flags of PKG, checked to
 # point into the staged install and never at the unstaged directories.
 pcflags() {
