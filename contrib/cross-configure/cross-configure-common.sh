@@ -4,6 +4,8 @@
 #   cross_init "$@"          the script's own options (--dry-run, --help);
 #                            the rest go to configure after the script's
 #   cross_arg ARG...         an argument of configure (an option or VAR=VALUE)
+#   cross_host TRIPLET       --host=TRIPLET, and --build from config.guess so
+#                            configure always takes it for a cross build
 #   cross_preset VAR VALUE WHY
 #                            a cache variable: a value configure would measure
 #                            by running a program, which a cross build cannot
@@ -64,6 +66,10 @@ cross_note() {
 
 cross_arg() {
     for a; do cross_args="$cross_args $(cross_q "$a")"; done
+}
+
+cross_host() {
+    cross_arg --build="$("$(dirname "$cross_configure")/config/config.guess")" --host="$1"
 }
 
 cross_preset() {

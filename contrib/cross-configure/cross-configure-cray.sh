@@ -21,7 +21,7 @@ cray_common() {
     '') cross_fail "CRAY_CPU_TARGET is not set: module load craype-x86-milan (or the compute nodes' CPU module)" ;;
     *) cross_fail "CRAY_CPU_TARGET=$CRAY_CPU_TARGET is not one this script knows: set CACHE_LINE, PAGE_SIZE and CRAY_CPU_TARGET=x86-generic (or arm-grace) by hand" ;;
     esac
-    cross_arg --build="$("$(dirname "$cross_configure")/config/config.guess")" --host="$cray_host"
+    cross_host "$cray_host"
     cross_arg CC="$CC" CXX="$CXX"
     # The modules' pkg-config folders (cray-libfabric's among them).
     [ -n "${PKG_CONFIG_PATH:-}" ] && cross_arg PKG_CONFIG_PATH="$PKG_CONFIG_PATH"
