@@ -271,6 +271,295 @@ __attribute__((noreturn))
 #endif
 void sluice_exit(int code);
 
+/* ---- completion extras ---------------------------------------------------- */
+/* Events of a list: test_some polls once and releases every completed event
+ * of `events`, setting its entry to SLUICE_EVENT_DONE; SLUICE_OK when at
+ * least one completed (or every entry was SLUICE_EVENT_DONE already),
+ * SLUICE_NOT_READY when none did.  wait_some polls until test_some would
+ * return SLUICE_OK.  Entries that are SLUICE_EVENT_DONE are skipped. */
+sluice_status_t sluice_event_test_some(sluice_event_t *events, size_t count);
+sluice_status_t sluice_event_wait_some(sluice_event_t *events, size_t count);
+/* NBI sync by category: waits for the implicit operations of the given
+ * categories this thread issued (outside access regions).  sluice_nbi_sync()
+ * is sluice_nbi_sync_cat(SLUICE_NBI_ALL). */
+#define SLUICE_NBI_PUTS 0x1u    /* sluice_put_nbi, VIS Puts _nbi */
+#define SLUICE_NBI_GETS 0x2u    /* sluice_get_nbi, VIS Gets _nbi */
+#define SLUICE_NBI_AMS 0x4u     /* Long requests sent with SLUICE_FLAG_NBI */
+#define SLUICE_NBI_ATOMICS 0x8u /* atomic operations _nbi */
+#define SLUICE_NBI_ALL 0xfu
+sluice_status_t sluice_nbi_sync_cat(unsigned categories);
+/* Access regions: every NBI operation this thread issues between begin and
+ * end (of any category) completes the one event end writes
+ * (SLUICE_EVENT_DONE when all completed already).  Regions do not nest, and
+ * an NBI sync inside one is refused (SLUICE_ERR_STATE). */
+sluice_status_t sluice_nbi_region_begin(void);
+sluice_status_t sluice_nbi_region_end(sluice_event_t *event);
+/* Local completion.  sluice_put_nb_lc: like sluice_put_nb, and `*lc_event`
+ * completes once `src` may be reused (possibly before the data is at the
+ * target; SLUICE_EVENT_DONE when it may be reused at once).  A Long
+ * request sent with SLUICE_FLAG_NBI (sluice_am_request_long_f) returns
+ * before its payload has left: `payload` may be reused after
+ * sluice_nbi_sync_cat(SLUICE_NBI_AMS) (or an access region's event). */
+#define SLUICE_FLAG_NBI 0x2u
+sluice_status_t sluice_put_nb_lc(sluice_rank_t rank, void *dest, const void *src, size_t length,
+                                 sluice_event_t *lc_event, sluice_event_t *event);
+
+/* ---- teams ---------------------------------------------------------------- */
+/* A team is an ordered set of job ranks; a member's team rank is its index.
+ * Three teams exist from sluice_init on: the job's (every rank, team rank =
+ * job rank), my host's (the ranks of my host, in job-rank order), and the
+ * team of one rank per host (the ranks whose index among their host's
+ * ranks equals mine, in host order: the host leaders for index 0).  Teams
+ * made by split and create are collective over the parent: every member of
+ * the parent calls, in the same order as its other collectives on the
+ * parent.  A team handle is valid on its members only.  Calls on
+ * SLUICE_TEAM_NULL, or with a rank outside the team, fail with
+ * SLUICE_ERR_ARGUMENT / SLUICE_ERR_RANK. */
+typedef struct sluice_team *sluice_team_t;
+#define SLUICE_TEAM_NULL ((sluice_team_t)0)
+#define SLUICE_RANK_INVALID ((sluice_rank_t)0xffffffffu)
+sluice_team_t sluice_team_job(void);
+sluice_team_t sluice_team_host(void);
+sluice_team_t sluice_team_across_hosts(void);
+/* My rank in `team` and its size; SLUICE_RANK_INVALID (and an error
+ * report) for SLUICE_TEAM_NULL or a destroyed team. */
+sluice_rank_t sluice_team_rank(sluice_team_t team);
+sluice_rank_t sluice_team_size(sluice_team_t team);
+/* Rank translation; from_job gives SLUICE_ERR_RANK for a job rank that is
+ * not a member. */
+sluice_status_t sluice_team_to_job(sluice_team_t team, sluice_rank_t team_rank, sluice_rank_t *job_rank);
+sluice_status_t sluice_team_from_job(sluice_team_t team, sluice_rank_t job_rank, sluice_rank_t *team_rank);
+/* Collective over `parent`.  Members with the same colour form a team,
+ * ordered by key, ties by parent rank; colour SLUICE_TEAM_NO_COLOR joins
+ * none (*team = SLUICE_TEAM_NULL). */
+#define SLUICE_TEAM_NO_COLOR (-1)
+sluice_status_t sluice_team_split(sluice_team_t parent, int color, int key, sluice_team_t *team);
+/* Collective over `parent`: every member passes the same list of `count`
+ * distinct job ranks, all members of parent; they form the new team in
+ * list order; members of parent not listed get SLUICE_TEAM_NULL. */
+sluice_status_t sluice_team_create(sluice_team_t parent, const sluice_rank_t *job_ranks, size_t count,
+                                   sluice_team_t *team);
+/* Collective over `team` (not the three built-in teams). */
+sluice_status_t sluice_team_destroy(sluice_team_t team);
+
+/* ---- atomics -------------------------------------------------------------- */
+/* An atomic domain is created collectively over a team for one type and a
+ * set of operations; every member gets the same implementation, so every
+ * update of a word goes through one agent (CPU atomics on mapped memory,
+ * the NIC, or an AM to the target that applies CPU atomics there).  Use a
+ * word only through one domain at a time, and not with plain loads and
+ * stores while operations on it may be in flight.  Targets must lie in the
+ * target rank's segment, aligned to the type's size. */
+typedef enum {
+    SLUICE_DT_I32 = 1,
+    SLUICE_DT_U32 = 2,
+    SLUICE_DT_I64 = 3,
+    SLUICE_DT_U64 = 4,
+    SLUICE_DT_FLT = 5,
+    SLUICE_DT_DBL = 6,
+    SLUICE_DT_USER = 7 /* reductions only: an element of any size */
+} sluice_dt_t;
+typedef enum {
+    SLUICE_OP_SET = 0,  /* *addr = op1 */
+    SLUICE_OP_GET,      /* result = *addr (fetching) */
+    SLUICE_OP_SWAP,     /* result = *addr; *addr = op1 (fetching) */
+    SLUICE_OP_CAS,      /* if (*addr == op1) *addr = op2 */
+    SLUICE_OP_FCAS,     /* the same, result = old *addr */
+    SLUICE_OP_ADD, SLUICE_OP_FADD,
+    SLUICE_OP_SUB, SLUICE_OP_FSUB,
+    SLUICE_OP_INC, SLUICE_OP_FINC, /* no operand */
+    SLUICE_OP_DEC, SLUICE_OP_FDEC,
+    SLUICE_OP_MULT, SLUICE_OP_FMULT,
+    SLUICE_OP_MIN, SLUICE_OP_FMIN,
+    SLUICE_OP_MAX, SLUICE_OP_FMAX,
+    SLUICE_OP_AND, SLUICE_OP_FAND, /* integer types only */
+    SLUICE_OP_OR, SLUICE_OP_FOR,
+    SLUICE_OP_XOR, SLUICE_OP_FXOR,
+    SLUICE_OP_COUNT_
+} sluice_aop_t;
+#define SLUICE_AOP_BIT(op) (UINT64_C(1) << (op))
+/* Fetching forms of the arithmetic and bitwise operations: the result is
+ * the value before the update. */
+typedef struct sluice_ad *sluice_ad_t;
+/* Collective over `team`: every member passes the same type and ops (a mask
+ * of SLUICE_AOP_BIT()).  The domain's path is the same on every member. */
+sluice_status_t sluice_ad_create(sluice_team_t team, sluice_dt_t type, uint64_t ops, unsigned flags,
+                                 sluice_ad_t *ad);
+/* Collective over the domain's team; no operation may be in flight. */
+sluice_status_t sluice_ad_destroy(sluice_ad_t ad);
+/* Which implementation the domain got ("cpu", "am", "cpu+am", or a NIC's,
+ * e.g. "ofi"), and why, in one line.  Valid while the domain lives. */
+sluice_status_t sluice_ad_path(sluice_ad_t ad, const char **path, const char **why);
+/* Ordering flags (default relaxed): acquire (later accesses of this thread
+ * are not performed before the operation), release (earlier ones are
+ * complete before it). */
+#define SLUICE_AD_ACQUIRE 0x100u
+#define SLUICE_AD_RELEASE 0x200u
+/* One operation on `addr` in the segment of team rank `rank`.  `result`
+ * receives the old value for fetching operations (must be null for the
+ * others); `op1`, `op2` are the operands (ignored where the operation has
+ * none).  Blocking: returns when done; _nb: completes `*event` (result
+ * written then); _nbi: completes by sluice_nbi_sync_cat(SLUICE_NBI_ATOMICS).
+ * An operation not in the domain's set, a misaligned target or one outside
+ * the segment fails and changes nothing. */
+#define SLUICE_AD_DECLARE_(suffix, type)                                                                  \
+    sluice_status_t sluice_ad_op_##suffix(sluice_ad_t ad, type *result, sluice_rank_t rank, void *addr,   \
+                                          sluice_aop_t op, type op1, type op2, unsigned flags);          \
+    sluice_status_t sluice_ad_op_nb_##suffix(sluice_ad_t ad, type *result, sluice_rank_t rank, void *addr, \
+                                             sluice_aop_t op, type op1, type op2, unsigned flags,         \
+                                             sluice_event_t *event);                                      \
+    sluice_status_t sluice_ad_op_nbi_##suffix(sluice_ad_t ad, type *result, sluice_rank_t rank, void *addr, \
+                                              sluice_aop_t op, type op1, type op2, unsigned flags);
+SLUICE_AD_DECLARE_(i32, int32_t)
+SLUICE_AD_DECLARE_(u32, uint32_t)
+SLUICE_AD_DECLARE_(i64, int64_t)
+SLUICE_AD_DECLARE_(u64, uint64_t)
+SLUICE_AD_DECLARE_(flt, float)
+SLUICE_AD_DECLARE_(dbl, double)
+#undef SLUICE_AD_DECLARE_
+
+/* ---- collectives on teams ---------------------------------------------------- */
+/* Collective over `team`: every member calls the same collectives in the
+ * same order, with the same root, sizes, type and operation (a size
+ * mismatch is detected where data arrives and reported; other mismatches
+ * are not).  Buffers may be anywhere in local memory; `dst` and `src` may
+ * be the same only where said.  Blocking forms return when this rank's
+ * part is done (its `dst` filled, its `src` reusable); _nb forms complete
+ * `*event` then.  A collective may be called from one thread of a rank at a
+ * time per team.  Algorithms: SLUICE_COLL_ALGORITHM (docs/collectives.md). */
+typedef enum {
+    SLUICE_REDUCE_SUM = 0,
+    SLUICE_REDUCE_PROD,
+    SLUICE_REDUCE_MIN,
+    SLUICE_REDUCE_MAX,
+    SLUICE_REDUCE_AND, /* integer types only */
+    SLUICE_REDUCE_OR,
+    SLUICE_REDUCE_XOR,
+    SLUICE_REDUCE_USER /* `fn` below */
+} sluice_reduce_op_t;
+/* A user operation: inout[i] = inout[i] OP in[i] for `count` elements;
+ * must be associative and commutative. */
+typedef void (*sluice_reduce_fn)(void *inout, const void *in, size_t count, void *context);
+sluice_status_t sluice_coll_barrier(sluice_team_t team);
+sluice_status_t sluice_coll_barrier_nb(sluice_team_t team, sluice_event_t *event);
+/* `nbytes` from root's `src` into every member's `dst` (root's too; src ==
+ * dst allowed on root). */
+sluice_status_t sluice_coll_broadcast(sluice_team_t team, sluice_rank_t root, void *dst, const void *src,
+                                      size_t nbytes);
+sluice_status_t sluice_coll_broadcast_nb(sluice_team_t team, sluice_rank_t root, void *dst, const void *src,
+                                         size_t nbytes, sluice_event_t *event);
+/* `count` elements of `type` (of `elem_size` bytes for SLUICE_DT_USER,
+ * else 0 or the type's size) combined over the members into root's `dst`
+ * (reduce) or every member's (reduce_all).  src == dst allowed. */
+sluice_status_t sluice_coll_reduce(sluice_team_t team, sluice_rank_t root, void *dst, const void *src,
+                                   sluice_dt_t type, size_t elem_size, size_t count, sluice_reduce_op_t op,
+                                   sluice_reduce_fn fn, void *context);
+sluice_status_t sluice_coll_reduce_nb(sluice_team_t team, sluice_rank_t root, void *dst, const void *src,
+                                      sluice_dt_t type, size_t elem_size, size_t count, sluice_reduce_op_t op,
+                                      sluice_reduce_fn fn, void *context, sluice_event_t *event);
+sluice_status_t sluice_coll_reduce_all(sluice_team_t team, void *dst, const void *src, sluice_dt_t type,
+                                       size_t elem_size, size_t count, sluice_reduce_op_t op,
+                                       sluice_reduce_fn fn, void *context);
+sluice_status_t sluice_coll_reduce_all_nb(sluice_team_t team, void *dst, const void *src, sluice_dt_t type,
+                                          size_t elem_size, size_t count, sluice_reduce_op_t op,
+                                          sluice_reduce_fn fn, void *context, sluice_event_t *event);
+/* Every member's `nbytes` of `src` into `dst` (team size x nbytes, in team
+ * rank order). */
+sluice_status_t sluice_coll_allgather(sluice_team_t team, void *dst, const void *src, size_t nbytes);
+sluice_status_t sluice_coll_allgather_nb(sluice_team_t team, void *dst, const void *src, size_t nbytes,
+                                         sluice_event_t *event);
+/* Block j of `src` (nbytes each) goes to member j, which stores it as its
+ * block i (i: the sender's team rank) of `dst`. */
+sluice_status_t sluice_coll_alltoall(sluice_team_t team, void *dst, const void *src, size_t nbytes);
+sluice_status_t sluice_coll_alltoall_nb(sluice_team_t team, void *dst, const void *src, size_t nbytes,
+                                        sluice_event_t *event);
+
+/* ---- VIS: vector, indexed and strided Put and Get ---------------------------- */
+/* Non-contiguous transfers between local memory and one rank's segment.
+ * The remote side of each piece must lie in the target's segment; remote
+ * destinations of a Put (local destinations of a Get) must not overlap
+ * (SLUICE_ERR_ARGUMENT); sources may.  Both sides hold the same number of
+ * bytes in total; pieces are matched in order, byte for byte, whatever
+ * their cuts.  Completion as for sluice_put / _nb / _nbi. */
+typedef struct {
+    void *addr;
+    size_t len;
+} sluice_memvec_t;
+/* Vector: lists of (address, length). */
+sluice_status_t sluice_putv(sluice_rank_t rank, size_t dst_count, const sluice_memvec_t *dst_list, size_t src_count,
+                            const sluice_memvec_t *src_list);
+sluice_status_t sluice_putv_nb(sluice_rank_t rank, size_t dst_count, const sluice_memvec_t *dst_list, size_t src_count,
+                               const sluice_memvec_t *src_list, sluice_event_t *event);
+sluice_status_t sluice_putv_nbi(sluice_rank_t rank, size_t dst_count, const sluice_memvec_t *dst_list,
+                                size_t src_count, const sluice_memvec_t *src_list);
+sluice_status_t sluice_getv(size_t dst_count, const sluice_memvec_t *dst_list, sluice_rank_t rank, size_t src_count,
+                            const sluice_memvec_t *src_list);
+sluice_status_t sluice_getv_nb(size_t dst_count, const sluice_memvec_t *dst_list, sluice_rank_t rank,
+                               size_t src_count, const sluice_memvec_t *src_list, sluice_event_t *event);
+sluice_status_t sluice_getv_nbi(size_t dst_count, const sluice_memvec_t *dst_list, sluice_rank_t rank,
+                                size_t src_count, const sluice_memvec_t *src_list);
+/* Indexed: lists of addresses, every piece of one side the same length. */
+sluice_status_t sluice_puti(sluice_rank_t rank, size_t dst_count, void *const *dst_list, size_t dst_len,
+                            size_t src_count, void *const *src_list, size_t src_len);
+sluice_status_t sluice_puti_nb(sluice_rank_t rank, size_t dst_count, void *const *dst_list, size_t dst_len,
+                               size_t src_count, void *const *src_list, size_t src_len, sluice_event_t *event);
+sluice_status_t sluice_puti_nbi(sluice_rank_t rank, size_t dst_count, void *const *dst_list, size_t dst_len,
+                                size_t src_count, void *const *src_list, size_t src_len);
+sluice_status_t sluice_geti(size_t dst_count, void *const *dst_list, size_t dst_len, sluice_rank_t rank,
+                            size_t src_count, void *const *src_list, size_t src_len);
+sluice_status_t sluice_geti_nb(size_t dst_count, void *const *dst_list, size_t dst_len, sluice_rank_t rank,
+                               size_t src_count, void *const *src_list, size_t src_len, sluice_event_t *event);
+sluice_status_t sluice_geti_nbi(size_t dst_count, void *const *dst_list, size_t dst_len, sluice_rank_t rank,
+                                size_t src_count, void *const *src_list, size_t src_len);
+/* Strided, GASNet's and OpenSHMEM's shape: an element is `elem_size`
+ * contiguous bytes; dimension d (0 <= d < levels) holds count[d] of the
+ * previous dimension's blocks, `strides[d]` bytes apart (on each side its
+ * own strides; the counts are shared).  levels 0 is one element. */
+sluice_status_t sluice_puts(sluice_rank_t rank, void *dst, const ptrdiff_t *dst_strides, const void *src,
+                            const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels);
+sluice_status_t sluice_puts_nb(sluice_rank_t rank, void *dst, const ptrdiff_t *dst_strides, const void *src,
+                               const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels,
+                               sluice_event_t *event);
+sluice_status_t sluice_puts_nbi(sluice_rank_t rank, void *dst, const ptrdiff_t *dst_strides, const void *src,
+                                const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels);
+sluice_status_t sluice_gets(void *dst, const ptrdiff_t *dst_strides, sluice_rank_t rank, const void *src,
+                            const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels);
+sluice_status_t sluice_gets_nb(void *dst, const ptrdiff_t *dst_strides, sluice_rank_t rank, const void *src,
+                               const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels,
+                               sluice_event_t *event);
+sluice_status_t sluice_gets_nbi(void *dst, const ptrdiff_t *dst_strides, sluice_rank_t rank, const void *src,
+                                const ptrdiff_t *src_strides, size_t elem_size, const size_t *count, size_t levels);
+
+/* ---- negotiated-payload AMs ---------------------------------------------------- */
+/* Prepare a Medium or Long request (or, in a request handler, a reply)
+ * whose payload is written in place: the call returns a buffer of `*size`
+ * bytes, least <= *size <= most, where the conduit can send from
+ * (its send ring or registered buffer where it has one, else a buffer of
+ * the library's); write the payload there, then commit with its final
+ * length (<= *size), handler and arguments, or cancel.  `nargs` is the
+ * argument count the commit will pass.  One prepared message per thread:
+ * any other Sluice AM call, poll or collective on the thread before the
+ * commit or cancel fails with SLUICE_ERR_STATE, the message stays prepared.
+ * least above sluice_am_max_*_for(): SLUICE_ERR_TOO_LARGE. */
+sluice_status_t sluice_am_prepare_request(sluice_am_category_t category, sluice_rank_t dest, size_t least,
+                                          size_t most, unsigned nargs, unsigned flags, void **buffer, size_t *size);
+sluice_status_t sluice_am_prepare_reply(sluice_am_category_t category, sluice_token_t token, size_t least,
+                                        size_t most, unsigned nargs, unsigned flags, void **buffer, size_t *size);
+/* Sends the prepared message: `length` bytes of the buffer, the handler
+ * (registered for the category with `nargs` arguments) and the arguments;
+ * `dest_addr` is the Long's address in the target's segment (NULL for a
+ * Medium).  A length above the prepared size fails (SLUICE_ERR_TOO_LARGE)
+ * and sends nothing; the message stays prepared. */
+sluice_status_t sluice_am_commit(sluice_handler_t handler, size_t length, void *dest_addr, const uint32_t *args,
+                                 unsigned nargs);
+/* Drops the prepared message; nothing is sent. */
+sluice_status_t sluice_am_cancel(void);
+/* The largest Medium or Long payload to `dest` with `nargs` arguments
+ * (what a prepare may ask as least); sluice_am_max_medium/long are the
+ * least of these over every peer. */
+size_t sluice_am_max_medium_for(sluice_rank_t dest, unsigned nargs);
+size_t sluice_am_max_long_for(sluice_rank_t dest, unsigned nargs);
+
 /* ---- same-host Put/Get inlined (internal) ------------------------------- */
 /* A blocking sluice_put or sluice_get to a rank whose segment is mapped into
  * this process (a peer on the same host under the smp conduit) is a copy

@@ -220,3 +220,10 @@ inline Status poll() { return detail::wrap(sluice_poll()); }
 [[noreturn]] inline void exit(int code) { sluice_exit(code); }
 
 } // namespace sluice
+
+// The client families: teams and collectives, atomic domains, VIS and
+// completion extras, negotiated-payload AMs.
+#include <sluice/team.hpp>
+#include <sluice/atomic.hpp>
+#include <sluice/vis.hpp>
+#include <sluice/am_prepare.hpp>

@@ -137,6 +137,22 @@ Status AmEngine::handler_register(std::uint8_t index, sluice_handler_fn fn, AmCa
 
 void AmEngine::system_register(std::uint8_t index, sluice_handler_fn fn) { system_[index] = fn; }
 
+void AmEngine::hook_register(ProgressHook fn, void *context) {
+    const int n = hook_count_.load();
+    if (n == max_hooks) base::fatal("init", "this is a Sluice bug", "more than %d progress hooks", max_hooks);
+    hooks_[n] = {fn, context};
+    hook_count_.store(n + 1, std::memory_order_release);
+}
+
+// Not from inside a handler: a hook sends, and sending may poll.
+int AmEngine::hooks_run() {
+    if (current_token) return 0;
+    int n = 0;
+    const int count = hook_count_.load(std::memory_order_acquire);
+    for (int i = 0; i < count; ++i) n += hooks_[i].fn(hooks_[i].context);
+    return n;
+}
+
 // The common case inline: a Short to a registered handler with its
 // registered argument count.  Everything else, errors included, goes the
 // long way.

@@ -61,6 +61,14 @@ enum SystemHandler : std::uint8_t {
     sys_long_data,        // two-part Long: its payload has landed
     sys_firehose_move,    // main pool: pin a region of my segment, release others (src/rma/firehose)
     sys_firehose_move_reply,
+    sys_atomic,           // atomic domains over AM: the operation at the target (src/atomic)
+    sys_atomic_reply,
+    sys_coll,             // team collectives: one step's data (src/coll)
+    sys_coll_reply,
+    sys_vis_put,          // VIS: packed pieces to scatter at the target (src/rma/vis)
+    sys_vis_put_ack,
+    sys_vis_get,          // VIS: pieces to gather at the target and send back
+    sys_vis_get_reply,
     sys_count
 };
 
@@ -179,9 +187,21 @@ public:
         int n = 0;
         for (Transport *t : transports_) n += t->poll(mode);
         if (__builtin_expect(credit_ != nullptr, 0) && credit_->sys_pending()) credit_flush();
+        if (__builtin_expect(hook_work_.load(std::memory_order_relaxed) != 0, 0) && mode == PollMode::all)
+            n += hooks_run();
         if (n == 0) base::idle();
         return n;
     }
+
+    // Progress hooks: the layers above (collectives, VIS, atomics) advance
+    // their own state machines from poll, outside handlers, where sending
+    // may wait for room.  A hook is registered once at init; poll runs the
+    // hooks only while some layer has said it has work (hook_work_add(+1)
+    // when an operation starts, -1 when it ends): one relaxed load otherwise.
+    // A hook returns how much progress it made (0: none).
+    using ProgressHook = int (*)(void *context);
+    void hook_register(ProgressHook fn, void *context);
+    void hook_work_add(int delta) { hook_work_.fetch_add(delta, std::memory_order_relaxed); }
 
     // The credit engine, null while flow control is off.
     credit::Engine *credits() const { return credit_.get(); }
@@ -336,6 +356,16 @@ private:
     std::atomic<std::uint32_t> next_lid_{0};
     std::mutex lid_lock_;
     std::unordered_map<std::uint64_t, std::unique_ptr<LongHeader>> lid_cache_;
+    // Progress hooks (hook_register): a handful, fixed at init.
+    int hooks_run();
+    static constexpr int max_hooks = 8;
+    struct Hook {
+        ProgressHook fn = nullptr;
+        void *context = nullptr;
+    };
+    Hook hooks_[max_hooks];
+    std::atomic<int> hook_count_{0};
+    std::atomic<int> hook_work_{0};
 };
 
 } // namespace sluice::am

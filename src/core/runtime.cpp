@@ -1,6 +1,10 @@
 // src/core/runtime.cpp - init, finalize, hosts, routing, segments, progress.
 #include "core/runtime.hpp"
 
+#include "atomic/atomic.hpp"
+#include "coll/coll.hpp"
+#include "rma/vis.hpp"
+
 #include "base/knobs.hpp"
 #include "rma/firehose/monitor.hpp"
 #include "sluice_config.h"
@@ -114,6 +118,20 @@ Status Runtime::init(int *, char ***) {
     rma.system_handlers_register(am);
     rma::firehose::MainPool::handlers_register(am);
     system_handlers_register();
+    rma::vis_init(am, rma);
+    {
+        coll::ClientEnv env;
+        env.am = &am;
+        env.rma = &rma;
+        env.segments = &segments;
+        env.rank = rank_;
+        env.size = size_;
+        env.host_of = host_of_;
+        env.host_count = host_count_;
+        env.poll = [] { runtime().poll(); };
+        if (Status s = coll::init(env); s != Status::ok) return s;
+        if (Status s = atomic::init(env); s != Status::ok) return s;
+    }
 
     state_.store(State::running, std::memory_order_release);
     BootstrapCall in_bootstrap;
@@ -280,6 +298,8 @@ Status Runtime::finalize() {
     rma.withdraw_mapped();
     (void)rma.nbi_sync();
     if (Status s = barrier(); s != Status::ok) return s;
+    atomic::fini();
+    coll::fini();
     // What this rank sent must arrive before it stops polling: a peer may
     // still wait for the retransmission of a lost datagram.
     for (auto &t : transports_) t->quiesce();

@@ -13,7 +13,8 @@ struct sluice_mapped_ sluice_mapped_ = {nullptr, 0};
 namespace sluice::rma {
 namespace {
 
-thread_local std::atomic<std::uint64_t> nbi_outstanding{0};
+thread_local std::atomic<std::uint64_t> nbi_outstanding[nbi_category_count];
+thread_local sluice_event *nbi_region = nullptr;
 // The AM engine the reference handlers reply through (one runtime per process).
 am::AmEngine *rma_am = nullptr;
 
@@ -70,6 +71,11 @@ void on_get_reply(sluice_token_t, void *payload, std::size_t n, const std::uint3
 }
 
 } // namespace
+
+std::atomic<std::uint64_t> &nbi_counter(NbiCategory category) {
+    if (__builtin_expect(nbi_region != nullptr, 0)) return nbi_region->pending;
+    return nbi_outstanding[static_cast<unsigned>(category)];
+}
 
 void RmaEngine::configure(am::AmEngine *am, const am::SegmentTable *segments, Rank size, bool native) {
     am_ = am;
@@ -234,13 +240,13 @@ Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, slu
 Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n, bool immediate) {
     if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
     if (copy_mapped(true, r, dest, const_cast<void *>(src), n)) return Status::ok;
-    return start(true, r, dest, const_cast<void *>(src), n, nbi_outstanding, immediate);
+    return start(true, r, dest, const_cast<void *>(src), n, nbi_counter(NbiCategory::puts), immediate);
 }
 
 Status RmaEngine::get_nbi(void *dest, Rank r, const void *src, std::size_t n, bool immediate) {
     if (Status s = check(r, src, dest, n, "get_nbi"); s != Status::ok) return s;
     if (copy_mapped(false, r, const_cast<void *>(src), dest, n)) return Status::ok;
-    return start(false, r, const_cast<void *>(src), dest, n, nbi_outstanding, immediate);
+    return start(false, r, const_cast<void *>(src), dest, n, nbi_counter(NbiCategory::gets), immediate);
 }
 
 void RmaEngine::publish_mapped() {
@@ -283,11 +289,71 @@ Status RmaEngine::event_wait(sluice_event *ev) {
     return Status::ok;
 }
 
-Status RmaEngine::nbi_sync() {
+Status RmaEngine::nbi_sync() { return nbi_sync((1u << nbi_category_count) - 1, "nbi_sync"); }
+
+Status RmaEngine::nbi_sync(unsigned mask, const char *op) {
     if (am::AmEngine::in_handler())
-        return base::report(Status::context, "nbi_sync", "sync after the handler returns", "called from a handler");
-    wait_counter(nbi_outstanding);
+        return base::report(Status::context, op, "sync after the handler returns", "called from a handler");
+    if (mask == 0 || mask >> nbi_category_count)
+        return base::report(Status::argument, op, "pass a mask of SLUICE_NBI_PUTS, _GETS, _AMS, _ATOMICS or SLUICE_NBI_ALL",
+                            "mask 0x%x", mask);
+    if (nbi_region)
+        return base::report(Status::state, op, "end the access region (sluice_nbi_region_end) first",
+                            "NBI sync inside an access region");
+    for (unsigned c = 0; c < nbi_category_count; ++c)
+        if (mask & (1u << c)) wait_counter(nbi_outstanding[c]);
     return Status::ok;
+}
+
+Status RmaEngine::nbi_region_begin() {
+    if (nbi_region)
+        return base::report(Status::state, "nbi_region_begin", "end the open region first (regions do not nest)",
+                            "an access region is already open on this thread");
+    nbi_region = new sluice_event;
+    return Status::ok;
+}
+
+Status RmaEngine::nbi_region_end(sluice_event **ev) {
+    const char *op = "nbi_region_end";
+    if (!ev) return base::report(Status::argument, op, "pass where to store the event", "null event pointer");
+    if (!nbi_region)
+        return base::report(Status::state, op, "call sluice_nbi_region_begin first", "no access region is open on this thread");
+    sluice_event *e = nbi_region;
+    nbi_region = nullptr;
+    if (e->pending.load(std::memory_order_acquire) == 0) {
+        delete e;
+        *ev = SLUICE_EVENT_DONE;
+    } else {
+        *ev = e;
+    }
+    return Status::ok;
+}
+
+Status RmaEngine::event_test_some(sluice_event **evs, std::size_t count, const char *op) {
+    if (count && !evs) return base::report(Status::argument, op, "pass the event array", "null array of %zu events", count);
+    if (am::AmEngine::in_handler())
+        return base::report(Status::context, op, "test events after the handler returns", "called from a handler");
+    bool any_live = false, done = false;
+    for (int pass = 0; pass < 2 && !done; ++pass) {
+        if (pass == 1) am_->poll();
+        for (std::size_t i = 0; i < count; ++i) {
+            if (evs[i] == SLUICE_EVENT_DONE) continue;
+            any_live = true;
+            if (evs[i]->pending.load(std::memory_order_acquire) != 0) continue;
+            delete evs[i];
+            evs[i] = SLUICE_EVENT_DONE;
+            done = true;
+        }
+        if (!any_live) return Status::ok;
+    }
+    return done ? Status::ok : Status::not_ready;
+}
+
+Status RmaEngine::event_wait_some(sluice_event **evs, std::size_t count) {
+    for (;;) {
+        Status s = event_test_some(evs, count, "event_wait_some");
+        if (s != Status::not_ready) return s;
+    }
 }
 
 } // namespace sluice::rma

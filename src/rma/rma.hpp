@@ -28,6 +28,13 @@ namespace sluice::rma {
 using am::Rank;
 using base::Status;
 
+// Implicit (NBI) operations count on a thread-local counter per category
+// (sluice_nbi_sync_cat), or, while the thread has an access region open
+// (sluice_nbi_region_begin/end), on the region's event.
+enum class NbiCategory : unsigned { puts = 0, gets = 1, ams = 2, atomics = 3 };
+inline constexpr unsigned nbi_category_count = 4;
+std::atomic<std::uint64_t> &nbi_counter(NbiCategory category);
+
 class RmaEngine {
 public:
     void configure(am::AmEngine *am, const am::SegmentTable *segments, Rank size, bool native);
@@ -65,6 +72,18 @@ public:
     Status event_test(sluice_event *ev);
     Status event_wait(sluice_event *ev);
     Status nbi_sync();
+    // Waits for the NBI operations of the categories in `mask` (bit 1 << c
+    // per NbiCategory c) this thread issued outside access regions.
+    Status nbi_sync(unsigned mask, const char *op);
+    // Access regions: the NBI operations this thread issues between begin
+    // and end complete one event (end writes it; SLUICE_EVENT_DONE when
+    // they all completed already).  Regions do not nest; no NBI sync inside.
+    Status nbi_region_begin();
+    Status nbi_region_end(sluice_event **ev);
+    // Events: the first (`some`) or every completed one of a list; the
+    // completed ones are released and set to SLUICE_EVENT_DONE.
+    Status event_test_some(sluice_event **evs, std::size_t count, const char *op);
+    Status event_wait_some(sluice_event **evs, std::size_t count);
 
     // Polls until `*counter` is 0 (the reference path's completion).
     void wait_counter(std::atomic<std::uint64_t> &counter);

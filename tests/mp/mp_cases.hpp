@@ -45,6 +45,12 @@ int case_segment(int argc, char **argv);
 int case_threads(int argc, char **argv);
 int case_bad(int argc, char **argv);
 int case_immediate(int argc, char **argv);
+int case_atomic(int argc, char **argv);      // mp_atomic.cpp
+int case_team(int argc, char **argv);        // mp_coll.cpp
+int case_coll(int argc, char **argv);        // mp_coll.cpp
+int case_vis(int argc, char **argv);         // mp_vis.cpp
+int case_completion(int argc, char **argv);  // mp_vis.cpp
+int case_prepare(int argc, char **argv);     // mp_prepare.cpp
 void bad_before_init();
 
 } // namespace sluice_test::mp

@@ -18,40 +18,6 @@ using namespace sluice_test;
 
 namespace {
 
-std::vector<int> rank_counts() {
-    if (reduced()) return {2, 4};
-    return {1, 2, 3, 4, 8};
-}
-
-std::vector<Config> by_ranks() {
-    std::vector<Config> v;
-    for (int n : rank_counts()) v.push_back({n, true, nullptr});
-    return v;
-}
-// Static credits at every rank count; the moving policies at the largest
-// two, where credits have somewhere to move.
-std::vector<Config> by_ranks_and_credits() {
-    std::vector<Config> v;
-    const std::vector<int> counts = rank_counts();
-    for (int n : counts) {
-        v.push_back({n, true, nullptr});
-        v.push_back({n, true, "static"});
-        if (n >= counts[counts.size() - 2]) {
-            v.push_back({n, true, "dynamic"});
-            v.push_back({n, true, "demand"});
-        }
-    }
-    return v;
-}
-std::vector<Config> by_ranks_and_rma() {
-    std::vector<Config> v;
-    for (int n : rank_counts()) {
-        v.push_back({n, true, nullptr});
-        v.push_back({n, false, nullptr});
-    }
-    return v;
-}
-
 // Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed.
 int expected_error_lines(const JobResult &r) {
     int total = 0;

@@ -39,6 +39,42 @@ inline std::string config_name(const ::testing::TestParamInfo<Config> &info) {
     return n;
 }
 
+// The rank counts every multi-process suite runs at, and the configurations
+// built from them.
+inline std::vector<int> rank_counts() {
+    if (reduced()) return {2, 4};
+    return {1, 2, 3, 4, 8};
+}
+
+inline std::vector<Config> by_ranks() {
+    std::vector<Config> v;
+    for (int n : rank_counts()) v.push_back({n, true, nullptr});
+    return v;
+}
+// Static credits at every rank count; the moving policies at the largest
+// two, where credits have somewhere to move.
+inline std::vector<Config> by_ranks_and_credits() {
+    std::vector<Config> v;
+    const std::vector<int> counts = rank_counts();
+    for (int n : counts) {
+        v.push_back({n, true, nullptr});
+        v.push_back({n, true, "static"});
+        if (n >= counts[counts.size() - 2]) {
+            v.push_back({n, true, "dynamic"});
+            v.push_back({n, true, "demand"});
+        }
+    }
+    return v;
+}
+inline std::vector<Config> by_ranks_and_rma() {
+    std::vector<Config> v;
+    for (int n : rank_counts()) {
+        v.push_back({n, true, nullptr});
+        v.push_back({n, false, nullptr});
+    }
+    return v;
+}
+
 // Every peer but the rank itself over each network conduit (issue 6): the AM
 // and RMA suites on the network path, on one host.  A conduit that needs
 // credits runs its own credit engine (dynamic policy).

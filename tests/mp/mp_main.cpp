@@ -306,6 +306,12 @@ const Case cases[] = {
     {"threads", sluice_test::mp::case_threads, "threads [AMs per thread] [RMAs per thread]"},
     {"bad", sluice_test::mp::case_bad, "bad"},
     {"immediate", sluice_test::mp::case_immediate, "immediate [limit]"},
+    {"atomic", sluice_test::mp::case_atomic, "atomic [iterations]"},
+    {"team", sluice_test::mp::case_team, "team"},
+    {"coll", sluice_test::mp::case_coll, "coll [iterations]"},
+    {"vis", sluice_test::mp::case_vis, "vis [shapes]"},
+    {"completion", sluice_test::mp::case_completion, "completion"},
+    {"prepare", sluice_test::mp::case_prepare, "prepare"},
 };
 
 void usage() {

@@ -1,0 +1,3 @@
+// sluice/vis.hpp - C++ API (stub: written with the feature). Included by <sluice/sluice.hpp>.
+#pragma once
+#include <sluice.h>

@@ -1,0 +1,2 @@
+// src/am/prepare.cpp - negotiated-payload AMs (stub).
+#include "am/am.hpp"

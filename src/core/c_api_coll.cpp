@@ -1,0 +1,4 @@
+// src/core/c_api_coll.cpp - the C API of one client family (stub).
+#include "core/runtime.hpp"
+
+#include <sluice.h>
