@@ -382,7 +382,10 @@ typedef enum {
  * the value before the update. */
 typedef struct sluice_ad *sluice_ad_t;
 /* Collective over `team`: every member passes the same type and ops (a mask
- * of SLUICE_AOP_BIT()).  The domain's path is the same on every member. */
+ * of SLUICE_AOP_BIT(); no AND, OR, XOR on SLUICE_DT_FLT/DBL) and flags 0
+ * (ordering is chosen per operation).  The domain's path is the same on
+ * every member; a member whose arguments differ or are refused makes every
+ * member fail.  The segment need not be attached yet. */
 sluice_status_t sluice_ad_create(sluice_team_t team, sluice_dt_t type, uint64_t ops, unsigned flags,
                                  sluice_ad_t *ad);
 /* Collective over the domain's team; no operation may be in flight. */
@@ -538,9 +541,14 @@ sluice_status_t sluice_gets_nbi(void *dst, const ptrdiff_t *dst_strides, sluice_
  * the library's); write the payload there, then commit with its final
  * length (<= *size), handler and arguments, or cancel.  `nargs` is the
  * argument count the commit will pass.  One prepared message per thread:
- * any other Sluice AM call, poll or collective on the thread before the
- * commit or cancel fails with SLUICE_ERR_STATE, the message stays prepared.
- * least above sluice_am_max_*_for(): SLUICE_ERR_TOO_LARGE. */
+ * any other Sluice AM call, sluice_poll or sluice_barrier on the thread
+ * before the commit or cancel fails with SLUICE_ERR_STATE, the message
+ * stays prepared (other calls, such as team collectives, are not checked:
+ * do not make them meanwhile).  A handler that returns with its reply
+ * prepared has it cancelled (reported).  Credits are taken at prepare.
+ * flags: 0 or SLUICE_FLAG_IMMEDIATE (SLUICE_NOT_READY instead of waiting
+ * for credits or room).  least above sluice_am_max_*_for():
+ * SLUICE_ERR_TOO_LARGE; least > most: SLUICE_ERR_ARGUMENT. */
 sluice_status_t sluice_am_prepare_request(sluice_am_category_t category, sluice_rank_t dest, size_t least,
                                           size_t most, unsigned nargs, unsigned flags, void **buffer, size_t *size);
 sluice_status_t sluice_am_prepare_reply(sluice_am_category_t category, sluice_token_t token, size_t least,

@@ -221,7 +221,7 @@ Status AmEngine::transmit(Rank dest, const Send &m, std::uint8_t flags, std::uin
 }
 
 void AmEngine::credit_flush() {
-    if (current_token) return;  // from a handler: the next poll sends them
+    if (current_token || prepared_) return;  // from a handler or while prepared: the next poll sends them
     credit::SysMessage batch[16];
     while (std::size_t n = credit_->sys_take(batch, 16)) {
         for (std::size_t i = 0; i < n; ++i) {
@@ -275,6 +275,7 @@ void AmEngine::credit_stats_write() const {
 
 // What every request is checked for: not from a handler, a valid send.
 Status AmEngine::request_check(Rank dest, const Send &m, const char *op) const {
+    if (prepared_) return prepared_refuse(op);
     if (current_token)
         return base::report(Status::context, op,
                             "a handler may only reply; send the request after the handler returns",
@@ -287,6 +288,18 @@ Status AmEngine::request(Rank dest, const Send &m, const char *op) {
     sent_mark(dest);
     if (credit_) return transmit(dest, m, conduit::am_flag_credit, credit_acquire(dest, m));
     return transmit(dest, m, 0);
+}
+
+Status AmEngine::request_nbi(Rank dest, const Send &m, std::atomic<std::uint64_t> *nbi, const char *op) {
+    if (Status s = request_check(dest, m, op); s != Status::ok) return s;
+    std::uint8_t flags = 0, byte = 0;
+    if (credit_) {
+        byte = credit_acquire(dest, m);
+        flags = conduit::am_flag_credit;
+    }
+    sent_mark(dest);
+    if (long_two_part(dest, m)) return long_transmit(dest, m, flags, byte, nbi);
+    return transmit(dest, m, flags, byte);
 }
 
 Status AmEngine::request_immediate(Rank dest, const Send &m, const char *op) {
@@ -305,6 +318,7 @@ Status AmEngine::request_immediate(Rank dest, const Send &m, const char *op) {
 }
 
 Status AmEngine::reply(Token *token, const Send &m, const char *op) {
+    if (prepared_) return prepared_refuse(op);
     if (!token || token != current_token)
         return base::report(Status::context, op, "reply only from a request handler, with the token it was given",
                             "reply outside the handler that owns the token");
@@ -320,6 +334,8 @@ Status AmEngine::reply(Token *token, const Send &m, const char *op) {
 }
 
 Status AmEngine::system_request(Rank dest, const Send &m, bool immediate) {
+    // The queue to `dest` may be this thread's until its commit.
+    if (__builtin_expect(prepared_ != nullptr, 0) && prepared_blocks(dest)) return prepared_refuse("internal request");
     if (immediate && !long_two_part(dest, m))
         return route_[dest]->send_immediate(dest, to_message(rank_, m, conduit::am_flag_system, 0));
     return transmit(dest, m, conduit::am_flag_system);
@@ -375,12 +391,16 @@ inline void handler_run(sluice_handler_fn fn, Token &token, void *payload, std::
                         [[maybe_unused]] std::uint8_t handler) {
     Token *outer = AmEngine::current_token;
     AmEngine::current_token = &token;
+    // A message the interrupted code prepared is not the handler's.
+    Prepared *const outer_prepared = AmEngine::prepared_;
+    if (__builtin_expect(outer_prepared != nullptr, 0)) AmEngine::prepared_ = nullptr;
 #ifdef SLUICE_DEBUG
     // Debug builds check that handlers do not block: a long handler
     // stalls every rank waiting on this one.
     const std::uint64_t started = base::now_ns();
 #endif
     fn(&token, payload, length, args, nargs);
+    if (__builtin_expect(AmEngine::prepared_ != outer_prepared, 0)) AmEngine::prepared_restore(outer_prepared);
 #ifdef SLUICE_DEBUG
     const std::uint64_t took = base::now_ns() - started;
     if (took > handler_warn_ns)

@@ -65,6 +65,7 @@ enum SystemHandler : std::uint8_t {
     sys_atomic_reply,
     sys_coll,             // team collectives: one step's data (src/coll)
     sys_coll_reply,
+    sys_coll_fast,        // team collectives: the small reduce-to-all's fast lane (src/coll/fast.cpp)
     sys_vis_put,          // VIS: packed pieces to scatter at the target (src/rma/vis)
     sys_vis_put_ack,
     sys_vis_get,          // VIS: pieces to gather at the target and send back
@@ -112,6 +113,9 @@ inline Send make_send(AmCategory category, std::uint8_t handler, const void *pay
     return m;
 }
 
+// A negotiated-payload message between prepare and commit (prepare.cpp).
+struct Prepared;
+
 // The conduit message for `m` from `source`.
 conduit::AmMessage to_message(Rank source, const Send &m, std::uint8_t flags, std::uint8_t credit_byte);
 
@@ -142,7 +146,7 @@ public:
     // calls above, which wait for credits and report what is wrong.
     Status request_short(Rank dest, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                          const char *operation) {
-        if (__builtin_expect(!current_token && dest < size_ && short_ok(handler, args, nargs), 1)) {
+        if (__builtin_expect(!current_token && !prepared_ && dest < size_ && short_ok(handler, args, nargs), 1)) {
             sent_mark(dest);
             if (!credit_) return route_[dest]->send_short(dest, handler, 0, 0, args, nargs);
             std::uint8_t byte;
@@ -153,7 +157,7 @@ public:
     }
     Status reply_short(Token *token, std::uint8_t handler, const std::uint32_t *args, unsigned nargs,
                        const char *operation) {
-        if (__builtin_expect(token == current_token && token &&
+        if (__builtin_expect(token == current_token && token && !prepared_ &&
                                  (token->state & ~Token::token_credit) == Token::token_request &&
                                  short_ok(handler, args, nargs), 1)) {
             token->state |= Token::token_replied;
@@ -164,6 +168,44 @@ public:
         }
         return reply(token, short_send(handler, args, nargs), operation);
     }
+
+    // SLUICE_FLAG_NBI: a request as above, except that a two-part Long
+    // returns once under way; its payload may be reused when `nbi` (an NBI
+    // counter of src/rma) drops back, after the Put completed.
+    Status request_nbi(Rank dest, const Send &m, std::atomic<std::uint64_t> *nbi, const char *operation);
+
+    // Negotiated payload (prepare.cpp): a Medium or Long request (or, in a
+    // request handler, a reply) whose payload the caller writes into
+    // `*buffer` (`*size` bytes, least <= *size <= most): the conduit's send
+    // buffer where it hands one out (prepare_medium), else a buffer of this
+    // thread's.  Request credits are taken here.  One per thread, until
+    // commit or cancel; meanwhile this thread's AM calls, and the poll and
+    // barrier of the C API (prepared_refuse), fail with Status::state.
+    // `immediate`: Status::not_ready where it would wait for credits or room.
+    Status prepare_request(AmCategory category, Rank dest, std::size_t least, std::size_t most, unsigned nargs,
+                           bool immediate, void **buffer, std::size_t *size, const char *operation);
+    Status prepare_reply(AmCategory category, Token *token, std::size_t least, std::size_t most, unsigned nargs,
+                         bool immediate, void **buffer, std::size_t *size, const char *operation);
+    // Sends the prepared message (`length` <= the prepared size); on an error
+    // nothing is sent and it stays prepared.
+    Status commit(std::uint8_t handler, std::size_t length, void *dest_addr, const std::uint32_t *args,
+                  unsigned nargs, const char *operation);
+    Status cancel(const char *operation);
+    // The largest payload a prepare (or a send) to `dest` may ask for.
+    std::size_t max_medium_for(Rank dest, unsigned nargs) const;
+    std::size_t max_long_for(Rank dest, unsigned nargs) const;
+    // This thread holds a prepared message: `operation` is refused
+    // (reported, Status::state).
+    static bool prepared() { return prepared_ != nullptr; }
+    [[gnu::noinline]] static Status prepared_refuse(const char *operation);
+    // The prepared message holds the conduit's queue to `dest`.
+    static bool prepared_blocks(Rank dest);
+    // After a handler: the message prepared on this thread before it ran,
+    // `outer`, is this thread's again, and one the handler left prepared is
+    // cancelled and reported.
+    [[gnu::noinline]] static void prepared_restore(Prepared *outer);
+    // The innermost message prepared on this thread (null: none).
+    static constinit thread_local Prepared *prepared_;
 
     // Runtime-internal messages: no user checks, no credits.
     Status system_request(Rank dest, const Send &m, bool immediate = false);
@@ -325,7 +367,14 @@ private:
         static constexpr std::size_t fixed = 24;
         std::size_t wire_size() const { return fixed + 4u * nargs; }
     };
-    Status long_transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte);
+    // `nbi`: count the payload's Put there and return without waiting.
+    Status long_transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte,
+                         std::atomic<std::uint64_t> *nbi = nullptr);
+    Status prepare_begin(AmCategory category, Rank dest, std::size_t least, std::size_t &most, unsigned nargs,
+                         void **buffer, std::size_t *size, const char *op) const;
+    Status prepare_finish(Prepared &p, bool immediate, std::size_t least, std::size_t most, void **buffer,
+                          std::size_t *size);
+    friend struct Prepared;
     static void long_header_arrived(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
     static void long_data_arrived(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned);
     // Records one part of Long `lid` from `source`; true when the other part

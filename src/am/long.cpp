@@ -11,7 +11,10 @@
 // handler, so the handler sees the payload in place (the Portals seed's LID
 // cache).  The call returns once the payload's Put completed and its
 // notification was sent, so the source buffer may be reused, and a flush
-// sent afterwards reaches the target behind both parts.
+// sent afterwards reaches the target behind both parts.  With
+// SLUICE_FLAG_NBI (request_nbi) it returns once both are under way; the
+// Put counts on the caller's NBI counter instead, and a flush may then
+// overtake the payload until that counter is synced.
 #include "am/am.hpp"
 
 #include <cstring>
@@ -20,7 +23,8 @@ namespace sluice::am {
 
 AmEngine *AmEngine::long_owner_ = nullptr;
 
-Status AmEngine::long_transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte) {
+Status AmEngine::long_transmit(Rank dest, const Send &m, std::uint8_t flags, std::uint8_t credit_byte,
+                               std::atomic<std::uint64_t> *nbi) {
     Transport *t = route_[dest];
     LongHeader h;
     h.dest_addr = reinterpret_cast<std::uint64_t>(m.dest_addr);
@@ -40,7 +44,7 @@ Status AmEngine::long_transmit(Rank dest, const Send &m, std::uint8_t flags, std
     notify.header.source = rank_;
     notify.args = &h.lid;
     std::atomic<std::uint64_t> landed{0};
-    if (Status s = t->put_rc(dest, m.dest_addr, m.payload, m.length, notify, landed); s != Status::ok)
+    if (Status s = t->put_rc(dest, m.dest_addr, m.payload, m.length, notify, nbi ? *nbi : landed); s != Status::ok)
         return base::report(s, "Long", nullptr, "the payload's Put to rank %u failed", dest);
 
     // The header, with the credit and reply flags of the Long itself.
@@ -50,7 +54,8 @@ Status AmEngine::long_transmit(Rank dest, const Send &m, std::uint8_t flags, std
     header.payload = &h;
     header.length = h.wire_size();
     Status s = t->send(dest, to_message(rank_, header, static_cast<std::uint8_t>(flags | conduit::am_flag_system), credit_byte));
-    // The source buffer is the caller's again once the Put completed.
+    // The source buffer is the caller's again once the Put completed (for
+    // SLUICE_FLAG_NBI, once `nbi` says so).
     const PollMode mode = kind ? PollMode::replies_only : PollMode::all;
     while (landed.load(std::memory_order_acquire) != 0) poll(mode);
     return s;

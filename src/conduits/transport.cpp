@@ -79,6 +79,25 @@ Status Transport::send_retry(Rank peer, const AmMessage &m) {
     }
 }
 
+Status Transport::prepare(Rank peer, std::uint8_t flags, unsigned nargs, std::size_t least, std::size_t most,
+                          bool immediate, PreparedSend &p) {
+    p.buffer = nullptr;
+    p.size = 0;
+    p.peer = peer;
+    p.flags = flags;
+    p.nargs = nargs;
+    const PollMode mode = (flags & am_flag_reply) ? PollMode::replies_only : PollMode::all;
+    for (;;) {
+        Status s = prepare_impl(p, least, most);
+        if (s != Status::not_ready || immediate) return s;
+        stats_.send_full.fetch_add(1, std::memory_order_relaxed);
+        if (setup_.progress) (void)setup_.progress(setup_.progress_context, mode);
+        else if (poll(mode) == 0) base::idle();
+        std::uint64_t deadline = send_deadline_.load(std::memory_order_relaxed);
+        if (deadline && base::now_ns() > deadline) return Status::transport;
+    }
+}
+
 Status Transport::send_refuse(Rank peer, const AmHeader &h) const {
     const char *op = "send";
     if (peer >= setup_.size)

@@ -111,6 +111,11 @@ struct Capabilities {
     std::size_t inline_limit = 0;      // bytes sent without a copy or a DMA
     bool native_barrier = false;       // barrier_impl covers every peer it reaches
     bool acknowledges = false;         // receivers acknowledge, senders retransmit (see quiesce)
+    // prepare_impl hands out room in the conduit's own send buffer for a
+    // Medium of up to prepare_max_args arguments (negotiated payload, src/am):
+    // the caller writes the payload there and no copy is made at the send.
+    bool prepare_medium = false;
+    unsigned prepare_max_args = 0;
 
     // The payload of one reply of the reference Get over AM when the job's
     // largest Medium is `job_medium`: with packets, whole ones (one, if
@@ -124,6 +129,18 @@ struct Capabilities {
 };
 
 enum class PollMode { all, replies_only };
+
+// A Medium being written in the conduit's send buffer (Transport::prepare):
+// `buffer` holds `size` bytes the caller fills; commit or cancel ends it.
+// The conduit keeps what it reserved in `state`.
+struct PreparedSend {
+    void *buffer = nullptr;
+    std::size_t size = 0;
+    Rank peer = 0;
+    std::uint8_t flags = 0;  // am_flag_reply for a reply
+    unsigned nargs = 0;
+    std::uint64_t state[6] = {};
+};
 
 // What a conduit is told at start-up.
 struct TransportSetup {
@@ -285,6 +302,21 @@ public:
         if (__builtin_expect(s != Status::not_ready, 1)) return s;
         return send_retry(peer, short_message(handler, flags, credit, args, nargs));
     }
+
+    // Negotiated payload (capabilities().prepare_medium): room for a Medium
+    // to `peer` of `nargs` arguments in the conduit's send buffer, at least
+    // `least` and at most `most` bytes (most <= max_medium), as much as
+    // there is room for now.  While there is not `least`, polls (replies only
+    // for a reply) and tries again, unless `immediate` (Status::not_ready).
+    // Until commit_prepared or cancel_prepared, the conduit may hold the
+    // queue to `peer`: this thread sends nothing else on this transport.
+    Status prepare(Rank peer, std::uint8_t flags, unsigned nargs, std::size_t least, std::size_t most,
+                   bool immediate, PreparedSend &p);
+    // Sends the prepared Medium: `m` as for send() (its payload is already in
+    // p.buffer, m.header.payload_length <= p.size, the same nargs); never waits.
+    void commit_prepared(PreparedSend &p, const AmMessage &m) { commit_impl(p, m); }
+    // Gives the room back: the receiver skips it, nothing is delivered.
+    void cancel_prepared(PreparedSend &p) { cancel_impl(p); }
 
     // Runs the deliver callback for arrived messages; returns how many.
     // Every conduit delivers the requests of one peer in the order they
@@ -510,6 +542,12 @@ protected:
     virtual bool signal_exit_safe_impl() const { return true; }
     virtual void exit_release_impl() {}
     virtual void fini_impl() {}
+    // Negotiated payload, for conduits that set prepare_medium: reserve
+    // (Status::not_ready while there is no room for `least`), publish with
+    // `m`'s header and arguments, or publish something the receiver skips.
+    virtual Status prepare_impl(PreparedSend &, std::size_t, std::size_t) { return Status::transport; }
+    virtual void commit_impl(PreparedSend &, const AmMessage &) {}
+    virtual void cancel_impl(PreparedSend &) {}
 
 private:
     // The queue was full: poll every transport (replies only, for a reply)

@@ -143,8 +143,17 @@ sluice_status_t sluice_am_request_long_f(sluice_rank_t dest, sluice_handler_t ha
                                          size_t length, void *dest_addr, const uint32_t *args, unsigned nargs,
                                          unsigned flags) {
     SLUICE_REQUIRE_RUNNING("am_request_long_f");
-    return request_f(dest, make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs), flags,
-                     "am_request_long_f");
+    const am::Send m = make_send(am::AmCategory::long_, handler, payload, length, dest_addr, args, nargs);
+    // SLUICE_FLAG_NBI: the payload is released by the NBI sync of SLUICE_NBI_AMS.
+    if (flags == SLUICE_FLAG_NBI)
+        return code(runtime().am.request_nbi(dest, m, &sluice::rma::nbi_counter(sluice::rma::NbiCategory::ams),
+                                             "am_request_long_f"));
+    if (flags & SLUICE_FLAG_NBI) {
+        (void)sluice::base::report(Status::argument, "am_request_long_f", "pass SLUICE_FLAG_NBI alone",
+                                   "flags 0x%x: SLUICE_FLAG_NBI does not combine with others", flags);
+        return SLUICE_ERR_ARGUMENT;
+    }
+    return request_f(dest, m, flags, "am_request_long_f");
 }
 sluice_status_t sluice_am_reply_short(sluice_token_t token, sluice_handler_t handler, const uint32_t *args,
                                       unsigned nargs) {
@@ -242,6 +251,7 @@ sluice_status_t sluice_nbi_sync(void) {
 
 sluice_status_t sluice_barrier(void) {
     SLUICE_REQUIRE_RUNNING("barrier");
+    if (__builtin_expect(am::AmEngine::prepared(), 0)) return code(am::AmEngine::prepared_refuse("barrier"));
     return code(runtime().barrier());
 }
 sluice_status_t sluice_allgather(const void *in, void *out, size_t length) {
@@ -250,6 +260,7 @@ sluice_status_t sluice_allgather(const void *in, void *out, size_t length) {
 }
 sluice_status_t sluice_poll(void) {
     SLUICE_REQUIRE_RUNNING("poll");
+    if (__builtin_expect(am::AmEngine::prepared(), 0)) return code(am::AmEngine::prepared_refuse("poll"));
     if (am::AmEngine::in_handler())
         return code(sluice::base::report(Status::context, "poll", "do not poll from a handler", "called from a handler"));
     runtime().poll();

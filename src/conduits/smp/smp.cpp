@@ -58,7 +58,12 @@ constexpr bool is_marker(std::uint32_t info) { return (info >> 8 & 0xff) == mark
 // The category value of a Medium whose header and arguments are this line
 // and whose payload is the next raw run of the large ring.
 constexpr std::uint32_t aside_category = 4;
-constexpr bool is_aside(std::uint32_t info) { return (info >> 8 & 0xff) == aside_category; }
+// The same for a prepared Medium (negotiated payload): its raw run is the
+// size reserved at prepare, in bytes 13..15, since the payload may be
+// shorter; with `flag_skip` in its flags it was cancelled: nothing runs.
+constexpr std::uint32_t prepared_category = 5;
+constexpr std::uint8_t flag_skip = 0x80;
+constexpr bool is_aside(std::uint32_t info) { return (info >> 8 & 0xfe) == aside_category; }
 
 // One direction of one queue: where its two rings start in the region.
 constexpr std::size_t queue_footprint(std::size_t ring) {
@@ -222,6 +227,8 @@ protected:
         caps.load_store = true;
         caps.inline_limit = max_medium;
         caps.native_barrier = true;
+        caps.prepare_medium = true;
+        caps.prepare_max_args = line_args;
 
         locals_ = s.peers;  // ascending, includes me
         local_index_.assign(s.size, -1);
@@ -343,6 +350,56 @@ protected:
         const std::uint32_t category = aside ? aside_category : static_cast<std::uint32_t>(h.category);
         record_end(*o, h.flags, slot, other, record_info(h.handler, category, h.nargs, h.flags), aside);
         return Status::ok;
+    }
+
+    // Negotiated payload: the Medium's line and its raw run in the large
+    // ring are reserved (the request queue's lock held, as a send holds it)
+    // and the caller writes the payload into the run; commit writes the line
+    // and publishes both, as a Medium with its payload aside.
+    Status prepare_impl(PreparedSend &p, std::size_t least, std::size_t most) override {
+        Outgoing *o;
+        RingSlot raw;
+        const std::size_t line = record_header + 4u * p.nargs;
+        std::size_t size = most;
+        // A raw run of 0 bytes would be no run: reserve a byte at least.
+        RingSlot slot = record_begin(p.peer, p.flags, line, o, raw, std::max<std::size_t>(size, 1));
+        if (!slot.at && least < most) {
+            size = least;
+            slot = record_begin(p.peer, p.flags, line, o, raw, std::max<std::size_t>(size, 1));
+        }
+        if (!slot.at) return Status::not_ready;
+        p.buffer = raw.at;
+        p.size = size;
+        p.state[0] = reinterpret_cast<std::uintptr_t>(slot.at);
+        p.state[1] = std::uint64_t{slot.span} << 32 | slot.control;
+        p.state[2] = reinterpret_cast<std::uintptr_t>(raw.at);
+        p.state[3] = std::uint64_t{raw.span} << 32 | raw.control;
+        p.state[4] = std::max<std::size_t>(size, 1);
+        return Status::ok;
+    }
+    void commit_impl(PreparedSend &p, const AmMessage &m) override {
+        const AmHeader &h = m.header;
+        prepared_publish(p, h.handler, h.flags, h.credit, static_cast<std::uint32_t>(h.payload_length), m.args, h.nargs);
+    }
+    // A record the receiver skips keeps both rings in step: the raw run,
+    // and any filler its reservation wrote, are consumed as usual.
+    void cancel_impl(PreparedSend &p) override {
+        prepared_publish(p, 0, static_cast<std::uint8_t>((p.flags & am_flag_reply) | flag_skip), 0, 0, nullptr, 0);
+    }
+    void prepared_publish(const PreparedSend &p, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                          std::uint32_t length, const std::uint32_t *args, unsigned nargs) {
+        const RingSlot slot{reinterpret_cast<char *>(p.state[0]), static_cast<std::uint32_t>(p.state[1]),
+                            static_cast<std::uint32_t>(p.state[1] >> 32)};
+        const RingSlot raw{reinterpret_cast<char *>(p.state[2]), static_cast<std::uint32_t>(p.state[3]),
+                           static_cast<std::uint32_t>(p.state[3] >> 32)};
+        char *r = slot.at;
+        std::memcpy(r + 8, &length, 4);
+        r[12] = static_cast<char>(credit);
+        const auto reserved = static_cast<std::uint32_t>(p.state[4]);
+        for (int i = 0; i < 3; ++i) r[13 + i] = static_cast<char>(reserved >> 8 * i);  // at most 1 MiB
+        record_args(r, args, nargs);
+        Outgoing &o = out_[static_cast<std::size_t>(local_index_[p.peer])];
+        record_end(o, flags, slot, raw, record_info(handler, prepared_category, nargs, flags), true);
     }
 
     // The latency path, kept to what a Short of one line to another rank
@@ -592,7 +649,17 @@ private:
             assert(r && "smp marker without its record");
         } else if (is_aside(info)) [[unlikely]] {
             std::memcpy(&aside_bytes, r + 8, 4);
+            if ((info >> 8 & 0xff) == prepared_category) {
+                const auto *u = reinterpret_cast<const unsigned char *>(r);
+                aside_bytes = std::uint32_t{u[13]} | std::uint32_t{u[14]} << 8 | std::uint32_t{u[15]} << 16;
+            }
             aside = in.ring.take(aside_bytes);  // published before this line
+            if (info >> 24 & flag_skip) {  // a cancelled prepared Medium
+                in.ring.release(aside_bytes);
+                in.line.release(line_bytes);
+                in.busy.store(false, std::memory_order_release);
+                return 1;
+            }
             info = (info & ~0xff00u) | std::uint32_t{static_cast<std::uint8_t>(AmCategory::medium)} << 8;
         }
         assert(size >= record_header && size <= ring_bytes_ && "corrupt smp ring record");
