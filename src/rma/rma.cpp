@@ -237,6 +237,36 @@ Status RmaEngine::get_nb(void *dest, Rank r, const void *src, std::size_t n, slu
     return nonblocking(false, r, const_cast<void *>(src), dest, n, ev, "get_nb", immediate);
 }
 
+Status RmaEngine::put_nb_lc(Rank r, void *dest, const void *src, std::size_t n, sluice_event **lc,
+                            sluice_event **ev) {
+    const char *op = "put_nb_lc";
+    if (!ev || !lc)
+        return base::report(Status::argument, op, "pass where to store both events", "null event pointer");
+    if (Status s = check(r, dest, src, n, op); s != Status::ok) return s;
+    void *local = const_cast<void *>(src);
+    if (copy_mapped(true, r, dest, local, n)) {
+        *lc = *ev = SLUICE_EVENT_DONE;
+        return Status::ok;
+    }
+    auto *e = new sluice_event;
+    if (Status s = start(true, r, dest, local, n, e->pending); s != Status::ok) {
+        wait_counter(e->pending);
+        delete e;
+        return s;
+    }
+    if (rdma_transport(r)) {
+        // The conduit reads the source until the Put completes.
+        auto *proxy = new sluice_event;
+        proxy->shared = e;
+        e->handles.store(2, std::memory_order_relaxed);
+        *lc = proxy;
+    } else {
+        *lc = SLUICE_EVENT_DONE;
+    }
+    *ev = e;
+    return Status::ok;
+}
+
 Status RmaEngine::put_nbi(Rank r, void *dest, const void *src, std::size_t n, bool immediate) {
     if (Status s = check(r, dest, src, n, "put_nbi"); s != Status::ok) return s;
     if (copy_mapped(true, r, dest, const_cast<void *>(src), n)) return Status::ok;
@@ -268,15 +298,22 @@ void RmaEngine::withdraw_mapped() {
     mapped_.clear();
 }
 
+void RmaEngine::event_release(sluice_event *ev) {
+    if (ev == SLUICE_EVENT_DONE) return;
+    sluice_event *owner = ev->shared ? ev->shared : ev;
+    if (ev != owner) delete ev;
+    if (owner->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) delete owner;
+}
+
 Status RmaEngine::event_test(sluice_event *ev) {
     if (ev == SLUICE_EVENT_DONE) return Status::ok;
-    if (ev->pending.load(std::memory_order_acquire) != 0) {
+    if (!event_complete(ev)) {
         if (am::AmEngine::in_handler())
             return base::report(Status::context, "event_test", "test events after the handler returns", "called from a handler");
         am_->poll();
-        if (ev->pending.load(std::memory_order_acquire) != 0) return Status::not_ready;
+        if (!event_complete(ev)) return Status::not_ready;
     }
-    delete ev;
+    event_release(ev);
     return Status::ok;
 }
 
@@ -284,8 +321,8 @@ Status RmaEngine::event_wait(sluice_event *ev) {
     if (ev == SLUICE_EVENT_DONE) return Status::ok;
     if (am::AmEngine::in_handler())
         return base::report(Status::context, "event_wait", "wait for events after the handler returns", "called from a handler");
-    wait_counter(ev->pending);
-    delete ev;
+    wait_counter(ev->shared ? ev->shared->pending : ev->pending);
+    event_release(ev);
     return Status::ok;
 }
 
@@ -334,13 +371,14 @@ Status RmaEngine::event_test_some(sluice_event **evs, std::size_t count, const c
     if (am::AmEngine::in_handler())
         return base::report(Status::context, op, "test events after the handler returns", "called from a handler");
     bool any_live = false, done = false;
+    // A first pass without polling: what completed already costs no poll.
     for (int pass = 0; pass < 2 && !done; ++pass) {
         if (pass == 1) am_->poll();
         for (std::size_t i = 0; i < count; ++i) {
             if (evs[i] == SLUICE_EVENT_DONE) continue;
             any_live = true;
-            if (evs[i]->pending.load(std::memory_order_acquire) != 0) continue;
-            delete evs[i];
+            if (!event_complete(evs[i])) continue;
+            event_release(evs[i]);
             evs[i] = SLUICE_EVENT_DONE;
             done = true;
         }

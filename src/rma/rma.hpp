@@ -18,9 +18,15 @@
 #include <cstring>
 #include <vector>
 
-// The object behind sluice_event_t.
+// The object behind sluice_event_t: complete when `pending` is 0.  A proxy
+// (a local-completion event of sluice_put_nb_lc where the conduit reports
+// only full completion) has no count of its own: it completes with
+// `shared`, which counts its handles in `handles`, so the two handles are
+// waited in any order and each released once (RmaEngine::event_release).
 struct sluice_event {
     std::atomic<std::uint64_t> pending{0};
+    sluice_event *shared = nullptr;
+    std::atomic<std::uint32_t> handles{1};
 };
 
 namespace sluice::rma {
@@ -71,6 +77,17 @@ public:
     void withdraw_mapped();
     Status event_test(sluice_event *ev);
     Status event_wait(sluice_event *ev);
+    static bool event_complete(const sluice_event *ev) {
+        const sluice_event *e = ev->shared ? ev->shared : ev;
+        return e->pending.load(std::memory_order_acquire) == 0;
+    }
+    // Drops one handle of a completed event (SLUICE_EVENT_DONE: nothing).
+    static void event_release(sluice_event *ev);
+    // sluice_put_nb_lc: `*lc` completes once `src` may be reused, `*ev` as
+    // for put_nb.  Mapped and AM paths copy or send the source before they
+    // return (*lc = SLUICE_EVENT_DONE); native RDMA reads it until the
+    // operation completes, so *lc is then a proxy of *ev.
+    Status put_nb_lc(Rank r, void *dest, const void *src, std::size_t n, sluice_event **lc, sluice_event **ev);
     Status nbi_sync();
     // Waits for the NBI operations of the categories in `mask` (bit 1 << c
     // per NbiCategory c) this thread issued outside access regions.
@@ -88,15 +105,25 @@ public:
     // Polls until `*counter` is 0 (the reference path's completion).
     void wait_counter(std::atomic<std::uint64_t> &counter);
 
+    // For the VIS engine (vis.cpp), which builds on these pieces.
+    // Starts a transfer that completes when `counter` drops back: native
+    // RDMA (non-blocking at the transport) when the route has it, else the
+    // reference transfer over AM.  Arguments checked by the caller.
+    Status start(bool put, Rank r, void *remote, void *local, std::size_t n, std::atomic<std::uint64_t> &counter,
+                 bool immediate = false);
+    // Where rank r's segment is mapped here when RMA to it is a copy, else null.
+    char *mapped_segment(Rank r) const {
+        const am::SegmentTable::Entry &e = segments_->entries[r];
+        return native_ ? e.view : nullptr;
+    }
+    const am::SegmentTable &segments() const { return *segments_; }
+    Rank size() const { return size_; }
+    am::AmEngine &am() const { return *am_; }
+
 private:
     Status blocking(bool put, Rank r, void *remote, void *local, std::size_t n, const char *op);
     Status nonblocking(bool put, Rank r, void *remote, void *local, std::size_t n, sluice_event **ev,
                        const char *op, bool immediate);
-    // Starts a transfer that completes when `counter` drops back: native
-    // RDMA (non-blocking at the transport) when the route has it, else the
-    // reference transfer over AM.
-    Status start(bool put, Rank r, void *remote, void *local, std::size_t n, std::atomic<std::uint64_t> &counter,
-                 bool immediate = false);
     Status start_reference(bool put, Rank r, void *remote, void *local, std::size_t n,
                            std::atomic<std::uint64_t> &counter, bool immediate = false);
     bool native(bool put, Rank r, void *remote, void *local, std::size_t n, Status &s);
