@@ -7,6 +7,7 @@
 #include <sluice.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 // The object behind sluice_team_t.
@@ -28,11 +29,17 @@ public:
 
     Team(std::uint64_t id, std::vector<Rank> members, Rank my_job_rank, const std::vector<std::uint32_t> &host_of);
 
+    // The public handle this team lives in (src/coll/engine.hpp).
+    sluice_team *handle() const { return handle_; }
+
 private:
+    friend struct ::sluice_team;
     std::uint64_t id_;
     std::vector<Rank> members_;
     Rank rank_ = 0;
     bool one_host_ = false;
+    std::vector<std::pair<Rank, Rank>> by_job_;  // (job rank, team rank), sorted: from_job
+    sluice_team *handle_ = nullptr;
 };
 
 // The team behind a public handle, or null after reporting (as `op`) a
@@ -45,5 +52,14 @@ Team &team_job();
 // `out` (size() * n, in team order).  For set-up agreements (atomic
 // domains, splits); polls while it waits.
 Status team_allgather(Team &team, const void *in, void *out, std::size_t n, const char *op);
+
+// The three built-in teams (sluice.h, "teams").
+Team &team_host();
+Team &team_across_hosts();
+// Collective over `parent` (sluice_team_split / _create / _destroy): the
+// new team, or null where this rank is not in it.
+Status team_split(Team &parent, int color, int key, Team *&out, const char *op);
+Status team_create(Team &parent, const Rank *job_ranks, std::size_t count, Team *&out, const char *op);
+Status team_destroy(Team &team, const char *op);
 
 } // namespace sluice::coll
