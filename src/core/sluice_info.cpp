@@ -4,6 +4,7 @@
 // never starts the runtime (no sluice_init).
 #include "sluice_config.h"
 
+#include "atomic/atomic.hpp"
 #include "base/knobs.hpp"
 #include "conduits/registry.hpp"
 #include "spawners/bootstrap.hpp"
@@ -23,7 +24,7 @@ using sluice::base::KnobInfo;
 using sluice::base::KnobType;
 
 const char usage_text[] =
-    "usage: sluice-info [--knobs] [--conduits] [--spawners] [--limits] [--markdown]\n"
+    "usage: sluice-info [--knobs] [--conduits] [--spawners] [--limits] [--atomics] [--markdown]\n"
     "                   [--conduit-list[=network|same-host]] [--version] [--help]\n"
     "With no option, prints the knobs, conduits, spawners and limits.\n"
     "  --knobs     every SLUICE_* environment knob: type, default, value now, doc\n"
@@ -32,6 +33,7 @@ const char usage_text[] =
     "              name, kind and \"ok\" or why its probe fails, separated by tabs\n"
     "  --spawners  the bootstrap backends compiled in\n"
     "  --limits    AM limits (arguments, handler indices, payload sizes)\n"
+    "  --atomics   the path an atomic domain takes over each conduit, and why\n"
     "  --markdown  the knob reference as markdown (this is docs/knobs.md)\n"
     "  --version   the Sluice version\n";
 
@@ -163,6 +165,24 @@ void print_limits() {
 }
 
 // The whole of docs/knobs.md: `sluice-info --markdown > docs/knobs.md`.
+// --atomics: the path of a domain whose members all reach each other over
+// one conduit (sluice_ad_path says the same for a live domain).
+void print_atomics() {
+    const auto &registry = sluice::conduit::transport_registry();
+    std::printf("Atomic domain paths (one agent per domain: every update of a word by CPU atomics,\n"
+                "directly on a mapped segment or by the target's AM handler):\n");
+    std::size_t width = 0;
+    for (const auto &t : registry) width = std::max(width, std::strlen(t.name));
+    for (const auto &t : registry) {
+        const char *path = nullptr, *why = nullptr;
+        // A conduit with NIC atomics says so in its capabilities line.
+        sluice::atomic::conduit_path(!t.network, std::strstr(t.capabilities, "NIC atomics") != nullptr, path, why);
+        std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), t.name, path, why);
+    }
+    std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), "mixed", "cpu+am",
+                "members on several hosts, several per host: mapped targets by CPU atomics, the rest by AM");
+}
+
 void print_markdown() {
     std::printf(
         "# Sluice knobs\n"
@@ -202,7 +222,7 @@ int usage_error(const char *message, const char *arg) {
 } // namespace
 
 int main(int argc, char **argv) {
-    enum Section { knobs, conduits, spawners, limits, markdown, version };
+    enum Section { knobs, conduits, spawners, limits, atomics, markdown, version };
     std::vector<Section> sections;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -210,6 +230,7 @@ int main(int argc, char **argv) {
         else if (a == "--conduits") sections.push_back(conduits);
         else if (a == "--spawners") sections.push_back(spawners);
         else if (a == "--limits") sections.push_back(limits);
+        else if (a == "--atomics") sections.push_back(atomics);
         else if (a == "--markdown") sections.push_back(markdown);
         else if (a == "--version" || a == "-V") sections.push_back(version);
         else if (a == "--conduit-list") return print_conduit_list("");
@@ -220,7 +241,7 @@ int main(int argc, char **argv) {
         } else if (a.size() > 1 && a[0] == '-') return usage_error("unknown option", argv[i]);
         else return usage_error("unexpected argument", argv[i]);
     }
-    if (sections.empty()) sections = {version, knobs, conduits, spawners, limits};
+    if (sections.empty()) sections = {version, knobs, conduits, spawners, limits, atomics};
 
     bool first = true;
     for (Section s : sections) {
@@ -231,6 +252,7 @@ int main(int argc, char **argv) {
         case conduits: print_conduits(); break;
         case spawners: print_spawners(); break;
         case limits: print_limits(); break;
+        case atomics: print_atomics(); break;
         case markdown: print_markdown(); break;
         case version: print_version(); break;
         }

@@ -1,2 +1,104 @@
-// tests/mp/mp_driver_atomic.cpp - (stub: the driver's suites come with the feature).
+// tests/mp/mp_driver_atomic.cpp - atomic domains (case "atomic"): on smp at
+// 1..8 ranks with native RMA (the cpu path) and the reference RMA (the AM
+// path), over every network conduit that probes here (the AM path; ofi's
+// NIC atomics), and over ofi's tcp;ofi_rxm with NIC atomics on and off.  Each job checks the path every member agreed on, the
+// hot spot, the CAS lock, every (type, op) pair in every mode, a split team
+// and bad input.
 #include "tests/mp/mp_driver.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+using namespace sluice_test;
+
+namespace {
+
+// Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed.
+int expected_error_lines(const JobResult &r) {
+    int total = 0;
+    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
+        total += std::stoi((*it)[1]);
+    return total;
+}
+
+// The path a domain over the job team gets: ofi's default provider here
+// (tcp;ofi_rxm) applies an i32 add itself.
+std::string expected_path(const Config &c, bool nic) {
+    if (c.ranks == 1) return "cpu";
+    if (c.network == "ofi" && nic) return "ofi";
+    return c.native_rma && c.network.empty() ? "cpu" : "am";
+}
+
+// Every bad call printed its one line with the fix, and no more.
+void expect_error_lines(const JobResult &r, int ranks) {
+    const int expected = expected_error_lines(r);
+    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
+    EXPECT_GT(expected, 0) << r.describe();
+    int with_fix = 0;
+    for (const auto &l : lines_with(r.err, "sluice[rank"))
+        if (l.find("; fix: ") != std::string::npos) ++with_fix;
+    EXPECT_EQ(with_fix, expected) << "each failed call must print exactly one line naming the rank and the fix\n"
+                                  << r.describe();
+}
+
+bool ofi_here() {
+    for (const std::string &n : network_conduits())
+        if (n == "ofi") return true;
+    return false;
+}
+
+} // namespace
+
+class AtomicDomains : public MpTest {};
+TEST_P(AtomicDomains, HotSpotLockEveryPairSplitTeamAndBadInput) {
+    const Config &c = GetParam();
+    const unsigned iterations = c.network.empty() ? scaled(2000, 500, 200) : scaled(300, 100, 100);
+    JobResult r = run({"atomic", std::to_string(iterations), "--path=" + expected_path(c, true)}, 240);
+    expect_success(r);
+    expect_error_lines(r, c.ranks);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AtomicDomains, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
+INSTANTIATE_TEST_SUITE_P(Net, AtomicDomains, ::testing::ValuesIn(over_network()), config_name);
+
+// ofi on tcp;ofi_rxm, NIC atomics as SLUICE_OFI_ATOMICS=auto leaves them
+// (path "ofi": every update by fi_fetch_atomic / fi_compare_atomic, the
+// owner's own included) and off (SLUICE_OFI_ATOMICS=0: the AM path).
+// sockets is left out: auto turns its atomics off (a fetching atomic
+// sometimes never completed here), and its AM path takes minutes per job.
+struct OfiCase {
+    const char *provider;
+    bool nic;        // SLUICE_OFI_ATOMICS=auto, else 0
+    bool expect_nic; // the path auto gives
+};
+class AtomicOfi : public ::testing::TestWithParam<OfiCase> {};
+TEST_P(AtomicOfi, EveryProviderNicAtomicsOnAndOff) {
+    require_programs();
+    if (!ofi_here()) GTEST_SKIP() << "the ofi conduit does not probe here";
+    for (int ranks : {2, 3}) {
+        const Config c{ranks, true, nullptr, "ofi"};
+        JobSpec spec;
+        spec.ranks = ranks;
+        spec.program = {mp_program(), "atomic", "100", "--path=" + expected_path(c, GetParam().expect_nic)};
+        spec.env = {{"SLUICE_ROUTE", "network"},
+                    {"SLUICE_NETWORK", "ofi"},
+                    {"SLUICE_OFI_PROVIDER", GetParam().provider},
+                    {"SLUICE_OFI_ATOMICS", GetParam().nic ? "auto" : "0"}};
+        spec.time_limit = 240;
+        JobResult r = run_job(spec);
+        if (r.err.find("offers no reliable datagram endpoint") != std::string::npos)
+            GTEST_SKIP() << "provider " << GetParam().provider << " is not here";
+        expect_success(r);
+        expect_error_lines(r, ranks);
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Net, AtomicOfi,
+                         ::testing::Values(OfiCase{"tcp;ofi_rxm", true, true}, OfiCase{"tcp;ofi_rxm", false, false}),
+                         [](const ::testing::TestParamInfo<OfiCase> &info) {
+                             std::string n = info.param.provider;
+                             for (char &ch : n)
+                                 if (ch == ';') ch = '_';
+                             return n + (info.param.nic ? "_auto" : "_off");
+                         });

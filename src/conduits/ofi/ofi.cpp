@@ -2,8 +2,9 @@
 // (small) or fi_send from a send buffer (up to the eager limit, packed
 // Longs included), received into multi-receive buffers; Put and Get as
 // fi_write and fi_read straight between the registered segment and the
-// caller's buffer, cut at the provider's largest message; completions
-// reaped from one completion queue on every poll.  README.md has the
+// caller's buffer, cut at the provider's largest message; NIC atomics for
+// atomic domains; completions reaped from one completion queue on every
+// poll.  README.md has the
 // design.
 #include "conduits/ofi/ofi_transport.hpp"
 
@@ -11,6 +12,7 @@
 #include "base/status.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -263,6 +265,8 @@ void OfiTransport::reap() {
                 send_free_ = b;
             } else if (c->tag == Tag::rma) {
                 piece_done(static_cast<RmaPiece *>(c)->group);
+            } else if (c->tag == Tag::atomic) {
+                atomic_done(static_cast<AtomicSlot *>(c), true);
             }
         }
         if (n < static_cast<ssize_t>(cq_batch)) break;
@@ -312,6 +316,11 @@ void OfiTransport::reap_error() {
                      "ofi (%s): %s of %zu bytes with rank %u failed: %s (%s)", provider_.c_str(),
                      g->write ? "fi_write" : "fi_read", g->n, g->peer, fi_strerror(err.err), detail ? detail : "");
         piece_done(g);
+    } else if (c->tag == Tag::atomic) {
+        base::report(Status::transport, "atomic (ofi)", "check that the peer is alive and the word lies in its segment",
+                     "ofi (%s): an atomic failed: %s (%s)", provider_.c_str(), fi_strerror(err.err),
+                     detail ? detail : "");
+        atomic_done(static_cast<AtomicSlot *>(c), false);
     }
 }
 
@@ -500,6 +509,137 @@ Status OfiTransport::rma_issue(RmaGroup *g) {
         ++(g->write ? counters_.writes : counters_.reads);
     }
     return Status::ok;
+}
+
+// ---- NIC atomics ----
+
+namespace {
+
+fi_datatype fi_type(sluice_dt_t t) {
+    switch (t) {
+    case SLUICE_DT_I32: return FI_INT32;
+    case SLUICE_DT_U32: return FI_UINT32;
+    case SLUICE_DT_I64: return FI_INT64;
+    case SLUICE_DT_U64: return FI_UINT64;
+    case SLUICE_DT_FLT: return FI_FLOAT;
+    default: return FI_DOUBLE;
+    }
+}
+std::size_t type_size(sluice_dt_t t) {
+    return t == SLUICE_DT_I32 || t == SLUICE_DT_U32 || t == SLUICE_DT_FLT ? 4 : 8;
+}
+
+// The libfabric operation behind each of ours: every one goes as a fetching
+// atomic (its completion means it was applied at the target), CAS as a
+// compare atomic; sub, inc and dec are sums of the negated operand or +-1.
+fi_op fi_operation(unsigned op) {
+    switch (op) {
+    case SLUICE_OP_SET: case SLUICE_OP_SWAP: return FI_ATOMIC_WRITE;
+    case SLUICE_OP_GET: return FI_ATOMIC_READ;
+    case SLUICE_OP_CAS: case SLUICE_OP_FCAS: return FI_CSWAP;
+    case SLUICE_OP_MULT: case SLUICE_OP_FMULT: return FI_PROD;
+    case SLUICE_OP_MIN: case SLUICE_OP_FMIN: return FI_MIN;
+    case SLUICE_OP_MAX: case SLUICE_OP_FMAX: return FI_MAX;
+    case SLUICE_OP_AND: case SLUICE_OP_FAND: return FI_BAND;
+    case SLUICE_OP_OR: case SLUICE_OP_FOR: return FI_BOR;
+    case SLUICE_OP_XOR: case SLUICE_OP_FXOR: return FI_BXOR;
+    default: return FI_SUM;  // add, sub, inc, dec
+    }
+}
+
+// The operand a sum needs: op1, its negation, or +-1, in the type's bits.
+std::uint64_t sum_operand(unsigned op, sluice_dt_t t, std::uint64_t op1) {
+    const bool negate = op == SLUICE_OP_SUB || op == SLUICE_OP_FSUB || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC;
+    if (op == SLUICE_OP_INC || op == SLUICE_OP_FINC || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC) {
+        if (t == SLUICE_DT_FLT) op1 = std::bit_cast<std::uint32_t>(1.0f);
+        else if (t == SLUICE_DT_DBL) op1 = std::bit_cast<std::uint64_t>(1.0);
+        else op1 = 1;
+    }
+    if (!negate) return op1;
+    if (t == SLUICE_DT_FLT) return std::bit_cast<std::uint32_t>(-std::bit_cast<float>(static_cast<std::uint32_t>(op1)));
+    if (t == SLUICE_DT_DBL) return std::bit_cast<std::uint64_t>(-std::bit_cast<double>(op1));
+    return type_size(t) == 4 ? static_cast<std::uint32_t>(0u - static_cast<std::uint32_t>(op1)) : 0 - op1;
+}
+
+} // namespace
+
+std::string OfiTransport::nic_atomics_support(sluice_dt_t type, std::uint64_t ops) {
+    if (!atomics_off_.empty()) return atomics_off_;
+    if (!atomics_) return "provider " + provider_ + " took no FI_ATOMIC on domain " + domain_name_;
+    Guard g(*this);
+    if (!domain_) return "the conduit is closed";
+    for (unsigned op = 0; op < SLUICE_OP_COUNT_; ++op) {
+        if (!(ops & SLUICE_AOP_BIT(op))) continue;
+        const fi_op fop = fi_operation(op);
+        fi_atomic_attr attr{};
+        const std::uint64_t flags = fop == FI_CSWAP ? FI_COMPARE_ATOMIC : FI_FETCH_ATOMIC;
+        const fi_datatype dt = fi_type(type);
+        if (fi_query_atomic(domain_, dt, fop, &attr, flags) != 0 || attr.count < 1) {
+            std::string why = "provider " + provider_ + " has no ";
+            why += fi_tostr(&fop, FI_TYPE_ATOMIC_OP);  // a static buffer: one at a time
+            why += " on ";
+            why += fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE);
+            return why;
+        }
+    }
+    return "";
+}
+
+Status OfiTransport::atomics_create() {
+    atomic_slot_ = std::make_unique<AtomicSlot[]>(atomic_slots);
+    for (std::size_t i = 0; i < atomic_slots; ++i) {
+        atomic_slot_[i].tag = Tag::atomic;
+        atomic_slot_[i].next = i + 1 < atomic_slots ? &atomic_slot_[i + 1] : nullptr;
+    }
+    atomic_free_ = &atomic_slot_[0];
+    if (!mr_.local) return Status::ok;
+    return register_raw(atomic_slot_.get(), atomic_slots * sizeof(AtomicSlot), FI_READ | FI_WRITE, next_key_++,
+                        atomic_mr_, "atomic operands");
+}
+
+Status OfiTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                                std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) {
+    Guard guard(*this);
+    if (!ep_) return Status::transport;
+    if (!atomic_slot_)
+        if (Status s = atomics_create(); s != Status::ok) return s;
+    if (!atomic_free_ || rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) reap();
+    if (!atomic_free_ || rma_outstanding_ >= tx_depth_) return Status::not_ready;
+    AtomicSlot *slot = atomic_free_;
+    const fi_op fop = fi_operation(op);
+    slot->operand = fop == FI_SUM ? sum_operand(op, type, op1) : fop == FI_CSWAP ? op2 : op1;
+    slot->compare = op1;
+    slot->result = result;
+    slot->size = type_size(type);
+    slot->counter = &counter;
+    void *desc = atomic_mr_ ? fi_mr_desc(atomic_mr_) : nullptr;
+    const std::uint64_t address = mr_.virt_addr ? remote : remote - atomic_base_[peer];
+    // Little-endian: the low bytes of the 64-bit fields hold a 4-byte value.
+    ssize_t r;
+    if (fop == FI_CSWAP)
+        r = fi_compare_atomic(ep_, &slot->operand, 1, desc, &slot->compare, desc, &slot->fetched, desc, addr_[peer],
+                              address, peer_key_[peer], fi_type(type), fop, &slot->fi);
+    else
+        r = fi_fetch_atomic(ep_, &slot->operand, 1, desc, &slot->fetched, desc, addr_[peer], address, peer_key_[peer],
+                            fi_type(type), fop, &slot->fi);
+    if (r == -FI_EAGAIN) {
+        ++counters_.eagain;
+        return Status::not_ready;
+    }
+    if (r != 0) return fatal("atomic (ofi)", peer, static_cast<int>(r), "fi_fetch_atomic/fi_compare_atomic failed");
+    atomic_free_ = slot->next;
+    counter.fetch_add(1, std::memory_order_relaxed);
+    ++rma_outstanding_;
+    ++posts_since_reap_;
+    return Status::ok;
+}
+
+void OfiTransport::atomic_done(AtomicSlot *slot, bool ok) {
+    if (ok && slot->result) std::memcpy(slot->result, &slot->fetched, slot->size);
+    slot->counter->fetch_sub(1, std::memory_order_release);
+    slot->next = atomic_free_;
+    atomic_free_ = slot;
+    --rma_outstanding_;
 }
 
 } // namespace sluice::conduit::ofi::detail

@@ -177,6 +177,34 @@ Status OfiTransport::open_fabric() {
     if (!info_) return base::report(Status::resource, op, nullptr, "fi_dupinfo failed");
     provider_ = info_->fabric_attr->prov_name;
     domain_name_ = info_->domain_attr->name ? info_->domain_attr->name : "";
+    // NIC atomics for atomic domains, where the chosen provider offers them
+    // on the chosen domain: asked separately, so they never change the choice.
+    const std::string &atomics = base::knob_string(base::Knob::OFI_ATOMICS);
+    if (atomics != "0" && atomics != "1" && atomics != "auto" && !atomics.empty())
+        return base::report(Status::argument, op, "use 0, 1 or auto", "SLUICE_OFI_ATOMICS=%s", atomics.c_str());
+    if (atomics == "0") atomics_off_ = "SLUICE_OFI_ATOMICS=0";
+    else if (atomics != "1" && provider_ == "sockets")
+        atomics_off_ = "SLUICE_OFI_ATOMICS=auto leaves sockets out (its atomics lost completions here; 1 forces them)";
+    if (atomics_off_.empty()) {
+        fi_info *h = hints_make(provider_);
+        fi_info *with = nullptr;
+        if (h) {
+            h->caps |= FI_ATOMIC;
+            if (fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &with) != 0) with = nullptr;
+            fi_freeinfo(h);
+        }
+        for (const fi_info *i = with; i; i = i->next) {
+            const char *d = i->domain_attr->name ? i->domain_attr->name : "";
+            if (domain_name_ != d || std::strcmp(i->fabric_attr->name, info_->fabric_attr->name) != 0) continue;
+            if (fi_info *dup = fi_dupinfo(i)) {
+                fi_freeinfo(info_);
+                info_ = dup;
+                atomics_ = true;
+            }
+            break;
+        }
+        if (with) fi_freeinfo(with);
+    }
 
     const std::uint64_t mode = info_->domain_attr->mr_mode;
     if (mode & (FI_MR_RAW | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT))
@@ -447,6 +475,14 @@ Status OfiTransport::segment_connect_impl(const std::vector<SegmentRecord> &all)
     segment_base_ = all[setup().rank].base;
     segment_bytes_ = all[setup().rank].size;
     base::flag_release(deliver_flag_);
+    // My own key too (peers' come through key_unpack_impl): a NIC atomic
+    // domain sends this rank's updates of its own words through the NIC.
+    for (const auto &[transport, packed] : all[setup().rank].rkeys)
+        if (transport == name() && packed.size() == sizeof(std::uint64_t) && setup().rank < peer_key_.size()) {
+            std::memcpy(&peer_key_[setup().rank], packed.data(), sizeof(std::uint64_t));
+            atomic_base_.resize(setup().size, 0);
+            atomic_base_[setup().rank] = segment_base_;
+        }
     return Status::ok;
 }
 
@@ -472,12 +508,14 @@ void OfiTransport::mem_deregister_impl(std::uint64_t handle) {
     fi_close(&reinterpret_cast<fid_mr *>(handle)->fid);
 }
 
-Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
+Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) {
     if (size == 0) return Status::ok;
     if (rkey.size() != sizeof(std::uint64_t))
         return base::report(Status::state, "segment_attach (ofi)", "run the same Sluice build on every rank",
                             "rank %u published an ofi key of %zu bytes", peer, rkey.size());
     std::memcpy(&peer_key_[peer], rkey.data(), sizeof(std::uint64_t));
+    if (atomic_base_.size() <= peer) atomic_base_.resize(setup().size, 0);
+    atomic_base_[peer] = base;
     return Status::ok;
 }
 
@@ -518,6 +556,10 @@ void OfiTransport::close_all() {
     ready_.clear();
     order_.clear();
     life_.clear();
+    if (atomic_mr_) fi_close(&atomic_mr_->fid);
+    atomic_mr_ = nullptr;
+    atomic_free_ = nullptr;
+    atomic_slot_.reset();
     if (send_mr_) fi_close(&send_mr_->fid);
     send_mr_ = nullptr;
     send_free_ = nullptr;

@@ -18,9 +18,11 @@
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
 #include "conduits/common/receive_thread.hpp"
+#include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -50,7 +52,7 @@ constexpr std::size_t head_room = common::packed_head_room;
 // Every operation posted with a context starts with one of these, so a
 // completion tells what it completes.  `fi` first: providers that ask for
 // FI_CONTEXT / FI_CONTEXT2 use that memory.
-enum class Tag : std::uint8_t { recv, send, rma };
+enum class Tag : std::uint8_t { recv, send, rma, atomic };
 struct Context {
     fi_context2 fi{};
     Tag tag = Tag::send;
@@ -97,6 +99,18 @@ struct RmaGroup {
     RmaPiece &piece(std::size_t i) { return i == 0 ? first : more[i - 1]; }
 };
 
+// One NIC atomic in flight (NicAtomics): its operands and the fetched
+// value live here, in memory registered once, so the caller's result may
+// be anywhere.
+struct AtomicSlot : Context {
+    std::uint64_t operand = 0, compare = 0, fetched = 0;
+    void *result = nullptr;
+    std::size_t size = 0;
+    std::atomic<std::uint64_t> *counter = nullptr;
+    AtomicSlot *next = nullptr;  // free list
+};
+constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
+
 // An arrived message waiting for delivery.
 struct Arrival {
     const std::byte *bytes;
@@ -139,10 +153,17 @@ struct MrMode {
     bool allocated = false;   // FI_MR_ALLOCATED: only mapped memory (always true here)
 };
 
-class OfiTransport final : public Transport {
+class OfiTransport final : public Transport, public NicAtomics {
 public:
     OfiTransport();
     ~OfiTransport() override;
+
+    // NIC atomics (ofi.cpp): fi_fetch_atomic and fi_compare_atomic
+    // where fi_query_atomic allows them.
+    std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
+    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
+    const char *nic_atomics_name() const override { return "ofi"; }
 
 protected:
     Status init_impl() override;
@@ -190,6 +211,8 @@ private:
     void receive_thread_wait();
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
+    Status atomics_create();                                          // under lock_
+    void atomic_done(AtomicSlot *slot, bool ok);                      // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
     void release(RecvBuffer *b);                                      // under lock_
     int deliver_ready();
@@ -253,6 +276,15 @@ private:
     int wait_fd_ = -1;
     std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
+
+    // NIC atomics: on when the provider took FI_ATOMIC on the chosen domain
+    // (and SLUICE_OFI_ATOMICS is on); slots registered on first use.
+    bool atomics_ = false;
+    std::string atomics_off_;  // why they were not asked for (SLUICE_OFI_ATOMICS)
+    std::unique_ptr<AtomicSlot[]> atomic_slot_;
+    fid_mr *atomic_mr_ = nullptr;
+    AtomicSlot *atomic_free_ = nullptr;
+    std::vector<std::uint64_t> atomic_base_;  // segment bases, for offsets without FI_MR_VIRT_ADDR
 
     base::SpinLock lock_;
     std::atomic<bool> deliver_flag_{false};

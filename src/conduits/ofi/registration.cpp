@@ -9,7 +9,7 @@ SLUICE_CONDUIT_REGISTER(ofi, {
     .priority = 5,
     .network = true,
     .capabilities = "AMs by fi_inject/fi_send into multi-receive buffers; Put/Get by fi_write/fi_read; two-part Long; "
-                    "needs AM credits",
+                    "NIC atomics by fi_fetch_atomic/fi_compare_atomic where the provider has FI_ATOMIC; needs AM credits",
     .probe = sluice::conduit::ofi::probe,
     .create = sluice::conduit::ofi::make_ofi_transport,
     .limits = sluice::conduit::ofi::limits,
