@@ -23,6 +23,7 @@
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
+#include "tests/perf/client-section.hpp"
 #include "tests/perf/ofi-reference.hpp"
 #include "tests/perf/sockets.hpp"
 
@@ -103,6 +104,10 @@ void usage(std::FILE *to) {
         "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
         "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not ofi's)\n"
+        "  --client            only the client API's rows (atomics, collectives, VIS,\n"
+        "                      negotiated AMs: smp at 2, 4, 8 ranks, udp, ofi tcp;ofi_rxm,\n"
+        "                      and mpi-reference --client); a full run includes them\n"
+        "  --no-client         no client API rows\n"
         "  --timeout SECONDS   hard limit per job (300)\n"
         "  --wait-idle SECONDS before each repetition, wait up to this long for the\n"
         "                      machine to be quiet (5; 0: do not wait)\n"
@@ -201,6 +206,7 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.keep = true;
         } else if (a == "--strict") {
             o.strict = true;
+        } else if (client_option(a)) {
         } else if (a == "-h" || a == "--help") {
             usage(stdout);
             std::exit(0);
@@ -218,10 +224,14 @@ bool parse_options(int argc, char **argv, Options &o) {
     }
     // --udp, --ofi, --ibv or --portals alone: that section only (several:
     // those; the sections left on auto are skipped).
+    const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     const bool some_only = o.udp == Options::Udp::only || o.ofi == Options::Ofi::only ||
-                           o.ibv == Options::Ibv::only || o.portals == Options::Portals::only;
+                           o.ibv == Options::Ibv::only || o.portals == Options::Portals::only || client_only;
     if (some_only) {
-        o.skip_launch = o.skip_shm = o.no_mpi = true;
+        o.skip_launch = o.skip_shm = true;
+        o.no_mpi = o.no_mpi || !client_only; // the client rows' collectives have MPI references
+        if (!client_only)
+            client_plan().mode = ClientPlan::Mode::skip;
         if (o.udp == Options::Udp::auto_)
             o.udp = Options::Udp::skip;
         if (o.ofi == Options::Ofi::auto_)
@@ -295,10 +305,11 @@ int driver_main(int argc, char **argv) {
     const bool ofi_only = o.ofi == Options::Ofi::only;
     const bool ibv_only = o.ibv == Options::Ibv::only;
     const bool portals_only = o.portals == Options::Portals::only;
+    const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = ofi_only || ibv_only || portals_only ? "" : "udp section skipped (--no-udp)";
+        udp_note = ofi_only || ibv_only || portals_only || client_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -317,7 +328,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_providers;
     std::string ofi_note;
     if (o.ofi == Options::Ofi::skip) {
-        ofi_note = ofi_only || udp_only || ibv_only || portals_only ? "" : "ofi section skipped (--no-ofi)";
+        ofi_note = ofi_only || udp_only || ibv_only || portals_only || client_only ? "" : "ofi section skipped (--no-ofi)";
     } else if (o.only != "launch" && o.only != "shm") {
         const std::string missing =
             o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
@@ -347,7 +358,7 @@ int driver_main(int argc, char **argv) {
     bool ibv = false;
     std::string ibv_note;
     if (o.ibv == Options::Ibv::skip) {
-        ibv_note = udp_only || ofi_only || portals_only ? "" : "ibv section skipped (--no-ibv)";
+        ibv_note = udp_only || ofi_only || portals_only || client_only ? "" : "ibv section skipped (--no-ibv)";
     } else if (o.only != "launch" && o.only != "shm") {
         ibv_note = network_conduit_missing("ibv");
         ibv = ibv_note.empty();
@@ -364,7 +375,7 @@ int driver_main(int argc, char **argv) {
     bool portals = false;
     std::string portals_note;
     if (o.portals == Options::Portals::skip) {
-        portals_note = udp_only || ofi_only || ibv_only ? "" : "portals section skipped (--no-portals)";
+        portals_note = udp_only || ofi_only || ibv_only || client_only ? "" : "portals section skipped (--no-portals)";
     } else if (o.only != "launch" && o.only != "shm") {
         // The bare reference needs Portals 4 in the build, which has it
         // with the conduit (tests/perf/Makefile.inc).
@@ -467,9 +478,9 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only && !ofi_only && !ibv_only && !portals_only)
+    if (!udp_only && !ofi_only && !ibv_only && !portals_only && !client_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
-    if (have_mpi)
+    if (have_mpi && !client_only)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
     else if (!mpi_note.empty())
         std::printf("  %s\n", mpi_note.c_str());
@@ -502,8 +513,21 @@ int driver_main(int argc, char **argv) {
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
     double busiest = 0;
-    const bool run_suite =
-        o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only && !portals_only;
+    const bool client = client_plan().mode != ClientPlan::Mode::skip && client_wanted(o.only);
+    const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only &&
+                           !portals_only && !client_only;
+    ClientContext client_context;
+    client_context.sluicerun = o.sluicerun;
+    client_context.self = self;
+    client_context.bind = o.bind;
+    if (have_mpi) {
+        client_context.mpirun = o.mpirun;
+        client_context.mpi_reference = o.mpi_reference;
+    }
+    client_context.tmp = tmp.path;
+    client_context.extra = extra;
+    client_context.quick = o.quick;
+    client_context.timeout = o.timeout;
     // --udp alone: the default-routing AM round trip comes from a suite job
     // of its own (the full run has it from the suite).
     const bool default_job = udp_only && only_keeps(o, "am_short_rtt");
@@ -529,7 +553,8 @@ int driver_main(int argc, char **argv) {
     bool large_failed = false;           // nor a failed large-segment job
     bool ibv_failed = false;  // nor a failed ibv job
     bool portals_failed = false; // nor a failed portals job
-    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals) && rep < o.reps; ++rep) {
+    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals || client) && rep < o.reps;
+         ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
             ++busy_reps;
@@ -546,7 +571,7 @@ int driver_main(int argc, char **argv) {
             JobResult r = collect(cmd, "sluice-" + tag, "Sluice suite");
             std::fprintf(stderr, " sluice %.1fs", r.seconds);
         }
-        if (have_mpi) {
+        if (have_mpi && !client_only) {
             auto cmd = mpi_cmd;
             cmd.insert(cmd.end(), extra.begin(), extra.end());
             cmd.push_back("--out");
@@ -668,6 +693,8 @@ int driver_main(int argc, char **argv) {
                 std::fprintf(stderr, ", segment %s %.1fs", mode, r.seconds);
             }
         }
+        if (client)
+            job_failures += client_rep(client_context, rep, samples);
         std::fprintf(stderr, "\n");
     }
     if (udp && !udp_failed && only_keeps(o, "udp_once")) {

@@ -3,6 +3,11 @@
 //   --suite  Send/Recv round trip and one-way stream at the AM sizes,
 //            MPI_Put/MPI_Get + MPI_Win_flush latency and bandwidth on an
 //            MPI_Win_allocate window under lock_all, MPI_Barrier;
+//   --client MPI_Allreduce of 8 B (one uint64_t, sum) at any rank count, and
+//            at 4 ranks MPI_Bcast of 1 MiB: the references of sluice-bench's
+//            client rows (client-section.hpp), with the iteration counts the
+//            driver gives both sides (--client-reduce-iters,
+//            --client-bcast-iters) and the same timing;
 //   --empty  MPI_Init and MPI_Finalize (the launch-time comparison).
 // Sizes and iteration counts come from bench_common.hpp, as on the Sluice side.
 #include "tests/perf/bench_common.hpp"
@@ -12,7 +17,9 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -177,19 +184,79 @@ struct MpiSuite {
     }
 };
 
+// The client rows' references.  Timed on rank 0 as the Sluice side times
+// them: reduce-to-all from a barrier to the last call's return, broadcast
+// between two barriers.
+struct MpiClient {
+    CommonOptions options;
+    ResultFile results;
+    long reduce_iters = 0, bcast_iters = 0;
+
+    MpiClient(const CommonOptions &o, int argc, char **argv) : options(o), results(o.out) {
+        for (int i = 1; i + 1 < argc; ++i) {
+            const std::string_view a = argv[i];
+            if (a == "--client-reduce-iters")
+                reduce_iters = std::atol(argv[i + 1]);
+            else if (a == "--client-bcast-iters")
+                bcast_iters = std::atol(argv[i + 1]);
+        }
+    }
+
+    int run() {
+        int me = 0, size = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        const auto n = static_cast<std::size_t>(size);
+        if (reduce_iters > 0 && options.wanted("mpi_allreduce_8", n)) {
+            const std::uint64_t in = static_cast<std::uint64_t>(me) + 1;
+            std::uint64_t out = 0;
+            for (long i = 0; i < warmup_of(reduce_iters); ++i)
+                MPI_Allreduce(&in, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = now_ns();
+            for (long i = 0; i < reduce_iters; ++i)
+                MPI_Allreduce(&in, &out, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            const double t = now_ns() - t0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (me == 0 && out == n * (n + 1) / 2)
+                results.add("mpi_allreduce_8", n, t / static_cast<double>(reduce_iters));
+        }
+        if (size == 4 && bcast_iters > 0 && options.wanted("mpi_bcast_1M", n)) {
+            PageBuffer buffer(mib, me == 0 ? 7 : 0);
+            for (long i = 0; i < warmup_of(bcast_iters); ++i)
+                MPI_Bcast(buffer.data(), static_cast<int>(mib), MPI_BYTE, 0, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = now_ns();
+            for (long i = 0; i < bcast_iters; ++i)
+                MPI_Bcast(buffer.data(), static_cast<int>(mib), MPI_BYTE, 0, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t = now_ns() - t0;
+            if (me == 0)
+                results.add("mpi_bcast_1M", n, t / static_cast<double>(bcast_iters));
+        }
+        return 0;
+    }
+};
+
 } // namespace
 } // namespace sluice::perf
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rc = 0;
-    bool suite = false;
-    for (int i = 1; i < argc; ++i)
+    bool suite = false, client = false;
+    for (int i = 1; i < argc; ++i) {
         if (std::string_view(argv[i]) == "--suite")
             suite = true;
+        if (std::string_view(argv[i]) == "--client")
+            client = true;
+    }
     if (suite) {
         sluice::perf::MpiSuite s(sluice::perf::parse_common(argc, argv));
         rc = s.run();
+    } else if (client) {
+        sluice::perf::MpiClient c(sluice::perf::parse_common(argc, argv), argc, argv);
+        rc = c.run();
     }
     MPI_Finalize();
     return rc;

@@ -1,6 +1,7 @@
 // tests/perf/report.cpp - from medians to the table, the CSV and the targets.
 // One row per (figure, reference); a row may carry a target of the issue.
 #include "tests/perf/bench_common.hpp"
+#include "tests/perf/client-section.hpp"
 #include "tests/perf/driver.hpp"
 #include "tests/perf/ofi-reference.hpp"
 #include "tests/perf/sockets.hpp"
@@ -474,7 +475,7 @@ struct Report {
     // Prints the targets; returns the number that did not pass.
     int print_targets() const {
         int failed = 0;
-        std::printf("\nTargets (issues 2, 6 and 28 to 31; 2 ranks; medians of %d runs, references in "
+        std::printf("\nTargets (issues 2, 6, 28 to 31 and 43; 2 ranks; medians of %d runs, references in "
                     "the same run):\n",
                     options.reps);
         for (const Row &r : rows) {
@@ -504,7 +505,7 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     const auto &mpi_note = f.mpi_note;
     Report report{o, samples, {}, have_mpi};
     if (o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
-        o.portals != Options::Portals::only)
+        o.portals != Options::Portals::only && client_plan().mode != ClientPlan::Mode::only)
         report.build(shm);
     if (f.udp)
         report.build_udp();
@@ -514,6 +515,15 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         report.build_ibv();
     if (f.portals)
         report.build_portals();
+    if (client_ran())
+        for (const ClientRow &c : client_rows(samples)) {
+            Row &r = report.add(c.section, c.metric, c.size, c.sluice, c.reference_name, c.reference);
+            r.size_label = c.size_label;
+            if (c.check != ClientRow::Check::none)
+                Report::target(r, c.check == ClientRow::Check::ratio_at_most ? Check::ratio_at_most
+                                                                             : Check::ratio_at_least,
+                               c.threshold, c.title);
+        }
     if (!o.only.empty() || !o.only_size.empty())
         std::erase_if(report.rows, [](const Row &r) {
             return std::isnan(r.sluice) && std::isnan(r.reference);
@@ -562,6 +572,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     "conduit's overhead over that library, not Portals hardware)\n");
     if (!f.portals_note.empty())
         std::printf("   %s\n", f.portals_note.c_str());
+    if (client_ran())
+        std::printf("   %s\n", client_note().c_str());
     if (f.busy_reps > 0)
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",

@@ -20,11 +20,14 @@
 //   portals  the same job over the portals conduit: AM Short, 8 B Put/Get
 //          and 4 MiB Put/Get, interleaved with bare Portals 4 on the
 //          conduit's NI between the same two processes (portals-section.hpp);
+//   client  the client API's rows (atomics, collectives, VIS, negotiated
+//          AMs) on 2, 4 or 8 ranks (client-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
 //          (exactly_once.cpp);
 //   empty  init and finalize (the launch-time comparison);
 //   shm    records the shared-memory mappings of this rank (memory per rank).
 #include "tests/perf/bench_common.hpp"
+#include "tests/perf/client-section.hpp"
 #include "tests/perf/driver.hpp"
 #include "tests/perf/ibv-section.hpp"
 #include "tests/perf/ofi-section.hpp"
@@ -809,7 +812,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
         return exactly_once_main(o);
     if (kind == "ofi-large")
         return large_segment_main(o);
-    if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv" || kind == "portals") {
+    if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv" || kind == "portals" ||
+        kind == "client") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
@@ -821,6 +825,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
             return IbvSection<Suite>(suite).run();
         if (kind == "portals")
             return PortalsSection<Suite>(suite).run();
+        if (kind == "client")
+            return ClientSection<Suite>(suite, argc, argv).run();
         return kind == "udp" ? suite.run_udp() : suite.run();
     }
     std::fprintf(stderr, "sluice-bench: unknown worker kind '%.*s'\n",
