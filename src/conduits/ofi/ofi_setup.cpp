@@ -183,8 +183,9 @@ Status OfiTransport::open_fabric() {
     if (atomics != "0" && atomics != "1" && atomics != "auto" && !atomics.empty())
         return base::report(Status::argument, op, "use 0, 1 or auto", "SLUICE_OFI_ATOMICS=%s", atomics.c_str());
     if (atomics == "0") atomics_off_ = "SLUICE_OFI_ATOMICS=0";
-    else if (atomics != "1" && provider_ == "sockets")
-        atomics_off_ = "SLUICE_OFI_ATOMICS=auto leaves sockets out (its atomics lost completions here; 1 forces them)";
+    else if (atomics != "1" && (provider_ == "sockets" || provider_ == "udp;ofi_rxd"))
+        atomics_off_ = "SLUICE_OFI_ATOMICS=auto leaves " + provider_ +
+                       " out (libfabric 1.17's atomics there lost completions or crashed a rank here; 1 forces them)";
     if (atomics_off_.empty()) {
         fi_info *h = hints_make(provider_);
         fi_info *with = nullptr;

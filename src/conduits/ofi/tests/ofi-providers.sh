@@ -17,8 +17,10 @@ ran=0
 # multi-process suites: every rank count (SCOPE full) or 2 ranks (SCOPE 2).  The
 # default provider runs every count in those suites already; the others
 # run them on shm, 2 ranks elsewhere, to keep the check within minutes.
-# $exclude: conformance tests (a gtest pattern) left out of this run.
+# $exclude: conformance tests (a gtest pattern) left out of this run;
+# $mp_exclude: the same for the multi-process suites.
 exclude=
+mp_exclude=
 run() {
     name=$1
     scope=$2
@@ -32,6 +34,7 @@ run() {
     fi
     filter='Net/*_ofi:Net/*/ofi'
     [ "$scope" = 2 ] && filter='Net/*N2_native_ofi'
+    [ -n "$mp_exclude" ] && filter="$filter:-$mp_exclude"
     if ! env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ofi ($name)"
         failed=1
@@ -120,10 +123,15 @@ for p in $providers; do
         exclude='*BacklogAndRetry*'
         run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
     'udp;ofi_rxd')
+        # The negotiated-payload AM suite hung here over rxd (a known
+        # open problem, src/am/README.md, Limits).
+        echo "not run over $p: AmPrepare (hangs over udp;ofi_rxd)"
+        mp_exclude='*AmPrepare*'
         run "provider $p" 2 SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow
         rxd_connect_checks ;;
     esac
     exclude=
+    mp_exclude=
 done
 # shm keeps its region in a file in /dev/shm (libfabric names it after
 # the process id unless told otherwise; the conduit names it in the job's
