@@ -1,24 +1,16 @@
 // src/core/c_api_am_prepare.cpp - the C API of negotiated-payload AMs
 // (src/am/prepare.cpp).
-#include "core/runtime.hpp"
+#include "core/c_api_common.hpp"
 
 #include <sluice.h>
 
 using sluice::base::Status;
+using sluice::core::code;
 using sluice::core::runtime;
 namespace am = sluice::am;
 
 namespace {
 
-inline int code(Status s) { return static_cast<int>(s); }
-
-int not_running(const char *op) {
-    return code(sluice::base::report(Status::state, op, "call sluice_init first (and not after sluice_finalize)",
-                                     "Sluice is not running"));
-}
-
-#define SLUICE_REQUIRE_RUNNING(op) \
-    if (__builtin_expect(!runtime().running(), 0)) return not_running(op)
 
 // Flags of a prepare: SLUICE_FLAG_IMMEDIATE or nothing.
 bool flags_valid(unsigned flags, const char *op) {

@@ -1,25 +1,17 @@
 // src/core/c_api_coll.cpp - the C API of teams and collectives: state and
 // handle checks, then src/coll.
 #include "coll/coll.hpp"
-#include "core/runtime.hpp"
+#include "core/c_api_common.hpp"
 
 #include <sluice.h>
 
 using sluice::base::Status;
+using sluice::core::code;
 using sluice::core::runtime;
 namespace coll = sluice::coll;
 
 namespace {
 
-inline int code(Status s) { return static_cast<int>(s); }
-
-int not_running(const char *op) {
-    return code(sluice::base::report(Status::state, op, "call sluice_init first (and not after sluice_finalize)",
-                                     "Sluice is not running"));
-}
-
-#define SLUICE_REQUIRE_RUNNING(op) \
-    if (__builtin_expect(!runtime().running(), 0)) return not_running(op)
 // The team behind `handle`, or return the error it reported.
 #define SLUICE_TEAM(var, handle, op)             \
     coll::Team *var = coll::team_of(handle, op); \
@@ -42,12 +34,12 @@ sluice_team_t sluice_team_across_hosts(void) {
 }
 
 sluice_rank_t sluice_team_rank(sluice_team_t team) {
-    if (!runtime().running()) return (void)not_running("team_rank"), SLUICE_RANK_INVALID;
+    if (!runtime().running()) return (void)sluice::core::not_running("team_rank"), SLUICE_RANK_INVALID;
     coll::Team *t = coll::team_of(team, "team_rank");
     return t ? t->rank() : SLUICE_RANK_INVALID;
 }
 sluice_rank_t sluice_team_size(sluice_team_t team) {
-    if (!runtime().running()) return (void)not_running("team_size"), SLUICE_RANK_INVALID;
+    if (!runtime().running()) return (void)sluice::core::not_running("team_size"), SLUICE_RANK_INVALID;
     coll::Team *t = coll::team_of(team, "team_size");
     return t ? t->size() : SLUICE_RANK_INVALID;
 }

@@ -1,25 +1,17 @@
 // src/core/c_api_vis.cpp - the C API of VIS and of the completion extras
 // (test_some / wait_some, NBI sync by category, access regions, local
 // completion): state checks, then src/rma.
-#include "core/runtime.hpp"
+#include "core/c_api_common.hpp"
 #include "rma/vis.hpp"
 
 #include <sluice.h>
 
 using sluice::base::Status;
+using sluice::core::code;
 using sluice::core::runtime;
 namespace rma = sluice::rma;
 
 namespace {
-
-inline int code(Status s) { return static_cast<int>(s); }
-
-int not_running(const char *op) {
-    return code(sluice::base::report(Status::state, op, "call sluice_init first (and not after sluice_finalize)",
-                                     "Sluice is not running"));
-}
-#define SLUICE_REQUIRE_RUNNING(op) \
-    if (__builtin_expect(!runtime().running(), 0)) return not_running(op)
 
 rma::VisSide vector_side(std::size_t count, const sluice_memvec_t *list) {
     rma::VisSide s;
