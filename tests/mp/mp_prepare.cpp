@@ -243,9 +243,10 @@ int case_prepare(int argc, char **argv) {
     std::uint32_t seed = 1000 * (me + 1);
 
     // Sizes: at the least, the most and between, with commits shorter than prepared.
-    const std::size_t max = sluice_am_max_medium();
-    const std::size_t bounds[][2] = {{0, 0}, {0, 1}, {1, 1}, {0, 63}, {40, 64}, {64, 65}, {100, 4096},
-                                     {4096, 4096}, {1, max / 2}, {max / 2, max}, {max, max}, {0, SIZE_MAX}};
+    // Fixed sizes clamp to the conduit's largest Medium (portals: 800 bytes).
+    const std::size_t max = sluice_am_max_medium(), k4 = std::min<std::size_t>(4096, max);
+    const std::size_t bounds[][2] = {{0, 0}, {0, 1}, {1, 1}, {0, 63}, {40, 64}, {64, 65}, {100, k4},
+                                     {k4, k4}, {1, max / 2}, {max / 2, max}, {max, max}, {0, SIZE_MAX}};
     for (const auto &b : bounds)
         for (int pick = 0; pick < 3; ++pick) {
             send_prepared(peer, b[0], b[1], pick, ++seed);
@@ -261,10 +262,11 @@ int case_prepare(int argc, char **argv) {
         std::uint32_t a16[16];
         for (unsigned i = 0; i < 16; ++i) a16[i] = i * 7;
         a16[0] = ++seed;
-        a16[1] = 3000;
-        TOK(sluice_am_prepare_request(SLUICE_AM_MEDIUM, peer, 3000, 3000, 16, 0, &buffer, &size));
-        pattern_fill(buffer, 3000, a16[0]);
-        TOK(sluice_am_commit(h_med16, 3000, nullptr, a16, 16));
+        const std::size_t n16 = std::min<std::size_t>(3000, sluice_am_max_medium_for(peer, 16));
+        a16[1] = static_cast<std::uint32_t>(n16);
+        TOK(sluice_am_prepare_request(SLUICE_AM_MEDIUM, peer, n16, n16, 16, 0, &buffer, &size));
+        pattern_fill(buffer, n16, a16[0]);
+        TOK(sluice_am_commit(h_med16, n16, nullptr, a16, 16));
         sent += 2;
     }
     // Cancels between sends, many: the rings wrap over cancelled room, and
@@ -325,7 +327,7 @@ int case_prepare(int argc, char **argv) {
                 std::uint32_t s = 0x100000u * (t + 1) + 5000 * me;
                 for (unsigned i = 0; i < per_thread; ++i) {
                     if (i % 4 == 1) cancel_one(peer, 2000);
-                    send_prepared(peer, 16, 1024 + 100 * t, static_cast<int>(i % 3), ++s);
+                    send_prepared(peer, 16, std::min<std::size_t>(1024 + 100 * t, max), static_cast<int>(i % 3), ++s);
                 }
             });
         for (auto &t : pool) t.join();
