@@ -281,13 +281,17 @@ sluice_status_t sluice_event_test_some(sluice_event_t *events, size_t count);
 sluice_status_t sluice_event_wait_some(sluice_event_t *events, size_t count);
 /* NBI sync by category: waits for the implicit operations of the given
  * categories this thread issued (outside access regions).  sluice_nbi_sync()
- * is sluice_nbi_sync_cat(SLUICE_NBI_ALL). */
+ * is sluice_nbi_sync_cat(SLUICE_NBI_ALL).  sluice_nbi_test_cat polls once
+ * and returns SLUICE_OK when they completed, SLUICE_NOT_READY when some
+ * have not (the same refusals as the sync: a bad mask, inside a handler or
+ * an access region). */
 #define SLUICE_NBI_PUTS 0x1u    /* sluice_put_nbi, VIS Puts _nbi */
 #define SLUICE_NBI_GETS 0x2u    /* sluice_get_nbi, VIS Gets _nbi */
 #define SLUICE_NBI_AMS 0x4u     /* Long requests sent with SLUICE_FLAG_NBI */
 #define SLUICE_NBI_ATOMICS 0x8u /* atomic operations _nbi */
 #define SLUICE_NBI_ALL 0xfu
 sluice_status_t sluice_nbi_sync_cat(unsigned categories);
+sluice_status_t sluice_nbi_test_cat(unsigned categories);
 /* Access regions: every NBI operation this thread issues between begin and
  * end (of any category) completes the one event end writes
  * (SLUICE_EVENT_DONE when all completed already).  Regions do not nest, and

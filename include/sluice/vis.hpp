@@ -33,6 +33,9 @@ inline constexpr NbiCategory operator|(NbiCategory a, NbiCategory b) {
 [[nodiscard]] inline Status nbi_sync(NbiCategory c) {
     return detail::wrap(sluice_nbi_sync_cat(static_cast<unsigned>(c)));
 }
+[[nodiscard]] inline Status nbi_test(NbiCategory c) {
+    return detail::wrap(sluice_nbi_test_cat(static_cast<unsigned>(c)));
+}
 [[nodiscard]] inline Status nbi_region_begin() { return detail::wrap(sluice_nbi_region_begin()); }
 [[nodiscard]] inline Status nbi_region_end(Event &ev) { return detail::wrap(sluice_nbi_region_end(&ev)); }
 [[nodiscard]] inline Status put_nb_lc(Rank r, void *dest, const void *src, std::size_t n, Event &lc, Event &ev) {

@@ -71,6 +71,10 @@ sluice_status_t sluice_nbi_sync_cat(unsigned categories) {
     SLUICE_REQUIRE_RUNNING("nbi_sync_cat");
     return code(runtime().rma.nbi_sync(categories, "nbi_sync_cat"));
 }
+sluice_status_t sluice_nbi_test_cat(unsigned categories) {
+    SLUICE_REQUIRE_RUNNING("nbi_test_cat");
+    return code(runtime().rma.nbi_test(categories, "nbi_test_cat"));
+}
 sluice_status_t sluice_nbi_region_begin(void) {
     SLUICE_REQUIRE_RUNNING("nbi_region_begin");
     return code(runtime().rma.nbi_region_begin());

@@ -328,7 +328,9 @@ Status RmaEngine::event_wait(sluice_event *ev) {
 
 Status RmaEngine::nbi_sync() { return nbi_sync((1u << nbi_category_count) - 1, "nbi_sync"); }
 
-Status RmaEngine::nbi_sync(unsigned mask, const char *op) {
+namespace {
+// The checks an NBI sync or test makes before it looks at the counters.
+Status nbi_check(unsigned mask, const char *op) {
     if (am::AmEngine::in_handler())
         return base::report(Status::context, op, "sync after the handler returns", "called from a handler");
     if (mask == 0 || mask >> nbi_category_count)
@@ -337,9 +339,27 @@ Status RmaEngine::nbi_sync(unsigned mask, const char *op) {
     if (nbi_region)
         return base::report(Status::state, op, "end the access region (sluice_nbi_region_end) first",
                             "NBI sync inside an access region");
+    return Status::ok;
+}
+} // namespace
+
+Status RmaEngine::nbi_sync(unsigned mask, const char *op) {
+    if (Status s = nbi_check(mask, op); s != Status::ok) return s;
     for (unsigned c = 0; c < nbi_category_count; ++c)
         if (mask & (1u << c)) wait_counter(nbi_outstanding[c]);
     return Status::ok;
+}
+
+Status RmaEngine::nbi_test(unsigned mask, const char *op) {
+    if (Status s = nbi_check(mask, op); s != Status::ok) return s;
+    auto complete = [&] {
+        for (unsigned c = 0; c < nbi_category_count; ++c)
+            if ((mask & (1u << c)) && nbi_outstanding[c].load(std::memory_order_acquire) != 0) return false;
+        return true;
+    };
+    if (complete()) return Status::ok;
+    am_->poll();
+    return complete() ? Status::ok : Status::not_ready;
 }
 
 Status RmaEngine::nbi_region_begin() {

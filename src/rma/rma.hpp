@@ -92,6 +92,8 @@ public:
     // Waits for the NBI operations of the categories in `mask` (bit 1 << c
     // per NbiCategory c) this thread issued outside access regions.
     Status nbi_sync(unsigned mask, const char *op);
+    // Polls once; Status::ok when those operations completed, else not_ready.
+    Status nbi_test(unsigned mask, const char *op);
     // Access regions: the NBI operations this thread issues between begin
     // and end complete one event (end writes it; SLUICE_EVENT_DONE when
     // they all completed already).  Regions do not nest; no NBI sync inside.

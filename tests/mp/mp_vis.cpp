@@ -21,6 +21,8 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace sluice_test::mp {
@@ -608,13 +610,17 @@ void test_some_wait_some(sluice_rank_t peer, std::uint8_t *remote) {
 void nbi_categories(sluice_rank_t peer, std::uint8_t *remote) {
     TERR(SLUICE_ERR_ARGUMENT, sluice_nbi_sync_cat(0));
     TERR(SLUICE_ERR_ARGUMENT, sluice_nbi_sync_cat(0x10));
+    TERR(SLUICE_ERR_ARGUMENT, sluice_nbi_test_cat(0));
+    TOK(sluice_nbi_test_cat(SLUICE_NBI_ALL));  // nothing outstanding
     auto a = pattern(100000, 1), b = pattern(3000, 2);
     TOK(sluice_put_nbi(peer, remote, a.data(), a.size()));
     const std::size_t counts[1] = {100};
     const std::ptrdiff_t rs[1] = {40}, ls[1] = {30};
     TOK(sluice_puts_nbi(peer, remote + 200000, rs, b.data(), ls, 30, counts, 1));
+    while (sluice_nbi_test_cat(SLUICE_NBI_PUTS | SLUICE_NBI_AMS) == SLUICE_NOT_READY) {
+    }
     TOK(sluice_nbi_sync_cat(SLUICE_NBI_PUTS));
-    check_remote(peer, remote, a, "put_nbi after sync_cat(PUTS)");
+    check_remote(peer, remote, a, "put_nbi after test_cat(PUTS) said done");
     std::vector<std::uint8_t> got(a.size(), 0), gs(3000, 0);
     TOK(sluice_get_nbi(got.data(), peer, remote, got.size()));
     TOK(sluice_gets_nbi(gs.data(), ls, peer, remote + 200000, rs, 30, counts, 1));
@@ -640,6 +646,7 @@ void regions(sluice_rank_t peer, std::uint8_t *remote) {
     TERR(SLUICE_ERR_STATE, sluice_nbi_region_begin());
     TERR(SLUICE_ERR_STATE, sluice_nbi_sync());
     TERR(SLUICE_ERR_STATE, sluice_nbi_sync_cat(SLUICE_NBI_PUTS));
+    TERR(SLUICE_ERR_STATE, sluice_nbi_test_cat(SLUICE_NBI_PUTS));
     TERR(SLUICE_ERR_ARGUMENT, sluice_nbi_region_end(nullptr));
     auto a = pattern(70000, 5), b = pattern(5000, 6);
     std::vector<std::uint8_t> got(5000, 0);
@@ -705,35 +712,86 @@ void local_completion(sluice_rank_t peer, std::uint8_t *remote) {
     }
 }
 
-// SLUICE_NATIVE_RMA=0: the target sleeps without polling, so what waits
-// for it and what does not can be told apart.
-void sleeping_target(sluice_rank_t peer, std::uint8_t *remote) {
-    constexpr unsigned sleep_ms = 1000;
-    auto window = [&](auto &&origin_work) {
-        TOK(sluice_barrier());
-        if (me == peer) ::usleep(sleep_ms * 1000);
-        else if (me == 0) {
-            ::usleep(50 * 1000);
-            origin_work();
+// SLUICE_NATIVE_RMA=0: the target stops polling, so what waits for it and
+// what does not can be told apart.  It waits on a flag in a file of rank
+// 0's, outside Sluice: rank 0 checks what must not have completed, raises
+// the flag, then waits for what must.  No timing decides a check.
+class Wakeup {
+public:
+    // Rank 0 makes the file and puts its name into the target's segment.
+    Wakeup(sluice_rank_t target, std::uint8_t *name_area) : target_(target) {
+        char path[64] = "/dev/shm/sluice-test-wakeup-XXXXXX";
+        if (me == 0) {
+            const int fd = ::mkstemp(path);
+            TCHECK(fd >= 0 && ::ftruncate(fd, 64) == 0, "wake-up file %s", path);
+            map(fd);
+            TOK(sluice_put(target, name_area, path, sizeof path));
         }
         TOK(sluice_barrier());
+        if (me == target) {
+            const int fd = ::open(reinterpret_cast<const char *>(name_area), O_RDWR);
+            TCHECK(fd >= 0, "wake-up file %s from rank 0", reinterpret_cast<const char *>(name_area));
+            map(fd);
+        }
+        TOK(sluice_barrier());
+        if (me == 0) ::unlink(path);  // both have it mapped
+    }
+    ~Wakeup() {
+        if (flag_) ::munmap(const_cast<std::uint32_t *>(flag_), 64);
+    }
+    // One round: the target says it stopped polling and sleeps in
+    // `sleep()` until rank 0's `wake()`; rank 0 starts after `asleep()`.
+    void sleep() const {
+        __atomic_store_n(&flag_[1], round_, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&flag_[0], __ATOMIC_ACQUIRE) != round_) ::usleep(500);
+    }
+    void asleep() const {
+        while (__atomic_load_n(&flag_[1], __ATOMIC_ACQUIRE) != round_) ::usleep(100);
+    }
+    void wake() const { __atomic_store_n(&flag_[0], round_, __ATOMIC_RELEASE); }
+    void next() { ++round_; }
+    bool is_target() const { return me == target_; }
+
+private:
+    void map(int fd) {
+        void *p = ::mmap(nullptr, 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ::close(fd);
+        TCHECK(p != MAP_FAILED, "mapping the wake-up file");
+        flag_ = static_cast<std::uint32_t *>(p);
+    }
+    sluice_rank_t target_;
+    std::uint32_t *flag_ = nullptr;
+    std::uint32_t round_ = 1;
+};
+
+void sleeping_target(sluice_rank_t peer, std::uint8_t *remote) {
+    Wakeup wakeup(peer, remote + 100000);
+    // window(work): the target sleeps outside Sluice while rank 0 runs
+    // work(wake), which raises the flag between its two halves.
+    auto window = [&](auto &&origin_work) {
+        TOK(sluice_barrier());
+        if (wakeup.is_target()) wakeup.sleep();
+        else if (me == 0) {
+            wakeup.asleep();
+            origin_work([&] { wakeup.wake(); });
+        }
+        TOK(sluice_barrier());
+        wakeup.next();
     };
     auto a = pattern(20000, 31);
     // A GETS sync does not wait for a Put NBI; a PUTS sync does.
-    window([&] {
+    window([&](auto wake) {
         TOK(sluice_put_nbi(peer, remote, a.data(), a.size()));
-        double t0 = now_seconds();
-        TOK(sluice_nbi_sync_cat(SLUICE_NBI_GETS | SLUICE_NBI_AMS | SLUICE_NBI_ATOMICS));
-        double t1 = now_seconds();
+        TOK(sluice_nbi_sync_cat(SLUICE_NBI_GETS | SLUICE_NBI_AMS | SLUICE_NBI_ATOMICS));  // returns: target asleep
+        TCHECK(sluice_nbi_test_cat(SLUICE_NBI_PUTS) == SLUICE_NOT_READY,
+               "a Put NBI to a sleeping target counted as complete");
+        wake();
         TOK(sluice_nbi_sync_cat(SLUICE_NBI_PUTS));
-        double t2 = now_seconds();
-        TCHECK(t1 - t0 < 0.4, "sync_cat(GETS|AMS|ATOMICS) waited %.3f s for a Put NBI", t1 - t0);
-        TCHECK(t2 - t0 > 0.4, "sync_cat(PUTS) returned after %.3f s, before the sleeping target could answer", t2 - t0);
     });
     if (me == 0) check_remote(peer, remote, a, "put_nbi to a sleeping target");
     // test_some over a pending event says NOT_READY and changes nothing;
     // the AM path's local completion is immediate.
-    window([&] {
+    window([&](auto wake) {
         sluice_event_t lc = reinterpret_cast<sluice_event_t>(0x1), ev = lc;
         TOK(sluice_put_nb_lc(peer, remote + 30000, a.data(), a.size(), &lc, &ev));
         TCHECK(lc == SLUICE_EVENT_DONE, "put_nb_lc over AM: the source is sent when the call returns");
@@ -741,10 +799,11 @@ void sleeping_target(sluice_rank_t peer, std::uint8_t *remote) {
         sluice_event_t list[3] = {SLUICE_EVENT_DONE, ev, SLUICE_EVENT_DONE};
         TCHECK(sluice_event_test_some(list, 3) == SLUICE_NOT_READY, "test_some with the target asleep");
         TCHECK(list[1] == ev, "test_some changed a pending entry");
+        wake();
         TOK(sluice_event_wait_some(list, 3));
         TCHECK(list[1] == SLUICE_EVENT_DONE, "wait_some returned with the event pending");
     });
-    window([&] {
+    window([&](auto wake) {
         // A region's operations complete its event, not the thread's sync.
         TOK(sluice_nbi_region_begin());
         TOK(sluice_put_nbi(peer, remote + 60000, a.data(), a.size()));
@@ -753,6 +812,7 @@ void sleeping_target(sluice_rank_t peer, std::uint8_t *remote) {
         TCHECK(rev != SLUICE_EVENT_DONE, "a region's Put to a sleeping target completed at once");
         TCHECK(sluice_event_test(rev) == SLUICE_NOT_READY, "region event with the target asleep");
         TOK(sluice_nbi_sync_cat(SLUICE_NBI_ALL));  // nothing outside the region is outstanding
+        wake();
         TOK(sluice_event_wait(rev));
     });
     if (me == 0) {
