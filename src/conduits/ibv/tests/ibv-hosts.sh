@@ -28,6 +28,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 ssh_hosts_own_names=1
 # shellcheck source=../../../../tests/spawn/ssh/hosts.sh
 . "$here/../../../../tests/spawn/ssh/hosts.sh"
+# shellcheck source=../../../../tests/mp/families.sh
+. "$here/../../../../tests/mp/families.sh"
 
 ssh_hosts_conduit_begin ibv "ibv conduit across hosts"
 nic_lib=$("$here/../../../../tests/softnic/verbs/softnic-run" --lib-dir) || { echo "FAIL: the software NIC does not build"; exit 1; }
@@ -122,7 +124,8 @@ elif ssh_leftovers_check "$job" "$label"; then
 fi
 
 # --- 5. the multi-process suites across hosts -------------------------------------------
-# sluice-mp-gtest's ibv instances at 3 ranks (one per host; every peer over ibv),
+# sluice-mp-gtest's ibv instances at 3 ranks (one per host; every peer over ibv)
+# but the client families (tests/mp/families.sh),
 # its jobs started by `sluicerun -spawner=ssh` over the three hosts
 # (SLUICETEST_LAUNCHER: a wrapper that adds the spawner and the variables
 # the ranks need).  The conformance suite runs on one host only: it pairs
@@ -134,7 +137,7 @@ printf '#!/bin/sh\nexec "%s" -spawner=ssh -E %s "$@"\n' "$sluicerun" \
 chmod +x "$launcher"
 start=$(date +%s.%N)
 in_hub env SLUICETEST_LAUNCHER="$launcher" SLUICETEST_RANK_TIMEOUT=$((120 * scale)) timeout $((900 * scale)) \
-    "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter='Net/*N3_native_ibv:Net/*/ibv' --gtest_brief=1 > "$out" 2>&1
+    "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter="$(mp_filter 'Net/*N3_native_ibv:Net/*/ibv' "$mp_client_families")" --gtest_brief=1 > "$out" 2>&1
 rc=$?
 took=$(elapsed "$start" 0)
 if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out"; then

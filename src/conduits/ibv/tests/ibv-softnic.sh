@@ -16,6 +16,8 @@ if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +ibv +'; then
     exit 77
 fi
 run=$srcdir/tests/softnic/verbs/softnic-run
+# shellcheck source=../../../../tests/mp/families.sh
+. "$srcdir/tests/mp/families.sh"
 "$run" --lib-dir > /dev/null || { echo "FAIL: the software NIC does not build"; exit 1; }
 SOFTNIC_FABRIC=/dev/shm/softnic-ibv-test-$$
 export SOFTNIC_FABRIC
@@ -30,7 +32,8 @@ subset=
 [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
 
 # suites NAME SCOPE ENV...: the conformance suite, then the multi-process
-# suites over ibv at every rank count (SCOPE full) or at 2 ranks (SCOPE 2).
+# suites over ibv at every rank count (SCOPE full) or at 2 ranks (SCOPE 2);
+# the variants (SCOPE 2) without the client families (tests/mp/families.sh).
 suites() {
     name=$1 scope=$2
     shift 2
@@ -40,7 +43,7 @@ suites() {
         failed=1
     fi
     filter='Net/*_ibv:Net/*/ibv'
-    [ "$scope" = 2 ] && filter='Net/*N2_native_ibv'
+    [ "$scope" = 2 ] && filter=$(mp_filter 'Net/*N2_native_ibv' "$mp_client_families")
     if ! env "$@" timeout 900 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ibv ($name)"
         failed=1
