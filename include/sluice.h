@@ -646,6 +646,79 @@ static inline sluice_status_t sluice_get_inline_(void *dest, sluice_rank_t rank,
 #define sluice_get(dest, rank, src, length) sluice_get_inline_(dest, rank, src, length)
 #endif
 
+/* Inline atomics.  A domain's handle starts with what the integer
+ * sluice_ad_op_<type> calls need to update a word of a member this process
+ * maps with one CPU atomic in the caller's loop: the members the domain
+ * reaches by CPU atomics (every member on path "cpu", the mapped ones on
+ * "cpu+am"; the same agent the library uses, so the two mix).  Relaxed
+ * set, get, swap, compare-and-swap, add, sub, inc and dec (and their
+ * fetching forms) on such a member run here; every other call, and every
+ * call the library would refuse, goes to the library, which checks and
+ * reports.  Like the inline Put and Get, this path does not check the
+ * handler context, is off in --enable-debug builds (nothing is mapped
+ * there) and with SLUICE_NO_INLINE_RMA. */
+struct sluice_ad_inline_ {
+    const sluice_rank_t *job; /* team rank -> job rank */
+    const uint8_t *direct;    /* per team rank: reached by CPU atomics */
+    uint64_t ops;             /* the domain's operations; 0 once destroyed */
+    sluice_rank_t size;       /* team size */
+    int type;                 /* sluice_dt_t */
+};
+#if defined(__GNUC__) || defined(__clang__)
+/* Operations SET (0) to FDEC (12) run inline; of them these fetch. */
+#define SLUICE_AD_INLINE_FETCHING_                                                                     \
+    (1u << SLUICE_OP_GET | 1u << SLUICE_OP_SWAP | 1u << SLUICE_OP_FCAS | 1u << SLUICE_OP_FADD |          \
+     1u << SLUICE_OP_FSUB | 1u << SLUICE_OP_FINC | 1u << SLUICE_OP_FDEC)
+#define SLUICE_AD_INLINE_(suffix, T, dt)                                                                 \
+    static inline sluice_status_t sluice_ad_op_##suffix##_inline_(sluice_ad_t ad, T *result,            \
+                                                                  sluice_rank_t rank, void *addr,     \
+                                                                  sluice_aop_t op, T op1, T op2,      \
+                                                                  unsigned flags) {                   \
+        const struct sluice_ad_inline_ *p = (const struct sluice_ad_inline_ *)(const void *)ad;         \
+        T *w = 0, old = 0;                                                                              \
+        if (p && p->type == (dt) && rank < p->size && flags == 0 && (unsigned)op <= SLUICE_OP_FDEC &&   \
+            ((p->ops >> (unsigned)op) & 1) && !(SLUICE_AD_INLINE_FETCHING_ >> (unsigned)op & 1) == !result && \
+            p->direct[rank] && !((uintptr_t)addr & (sizeof(T) - 1)))                                    \
+            w = (T *)(void *)sluice_mapped_view_(p->job[rank], addr, p, sizeof(T));                     \
+        if (!w) return sluice_ad_op_##suffix(ad, result, rank, addr, op, op1, op2, flags);              \
+        switch (op) {                                                                                   \
+        case SLUICE_OP_SET: __atomic_store_n(w, op1, __ATOMIC_RELAXED); break;                          \
+        case SLUICE_OP_GET: old = __atomic_load_n(w, __ATOMIC_RELAXED); break;                          \
+        case SLUICE_OP_SWAP: old = __atomic_exchange_n(w, op1, __ATOMIC_RELAXED); break;                \
+        case SLUICE_OP_CAS:                                                                             \
+        case SLUICE_OP_FCAS:                                                                            \
+            old = op1;                                                                                  \
+            __atomic_compare_exchange_n(w, &old, op2, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);           \
+            break;                                                                                      \
+        case SLUICE_OP_ADD:                                                                             \
+        case SLUICE_OP_FADD: old = __atomic_fetch_add(w, op1, __ATOMIC_RELAXED); break;                 \
+        case SLUICE_OP_SUB:                                                                             \
+        case SLUICE_OP_FSUB: old = __atomic_fetch_sub(w, op1, __ATOMIC_RELAXED); break;                 \
+        case SLUICE_OP_INC:                                                                             \
+        case SLUICE_OP_FINC: old = __atomic_fetch_add(w, 1, __ATOMIC_RELAXED); break;                   \
+        default: old = __atomic_fetch_sub(w, 1, __ATOMIC_RELAXED); break; /* DEC, FDEC */               \
+        }                                                                                               \
+        if (result) *result = old;                                                                      \
+        return SLUICE_OK;                                                                               \
+    }
+SLUICE_AD_INLINE_(i32, int32_t, SLUICE_DT_I32)
+SLUICE_AD_INLINE_(u32, uint32_t, SLUICE_DT_U32)
+SLUICE_AD_INLINE_(i64, int64_t, SLUICE_DT_I64)
+SLUICE_AD_INLINE_(u64, uint64_t, SLUICE_DT_U64)
+#undef SLUICE_AD_INLINE_
+#undef SLUICE_AD_INLINE_FETCHING_
+#ifndef SLUICE_NO_INLINE_RMA
+#define sluice_ad_op_i32(ad, result, rank, addr, op, op1, op2, flags) \
+    sluice_ad_op_i32_inline_(ad, result, rank, addr, op, op1, op2, flags)
+#define sluice_ad_op_u32(ad, result, rank, addr, op, op1, op2, flags) \
+    sluice_ad_op_u32_inline_(ad, result, rank, addr, op, op1, op2, flags)
+#define sluice_ad_op_i64(ad, result, rank, addr, op, op1, op2, flags) \
+    sluice_ad_op_i64_inline_(ad, result, rank, addr, op, op1, op2, flags)
+#define sluice_ad_op_u64(ad, result, rank, addr, op, op1, op2, flags) \
+    sluice_ad_op_u64_inline_(ad, result, rank, addr, op, op1, op2, flags)
+#endif
+#endif
+
 #ifdef __cplusplus
 }
 #endif

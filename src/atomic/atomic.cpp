@@ -424,6 +424,9 @@ Status domain_create(sluice_team_t handle, sluice_dt_t type, std::uint64_t ops, 
     ad->ops = ops;
     ad->team = team;
     ad->why = path_why(ad->path, *team, no_nic);
+    ad->pub = {ad->job.data(), ad->direct.data(), ops, n, static_cast<int>(type)};
+    if (static_cast<void *>(ad.get()) != static_cast<void *>(&ad->pub))
+        base::fatal(op, "this is a Sluice bug", "the domain's inline part is not at the start of its handle");
     *out = ad.get();
     std::lock_guard<std::mutex> lock(domains_lock);
     domains.push_back(std::move(ad));
@@ -443,6 +446,7 @@ Status domain_destroy(sluice_ad *ad) {
     std::vector<std::uint8_t> out(ad->team->size());
     if (Status s = coll::team_allgather(*ad->team, &in, out.data(), 1, op); s != Status::ok) return s;
     ad->live = false;
+    ad->pub.ops = 0;  // the inline calls go to the library, which reports
     return Status::ok;
 }
 

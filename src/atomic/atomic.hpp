@@ -57,6 +57,8 @@ inline constexpr std::uint64_t all_ops = SLUICE_AOP_BIT(SLUICE_OP_COUNT_) - 1;
 // The object behind sluice_ad_t.  A destroyed domain keeps its memory (with
 // `live` false) until finalize, so a late use is reported, not undefined.
 struct sluice_ad {
+    // First: the handle is read as this by <sluice.h>'s inline atomics.
+    sluice_ad_inline_ pub{};
     bool live = true;
     sluice_dt_t type = SLUICE_DT_U64;
     std::uint64_t ops = 0;

@@ -1,4 +1,7 @@
 // src/core/c_api_atomic.cpp - the C API of atomic domains (src/atomic).
+// The exported sluice_ad_op_<type> are defined here, not the header's
+// inline versions.
+#define SLUICE_NO_INLINE_RMA
 #include "atomic/atomic.hpp"
 #include "core/c_api_common.hpp"
 
@@ -8,11 +11,6 @@ using sluice::base::Status;
 using sluice::core::code;
 using sluice::core::runtime;
 namespace atomic = sluice::atomic;
-
-namespace {
-
-
-} // namespace
 
 extern "C" {
 
