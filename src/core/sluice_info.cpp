@@ -175,11 +175,13 @@ void print_atomics() {
     for (const auto &t : registry) width = std::max(width, std::strlen(t.name));
     for (const auto &t : registry) {
         const char *path = nullptr, *why = nullptr;
-        // A conduit with NIC atomics says so in its capabilities line.
-        sluice::atomic::conduit_path(!t.network, std::strstr(t.capabilities, "NIC atomics") != nullptr, path, why);
-        std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), t.name, path, why);
+        // A conduit with NIC atomics says so in its capabilities line; its
+        // path is named after it, as sluice_ad_path names it.
+        const bool nic = std::strstr(t.capabilities, "NIC atomics") != nullptr;
+        sluice::atomic::conduit_path(!t.network, nic, path, why);
+        std::printf("  %-*s  %-7s  %s\n", static_cast<int>(width), t.name, t.network && nic ? t.name : path, why);
     }
-    std::printf("  %-*s  %-6s  %s\n", static_cast<int>(width), "mixed", "cpu+am",
+    std::printf("  %-*s  %-7s  %s\n", static_cast<int>(width), "mixed", "cpu+am",
                 "members on several hosts, several per host: mapped targets by CPU atomics, the rest by AM");
 }
 

@@ -3,8 +3,11 @@
 // every mode against a local reference, a domain over a split team, and
 // every bad input (one error line each, nothing changed at the target).
 //
-// atomic [iterations] [--path=P] [--bench]
-//   --path=P  every member must report path P (cpu, am, cpu+am)
+// atomic [iterations] [--path=P] [--path32=P] [--bench]
+//   --path=P    every member must report path P (cpu, am, cpu+am, ofi, ibv)
+//               for a domain of 64-bit integers, the type every NIC path takes
+//   --path32=P  the same for a domain of 32-bit integers (default: --path;
+//               ibv's NIC atomics are 64-bit only)
 //   --bench   rank 0 and 1 time fetch-add round trips against a cache-line
 //             ping-pong and an AM Short round trip, and the hot spot against
 //             plain CPU fetch_add (printed, not checked)
@@ -473,11 +476,12 @@ void bench(unsigned iterations) {
 
 int case_atomic(int argc, char **argv) {
     unsigned iterations = 2000;
-    std::string expected_path;
+    std::string expected_path, expected_path32;
     bool benchmark = false;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         if (a.rfind("--path=", 0) == 0) expected_path = a.substr(7);
+        else if (a.rfind("--path32=", 0) == 0) expected_path32 = a.substr(9);
         else if (a == "--bench") benchmark = true;
         else iterations = static_cast<unsigned>(std::strtoul(argv[i], nullptr, 0));
     }
@@ -485,10 +489,13 @@ int case_atomic(int argc, char **argv) {
     TCHECK(fetched_area + std::size_t{iterations} * nranks * 8 <= segments[0].size, "%u iterations do not fit",
            iterations);
 
-    sluice_ad_t probe = nullptr;
-    TOK(sluice_ad_create(sluice_team_job(), SLUICE_DT_I32, SLUICE_AOP_BIT(SLUICE_OP_ADD), 0, &probe));
-    check_path(probe, expected_path);
-    TOK(sluice_ad_destroy(probe));
+    if (expected_path32.empty()) expected_path32 = expected_path;
+    for (const sluice_dt_t type : {SLUICE_DT_U64, SLUICE_DT_I32}) {
+        sluice_ad_t probe = nullptr;
+        TOK(sluice_ad_create(sluice_team_job(), type, SLUICE_AOP_BIT(SLUICE_OP_ADD), 0, &probe));
+        check_path(probe, type == SLUICE_DT_U64 ? expected_path : expected_path32);
+        TOK(sluice_ad_destroy(probe));
+    }
 
     if (benchmark) {
         bench(iterations);

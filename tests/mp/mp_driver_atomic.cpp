@@ -25,10 +25,13 @@ int expected_error_lines(const JobResult &r) {
     return total;
 }
 
-// The path a domain over the job team gets: ofi's default provider here
-// (tcp;ofi_rxm) applies an i32 add itself.
-std::string expected_path(const Config &c, bool nic) {
+// The path a domain of 64-bit integers (`wide`) or of 32-bit ones over the
+// job team gets: ofi's default provider here (tcp;ofi_rxm) applies both
+// itself; ibv's HCA (the software NIC here) only 64-bit ones.
+std::string expected_path(const Config &c, bool nic, bool wide = true) {
     if (c.ranks == 1) return "cpu";
+    const char *ibv_atomics = std::getenv("SLUICE_IBV_ATOMICS");
+    if (c.network == "ibv" && nic && wide && !(ibv_atomics && std::string(ibv_atomics) == "0")) return "ibv";
     // SLUICE_OFI_ATOMICS=auto leaves sockets and udp;ofi_rxd on the AM path
     // (tests/ofi-providers.sh runs this suite over them).
     const char *provider = std::getenv("SLUICE_OFI_PROVIDER");
@@ -61,7 +64,9 @@ class AtomicDomains : public MpTest {};
 TEST_P(AtomicDomains, HotSpotLockEveryPairSplitTeamAndBadInput) {
     const Config &c = GetParam();
     const unsigned iterations = c.network.empty() ? scaled(2000, 500, 200) : scaled(300, 100, 100);
-    JobResult r = run({"atomic", std::to_string(iterations), "--path=" + expected_path(c, true)}, 240);
+    JobResult r = run({"atomic", std::to_string(iterations), "--path=" + expected_path(c, true),
+                       "--path32=" + expected_path(c, true, false)},
+                      240);
     expect_success(r);
     expect_error_lines(r, c.ranks);
 }
@@ -86,7 +91,8 @@ TEST_P(AtomicOfi, EveryProviderNicAtomicsOnAndOff) {
         const Config c{ranks, true, nullptr, "ofi"};
         JobSpec spec;
         spec.ranks = ranks;
-        spec.program = {mp_program(), "atomic", "100", "--path=" + expected_path(c, GetParam().expect_nic)};
+        spec.program = {mp_program(), "atomic", "100", "--path=" + expected_path(c, GetParam().expect_nic),
+                        "--path32=" + expected_path(c, GetParam().expect_nic, false)};
         spec.env = {{"SLUICE_ROUTE", "network"},
                     {"SLUICE_NETWORK", "ofi"},
                     {"SLUICE_OFI_PROVIDER", GetParam().provider},

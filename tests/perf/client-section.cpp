@@ -47,7 +47,7 @@ bool conduit_probes(const char *name) {
 }
 
 struct Plan {
-    bool udp = false, ofi = false;
+    bool udp = false, ofi = false, ibv = false;
     bool decided = false;
     bool ran = false;
     std::string note;
@@ -73,6 +73,10 @@ const Plan &plan_decide() {
     } else {
         p.note += "client rows over ofi skipped: the ofi conduit is not built or does not probe; ";
     }
+    // ibv probes on an HCA, or on the software verbs NIC under softnic-run.
+    p.ibv = conduit_probes("ibv");
+    if (!p.ibv)
+        p.note += "client rows over ibv skipped: no verbs device (run under tests/softnic/verbs/softnic-run); ";
     return p;
 }
 
@@ -100,7 +104,7 @@ bool client_wanted(const std::string &only) {
                                  "memcpy_1024x64", "put_loop_1024x64", "medium_flood_fixed",
                                  "medium_flood_prepared", "hot_fadd", "hot_cpu", "reduce_all_8", "bcast_1M"};
     for (const char *what : whats)
-        for (const char *tag : {"smp", "udp", "ofi_tcp"})
+        for (const char *tag : {"smp", "udp", "ofi_tcp", "ibv"})
             if ((std::string("client_") + tag + "_" + what).find(only) != std::string::npos)
                 return true;
     for (const char *metric : {"mpi_allreduce_8", "mpi_bcast_1M"})
@@ -161,6 +165,8 @@ int client_rep(const ClientContext &c, int rep, Samples &samples) {
     if (plan.ofi)
         job(sluice(2, "ofi_" + ofi_tag(client_ofi_provider)), "client-ofi-" + tag, "client rows over ofi",
             {"SLUICE_ROUTE=network", "SLUICE_NETWORK=ofi", std::string("SLUICE_OFI_PROVIDER=") + client_ofi_provider});
+    if (plan.ibv)
+        job(sluice(2, "ibv"), "client-ibv-" + tag, "client rows over ibv", {"SLUICE_ROUTE=network", "SLUICE_NETWORK=ibv"});
     return failures;
 }
 
@@ -217,6 +223,9 @@ std::vector<ClientRow> client_rows(const Samples &s) {
         target(add(lat, ofi + "_fadd_rtt_ns", 8, med("client_" + ofi + "_fadd_rtt", 8), ofi + "_get_lat_ns",
                    med("client_" + ofi + "_get_lat", 8)),
                at_most, 1.2, std::string(client_ofi_provider) + " 8 B fetch-add <= 1.2 x its 8 B blocking Get");
+    if (plan.ibv)
+        target(add(lat, "ibv_fadd_rtt_ns", 8, med("client_ibv_fadd_rtt", 8), "ibv_get_lat_ns", med("client_ibv_get_lat", 8)),
+               at_most, 1.2, "ibv 8 B fetch-add <= 1.2 x its 8 B blocking Get");
 
     const std::string hot = "Client API: hot spot (every rank fetch-adds one word of rank 0, smp; Mops/s over all ranks)";
     for (std::size_t n : {std::size_t{2}, std::size_t{8}}) {

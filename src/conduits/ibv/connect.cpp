@@ -157,16 +157,7 @@ Status IbvTransport::connect_all() {
     head.ranks = n;
     head.ud_qpn = conn_qp_ ? conn_qp_->qp_num : 0;
     head.rails = static_cast<std::uint32_t>(rails_.size());
-    for (unsigned k = 0; k < rails_.size(); ++k) {
-        RailAddress &a = head.rail[k];
-        const PortInfo &port = rails_[k].port;
-        std::snprintf(a.device, sizeof a.device, "%s", port.device.c_str());
-        a.lid = port.attr.lid;
-        a.port = port.port;
-        a.global = port.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-        std::memcpy(a.gid, rails_[k].gid.raw, 16);
-        a.mtu = port.attr.active_mtu;
-    }
+    for (unsigned k = 0; k < rails_.size(); ++k) head.rail[k] = rail_address(k);
     const unsigned rails = head.rails;
     std::vector<std::string> all;
     const auto exchange = [&](const std::string &mine, const char *what) {
@@ -247,6 +238,18 @@ Status IbvTransport::connect_all() {
         ::close(fd);
     }
     return Status::ok;
+}
+
+RailAddress IbvTransport::rail_address(unsigned rail) const {
+    RailAddress a{};
+    const PortInfo &port = rails_[rail].port;
+    std::snprintf(a.device, sizeof a.device, "%s", port.device.c_str());
+    a.lid = port.attr.lid;
+    a.port = port.port;
+    a.global = port.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+    std::memcpy(a.gid, rails_[rail].gid.raw, 16);
+    a.mtu = port.attr.active_mtu;
+    return a;
 }
 
 // Connects this rank's queue pair of every rail to the peer's, `qpn` (by

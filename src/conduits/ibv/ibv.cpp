@@ -22,15 +22,6 @@ namespace sluice::conduit::ibv::detail {
 // reaps completions but delivers nothing).
 [[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
 
-namespace {
-
-constexpr std::uint64_t tag_mask = 7;
-
-std::uint64_t wr_id(const void *p, Wr tag) { return reinterpret_cast<std::uint64_t>(p) | static_cast<std::uint64_t>(tag); }
-template <class T> T *wr_pointer(std::uint64_t id) { return reinterpret_cast<T *>(id & ~tag_mask); }
-
-} // namespace
-
 Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
     return base::report(Status::transport, op, "check that the peer is alive and that its port is reachable",
                         "ibv (%s): %s, rank %u: %s", rails_.empty() ? "closed" : rail_name(0).c_str(), what, peer,
@@ -170,6 +161,10 @@ void IbvTransport::reap() {
 }
 
 void IbvTransport::completion(const ibv_wc &c) {
+    if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::atomic)) {
+        atomic_completion(c);  // its errors too
+        return;
+    }
     if (c.status != IBV_WC_SUCCESS) {
         completion_error(c);
         return;
@@ -194,6 +189,7 @@ void IbvTransport::completion(const ibv_wc &c) {
         --peers_[peer].send_posted[am_rail(peer)];
         break;
     }
+    case Wr::atomic: break;  // above
     case Wr::rma:
     case Wr::long_data: {
         RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
@@ -574,12 +570,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         const std::size_t len = std::min(g->piece, g->n - g->issued);
         const unsigned h = rails_[k].hca;
         ibv_sge sge{reinterpret_cast<std::uint64_t>(g->local + g->issued), static_cast<std::uint32_t>(len), g->lkey[h]};
-        ibv_send_wr wr{};
-        wr.wr_id = wr_id(g, Wr::rma);
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = g->write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = signaled_wr(wr_id(g, Wr::rma), &sge, g->write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ);
         wr.wr.rdma.remote_addr = g->remote + g->issued;
         wr.wr.rdma.rkey = g->rkey[h];
         ibv_send_wr *bad = nullptr;
@@ -622,12 +613,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         if (p.send_posted[am] >= send_depth_) return Status::not_ready;
         ibv_sge sge{reinterpret_cast<std::uint64_t>(g->notify->bytes), static_cast<std::uint32_t>(g->notify_length),
                     hca_of(am).pool_mr->lkey};
-        ibv_send_wr wr{};
-        wr.wr_id = wr_id(g, Wr::long_data);
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr wr = signaled_wr(wr_id(g, Wr::long_data), &sge, IBV_WR_SEND);
         ibv_send_wr *bad = nullptr;
         if (const int r = ibv_post_send(p.qp[am], &wr, &bad); r != 0)
             return fatal("put (ibv)", g->peer, "posting a two-part Long's header failed", r);

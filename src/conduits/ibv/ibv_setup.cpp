@@ -221,8 +221,6 @@ const char *mtu_text(ibv_mtu m) {
     return "?";
 }
 
-constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-
 // Whether this process may lock any amount of memory (CAP_IPC_LOCK, bit
 // 14 of its effective capabilities), so that RLIMIT_MEMLOCK does not bind.
 bool may_lock_any() {
@@ -244,6 +242,13 @@ IbvTransport::IbvTransport() : Transport("ibv", Capabilities{}) {}
 
 IbvTransport::~IbvTransport() { close_all(); }
 
+// Peers write and read the segment; where the HCA has atomics they may
+// apply them too (NIC atomics, atomics.cpp).
+int IbvTransport::remote_access(unsigned hca) const {
+    const int rdma = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    return hcas_[hca].attr.atomic_cap == IBV_ATOMIC_NONE ? rdma : rdma | IBV_ACCESS_REMOTE_ATOMIC;
+}
+
 Status IbvTransport::init_impl() {
     buffer_size_ = base::knob_size(base::Knob::IBV_BUFFER_SIZE);
     std::size_t packed = base::knob_size(base::Knob::PACKEDLONG_LIMIT);
@@ -251,6 +256,7 @@ Status IbvTransport::init_impl() {
     send_depth_ = static_cast<unsigned>(base::knob_int(base::Knob::IBV_SEND_DEPTH));
     use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
     if (Status s = open_port(); s != Status::ok) return s;
+    if (Status s = atomics_setup(); s != Status::ok) return s;
     if (Status s = physmem_init(); s != Status::ok) return s;
     Capabilities &c = capabilities_mutable();
     c.max_medium = buffer_size_;
@@ -520,39 +526,50 @@ Status IbvTransport::inline_probe() {
 // An RC queue pair for `peer` on every rail, moved to INIT, with the
 // peer's receive buffers posted on its AM rail (without an SRQ).
 Status IbvTransport::qp_create(Rank peer) {
-    const char *op = "ibv conduit init";
     for (unsigned k = 0; k < rails_.size(); ++k) {
-        const Hca &h = hca_of(k);
         const bool am = k == am_rail(peer);
-        ibv_qp_init_attr a{};
-        a.send_cq = a.recv_cq = h.cq;
-        a.srq = h.srq;
-        a.qp_type = IBV_QPT_RC;
-        a.cap.max_send_wr = send_depth_;
-        a.cap.max_recv_wr = h.srq || !am ? 0 : recv_per_peer_;
-        a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-        a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
-        ibv_qp *qp = ibv_create_qp(h.pd, &a);
-        if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
-        peers_[peer].qp[k] = qp;
+        ibv_qp *&qp = peers_[peer].qp[k];
+        if (Status s = qp_new(peer, k, hca_of(k).srq || !am ? 0 : recv_per_peer_, qp); s != Status::ok) return s;
         qp_rail_[qp->qp_num] = {peer, k};
-        ibv_qp_attr init{};
-        init.qp_state = IBV_QPS_INIT;
-        init.port_num = rails_[k].port.port;
-        init.pkey_index = 0;
-        init.qp_access_flags = remote_access;
-        if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-            return fatal(op, peer, "moving a queue pair to INIT failed", errno);
     }
     if (!use_srq_)
         for (unsigned k = 0; k < recv_per_peer_; ++k) repost(&buffers_[recv_first_[peer] + k]);
     return Status::ok;
 }
 
-// RTR then RTS towards the peer's queue pair `qpn` of `rail`.  RNR retries
+// An RC queue pair on `rail` (for `peer`, named in errors) with room for
+// `receives` of its own, moved to INIT.
+Status IbvTransport::qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp *&qp) {
+    const char *op = "ibv conduit init";
+    const Hca &h = hca_of(rail);
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = h.cq;
+    a.srq = h.srq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = send_depth_;
+    a.cap.max_recv_wr = receives;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
+    qp = ibv_create_qp(h.pd, &a);
+    if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
+    ibv_qp_attr init{};
+    init.qp_state = IBV_QPS_INIT;
+    init.port_num = rails_[rail].port.port;
+    init.pkey_index = 0;
+    init.qp_access_flags = remote_access(rails_[rail].hca);
+    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
+        return fatal(op, peer, "moving a queue pair to INIT failed", errno);
+    return Status::ok;
+}
+
+Status IbvTransport::qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn) {
+    return qp_ready(peers_[peer].qp[rail], peer, rail, theirs, qpn);
+}
+
+// RTR then RTS towards the queue pair `qpn` at `theirs`.  RNR retries
 // are endless (7): a message that finds no receive posted waits, it is
 // never dropped; the transport retries bound an absent peer.
-Status IbvTransport::qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn) {
+Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn) {
     const char *op = "connect (ibv)";
     const PortInfo &port = rails_[rail].port;
     ibv_qp_attr rtr{};
@@ -569,7 +586,6 @@ Status IbvTransport::qp_connect(Rank peer, unsigned rail, const RailAddress &the
         rtr.ah_attr.grh.hop_limit = 64;
         std::memcpy(rtr.ah_attr.grh.dgid.raw, theirs.gid, 16);
     }
-    ibv_qp *qp = peers_[peer].qp[rail];
     if (ibv_modify_qp(qp, &rtr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
@@ -680,6 +696,11 @@ Status IbvTransport::segment_connect_impl(const std::vector<SegmentRecord> &all)
     segment_base_ = all[setup().rank].base;
     segment_bytes_ = all[setup().rank].size;
     base::flag_release(deliver_flag_);
+    // My own key too (peers' come through key_unpack_impl): a NIC atomic
+    // domain sends this rank's updates of its own words through the NIC.
+    for (const auto &[transport, packed] : all[setup().rank].rkeys)
+        if (transport == name() && packed.size() == sizeof(std::uint64_t))
+            std::memcpy(&peer_rkey_[setup().rank], packed.data(), sizeof(std::uint64_t));
     return Status::ok;
 }
 
@@ -702,7 +723,7 @@ Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64
     set->length = size;
     std::uint64_t key = 0;
     for (unsigned h = 0; h < hcas_.size(); ++h) {
-        if (Status s = register_raw(hcas_[h].pd, base, size, remote_access, set->mr[h], "RDMA"); s != Status::ok) {
+        if (Status s = register_raw(hcas_[h].pd, base, size, remote_access(h), set->mr[h], "RDMA"); s != Status::ok) {
             set->length = 0;
             mem_deregister_impl(reinterpret_cast<std::uint64_t>(set));
             pinned_.fetch_sub(size);
@@ -761,6 +782,10 @@ void IbvTransport::close_all() {
             if (qp) ibv_destroy_qp(qp);
     peers_.clear();
     qp_rail_.clear();
+    for (ibv_qp *&qp : loop_qp_) {
+        if (qp) ibv_destroy_qp(qp);
+        qp = nullptr;
+    }
     for (Hca &h : hcas_) {
         if (h.srq) ibv_destroy_srq(h.srq);
         h.srq = nullptr;
@@ -773,6 +798,10 @@ void IbvTransport::close_all() {
         if (h.pool_mr) ibv_dereg_mr(h.pool_mr);
         if (h.bounce_mr) ibv_dereg_mr(h.bounce_mr);
     }
+    if (atomic_mr_) ibv_dereg_mr(atomic_mr_);
+    atomic_mr_ = nullptr;
+    atomic_slot_.reset();
+    atomic_free_ = nullptr;
     if (bounce_pool_) ::munmap(bounce_pool_, bounce_pool_bytes_);
     bounce_pool_ = nullptr;
     bounces_.clear();
@@ -803,7 +832,7 @@ void IbvTransport::stats_print() const {
                  "sluice[rank %u] ibv (%s): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
                  "two-part Longs %llu (bounced %llu), writes %llu, reads %llu, completions %llu, full send queues %llu, "
                  "receive-thread wake-ups %llu, %sconnections: %llu at start-up, %llu asked, %llu accepted, "
-                 "%llu retransmitted requests\n",
+                 "%llu retransmitted requests, NIC atomics %llu (compare-and-swap retries %llu)\n",
                  setup().rank, rail_name(0).c_str(), static_cast<unsigned long long>(c.inlined),
                  static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
                  static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
@@ -813,7 +842,8 @@ void IbvTransport::stats_print() const {
                  static_cast<unsigned long long>(rcv_thread_.wakeups()), rails.c_str(),
                  static_cast<unsigned long long>(c.connect_static),
                  static_cast<unsigned long long>(c.connect_asked), static_cast<unsigned long long>(c.connect_accepted),
-                 static_cast<unsigned long long>(c.connect_retransmits));
+                 static_cast<unsigned long long>(c.connect_retransmits), static_cast<unsigned long long>(c.atomics),
+                 static_cast<unsigned long long>(c.atomic_retries));
 }
 
 } // namespace detail

@@ -23,6 +23,7 @@
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
 #include "conduits/common/receive_thread.hpp"
+#include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
 #include <infiniband/verbs.h>
@@ -105,7 +106,22 @@ constexpr std::uint8_t category_pong = 4;
 constexpr std::uint8_t category_rtu = 5;   // a dynamic connection's first message (connect.cpp)
 
 // Work-request ids: the low 3 bits say what completes.
-enum class Wr : std::uint64_t { recv = 0, send = 1, rma = 2, inline_send = 3, long_data = 4 };
+enum class Wr : std::uint64_t { recv = 0, send = 1, rma = 2, inline_send = 3, long_data = 4, atomic = 5 };
+constexpr std::uint64_t tag_mask = 7;
+inline std::uint64_t wr_id(const void *p, Wr tag) {
+    return reinterpret_cast<std::uint64_t>(p) | static_cast<std::uint64_t>(tag);
+}
+template <class T> T *wr_pointer(std::uint64_t id) { return reinterpret_cast<T *>(id & ~tag_mask); }
+// A signaled work request of one scatter-gather entry.
+inline ibv_send_wr signaled_wr(std::uint64_t id, ibv_sge *sge, ibv_wr_opcode opcode) {
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = sge;
+    wr.num_sge = 1;
+    wr.opcode = opcode;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    return wr;
+}
 
 // An AM buffer of buffer_size_ + head_room bytes in the registered pool.
 struct Buffer {
@@ -148,6 +164,27 @@ struct MrSet {
     std::size_t length = 0;
 };
 
+// One NIC atomic in flight (NicAtomics, atomics.cpp): the fetched word
+// lives here, in memory registered once, so the caller's result may be
+// anywhere.  An operation the verbs lack is a compare-and-swap loop driven
+// from the completions: `expected` is the word's last value seen.
+struct AtomicSlot {
+    std::uint64_t fetched = 0;  // the HCA writes the old value here
+    std::uint64_t operand = 0;  // a loop's operand
+    std::uint64_t expected = 0;
+    std::uint64_t remote = 0;
+    void *result = nullptr;
+    std::atomic<std::uint64_t> *counter = nullptr;
+    AtomicSlot *next = nullptr;  // free list
+    Rank peer = 0;
+    std::uint32_t rkey = 0;
+    sluice_aop_t op = SLUICE_OP_GET;
+    sluice_dt_t type = SLUICE_DT_U64;
+    bool loop = false;     // a compare-and-swap loop
+    bool swapping = false;  // its compare-and-swap is the one in flight
+};
+constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
+
 struct Peer {
     ibv_qp *qp[max_rails]{};
     unsigned send_posted[max_rails]{};  // work requests in each queue pair's send queue
@@ -172,7 +209,7 @@ struct Arrival {
 struct Counters {
     std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
                   long_packed = 0, long_two_part = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
-                  connect_retransmits = 0, fences = 0, long_bounced = 0;
+                  connect_retransmits = 0, fences = 0, long_bounced = 0, atomics = 0, atomic_retries = 0;
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
 };
 
@@ -181,10 +218,17 @@ struct Counters {
 // (ibv.cpp).
 void channel_wait(ibv_comp_channel *const *channels, std::size_t n);
 
-class IbvTransport final : public Transport {
+class IbvTransport final : public Transport, public NicAtomics {
 public:
     IbvTransport();
     ~IbvTransport() override;
+
+    // NIC atomics (atomics.cpp): 64-bit fetch-and-add and compare-and-swap
+    // on rail 0, the rest as compare-and-swap loops.
+    std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
+    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
+    const char *nic_atomics_name() const override { return "ibv"; }
 
 protected:
     Status init_impl() override;
@@ -220,13 +264,25 @@ private:
     Status bounces_create();
     Status pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr);
     Status qp_create(Rank peer);
+    Status qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp *&qp);
     Status qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
+    Status qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
+    RailAddress rail_address(unsigned rail) const;
+    int remote_access(unsigned hca) const;  // what a segment and a queue pair allow peers
     Status register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
     unsigned am_rail(Rank peer) const { return (setup().rank + peer) % static_cast<unsigned>(rails_.size()); }
     const Hca &hca_of(unsigned rail) const { return hcas_[rails_[rail].hca]; }
     std::string rail_name(unsigned rail) const;
     void close_all();
     void stats_print() const;
+
+    // atomics.cpp
+    Status atomics_setup();                                  // at init: SLUICE_IBV_ATOMICS, atomic_cap
+    Status atomics_create();                                 // under lock_
+    Status atomic_post(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap);  // under lock_
+    void atomic_completion(const ibv_wc &c);                 // under lock_
+    void atomic_done(AtomicSlot *s, bool ok);                // under lock_
+    unsigned &atomic_posted(Rank peer) { return peer == setup().rank ? loop_posted_ : peers_[peer].send_posted[0]; }
 
     // connect.cpp
     Status connect_all();
@@ -333,6 +389,16 @@ private:
     std::vector<Rank> conn_pending_;
     std::uint64_t retrans_min_ns_ = 0, retrans_max_ns_ = 0;
     common::ReceiveThread conn_thread_;
+
+    // NIC atomics: off (and why) by SLUICE_IBV_ATOMICS or an HCA without
+    // them; slots registered on first use; a queue pair connected to
+    // another of this rank (rail 0's HCA), for its own words.
+    std::string atomics_off_;
+    std::unique_ptr<AtomicSlot[]> atomic_slot_;
+    ibv_mr *atomic_mr_ = nullptr;
+    AtomicSlot *atomic_free_ = nullptr;
+    ibv_qp *loop_qp_[2]{};
+    unsigned loop_posted_ = 0;
 
     // The segment this conduit created (no same-host conduit owns it).
     common::PrivateSegment own_segment_;

@@ -9,7 +9,8 @@ SLUICE_CONDUIT_REGISTER(ibv, {
     .priority = 20,  // above udp: a machine with an active HCA port wants it
     .network = true,
     .capabilities = "AMs by send/recv into an SRQ or per-peer buffers, inline sends; Put/Get by RDMA write/read; "
-                    "two-part Long; needs AM credits",
+                    "two-part Long; NIC atomics on 64-bit integers by fetch-and-add/compare-and-swap where the HCA has "
+                    "them; needs AM credits",
     .probe = sluice::conduit::ibv::probe,
     .create = sluice::conduit::ibv::make_ibv_transport,
     .limits = sluice::conduit::ibv::limits,

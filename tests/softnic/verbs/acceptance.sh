@@ -3,10 +3,12 @@
 # wrote, unmodified, between two processes on the NIC (softnic-run):
 # rdma-core's ibv_devinfo, ibv_rc_pingpong (polling and with completion
 # events), ibv_ud_pingpong, ibv_srq_pingpong, and perftest's ib_write_lat,
-# ib_read_lat and ib_send_bw; then ibv_rc_pingpong between two devices, and
-# ibv_rc_pingpong and ibv_ud_pingpong on RoCE (Ethernet) ports.  Each pair runs under a hard time limit and
-# passes when both sides exit 0 and print their results; the fabric is a
-# file of this run's own, which must be gone afterwards.  Skips (77) without
+# ib_read_lat, ib_send_bw, and ib_atomic_lat and ib_atomic_bw with each
+# atomic (FETCH_AND_ADD, CMP_AND_SWAP); then ibv_rc_pingpong between two
+# devices, and ibv_rc_pingpong and ibv_ud_pingpong on RoCE (Ethernet) ports.
+# Each pair runs under a hard time limit and passes when both sides exit 0
+# and print their results; the fabric is a file of this run's own, which
+# must be gone afterwards.  Skips (77) without
 # ibverbs-utils and perftest, or without a C++ compiler.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +38,15 @@ fi
 
 server_args= client_args=
 rdma_core_pairs
+# The two verbs atomics (perftest's -A), 8 bytes each: latency (only the
+# client measures) and message rate.
+for p in ib_atomic_lat ib_atomic_bw; do
+    command -v "$p" > /dev/null || { echo "SKIP: $p is not installed (Debian: perftest)"; exit 77; }
+done
+for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
+    pair "ib_atomic_lat -A $atomic" "^ 8 *200 " client ib_atomic_lat -d softnic0 -A "$atomic" -n 200
+    pair "ib_atomic_bw -A $atomic" "^ 8 *1000 " both ib_atomic_bw -d softnic0 -A "$atomic" -n 1000
+done
 
 # Two devices: the server on softnic0, the client on softnic1.
 export SOFTNIC_DEVICES=2

@@ -36,6 +36,7 @@ constexpr std::uint32_t max_cqe = 4096;
 constexpr std::uint32_t max_sge = 4;
 constexpr std::uint32_t max_inline = 512;
 constexpr std::uint32_t max_msg = 1u << 30;
+constexpr std::uint32_t max_rd_atom = 16;  // per QP, as initiator and as target
 constexpr std::uint32_t ud_mtu = 4096;
 constexpr std::uint32_t grh_bytes = 40;
 constexpr std::uint32_t qpn_base = 0x40;  // qp_num = qpn_base + table index
@@ -77,7 +78,7 @@ struct Qp {
     std::uint8_t pad0;
     std::uint16_t dlid;
     std::uint8_t min_rnr_timer, timeout, retry_cnt, rnr_retry;
-    std::uint8_t pad[2];
+    std::uint8_t max_rd_atomic, max_dest_rd_atomic;  // RDMA reads and atomics: as initiator, as target
     std::uint32_t rq_psn, sq_psn;
     std::uint32_t path_mtu;
     std::uint32_t send_cq, recv_cq;  // table indexes

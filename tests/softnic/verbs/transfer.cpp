@@ -49,6 +49,27 @@ bool move_bytes(std::int32_t pid, bool to_remote, void *local, std::uint64_t rem
     return n == static_cast<ssize_t>(len);
 }
 
+// The target's side of an atomic on the word at k.remote_addr of `pid`:
+// its old value in `old`.  Every atomic of the host runs under the fabric
+// lock, so they are atomic with respect to each other (IBV_ATOMIC_HCA), not
+// to the target's CPU; on the poster's own memory they are __atomic
+// operations.  A failed compare writes nothing, nor does an add of 0.
+bool apply_atomic(std::int32_t pid, const Work &k, std::uint64_t &old) {
+    std::uint64_t operand[2];  // compare_add, swap
+    std::memcpy(operand, k.payload.data(), sizeof operand);
+    const bool add = k.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+    if (pid == me()) {
+        auto *word = reinterpret_cast<std::uint64_t *>(k.remote_addr);
+        old = operand[0];
+        if (add) old = __atomic_fetch_add(word, operand[0], __ATOMIC_SEQ_CST);
+        else __atomic_compare_exchange_n(word, &old, operand[1], false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return true;
+    }
+    if (!move_bytes(pid, false, &old, k.remote_addr, sizeof old)) return false;
+    std::uint64_t next = add ? old + operand[0] : old == operand[0] ? operand[1] : old;
+    return next == old || move_bytes(pid, true, &next, k.remote_addr, sizeof next);
+}
+
 } // namespace
 
 // ---- completions ----
@@ -80,6 +101,14 @@ void notify(const std::vector<Notice> &notices) {
                        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
     }
     ::close(fd);
+}
+
+ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
+    if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM) return IBV_WC_RDMA_WRITE;
+    if (op == IBV_WR_RDMA_READ) return IBV_WC_RDMA_READ;
+    if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) return IBV_WC_FETCH_ADD;
+    if (op == IBV_WR_ATOMIC_CMP_AND_SWP) return IBV_WC_COMP_SWAP;
+    return IBV_WC_SEND;
 }
 
 ibv_wc send_wc(std::uint32_t qp, std::uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, std::uint32_t len) {
@@ -234,6 +263,24 @@ Verdict deliver_rc(const Work &k, const Source &source, std::uint32_t ti, std::v
     if (t.state == IBV_QPS_ERR) return {Verdict::Kind::done, IBV_WC_REM_OP_ERR};
     if (t.state != IBV_QPS_RTR && t.state != IBV_QPS_RTS) return {Verdict::Kind::absent, IBV_WC_SUCCESS};
 
+    const bool atomic = atomic_opcode(k.opcode);
+    // RDMA reads and atomics need responder resources (max_dest_rd_atomic),
+    // and an atomic an 8-byte aligned address: else the responder's NAK is
+    // an invalid request.
+    if ((atomic || k.opcode == IBV_WR_RDMA_READ) && t.max_dest_rd_atomic == 0)
+        return {Verdict::Kind::done, IBV_WC_REM_INV_REQ_ERR};
+    if (atomic) {
+        if (k.remote_addr % atomic_bytes || k.length != atomic_bytes || k.payload.size() != 2 * atomic_bytes)
+            return {Verdict::Kind::done, IBV_WC_REM_INV_REQ_ERR};
+        if (!find_mr(t.pid, k.rkey, k.remote_addr, atomic_bytes, IBV_ACCESS_REMOTE_ATOMIC) ||
+            !(t.access & IBV_ACCESS_REMOTE_ATOMIC))
+            return {Verdict::Kind::done, IBV_WC_REM_ACCESS_ERR};
+        std::uint64_t old = 0;
+        if (!apply_atomic(t.pid, k, old)) return {Verdict::Kind::done, IBV_WC_REM_ACCESS_ERR};
+        read.resize(sizeof old);
+        std::memcpy(read.data(), &old, sizeof old);
+        return {Verdict::Kind::done, IBV_WC_SUCCESS};
+    }
     const bool writes = k.opcode == IBV_WR_RDMA_WRITE || k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     const bool consumes = k.opcode == IBV_WR_SEND || k.opcode == IBV_WR_SEND_WITH_IMM ||
                           k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -279,12 +326,6 @@ Verdict deliver_rc(const Work &k, const Source &source, std::uint32_t ti, std::v
 }
 
 // ---- the poster's side ----
-
-ibv_wc_opcode wc_opcode(ibv_wr_opcode op) {
-    if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM) return IBV_WC_RDMA_WRITE;
-    if (op == IBV_WR_RDMA_READ) return IBV_WC_RDMA_READ;
-    return IBV_WC_SEND;
-}
 
 // Completes `k` at its QP with `st`; an RC error moves the QP to the error
 // state.
@@ -332,7 +373,8 @@ Outcome conclude(Work &k, const Verdict &v, const std::vector<std::uint8_t> &rea
         return Outcome::retry;
     case Verdict::Kind::done: break;
     }
-    if (v.status != IBV_WC_SUCCESS || k.opcode != IBV_WR_RDMA_READ) return finish(k, v.status, 0, notices);
+    if (v.status != IBV_WC_SUCCESS || (k.opcode != IBV_WR_RDMA_READ && !atomic_opcode(k.opcode)))
+        return finish(k, v.status, 0, notices);
     if (read.size() != k.length) return finish(k, IBV_WC_REM_ACCESS_ERR, 0, notices);
     std::size_t at = 0;
     for (const Sge &s : k.local) {

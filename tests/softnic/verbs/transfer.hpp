@@ -31,9 +31,18 @@ struct Notice {
 void notify(const std::vector<Notice> &notices);
 // Adds a completion to CQ `index`.  Under the fabric lock.
 void complete(std::uint32_t index, const ibv_wc &wc, std::vector<Notice> &notices);
+// The completion opcode of a send work request's opcode.
+ibv_wc_opcode wc_opcode(ibv_wr_opcode op);
 ibv_wc send_wc(std::uint32_t qp, std::uint64_t wr_id, ibv_wc_opcode op, ibv_wc_status status, std::uint32_t len);
 // Moves a QP to the error state: its posted receives complete flushed.
 void to_error(std::uint32_t index, std::vector<Notice> &notices);
+
+// IBV_WR_ATOMIC_FETCH_AND_ADD or IBV_WR_ATOMIC_CMP_AND_SWP: 8 bytes at an
+// 8-byte aligned remote address, the old value returned to the poster.
+inline bool atomic_opcode(ibv_wr_opcode op) {
+    return op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+constexpr std::uint32_t atomic_bytes = 8;
 
 // A send work request, with its payload gathered at post time.
 struct Work {
@@ -48,8 +57,8 @@ struct Work {
     std::uint16_t dlid;                     // UD: the address handle's; RC over the wire: the QP's path
     bool global;
     std::uint8_t dgid[16];
-    std::vector<std::uint8_t> payload;  // sends and writes
-    std::vector<Sge> local;             // reads: where the bytes go
+    std::vector<std::uint8_t> payload;  // sends and writes; atomics: compare_add, then swap (8 bytes each)
+    std::vector<Sge> local;             // reads and atomics: where the bytes go
     std::uint32_t length;
     std::int32_t host = -1;  // another host's index: carried out over the wire
     // Retries.
@@ -83,7 +92,8 @@ Outcome execute(Work &k, std::vector<Notice> &notices);
 // The poster's side of work for another host, under the fabric lock.
 // ready_to_send: false when the work is over (its QP gone, or in the error
 // state: flushed); else `source` is set.  conclude: completes it by the
-// target's verdict (`read`: the bytes of an RDMA_READ), or asks for a retry.
+// target's verdict (`read`: the bytes of an RDMA_READ, an atomic's old
+// value), or asks for a retry.
 bool ready_to_send(Work &k, Source &source, std::vector<Notice> &notices);
 Outcome conclude(Work &k, const Verdict &v, const std::vector<std::uint8_t> &read, std::vector<Notice> &notices);
 
@@ -101,8 +111,8 @@ struct Arrival {
 void arrive(const Arrival &a, std::vector<Notice> &notices);
 
 // The target's side of `k` (`ud`: from a UD QP) from another host's
-// `source`, on this host; under the fabric lock.  An RDMA_READ's bytes go
-// to `read`.
+// `source`, on this host; under the fabric lock.  An RDMA_READ's bytes, and
+// an atomic's old value, go to `read`.
 Verdict serve(const Work &k, bool ud, const Source &source, std::vector<std::uint8_t> &read, Arrival &arrival);
 
 } // namespace softnic

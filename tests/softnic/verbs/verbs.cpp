@@ -224,7 +224,7 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
         const bool ud = q.type == IBV_QPT_UD;
         const bool ok_op = wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
                            (!ud && (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-                                    wr->opcode == IBV_WR_RDMA_READ));
+                                    wr->opcode == IBV_WR_RDMA_READ || atomic_opcode(wr->opcode)));
         if (!ok_op || wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) {
             rc = EINVAL;
             break;
@@ -241,7 +241,9 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
             rc = EINVAL;
             break;
         }
-        const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
+        // Reads and atomics bring bytes back: nothing of theirs is inline.
+        const bool fetches = wr->opcode == IBV_WR_RDMA_READ || atomic_opcode(wr->opcode);
+        const bool inl = (wr->send_flags & IBV_SEND_INLINE) && !fetches;
         if (inl && total > max_inline) {
             rc = EINVAL;
             break;
@@ -258,8 +260,9 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
             }
             k.host = remote_host(k.dlid, k.dgid, k.global);
         } else {
-            k.remote_addr = wr->wr.rdma.remote_addr;
-            k.rkey = wr->wr.rdma.rkey;
+            const bool atomic = atomic_opcode(wr->opcode);
+            k.remote_addr = atomic ? wr->wr.atomic.remote_addr : wr->wr.rdma.remote_addr;
+            k.rkey = atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey;
             k.host = remote_host(q.dlid, q.dgid, q.global);
             if (k.host >= 0) {
                 k.remote_qpn = q.dest_qpn;
@@ -273,22 +276,27 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
         bool local_ok = true;
         for (int i = 0; i < wr->num_sge && local_ok; ++i) {
             const ibv_sge &s = wr->sg_list[i];
-            if (!inl && !find_mr(me(), s.lkey, s.addr, s.length,
-                                 wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0))
+            if (!inl && !find_mr(me(), s.lkey, s.addr, s.length, fetches ? IBV_ACCESS_LOCAL_WRITE : 0))
                 local_ok = false;
         }
-        if (!local_ok) {
-            if (q.state != IBV_QPS_ERR) {
-                complete(q.send_cq, send_wc(qi, k.wr_id, IBV_WC_SEND, IBV_WC_LOC_PROT_ERR, 0), notices);
-                if (q.type == IBV_QPT_RC) to_error(qi, notices);
-            } else {
-                complete(q.send_cq, send_wc(qi, k.wr_id, IBV_WC_SEND, IBV_WC_WR_FLUSH_ERR, 0), notices);
-            }
+        // An atomic's old value fills exactly 8 bytes of local memory.
+        const bool length_ok = !atomic_opcode(wr->opcode) || total == atomic_bytes;
+        if (!local_ok || !length_ok) {
+            const ibv_wc_status st = q.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
+                                     : local_ok             ? IBV_WC_LOC_LEN_ERR
+                                                            : IBV_WC_LOC_PROT_ERR;
+            complete(q.send_cq, send_wc(qi, k.wr_id, wc_opcode(wr->opcode), st, 0), notices);
+            if (st != IBV_WC_WR_FLUSH_ERR && q.type == IBV_QPT_RC) to_error(qi, notices);
             continue;
         }
-        if (wr->opcode == IBV_WR_RDMA_READ) {
+        if (fetches) {
             for (int i = 0; i < wr->num_sge; ++i)
                 k.local.push_back(Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey});
+            if (atomic_opcode(wr->opcode)) {
+                const std::uint64_t operand[2] = {wr->wr.atomic.compare_add, wr->wr.atomic.swap};
+                k.payload.resize(sizeof operand);
+                std::memcpy(k.payload.data(), operand, sizeof operand);
+            }
         } else {
             k.payload.resize(total);
             std::size_t at = 0;
@@ -518,11 +526,11 @@ int ibv_query_device(ibv_context *context, ibv_device_attr *a) {
     a->max_cqe = max_cqe;
     a->max_mr = max_mr;
     a->max_pd = 1024;
-    a->max_qp_rd_atom = 16;
+    a->max_qp_rd_atom = max_rd_atom;
     a->max_ee_rd_atom = 0;
-    a->max_res_rd_atom = 16 * max_qp;
-    a->max_qp_init_rd_atom = 16;
-    a->atomic_cap = IBV_ATOMIC_NONE;
+    a->max_res_rd_atom = max_rd_atom * max_qp;
+    a->max_qp_init_rd_atom = max_rd_atom;
+    a->atomic_cap = IBV_ATOMIC_HCA;  // atomic with respect to this NIC's other atomics, not the CPU's
     a->max_ah = 1024;
     a->max_srq = max_srq;
     a->max_srq_wr = max_srq_wr;
@@ -932,6 +940,9 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
     } else {
         ok = false;
     }
+    // Outstanding RDMA reads and atomics: at most the device's limits.
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > max_rd_atom) ok = false;
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > max_rd_atom) ok = false;
     if (!ok) {
         unlock();
         return EINVAL;
@@ -953,6 +964,8 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
     if (mask & IBV_QP_TIMEOUT) q.timeout = a->timeout;
     if (mask & IBV_QP_RETRY_CNT) q.retry_cnt = a->retry_cnt;
     if (mask & IBV_QP_RNR_RETRY) q.rnr_retry = a->rnr_retry;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) q.max_rd_atomic = a->max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q.max_dest_rd_atomic = a->max_dest_rd_atomic;
     if (to == IBV_QPS_RESET) q.rq.head = q.rq.tail = 0;
     q.state = to;
     if (to == IBV_QPS_ERR) to_error(s->index, notices);
@@ -985,6 +998,8 @@ int ibv_query_qp(ibv_qp *qp, ibv_qp_attr *a, int, ibv_qp_init_attr *init) {
     a->port_num = static_cast<std::uint8_t>(q.port);
     a->timeout = q.timeout;
     a->retry_cnt = q.retry_cnt;
+    a->max_rd_atomic = q.max_rd_atomic;
+    a->max_dest_rd_atomic = q.max_dest_rd_atomic;
     a->rnr_retry = q.rnr_retry;
     a->min_rnr_timer = q.min_rnr_timer;
     unlock();

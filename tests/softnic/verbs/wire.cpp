@@ -1,8 +1,9 @@
 // tests/softnic/verbs/wire.cpp - work between hosts, over TCP (wire.hpp).
 //
 // A request is a fixed header (the work request's fields the target needs,
-// and who sent it) and then the payload of a send or write; an answer is
-// the verdict and then the bytes of an RDMA_READ.  Both ends are this
+// and who sent it) and then the payload of a send or write (an atomic's:
+// its compare_add and swap operands); an answer is the verdict and then the
+// bytes of an RDMA_READ (an atomic's: the old value).  Both ends are this
 // build on one machine, so the headers go in the machine's byte order.
 #include "wire.hpp"
 
@@ -130,9 +131,12 @@ void set_busy(int change) {
 
 bool decode(const Request &r, Work &k) {
     const bool read = r.opcode == IBV_WR_RDMA_READ;
-    const bool known = read || r.opcode == IBV_WR_SEND || r.opcode == IBV_WR_SEND_WITH_IMM ||
+    const bool atomic = atomic_opcode(static_cast<ibv_wr_opcode>(r.opcode));
+    const bool known = read || atomic || r.opcode == IBV_WR_SEND || r.opcode == IBV_WR_SEND_WITH_IMM ||
                        r.opcode == IBV_WR_RDMA_WRITE || r.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-    if (r.magic != wire_magic || !known || r.length > max_msg || r.payload != (read ? 0 : r.length)) return false;
+    // An atomic's payload is its two operands.
+    const std::uint32_t payload = read ? 0 : atomic ? 2 * atomic_bytes : r.length;
+    if (r.magic != wire_magic || !known || r.length > max_msg || r.payload != payload) return false;
     k.opcode = static_cast<ibv_wr_opcode>(r.opcode);
     k.remote_qpn = r.dest_qpn;
     k.remote_qkey = r.qkey;

@@ -3,8 +3,8 @@
 # conduit conformance suite and the multi-process suites with an SRQ and
 # with per-peer receive buffers, and with every queue and buffer made tiny
 # (RNR waits, full send queues, the RDMA backlog, two-part Longs); the exit
-# matrix; the receive thread; port selection on a NIC of two devices of two
-# ports and on RoCE;
+# matrix; the receive thread; NIC atomics on and off (SLUICE_IBV_ATOMICS);
+# port selection on a NIC of two devices of two ports and on RoCE;
 # bad SLUICE_IBV_PORTS values and a machine without a verbs device, each
 # refused by name.  Every job has its own fabric file, removed at the end.
 # Skips (77) without the ibv conduit.  README.md in this folder.
@@ -169,7 +169,7 @@ expect "SLUICE_CONNECT_RETRANS_MAX below _MIN is refused" 1 \
 ibv_job SOFTNIC_UD_LOSS=25 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=2000 SLUICE_IBV_STATS=1 \
     timeout 180 "$run" "$builddir/sluicerun" -n 8 -- "$job" am
 expect "25 % of the connection datagrams lost: every pair connects, the job passes" 0 "PASS am"
-retransmitted=$(printf '%s\n' "$log" | sed -n 's/.* \([0-9]*\) retransmitted requests$/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+retransmitted=$(printf '%s\n' "$log" | sed -n 's/.* \([0-9]*\) retransmitted requests.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
 if [ "$retransmitted" -gt 0 ]; then
     echo "ok: ... after $retransmitted retransmitted requests"
 else
@@ -192,6 +192,25 @@ ibv_job SLUICE_PACKEDLONG_LIMIT=1K SLUICE_NONBULKPUT_BOUNCE_LIMIT=0 SLUICE_IBV_S
     timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
 expect "SLUICE_NONBULKPUT_BOUNCE_LIMIT=0: every two-part Long waits for its write instead" 0 \
     "two-part Longs [1-9][0-9]* (bounced 0)"
+
+echo "=== ibv: NIC atomics"
+# Domains of 64-bit integers by the NIC's fetch-and-add and compare-and-swap
+# (the software NIC's IBV_ATOMIC_HCA; the other operations as
+# compare-and-swap loops), 32-bit and floating-point ones by AM; with
+# SLUICE_IBV_ATOMICS=0 the atomic suite takes the AM path; a bad value is
+# refused by name.
+ibv_job SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" atomic 200 --path=ibv --path32=am
+expect "64-bit domains on the NIC's atomics, the owner's own words included; 32-bit ones by AM" 0 "PASS atomic"
+expect "... the NIC carried them, compare-and-swap loops included" 0 \
+    "NIC atomics [1-9][0-9]* (compare-and-swap retries [0-9]*)"
+if ! SLUICE_IBV_ATOMICS=0 timeout 600 "$run" "$mp" --gtest_filter='Net/AtomicDomains*ibv*' --gtest_brief=1; then
+    echo "FAIL: the atomic suite over ibv with SLUICE_IBV_ATOMICS=0 (path am)"
+    failed=1
+else
+    echo "ok: SLUICE_IBV_ATOMICS=0: the atomic suite over ibv on the AM path"
+fi
+ibv_job SLUICE_IBV_ATOMICS=yes timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a bad SLUICE_IBV_ATOMICS is refused by name" 1 "SLUICE_IBV_ATOMICS=yes; fix: use auto or 0"
 
 echo "=== ibv: the pinnable-memory limit"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
