@@ -13,6 +13,7 @@
 #include <sluice.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -39,5 +40,26 @@ public:
 protected:
     ~NicAtomics() = default;
 };
+
+// The operand of the sum a network applies for add, sub, inc, dec and get,
+// in the type's bits: op1, its negation, +-1, or for get zero (-0.0 in
+// floating point: x + -0.0 is x, -0.0 included).
+inline std::uint64_t nic_sum_operand(unsigned op, sluice_dt_t t, std::uint64_t op1) {
+    if (op == SLUICE_OP_GET) {
+        if (t == SLUICE_DT_FLT) return std::bit_cast<std::uint32_t>(-0.0f);
+        return t == SLUICE_DT_DBL ? std::bit_cast<std::uint64_t>(-0.0) : 0;
+    }
+    const bool negate = op == SLUICE_OP_SUB || op == SLUICE_OP_FSUB || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC;
+    if (op == SLUICE_OP_INC || op == SLUICE_OP_FINC || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC) {
+        if (t == SLUICE_DT_FLT) op1 = std::bit_cast<std::uint32_t>(1.0f);
+        else if (t == SLUICE_DT_DBL) op1 = std::bit_cast<std::uint64_t>(1.0);
+        else op1 = 1;
+    }
+    if (!negate) return op1;
+    if (t == SLUICE_DT_FLT) return std::bit_cast<std::uint32_t>(-std::bit_cast<float>(static_cast<std::uint32_t>(op1)));
+    if (t == SLUICE_DT_DBL) return std::bit_cast<std::uint64_t>(-std::bit_cast<double>(op1));
+    const bool narrow = t == SLUICE_DT_I32 || t == SLUICE_DT_U32;
+    return narrow ? static_cast<std::uint32_t>(0u - static_cast<std::uint32_t>(op1)) : 0 - op1;
+}
 
 } // namespace sluice::conduit

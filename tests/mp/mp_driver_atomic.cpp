@@ -1,7 +1,8 @@
 // tests/mp/mp_driver_atomic.cpp - atomic domains (case "atomic"): on smp at
 // 1..8 ranks with native RMA (the cpu path) and the reference RMA (the AM
-// path), over every network conduit that probes here (the AM path; ofi's
-// NIC atomics), and over ofi's tcp;ofi_rxm with NIC atomics on and off.  Each job checks the path every member agreed on, the
+// path), over every network conduit that probes here (the AM path, or the
+// NIC atomics of ofi, ibv and portals), and over ofi's tcp;ofi_rxm with NIC
+// atomics on and off.  Each job checks the path every member agreed on, the
 // hot spot, the CAS lock, every (type, op) pair in every mode, a split team
 // and bad input.
 #include "tests/mp/mp_driver.hpp"
@@ -37,6 +38,10 @@ std::string expected_path(const Config &c, bool nic, bool wide = true) {
     const char *provider = std::getenv("SLUICE_OFI_PROVIDER");
     const bool nic_provider = !provider || std::string(provider) == "tcp;ofi_rxm" || std::string(provider) == "shm";
     if (c.network == "ofi" && nic && nic_provider) return "ofi";
+    // portals (the reference implementation) applies every type itself
+    // unless SLUICE_PORTALS_ATOMICS=0 (src/conduits/portals/tests/portals-reference.sh).
+    const char *portals_atomics = std::getenv("SLUICE_PORTALS_ATOMICS");
+    if (c.network == "portals" && nic && !(portals_atomics && std::string(portals_atomics) == "0")) return "portals";
     return c.native_rma && c.network.empty() ? "cpu" : "am";
 }
 

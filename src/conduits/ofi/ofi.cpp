@@ -547,20 +547,6 @@ fi_op fi_operation(unsigned op) {
     }
 }
 
-// The operand a sum needs: op1, its negation, or +-1, in the type's bits.
-std::uint64_t sum_operand(unsigned op, sluice_dt_t t, std::uint64_t op1) {
-    const bool negate = op == SLUICE_OP_SUB || op == SLUICE_OP_FSUB || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC;
-    if (op == SLUICE_OP_INC || op == SLUICE_OP_FINC || op == SLUICE_OP_DEC || op == SLUICE_OP_FDEC) {
-        if (t == SLUICE_DT_FLT) op1 = std::bit_cast<std::uint32_t>(1.0f);
-        else if (t == SLUICE_DT_DBL) op1 = std::bit_cast<std::uint64_t>(1.0);
-        else op1 = 1;
-    }
-    if (!negate) return op1;
-    if (t == SLUICE_DT_FLT) return std::bit_cast<std::uint32_t>(-std::bit_cast<float>(static_cast<std::uint32_t>(op1)));
-    if (t == SLUICE_DT_DBL) return std::bit_cast<std::uint64_t>(-std::bit_cast<double>(op1));
-    return type_size(t) == 4 ? static_cast<std::uint32_t>(0u - static_cast<std::uint32_t>(op1)) : 0 - op1;
-}
-
 } // namespace
 
 std::string OfiTransport::nic_atomics_support(sluice_dt_t type, std::uint64_t ops) {
@@ -607,7 +593,7 @@ Status OfiTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op
     if (!atomic_free_ || rma_outstanding_ >= tx_depth_) return Status::not_ready;
     AtomicSlot *slot = atomic_free_;
     const fi_op fop = fi_operation(op);
-    slot->operand = fop == FI_SUM ? sum_operand(op, type, op1) : fop == FI_CSWAP ? op2 : op1;
+    slot->operand = fop == FI_SUM ? nic_sum_operand(op, type, op1) : fop == FI_CSWAP ? op2 : op1;
     slot->compare = op1;
     slot->result = result;
     slot->size = type_size(type);

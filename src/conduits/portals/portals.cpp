@@ -34,6 +34,8 @@ constexpr std::size_t align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; 
 constexpr std::size_t args_offset(AmCategory c) { return c == AmCategory::long_ ? 8 : 0; }
 constexpr std::size_t payload_offset(AmCategory c, unsigned nargs) { return align8(args_offset(c) + 4u * nargs); }
 
+} // namespace
+
 const char *fail_name(int f) {
     switch (f) {
     case PTL_NI_OK: return "ok";
@@ -47,8 +49,6 @@ const char *fail_name(int f) {
     default: return "failure";
     }
 }
-
-} // namespace
 
 namespace {
 const char *rc_name(int rc) {
@@ -335,6 +335,7 @@ void PortalsTransport::event(const ptl_event_t &e) {
         auto *ctx = static_cast<Context *>(e.user_ptr);
         if (!ctx) return;
         if (ctx->tag == Tag::rma) piece_done(static_cast<RmaPiece *>(ctx)->group, e);
+        else if (ctx->tag == Tag::atomic) atomic_done(static_cast<AtomicSlot *>(ctx), e);
         else if (ctx->tag != Tag::control) chunk_acked(static_cast<Chunk *>(ctx), e);
         return;
     }

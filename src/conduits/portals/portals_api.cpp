@@ -70,7 +70,8 @@ Loaded load() {
            bind(lib, "PtlPTFree", a.PTFree, l.why) & bind(lib, "PtlMDBind", a.MDBind, l.why) &
            bind(lib, "PtlMDRelease", a.MDRelease, l.why) & bind(lib, "PtlMEAppend", a.MEAppend, l.why) &
            bind(lib, "PtlMEUnlink", a.MEUnlink, l.why) & bind(lib, "PtlPut", a.Put, l.why) &
-           bind(lib, "PtlGet", a.Get, l.why);
+           bind(lib, "PtlGet", a.Get, l.why) & bind(lib, "PtlAtomic", a.Atomic, l.why) &
+           bind(lib, "PtlFetchAtomic", a.FetchAtomic, l.why) & bind(lib, "PtlSwap", a.Swap, l.why);
     if (!l.ok) l.why = path + " is not a Portals 4 library: " + l.why;
     return l;
 }

@@ -33,6 +33,9 @@ struct Api {
     decltype(&::PtlMEUnlink) MEUnlink;
     decltype(&::PtlPut) Put;
     decltype(&::PtlGet) Get;
+    decltype(&::PtlAtomic) Atomic;
+    decltype(&::PtlFetchAtomic) FetchAtomic;
+    decltype(&::PtlSwap) Swap;
 };
 
 // Opens the library once per process (SLUICE_PORTALS_LIBRARY, else the one

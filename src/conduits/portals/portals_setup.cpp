@@ -75,6 +75,7 @@ Status PortalsTransport::init_impl() {
     c.remote_offsets = true;
     c.needs_credits = true;      // the request buffers are a fixed space
     c.inline_limit = 0;
+    if (Status s = atomics_knob(); s != Status::ok) return s;
     if (Status s = open_interface(); s != Status::ok) return s;
     if (Status s = exchange_ids(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
@@ -213,6 +214,7 @@ Status PortalsTransport::buffers_create() {
     // memory of even an empty Put and aborts on a null one.
     if (Status s = bind(control_bytes_, sizeof control_bytes_, control_iov_, control_md_, "control descriptor"); s != Status::ok) return s;
     mds_ = true;
+    if (Status s = atomics_create(); s != Status::ok) return s;
     ptl_me_t me{};
     me.start = reqsb_bytes_.get();
     me.length = sb * chunk_bytes;
@@ -276,6 +278,8 @@ Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &
     segment_bytes_ = all[setup().rank].size;
     base::flag_release(deliver_flag_);
     Guard g(*this);
+    segment_bases_.assign(all.size(), 0);
+    for (std::size_t r = 0; r < all.size(); ++r) segment_bases_[r] = all[r].base;
     ptl_me_t me{};
     me.start = reinterpret_cast<void *>(segment_base_);
     me.length = segment_bytes_;
@@ -370,6 +374,10 @@ void PortalsTransport::close_all() {
                     ptl().MEUnlink(b->me);
                     b->linked = false;
                 }
+        if (atomic_md_bound_) {
+            ptl().MDRelease(atomic_md_);
+            atomic_md_bound_ = false;
+        }
         if (mds_) {
             ptl().MEUnlink(reqsb_me_);
             ptl().MEUnlink(am_cb_);
@@ -403,13 +411,15 @@ void PortalsTransport::close_all() {
     }
     for (RmaGroup *g : rma_partial_) delete g;
     rma_partial_.clear();
+    atomic_free_ = nullptr;
+    atomic_slot_.reset();
 }
 
 void PortalsTransport::stats_print() const {
     const std::size_t event = sizeof(ptl_event_t);
     std::fprintf(stderr,
                  "[%u] portals: requests %llu replies %llu sys %llu received %llu puts %llu gets %llu notified %llu "
-                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu resent %llu\n"
+                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu resent %llu atomics %llu\n"
                  "[%u] portals: receive memory %zu bytes: request buffers %zu x %zu, SYS buffers %zu x %zu, "
                  "events %zu x %zu (AM %zu, SAFE %zu, SYS %zu); send buffers %zu bytes\n",
                  setup().rank, static_cast<unsigned long long>(counters_.requests),
@@ -419,7 +429,7 @@ void PortalsTransport::stats_print() const {
                  static_cast<unsigned long long>(counters_.early), static_cast<unsigned long long>(counters_.no_ticket),
                  static_cast<unsigned long long>(counters_.no_chunk), static_cast<unsigned long long>(counters_.deferred),
                  static_cast<unsigned long long>(counters_.relinked), static_cast<unsigned long long>(counters_.resent),
-                 setup().rank,
+                 static_cast<unsigned long long>(counters_.atomics), setup().rank,
                  (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * event,
                  reqrb_.size(), reqrb_size_, sysrb_.size(), reqrb_size_, am_eq_size_ + safe_eq_size_ + sys_eq_size_,
                  event, am_eq_size_, safe_eq_size_, sys_eq_size_, (reqsb_.size() + rplsb_.size()) * chunk_bytes);

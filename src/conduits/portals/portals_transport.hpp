@@ -1,8 +1,8 @@
 // src/conduits/portals/portals_transport.hpp - the portals conduit's
 // transport class, shared by portals.cpp (messages, RDMA, events,
-// delivery) and portals_setup.cpp (interface, buffers, registrations,
-// finalize).  README.md has the design, paragraph by paragraph after the
-// Portals seed (001).
+// delivery), portals_setup.cpp (interface, buffers, registrations,
+// finalize) and atomics.cpp (NIC atomics).  README.md has the design,
+// paragraph by paragraph after the Portals seed (001).
 //
 // Locking: `lock_` covers every call into Portals that changes the
 // conduit's state and every buffer list.  Handlers run outside it, one
@@ -17,6 +17,7 @@
 #include "conduits/common/conduit_lock.hpp"
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/private_segment.hpp"
+#include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
 #include "conduits/portals/portals_api.hpp"
@@ -86,8 +87,11 @@ constexpr std::size_t hdr_length(std::uint64_t h) { return static_cast<std::size
 constexpr std::uint8_t control_ping = 1;
 constexpr std::uint8_t control_pong = 2;
 
+// An event's ni_fail_type in words (portals.cpp).
+const char *fail_name(int ni_fail_type);
+
 // What an initiator event's user_ptr points to.
-enum class Tag : std::uint8_t { req_chunk, rpl_chunk, rma, control };
+enum class Tag : std::uint8_t { req_chunk, rpl_chunk, rma, control, atomic };
 struct Context {
     Tag tag;
 };
@@ -166,9 +170,22 @@ struct PeerOrder {
     std::vector<Arrival> early;  // ahead of their turn (copied out of the buffers)
 };
 
+// One NIC atomic in flight (NicAtomics): its operand, the value compared
+// (PtlSwap's operand) and the fetched value live here, in one descriptor
+// bound once over every slot, so the caller's result may be anywhere.
+struct AtomicSlot : Context {
+    std::uint64_t operand = 0, compare = 0, fetched = 0;
+    void *result = nullptr;
+    std::size_t size = 0;
+    Rank peer = 0;
+    std::atomic<std::uint64_t> *counter = nullptr;
+    AtomicSlot *next = nullptr;  // free list
+};
+constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
+
 struct Counters {
     std::uint64_t requests = 0, replies = 0, sys = 0, received = 0, puts = 0, gets = 0, notified = 0, early = 0,
-                  no_ticket = 0, no_chunk = 0, relinked = 0, deferred = 0, resent = 0;
+                  no_ticket = 0, no_chunk = 0, relinked = 0, deferred = 0, resent = 0, atomics = 0;
 };
 
 // A registration (mem_register): a memory descriptor over the region.
@@ -178,10 +195,17 @@ struct Region {
     ptl_iovec_t iov{};  // what the descriptor covers (md_bind)
 };
 
-class PortalsTransport final : public Transport {
+class PortalsTransport final : public Transport, public NicAtomics {
 public:
     PortalsTransport();
     ~PortalsTransport() override;
+
+    // NIC atomics (atomics.cpp): PtlAtomic, PtlFetchAtomic and PtlSwap on
+    // the segment's entry, where the interface's limits allow them.
+    std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
+    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
+    const char *nic_atomics_name() const override { return "portals"; }
 
 protected:
     Status init_impl() override;
@@ -247,6 +271,11 @@ private:
     void deliver_one(const Arrival &a);
     Status fatal(const char *op, Rank peer, int rc, const char *what);
 
+    // atomics.cpp
+    Status atomics_knob();
+    Status atomics_create();
+    void atomic_done(AtomicSlot *slot, const ptl_event_t &e);                       // under lock_
+
     // Portals objects, in order of creation.
     bool initialized_ = false;   // PtlInit
     ptl_handle_ni_t ni_{};
@@ -296,6 +325,16 @@ private:
     ptl_handle_me_t rma_me_{}, long_me_{};
     bool segment_md_bound_ = false, segment_mes_ = false;
     bool packed_long_ = true;
+    std::vector<std::uint64_t> segment_bases_;  // by rank: NIC atomics address by offset
+
+    // NIC atomics: off (and why) by SLUICE_PORTALS_ATOMICS; else the slots
+    // and their descriptor, made at init.
+    std::string atomics_off_;
+    std::unique_ptr<AtomicSlot[]> atomic_slot_;
+    AtomicSlot *atomic_free_ = nullptr;
+    ptl_handle_md_t atomic_md_{};
+    ptl_iovec_t atomic_iov_{};
+    bool atomic_md_bound_ = false;
 
     std::size_t max_message_ = 0;  // SLUICE_PORTALS_MAX_MESSAGE
     std::size_t max_medium_ = 0;

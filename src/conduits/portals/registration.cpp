@@ -10,6 +10,7 @@ SLUICE_CONDUIT_REGISTER(portals, {
     .network = true,
     .capabilities = "AMs by PtlPut into locally managed request buffers, replies into the request's chunk; "
                     "Put/Get by PtlPut/PtlGet on the segment; two-part Long with the notification in match bits; "
+                    "NIC atomics by PtlAtomic/PtlFetchAtomic/PtlSwap where max_atomic_size allows; "
                     "needs AM credits (dynamic redistribution)",
     .probe = sluice::conduit::portals::probe,
     .create = sluice::conduit::portals::make_portals_transport,

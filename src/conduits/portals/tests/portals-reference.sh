@@ -6,7 +6,9 @@
 #     barriers, allgather, delivery order, floods, hidden replies, threads,
 #     RMA to 4 MiB) at 2 ranks (3 and 4 by hand: they pass, in minutes),
 #     and the AM suites
-#     again with SLUICE_PORTALS_PACKED_LONG=0 (every Long two-part);
+#     again with SLUICE_PORTALS_PACKED_LONG=0 (every Long two-part); the
+#     atomic suite there takes the NIC path (PtlAtomic, PtlFetchAtomic,
+#     PtlSwap), and runs again with SLUICE_PORTALS_ATOMICS=0 (the AM path);
 #   - the exit matrix (tests/exit, Net/*_portals);
 #   - a hot spot: 5 ranks send 1000 largest Mediums each to rank 0, which
 #     computes for half a second first.  With flow control (the default)
@@ -59,6 +61,8 @@ gtest "Rma suite, sizes to 4 MiB, 2 ranks" tests/mp/sluice-mp-gtest 'Net/Rma*N2_
     SLUICETEST_SUBSET=reduced SLUICETEST_NETWORK_SKIP=
 gtest "AM suites, every Long two-part (SLUICE_PORTALS_PACKED_LONG=0)" tests/mp/sluice-mp-gtest \
     'Net/Am*N2_native_portals' SLUICE_PORTALS_PACKED_LONG=0 SLUICETEST_NETWORK_SKIP=
+gtest "atomic suite, NIC atomics off (SLUICE_PORTALS_ATOMICS=0: the am path)" tests/mp/sluice-mp-gtest \
+    'Net/Atomic*N2_native_portals' SLUICE_PORTALS_ATOMICS=0 SLUICETEST_NETWORK_SKIP=
 gtest "exit matrix" tests/exit/sluice-exit-gtest 'Net/*_portals' SLUICETEST_NETWORK_SKIP=
 # sluice-bench's bare Portals 4 reference, between two processes of its own.
 if [ -x "$builddir/tests/perf/sluice-perf-portals-reference" ]; then
@@ -103,7 +107,8 @@ else
 fi
 
 echo "=== portals: knobs"
-for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PORTALS_REQRB_SIZE=1K; do
+for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PORTALS_REQRB_SIZE=1K \
+    SLUICE_PORTALS_ATOMICS=maybe; do
     job 60 2 "$bad" -- basic
     name=${bad%%=*}
     if [ "$code" != 0 ] && printf '%s\n' "$log" | grep -q "$name"; then
