@@ -30,17 +30,6 @@ Verb verb_of(sluice_aop_t op) {
     }
 }
 
-// What fetch-and-add adds: op1, its negation, +-1, or 0 (get).
-std::uint64_t addend(sluice_aop_t op, std::uint64_t op1) {
-    switch (op) {
-    case SLUICE_OP_GET: return 0;
-    case SLUICE_OP_SUB: case SLUICE_OP_FSUB: return 0 - op1;
-    case SLUICE_OP_INC: case SLUICE_OP_FINC: return 1;
-    case SLUICE_OP_DEC: case SLUICE_OP_FDEC: return ~std::uint64_t{0};
-    default: return op1;
-    }
-}
-
 // The word a loop operation makes of `old` (min and max use <, as the CPU
 // engine does; signed for SLUICE_DT_I64).
 std::uint64_t loop_value(sluice_aop_t op, sluice_dt_t type, std::uint64_t old, std::uint64_t operand) {
@@ -147,8 +136,9 @@ Status IbvTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op
     s->swapping = false;
     const Verb verb = verb_of(op);
     s->loop = verb == Verb::loop;
+    const std::uint64_t add = s->loop ? 0 : nic_sum_operand(op, type, op1);
     const Status st = verb == Verb::cas ? atomic_post(s, IBV_WR_ATOMIC_CMP_AND_SWP, op1, op2)
-                                        : atomic_post(s, IBV_WR_ATOMIC_FETCH_AND_ADD, s->loop ? 0 : addend(op, op1), 0);
+                                        : atomic_post(s, IBV_WR_ATOMIC_FETCH_AND_ADD, add, 0);
     if (st != Status::ok) return st;
     atomic_free_ = s->next;
     counter.fetch_add(1, std::memory_order_relaxed);
