@@ -11,21 +11,11 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
 #include <unistd.h>
 
 using namespace sluice_test;
 
 namespace {
-
-// Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed.
-int expected_error_lines(const JobResult &r) {
-    int total = 0;
-    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
-    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
-        total += std::stoi((*it)[1]);
-    return total;
-}
 
 // Each failed call prints one "sluice[rank R] operation: ...; fix: ..." line.
 void expect_error_lines(const JobResult &r, int ranks, bool quiet) {

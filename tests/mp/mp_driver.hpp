@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,6 +140,32 @@ inline void expect_success(const JobResult &r) {
     EXPECT_EQ(r.err.find("FAIL rank"), std::string::npos) << r.describe();
     EXPECT_TRUE(r.survivors.empty()) << "rank processes survived the job\n" << r.describe();
     EXPECT_TRUE(r.shm_left.empty()) << "shared memory left behind\n" << r.describe();
+}
+
+// Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed: the calls
+// each refused on purpose.
+inline int expected_error_lines(const JobResult &r) {
+    int total = 0;
+    const std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
+        total += std::stoi((*it)[1]);
+    return total;
+}
+
+// Every rank reported its refused calls (at least one in all, unless
+// `some` is false), and each refused call printed exactly one
+// "sluice[rank R] ...; fix: ..." line: no more, no less.
+inline void expect_one_error_line_each(const JobResult &r, int ranks, bool some = true) {
+    const int expected = expected_error_lines(r);
+    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
+    if (some) {
+        EXPECT_GT(expected, 0) << "no rank reported its refused calls\n" << r.describe();
+    }
+    int with_fix = 0;
+    for (const auto &l : lines_with(r.err, "sluice[rank"))
+        if (l.find("; fix: ") != std::string::npos) ++with_fix;
+    EXPECT_EQ(with_fix, expected) << "each refused call must print exactly one line naming the rank and the fix\n"
+                                  << r.describe();
 }
 
 } // namespace sluice_test

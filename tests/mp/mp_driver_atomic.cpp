@@ -10,21 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <regex>
 #include <string>
 
 using namespace sluice_test;
 
 namespace {
-
-// Sum of the "EXPECTED-ERRORS rank R n" lines the ranks printed.
-int expected_error_lines(const JobResult &r) {
-    int total = 0;
-    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
-    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
-        total += std::stoi((*it)[1]);
-    return total;
-}
 
 // The path a domain of 64-bit integers (`wide`) or of 32-bit ones over the
 // job team gets: ofi's default provider here (tcp;ofi_rxm) applies both
@@ -45,18 +35,6 @@ std::string expected_path(const Config &c, bool nic, bool wide = true) {
     return c.native_rma && c.network.empty() ? "cpu" : "am";
 }
 
-// Every bad call printed its one line with the fix, and no more.
-void expect_error_lines(const JobResult &r, int ranks) {
-    const int expected = expected_error_lines(r);
-    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
-    EXPECT_GT(expected, 0) << r.describe();
-    int with_fix = 0;
-    for (const auto &l : lines_with(r.err, "sluice[rank"))
-        if (l.find("; fix: ") != std::string::npos) ++with_fix;
-    EXPECT_EQ(with_fix, expected) << "each failed call must print exactly one line naming the rank and the fix\n"
-                                  << r.describe();
-}
-
 bool ofi_here() {
     for (const std::string &n : network_conduits())
         if (n == "ofi") return true;
@@ -73,7 +51,7 @@ TEST_P(AtomicDomains, HotSpotLockEveryPairSplitTeamAndBadInput) {
                        "--path32=" + expected_path(c, true, false)},
                       240);
     expect_success(r);
-    expect_error_lines(r, c.ranks);
+    expect_one_error_line_each(r, c.ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AtomicDomains, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, AtomicDomains, ::testing::ValuesIn(over_network()), config_name);
@@ -107,7 +85,7 @@ TEST_P(AtomicOfi, EveryProviderNicAtomicsOnAndOff) {
         if (r.err.find("offers no reliable datagram endpoint") != std::string::npos)
             GTEST_SKIP() << "provider " << GetParam().provider << " is not here";
         expect_success(r);
-        expect_error_lines(r, ranks);
+        expect_one_error_line_each(r, ranks);
     }
 }
 INSTANTIATE_TEST_SUITE_P(Net, AtomicOfi,

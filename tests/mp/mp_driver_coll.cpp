@@ -9,39 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <regex>
 #include <string>
 
 using namespace sluice_test;
-
-namespace {
-
-int expected_error_lines(const JobResult &r) {
-    int total = 0;
-    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
-    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
-        total += std::stoi((*it)[1]);
-    return total;
-}
-
-void expect_error_lines(const JobResult &r, int ranks) {
-    const int expected = expected_error_lines(r);
-    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
-    EXPECT_GT(expected, 0) << r.describe();
-    int with_fix = 0;
-    for (const auto &l : lines_with(r.err, "sluice[rank"))
-        if (l.find("; fix: ") != std::string::npos) ++with_fix;
-    EXPECT_EQ(with_fix, expected) << "each failed call must print exactly one line naming the rank and the fix\n"
-                                  << r.describe();
-}
-
-} // namespace
 
 class CollTeams : public MpTest {};
 TEST_P(CollTeams, BuiltInSplitsListsDestroyAndBadInput) {
     JobResult r = run({"team"}, 180);
     expect_success(r);
-    expect_error_lines(r, GetParam().ranks);
+    expect_one_error_line_each(r, GetParam().ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, CollTeams, ::testing::ValuesIn(by_ranks()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, CollTeams, ::testing::ValuesIn(over_network()), config_name);
@@ -52,7 +28,7 @@ TEST_P(CollCollectives, RandomTeamsRootsAndSizesAgainstReference) {
     const unsigned iterations = c.network.empty() ? scaled(12, 5, 4) : scaled(5, 3, 2);
     JobResult r = run({"coll", std::to_string(iterations)}, 300);
     expect_success(r);
-    expect_error_lines(r, c.ranks);
+    expect_one_error_line_each(r, c.ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, CollCollectives, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, CollCollectives, ::testing::ValuesIn(over_network()), config_name);
@@ -69,7 +45,7 @@ TEST_P(CollAlgorithms, EveryFamilyWithAndWithoutSingleCopy) {
             JobResult r = run({"coll", std::to_string(iterations)}, 300,
                               {{"SLUICE_COLL_ALGORITHM", family}, {"SLUICE_COLL_SINGLE_COPY", single}});
             expect_success(r);
-            expect_error_lines(r, c.ranks);
+            expect_one_error_line_each(r, c.ranks);
         }
 }
 INSTANTIATE_TEST_SUITE_P(Mp, CollAlgorithms, ::testing::ValuesIn(by_ranks()), config_name);
@@ -92,7 +68,7 @@ TEST_P(CollFakeHosts, HostFirstAcrossThreeHostNames) {
                                   (std::string(c_case) == "coll" ? " " + std::to_string(scaled(4, 2, 2)) : "");
         JobResult r = run({"-c", "exec unshare -u sh -c '" + inner + "'"}, 300);
         expect_success(r);
-        expect_error_lines(r, c.ranks);
+        expect_one_error_line_each(r, c.ranks);
     }
 }
 INSTANTIATE_TEST_SUITE_P(Mp, CollFakeHosts, ::testing::Values(Config{4, true, nullptr}, Config{7, true, nullptr}),

@@ -3,36 +3,14 @@
 // RMA) and over every network conduit.
 #include "tests/mp/mp_driver.hpp"
 
-#include <regex>
-
 namespace sluice_test {
-namespace {
-
-// Sum of the "EXPECTED-ERRORS rank R n" lines: each failed call made on
-// purpose printed one "sluice[rank R] ...; fix: ..." line.
-void expect_error_lines(const JobResult &r, int ranks) {
-    int expected = 0;
-    std::regex line("EXPECTED-ERRORS rank [0-9]+ ([0-9]+)");
-    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it)
-        expected += std::stoi((*it)[1]);
-    EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
-    EXPECT_GT(expected, 0) << "no rank reported its failed calls\n" << r.describe();
-    int with_fix = 0;
-    for (const auto &l : lines_with(r.err, "sluice[rank"))
-        if (l.find("; fix: ") != std::string::npos) ++with_fix;
-    EXPECT_EQ(with_fix, expected) << "each failed call must print one line naming the rank and the fix\n"
-                                  << r.describe();
-}
-
-} // namespace
-
 class Vis : public MpTest {};
 TEST_P(Vis, RandomShapesMatchContiguousLoopsAndBadInputChangesNothing) {
     // Over a network conduit each shape's loop of blocking Puts is slow: fewer shapes.
     const unsigned shapes = GetParam().network.empty() ? scaled(300, 120, 60) : scaled(80, 80, 40);
     JobResult r = run({"vis", std::to_string(shapes)}, 240);
     expect_success(r);
-    expect_error_lines(r, GetParam().ranks);
+    expect_one_error_line_each(r, GetParam().ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Vis, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, Vis, ::testing::ValuesIn(over_network()), config_name);
@@ -42,7 +20,7 @@ class VisRmaMin : public MpTest {};
 TEST_P(VisRmaMin, RunsAsRmaBelowTheKnob) {
     JobResult r = run({"vis", "30"}, 240, {{"SLUICE_VIS_RMA_MIN", "16"}});
     expect_success(r);
-    expect_error_lines(r, GetParam().ranks);
+    expect_one_error_line_each(r, GetParam().ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, VisRmaMin, ::testing::Values(Config{3, false, nullptr}), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, VisRmaMin, ::testing::ValuesIn(over_network({2})), config_name);
@@ -51,7 +29,7 @@ class Completion : public MpTest {};
 TEST_P(Completion, TestSomeCategoriesRegionsAndLocalCompletion) {
     JobResult r = run({"completion"}, 180);
     expect_success(r);
-    expect_error_lines(r, GetParam().ranks);
+    expect_one_error_line_each(r, GetParam().ranks);
 }
 INSTANTIATE_TEST_SUITE_P(Mp, Completion, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, Completion, ::testing::ValuesIn(over_network()), config_name);
