@@ -1,6 +1,7 @@
 # tests/mp/families.sh - sourced by the scripts that run sluice-mp-gtest's
 # network instances again in a variant of their conduit (another provider,
-# other queue sizes, other hosts): which suites such a run leaves out.
+# other queue sizes, other hosts): which suites such a run leaves out, and
+# how a run of a GoogleTest program from a script is judged.
 #
 # The client families (atomic domains, teams and collectives, VIS,
 # completion, negotiated-payload AMs) reach a conduit only through its AM
@@ -21,4 +22,28 @@ mp_filter() {
     else
         printf '%s\n' "$1"
     fi
+}
+
+# gtest_ran COMMAND...: run COMMAND (a GoogleTest program, with whatever
+# env/timeout/launcher words precede it), show its output, and succeed only
+# when it exits 0, reports at least one test passed and skipped none: a
+# filter that matches nothing, or a suite that skips itself, fails the
+# script instead of passing it quietly.
+gtest_ran() {
+    _gtest_log=$(mktemp) || return 1
+    "$@" > "$_gtest_log" 2>&1
+    _gtest_code=$?
+    cat "$_gtest_log"
+    _gtest_bad=
+    if [ "$_gtest_code" != 0 ]; then
+        _gtest_bad="exit $_gtest_code"
+    elif ! grep -qE '^\[  PASSED  \] [1-9][0-9]* test' "$_gtest_log"; then
+        _gtest_bad="no test ran (the filter matched none?)"
+    elif grep -q '^\[  SKIPPED \]' "$_gtest_log"; then
+        _gtest_bad="tests were skipped"
+    fi
+    rm -f "$_gtest_log"
+    [ -z "$_gtest_bad" ] && return 0
+    echo "gtest_ran: $_gtest_bad"
+    return 1
 }

@@ -32,14 +32,14 @@ run() {
     echo "=== ofi: $name"
     cfilter='*/ofi:*/ofi_alone'
     [ -n "$exclude" ] && cfilter="$cfilter:-$exclude"
-    if ! env "$@" timeout 900 "$conformance" --gtest_filter="$cfilter" --gtest_brief=1; then
+    if ! gtest_ran env "$@" timeout 900 "$conformance" --gtest_filter="$cfilter" --gtest_brief=1; then
         echo "FAIL: conformance suite over ofi ($name)"
         failed=1
     fi
     filter='Net/*_ofi:Net/*/ofi'
     [ "$scope" = 2 ] && filter='Net/*N2_native_ofi'
     filter=$(mp_filter "$filter" "$mp_exclude")
-    if ! env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
+    if ! gtest_ran env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ofi ($name)"
         failed=1
     fi

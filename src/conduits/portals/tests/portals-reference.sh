@@ -33,6 +33,8 @@ fi
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../../../tests/portals/udp-buffers.sh
 . "$here/../../../../tests/portals/udp-buffers.sh"
+# shellcheck source=../../../../tests/mp/families.sh
+. "$here/../../../../tests/mp/families.sh"
 portals_udp_buffers || exit 77
 trap portals_udp_restore EXIT
 run=$builddir/sluicerun
@@ -44,7 +46,7 @@ gtest() {  # gtest WHAT PROGRAM FILTER [ENV...]
     what=$1 program=$2 filter=$3
     shift 3
     echo "=== portals: $what"
-    if ! env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1; then
+    if ! gtest_ran env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: $what"
         failed=1
     fi
