@@ -451,7 +451,9 @@ private:
         ClientSharedPage page(s_.me);
         void *word = segment_of(0, client_hot_offset);
         const Scale &sc = s_.options.scale;
-        const long k = std::max(200L, 400000L / static_cast<long>(n) * sc.multiplier / sc.divisor / 3);
+        // 200000 per rank and chunk: at 8 ranks on 2 cores a chunk lasts
+        // several scheduler slices, so the barriers around it are a small part.
+        const long k = std::max(200L, 200000L * sc.multiplier / sc.divisor);
         bool ok = true;
         auto fadd = [&] {
             std::uint64_t old = 0;
