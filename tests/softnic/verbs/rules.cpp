@@ -41,6 +41,8 @@ struct Nic {
     ibv_mr *mr = nullptr;
     ibv_mr *ro_mr = nullptr;  // no remote access
     std::vector<char> ro = std::vector<char>(4096);
+    ibv_mr *at_mr = nullptr;  // remote atomics allowed
+    std::vector<std::uint64_t> at = std::vector<std::uint64_t>(512);
 };
 
 Nic open_nic() {
@@ -58,7 +60,9 @@ Nic open_nic() {
     n.mr = ibv_reg_mr(n.pd, n.buf.data(), n.buf.size(),
                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     n.ro_mr = ibv_reg_mr(n.pd, n.ro.data(), n.ro.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (!n.mr || !n.ro_mr) die("ibv_reg_mr");
+    n.at_mr = ibv_reg_mr(n.pd, n.at.data(), n.at.size() * sizeof n.at[0],
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+    if (!n.mr || !n.ro_mr || !n.at_mr) die("ibv_reg_mr");
     return n;
 }
 
@@ -74,12 +78,14 @@ ibv_qp *make_qp(Nic &n, ibv_qp_type type) {
     return qp;
 }
 
-int to_init(ibv_qp *qp, bool ud) {
+constexpr int rdma_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+int to_init(ibv_qp *qp, bool ud, int access = rdma_access) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     a.pkey_index = 0;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    a.qp_access_flags = static_cast<unsigned>(access);
     a.qkey = 0x11111111;
     return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                      (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
@@ -130,9 +136,9 @@ int to_rts(ibv_qp *qp, int rnr_retry = 7, int timeout = 14) {
                                      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-// A connected RC pair.
-void connect(ibv_qp *a, ibv_qp *b, int rnr_retry = 7, int timeout = 14) {
-    if (to_init(a, false) || to_init(b, false) || to_rtr(a, b->qp_num) || to_rtr(b, a->qp_num) ||
+// A connected RC pair; `access`: what each lets the other do remotely.
+void connect(ibv_qp *a, ibv_qp *b, int rnr_retry = 7, int timeout = 14, int access = rdma_access) {
+    if (to_init(a, false, access) || to_init(b, false, access) || to_rtr(a, b->qp_num) || to_rtr(b, a->qp_num) ||
         to_rts(a, rnr_retry, timeout) || to_rts(b, rnr_retry, timeout))
         die("connecting two RC QPs");
 }
@@ -147,8 +153,11 @@ int post_recv(ibv_qp *qp, Nic &n, std::size_t offset, std::uint32_t len, std::ui
     return ibv_post_recv(qp, &wr, &bad);
 }
 
-int post(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint32_t lkey, std::uint64_t id,
-         std::uint64_t raddr = 0, std::uint32_t rkey = 0, std::uint32_t imm = 0) {
+// Posts one signaled work request of `op` from or into `local`; `remote`
+// fills in its remote part (rdma or atomic).
+template <class Remote>
+int post_with(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint32_t lkey, std::uint64_t id,
+              Remote &&remote) {
     ibv_sge s{reinterpret_cast<std::uintptr_t>(local), len, lkey};
     ibv_send_wr wr{};
     wr.wr_id = id;
@@ -156,11 +165,30 @@ int post(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint
     wr.num_sge = 1;
     wr.opcode = op;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = imm;
-    wr.wr.rdma.remote_addr = raddr;
-    wr.wr.rdma.rkey = rkey;
+    remote(wr);
     ibv_send_wr *bad = nullptr;
     return ibv_post_send(qp, &wr, &bad);
+}
+
+int post(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint32_t lkey, std::uint64_t id,
+         std::uint64_t raddr = 0, std::uint32_t rkey = 0, std::uint32_t imm = 0) {
+    return post_with(qp, op, local, len, lkey, id, [&](ibv_send_wr &wr) {
+        wr.imm_data = imm;
+        wr.wr.rdma.remote_addr = raddr;
+        wr.wr.rdma.rkey = rkey;
+    });
+}
+
+// An atomic work request: the old value of the 8 bytes at `raddr` lands
+// in `local` (`len` bytes, 8 for a valid one).
+int post_atomic(ibv_qp *qp, ibv_wr_opcode op, void *local, std::uint32_t len, std::uint32_t lkey, std::uint64_t id,
+                std::uint64_t raddr, std::uint32_t rkey, std::uint64_t compare_add, std::uint64_t swap = 0) {
+    return post_with(qp, op, local, len, lkey, id, [&](ibv_send_wr &wr) {
+        wr.wr.atomic.remote_addr = raddr;
+        wr.wr.atomic.rkey = rkey;
+        wr.wr.atomic.compare_add = compare_add;
+        wr.wr.atomic.swap = swap;
+    });
 }
 
 // Waits up to `seconds` for the completion with `id`; its status, or -1.
@@ -439,6 +467,73 @@ int main(int argc, char **argv) {
               "a peer QP that is gone: RETRY_EXC_ERR after the transport timeout",
               status(s) + " after " + std::to_string(took) + " s");
         ibv_destroy_qp(a);
+    }
+
+    // Atomics (IBV_ATOMIC_HCA): fetch-and-add and compare-and-swap on an
+    // aligned word of a region open to remote atomics, by a QP that allows
+    // them; each way of getting one wrong, on a fresh pair (an error ends
+    // an RC QP).
+    {
+        constexpr int atomic_access = rdma_access | IBV_ACCESS_REMOTE_ATOMIC;
+        auto *word = &n.at[8];
+        auto *old = &n.at[100];  // the local side: the old value lands here
+        const auto raddr = reinterpret_cast<std::uintptr_t>(word);
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        connect(a, b, 7, 14, atomic_access);
+        ibv_wc wc{};
+        *word = 40;
+        *old = 0;
+        post_atomic(a, IBV_WR_ATOMIC_FETCH_AND_ADD, old, 8, n.at_mr->lkey, 20, raddr, n.at_mr->rkey, 2);
+        const int s1 = wait_wc(n, 20, &wc);
+        check(s1 == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD && *old == 40 && *word == 42,
+              "ATOMIC_FETCH_AND_ADD returns the old value and adds",
+              status(s1) + ", old " + std::to_string(*old) + ", word " + std::to_string(*word));
+        post_atomic(a, IBV_WR_ATOMIC_CMP_AND_SWP, old, 8, n.at_mr->lkey, 21, raddr, n.at_mr->rkey, 42, 7);
+        const int s2 = wait_wc(n, 21, &wc);
+        check(s2 == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP && *old == 42 && *word == 7,
+              "ATOMIC_CMP_AND_SWP that matches swaps and returns the old value",
+              status(s2) + ", old " + std::to_string(*old) + ", word " + std::to_string(*word));
+        post_atomic(a, IBV_WR_ATOMIC_CMP_AND_SWP, old, 8, n.at_mr->lkey, 22, raddr, n.at_mr->rkey, 42, 9);
+        const int s3 = wait_wc(n, 22);
+        check(s3 == IBV_WC_SUCCESS && *old == 7 && *word == 7,
+              "ATOMIC_CMP_AND_SWP that does not match writes nothing and returns the value",
+              status(s3) + ", old " + std::to_string(*old) + ", word " + std::to_string(*word));
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+        const auto atomic_pair = [&](int access, auto &&body) {
+            ibv_qp *x = make_qp(n, IBV_QPT_RC);
+            ibv_qp *y = make_qp(n, IBV_QPT_RC);
+            connect(x, y, 7, 14, access);
+            body(x);
+            ibv_destroy_qp(x);
+            ibv_destroy_qp(y);
+        };
+        atomic_pair(atomic_access, [&](ibv_qp *x) {
+            post_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, old, 8, n.at_mr->lkey, 23, raddr + 4, n.at_mr->rkey, 1);
+            const int s = wait_wc(n, 23);
+            check(s == IBV_WC_REM_INV_REQ_ERR && *word == 7, "an atomic on an address not 8-byte aligned: REM_INV_REQ_ERR",
+                  status(s));
+        });
+        atomic_pair(atomic_access, [&](ibv_qp *x) {
+            post_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, old, 8, n.at_mr->lkey, 24,
+                        reinterpret_cast<std::uintptr_t>(base + 8), n.mr->rkey, 1);
+            const int s = wait_wc(n, 24);
+            check(s == IBV_WC_REM_ACCESS_ERR, "an atomic into a region without remote atomic access: REM_ACCESS_ERR",
+                  status(s));
+        });
+        atomic_pair(rdma_access, [&](ibv_qp *x) {
+            post_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, old, 8, n.at_mr->lkey, 25, raddr, n.at_mr->rkey, 1);
+            const int s = wait_wc(n, 25);
+            check(s == IBV_WC_REM_ACCESS_ERR && *word == 7,
+                  "an atomic to a QP whose access flags lack REMOTE_ATOMIC: REM_ACCESS_ERR", status(s));
+        });
+        atomic_pair(atomic_access, [&](ibv_qp *x) {
+            post_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, old, 4, n.at_mr->lkey, 26, raddr, n.at_mr->rkey, 1);
+            const int s = wait_wc(n, 26);
+            check(s == IBV_WC_LOC_LEN_ERR && *word == 7, "an atomic whose local buffer is not 8 bytes: LOC_LEN_ERR",
+                  status(s));
+        });
     }
 
     // UD: a wrong Q_Key drops the datagram; the right one delivers it.

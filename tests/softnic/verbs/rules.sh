@@ -1,6 +1,7 @@
 #!/bin/sh
 # The software NIC's rules (rules.cpp): the QP state machine, argument
-# checks, every work-request error status, completion channels.  rules.cpp
+# checks, every work-request error status (atomics' included), completion
+# channels.  rules.cpp
 # is built against rdma-core's headers and library, then run under
 # softnic-run; run without it (rdma-core's library, no device here) it must
 # fail, which shows it does not pass by itself.  Plain build only; skips
