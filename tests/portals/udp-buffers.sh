@@ -2,14 +2,15 @@
 # reference implementation.  Its UDP transport never retransmits: a
 # datagram a full socket receive buffer drops hangs the job.  Sockets get
 # net.core.rmem_default (212992 bytes on Debian 12, about 90 of its
-# datagrams); these tests need 4 MiB.
+# datagrams); these tests need 16 MiB, enough for a rank that other
+# tests keep off the CPU for a while under make -j.
 #
-# portals_udp_buffers: true when rmem_default is at least 4 MiB, or was
+# portals_udp_buffers: true when rmem_default is at least 16 MiB, or was
 # raised to it (root); otherwise it says why and returns 1 (the caller
 # skips).  The caller's EXIT trap runs portals_udp_restore, which puts
 # back what it raised.
 portals_udp_buffers() {
-    want=4194304
+    want=16777216
     now=$(cat /proc/sys/net/core/rmem_default 2> /dev/null || echo 0)
     [ "$now" -ge "$want" ] && return 0
     if [ "$(id -u)" != 0 ]; then
