@@ -12,6 +12,12 @@
 # /dev/shm/sluice.<job>.* may be left.
 # Exits 77 when Slurm is not installed.
 set -u
+# The tsan subset leaves this to the plain and asan builds (tests/README.md,
+# Subsets): it keeps .ci/run within its time.
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+    echo "SKIP: the Slurm spawner (srun with PMIx and PMI-2): not in the tsan subset (runs in the plain and asan builds; tests/README.md)"
+    exit 77
+fi
 builddir=${SLUICETEST_BUILDDIR:?}
 srcdir=${SLUICETEST_SRCDIR:?}
 # ASan builds: libpmix's own leftovers at exit are not Sluice's leaks.

@@ -16,6 +16,12 @@
 #
 # Skips (77) without the ofi conduit.
 set -u
+# The tsan subset leaves this to the plain and asan builds (tests/README.md,
+# Subsets): it keeps .ci/run within its time.
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+    echo "SKIP: ofi's large segments: not in the tsan subset (runs in the plain and asan builds; tests/README.md)"
+    exit 77
+fi
 # shellcheck source=ofi-common.sh
 . "$(dirname "$0")/ofi-common.sh"
 mp=$builddir/tests/mp/sluice-mp-test

@@ -7,6 +7,12 @@
 # without the ofi conduit; a provider fi_info does not list here is named
 # and skipped.  README.md in this folder.
 set -u
+# The tsan subset leaves this to the plain and asan builds (tests/README.md,
+# Subsets): it keeps .ci/run within its time.
+if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+    echo "SKIP: ofi's other providers and registration modes: not in the tsan subset (runs in the plain and asan builds; tests/README.md)"
+    exit 77
+fi
 # shellcheck source=ofi-common.sh
 . "$(dirname "$0")/ofi-common.sh"
 # shellcheck source=../../../../tests/mp/families.sh

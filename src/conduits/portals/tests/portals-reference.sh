@@ -61,8 +61,9 @@ gtest "multi-process suites, 2 ranks" tests/mp/sluice-mp-gtest 'Net/*N2_native_p
     SLUICETEST_NETWORK_SKIP=
 gtest "Rma suite, sizes to 4 MiB, 2 ranks" tests/mp/sluice-mp-gtest 'Net/Rma*N2_native_portals' \
     SLUICETEST_SUBSET=reduced SLUICETEST_NETWORK_SKIP=
-gtest "AM suites, every Long two-part (SLUICE_PORTALS_PACKED_LONG=0)" tests/mp/sluice-mp-gtest \
-    'Net/Am*N2_native_portals' SLUICE_PORTALS_PACKED_LONG=0 SLUICETEST_NETWORK_SKIP=
+# The suites that send Longs of every size, prepared ones included.
+gtest "AM suites with Longs, every Long two-part (SLUICE_PORTALS_PACKED_LONG=0)" tests/mp/sluice-mp-gtest \
+    'Net/AmCategories*N2_native_portals:Net/AmPrepare*N2_native_portals' SLUICE_PORTALS_PACKED_LONG=0 SLUICETEST_NETWORK_SKIP=
 gtest "atomic suite, NIC atomics off (SLUICE_PORTALS_ATOMICS=0: the am path)" tests/mp/sluice-mp-gtest \
     'Net/Atomic*N2_native_portals' SLUICE_PORTALS_ATOMICS=0 SLUICETEST_NETWORK_SKIP=
 gtest "exit matrix" tests/exit/sluice-exit-gtest 'Net/*_portals' SLUICETEST_NETWORK_SKIP=
