@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <regex>
 #include <string>
@@ -141,6 +142,23 @@ protected:
     unsigned scaled(unsigned full, unsigned at8, unsigned subset) const {
         if (reduced()) return subset;
         return GetParam().ranks >= 8 ? at8 : full;
+    }
+};
+
+// Several hosts on one machine: each rank runs sluice-mp-test in its own
+// UTS namespace with the host name NAME<rank % hosts>, so ranks of one
+// name share the smp conduit and the others reach each other over the
+// network conduit.  Needs unshare(CLONE_NEWUTS) (root): fake_hosts_allowed()
+// says whether it is, for the test to skip saying why.
+class FakeHostsTest : public MpTest {
+protected:
+    std::string program() const override { return "/bin/sh"; }
+    static bool fake_hosts_allowed() { return std::system("unshare -u true > /dev/null 2>&1") == 0; }
+    JobResult run_on_hosts(const std::string &name, int hosts, const std::string &args, double limit,
+                           std::vector<std::pair<std::string, std::string>> env = {}) {
+        const std::string inner = "hostname " + name + "$((SLUICE_RANK % " + std::to_string(hosts) + ")); exec " +
+                                  mp_program() + " " + args;
+        return run({"-c", "exec unshare -u sh -c '" + inner + "'"}, limit, std::move(env));
     }
 };
 

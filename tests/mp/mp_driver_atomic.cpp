@@ -56,6 +56,24 @@ TEST_P(AtomicDomains, HotSpotLockEveryPairSplitTeamAndBadInput) {
 INSTANTIATE_TEST_SUITE_P(Mp, AtomicDomains, ::testing::ValuesIn(by_ranks_and_rma()), config_name);
 INSTANTIATE_TEST_SUITE_P(Net, AtomicDomains, ::testing::ValuesIn(over_network()), config_name);
 
+// A domain whose members mix conduits: each rank in its own UTS namespace
+// with the host name "atomhost<rank % 2>", so ranks of one name reach each
+// other over smp and the others over udp.  Every member must report path
+// cpu+am (CPU atomics on the members it maps, AMs applied by the owner's
+// CPU for the others: one agent per word), and the hot spot, the lock and
+// every (type, op) pair hold across the mix.
+class AtomicFakeHosts : public FakeHostsTest {};
+TEST_P(AtomicFakeHosts, CpuAndAmWithinOneDomain) {
+    if (!fake_hosts_allowed()) GTEST_SKIP() << "unshare -u is not allowed here: no way to give ranks their own host names";
+    const Config &c = GetParam();
+    JobResult r = run_on_hosts("atomhost", 2, "atomic " + std::to_string(scaled(300, 100, 100)) + " --path=cpu+am", 240,
+                               {{"SLUICE_NETWORK", "udp"}});
+    expect_success(r);
+    EXPECT_NE(r.out.find("cpu+am"), std::string::npos) << "no rank reported the mixed path\n" << r.describe();
+    expect_one_error_line_each(r, c.ranks);
+}
+INSTANTIATE_TEST_SUITE_P(Mp, AtomicFakeHosts, ::testing::Values(Config{4, true, nullptr}), config_name);
+
 // ofi on tcp;ofi_rxm, NIC atomics as SLUICE_OFI_ATOMICS=auto leaves them
 // (path "ofi": every update by fi_fetch_atomic / fi_compare_atomic, the
 // owner's own included) and off (SLUICE_OFI_ATOMICS=0: the AM path).

@@ -50,23 +50,17 @@ TEST_P(CollAlgorithms, EveryFamilyWithAndWithoutSingleCopy) {
 }
 INSTANTIATE_TEST_SUITE_P(Mp, CollAlgorithms, ::testing::ValuesIn(by_ranks()), config_name);
 
-// Several hosts on one machine: each rank runs in its own UTS namespace with
-// the host name "collhost<rank % 3>", so ranks of one name share the smp
-// conduit and the others reach each other over the network conduit; the
-// auto family is then host-first.  Needs unshare(CLONE_NEWUTS) (root).
-class CollFakeHosts : public MpTest {
-protected:
-    std::string program() const override { return "/bin/sh"; }
-};
+// Several hosts on one machine (host names "collhost<rank % 3>"): the auto
+// family is then host-first.
+class CollFakeHosts : public FakeHostsTest {};
 TEST_P(CollFakeHosts, HostFirstAcrossThreeHostNames) {
-    if (std::system("unshare -u true > /dev/null 2>&1") != 0)
-        GTEST_SKIP() << "unshare -u is not allowed here: no way to give ranks their own host names";
+    if (!fake_hosts_allowed()) GTEST_SKIP() << "unshare -u is not allowed here: no way to give ranks their own host names";
     const Config &c = GetParam();
     for (const char *c_case : {"team", "coll"}) {
         SCOPED_TRACE(c_case);
-        const std::string inner = "hostname collhost$((SLUICE_RANK % 3)); exec " + mp_program() + " " + c_case +
-                                  (std::string(c_case) == "coll" ? " " + std::to_string(scaled(4, 2, 2)) : "");
-        JobResult r = run({"-c", "exec unshare -u sh -c '" + inner + "'"}, 300);
+        const std::string args =
+            std::string(c_case) + (std::string(c_case) == "coll" ? " " + std::to_string(scaled(4, 2, 2)) : "");
+        JobResult r = run_on_hosts("collhost", 3, args, 300);
         expect_success(r);
         expect_one_error_line_each(r, c.ranks);
     }
