@@ -28,8 +28,10 @@ ran=0
 # $mp_exclude: the same for the multi-process suites; every run but shm's
 # leaves out the client families (tests/mp/families.sh) but AtomicDomains,
 # each provider's atomic path, and the tcp;ofi_rxm variants all of them.
+# $mp_suites: no leaves the multi-process suites out of this run.
 exclude=
 mp_exclude=$mp_client_families_but_atomics
+mp_suites=yes
 run() {
     name=$1
     shift
@@ -41,7 +43,9 @@ run() {
         failed=1
     fi
     filter=$(mp_filter 'Net/*N2_native_ofi' "$mp_exclude")
-    if ! gtest_ran env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
+    if [ "$mp_suites" = no ]; then
+        echo "not run over $name: the multi-process suites (README, Limits)"
+    elif ! gtest_ran env "$@" timeout 900 "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ofi ($name)"
         failed=1
     fi
@@ -128,13 +132,16 @@ for p in $providers; do
         exclude='*BacklogAndRetry*:*PerPeerOrderOneHandlerAtATime*'
         run "provider $p" SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
     'udp;ofi_rxd')
-        # (AmPrepare, left out with the other client families, hangs over
-        # rxd: a known open problem, src/am/README.md, Known limits.)
+        # A job over rxd stalls now and then under load (README, Limits):
+        # the multi-process suites run over it by hand only
+        # (SLUICETEST_OFI_RXD_SUITES=1).
+        [ "${SLUICETEST_OFI_RXD_SUITES:-0}" = 1 ] || mp_suites=no
         run "provider $p" SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow
         rxd_connect_checks ;;
     esac
     exclude=
     mp_exclude=$mp_client_families_but_atomics
+    mp_suites=yes
 done
 # shm keeps its region in a file in /dev/shm (libfabric names it after
 # the process id unless told otherwise; the conduit names it in the job's
