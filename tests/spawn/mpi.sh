@@ -7,10 +7,10 @@
 # Every job runs under a hard time limit with its own SLUICE_JOB_ID; after
 # each, no rank may be left and no /dev/shm/sluice.<job>.* file.
 set -u
-# The tsan subset leaves this to the plain and asan builds (tests/README.md,
+# The sanitizer subsets leave this to the plain build (tests/README.md,
 # Subsets): it keeps .ci/run within its time.
-if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
-    echo "SKIP: the mpi spawner (sluicerun -spawner=mpi): not in the tsan subset (runs in the plain and asan builds; tests/README.md)"
+if [ "${SLUICETEST_SUBSET:-}" = tsan ] || [ "${SLUICETEST_SUBSET:-}" = asan ]; then
+    echo "SKIP: the mpi spawner (sluicerun -spawner=mpi): not in the $SLUICETEST_SUBSET subset (runs in the plain build; tests/README.md)"
     exit 77
 fi
 builddir=${SLUICETEST_BUILDDIR:?}
