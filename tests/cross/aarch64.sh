@@ -55,8 +55,10 @@ fi
 # 2. Configure and build.
 step "cross-configure-aarch64-linux in $b"
 rm -rf "$b" && mkdir -p "$b"
+# Line tables only and no static library: a third less compiling (.ci/run).
 if ! (cd "$b" && CACHE_LINE=256 "$top/contrib/cross-configure/cross-configure-aarch64-linux" \
-        CPPFLAGS="-isystem $gtest/include" LDFLAGS="-L$gtest/lib") > "$b/configure.out" 2>&1; then
+        CPPFLAGS="-isystem $gtest/include" LDFLAGS="-L$gtest/lib" CXXFLAGS="-O2 -g1" --disable-static) \
+        > "$b/configure.out" 2>&1; then
     tail -30 "$b/configure.out"; echo "FAIL: configure"; exit 1
 fi
 sed -n '/^  Sluice /,$p' "$b/configure.out"
