@@ -117,6 +117,7 @@ inline constexpr std::size_t client_pieces = 1024;
 inline constexpr std::size_t client_piece = 64;
 inline constexpr std::ptrdiff_t client_stride = 128;
 inline constexpr std::size_t client_strided_bytes = client_pieces * client_piece;
+inline constexpr int client_nbi_depth = 16; // strided Puts in flight in the NBI row
 inline constexpr std::size_t client_flood_bytes = 4 * kib;
 inline constexpr std::size_t client_bcast_bytes = 1 * mib;
 // Offsets in the segment past the suite's 4 MiB of RMA targets.
@@ -350,6 +351,14 @@ private:
             auto puts = [&] {
                 ok = ok && sluice_puts(s_.peer, remote, strides, src, strides, client_piece, count, 1) == SLUICE_OK;
             };
+            // The same Put, client_nbi_depth in flight (GASNet's testvisperf
+            // loop): each issued NBI, then one sync.
+            auto puts_nbi = [&] {
+                for (int i = 0; i < client_nbi_depth; ++i)
+                    ok = ok && sluice_puts_nbi(s_.peer, remote, strides, src, strides, client_piece, count, 1) ==
+                                   SLUICE_OK;
+                ok = ok && sluice_nbi_sync() == SLUICE_OK;
+            };
             auto memcpy_pieces = [&] {
                 for (std::size_t i = 0; i < client_pieces; ++i)
                     std::memcpy(copy_to + i * client_stride, src + i * client_stride, client_piece);
@@ -366,10 +375,16 @@ private:
             const long per_r = smp ? per_s : std::max(2L, 12 / s_.options.scale.divisor);
             (void)Suite::timed(per_s / 4 + 1, puts);
             (void)(smp ? Suite::timed(per_r / 4 + 1, memcpy_pieces) : Suite::timed(1, put_loop));
-            double t = 0, r = 0;
+            const long per_n = std::max(1L, per_s / client_nbi_depth);
+            const bool nbi = wanted("puts_nbi_1024x64", client_strided_bytes);
+            if (nbi)
+                (void)Suite::timed(per_n / 4 + 1, puts_nbi);
+            double t = 0, r = 0, n = 0;
             for (int c = 0; c < 3 && ok; ++c) {
                 t += Suite::timed(per_s, puts);
                 r += smp ? Suite::timed(per_r, memcpy_pieces) : Suite::timed(per_r, put_loop);
+                if (nbi)
+                    n += Suite::timed(per_n, puts_nbi);
             }
             if (!ok) {
                 std::fprintf(stderr, "sluice-bench: client %s: sluice_puts failed: %s; row left out\n", tag_.c_str(),
@@ -378,6 +393,9 @@ private:
             }
             add("puts_1024x64", client_strided_bytes, t / (3.0 * static_cast<double>(per_s)));
             add(ref, client_strided_bytes, r / (3.0 * static_cast<double>(per_r)));
+            if (nbi)
+                add("puts_nbi_1024x64", client_strided_bytes,
+                    n / (3.0 * static_cast<double>(per_n) * client_nbi_depth));
         });
     }
 
