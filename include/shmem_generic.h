@@ -113,6 +113,11 @@ void shmem_generic_type_not_supported_(void);
 #define shmem_test_any_vector(...) SHMEM_N1_(SHMEM_G_SYNC_, test_any_vector, __VA_ARGS__)
 #define shmem_test_some_vector(...) SHMEM_N1_(SHMEM_G_SYNC_, test_some_vector, __VA_ARGS__)
 
+/* shmem_sync(team) and the active-set shmem_sync(PE_start, logPE_stride,
+ * PE_size, pSync), told apart by their argument count. */
+#define SHMEM_SYNC_PICK_(a, b, c, d, name, ...) name
+#define shmem_sync(...) SHMEM_SYNC_PICK_(__VA_ARGS__, shmem_sync, 0, 0, shmem_team_sync, 0)(__VA_ARGS__)
+
 #define shmem_broadcast(...) SHMEM_N2_(SHMEM_G_RMA_, broadcast, __VA_ARGS__)
 #define shmem_collect(...) SHMEM_N2_(SHMEM_G_RMA_, collect, __VA_ARGS__)
 #define shmem_fcollect(...) SHMEM_N2_(SHMEM_G_RMA_, fcollect, __VA_ARGS__)
@@ -129,6 +134,7 @@ void shmem_generic_type_not_supported_(void);
 #elif defined(__cplusplus)
 
 /* C++: one overload per type and form. */
+inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 #define SHMEM_CXX_RMA_(T, N, F)                                                                         \
     inline void shmem_put(T *d, const T *s, size_t n, int pe) { shmem_##N##_put(d, s, n, pe); }         \
     inline void shmem_put(shmem_ctx_t c, T *d, const T *s, size_t n, int pe) { shmem_ctx_##N##_put(c, d, s, n, pe); } \

@@ -3,6 +3,7 @@
 
 #include "shmem/shmem_impl.hpp"
 
+#include <dlfcn.h>
 #include <link.h>
 
 #include <cerrno>
@@ -23,6 +24,10 @@ State state;
 namespace {
 
 constexpr std::size_t default_heap = std::size_t{128} << 20;
+// The heap starts at an address of this alignment on every PE (the segment
+// is asked this much larger), so that an offset aligned on one PE is
+// aligned on all: shmem_align up to 2^23 gives one symmetric block.
+constexpr std::size_t heap_origin_align = std::size_t{8} << 20;
 
 // The heap's allocations: offset -> size, and the free ranges.  Every PE
 // makes the same calls in the same order (they are collective), so every
@@ -129,6 +134,16 @@ void do_init(int requested) {
     if (state.initialized) return;  // a second shmem_init is allowed and does nothing
     if (state.finalized)
         fail("shmem_init", "initialize OpenSHMEM once per process", "called after shmem_finalize");
+    // Software progress while the program computes: Sluice's progress
+    // thread, unless the program set SLUICE_PROGRESS_THREAD itself or
+    // initialized MPI already (the thread needs MPI_THREAD_SERIALIZED there;
+    // docs/openshmem.md, "Progress").
+    if (!std::getenv("SLUICE_PROGRESS_THREAD")) {
+        int mpi_up = 0;
+        if (auto initialized = reinterpret_cast<int (*)(int *)>(dlsym(RTLD_DEFAULT, "MPI_Initialized")))
+            (void)initialized(&mpi_up);
+        if (!mpi_up) setenv("SLUICE_PROGRESS_THREAD", "1", 0);
+    }
     if (!sluice_initialized()) {
         if (sluice_status_t s = sluice_init(nullptr, nullptr); s != SLUICE_OK)
             fail("shmem_init", "see Sluice's message above", "sluice_init: %s", sluice_last_error());
@@ -137,20 +152,19 @@ void do_init(int requested) {
     state.npes = static_cast<int>(sluice_size());
     state.thread_level = requested;
     const std::size_t size = heap_size_wanted();
-    check_status(sluice_segment_attach(size), "shmem_init");
+    check_status(sluice_segment_attach(size + heap_origin_align), "shmem_init");
     void *base = nullptr;
-    check_status(sluice_segment_info(sluice_rank(), &base, &state.heap_size), "shmem_init");
-    state.heap = static_cast<char *>(base);
+    std::size_t segment = 0;
+    check_status(sluice_segment_info(sluice_rank(), &base, &segment), "shmem_init");
+    const auto b = reinterpret_cast<std::uintptr_t>(base);
+    const std::uintptr_t origin = (b + heap_origin_align - 1) / heap_origin_align * heap_origin_align;
+    state.heap = reinterpret_cast<char *>(origin);
+    state.heap_size = size;
     free_ranges.clear();
     used.clear();
-    free_ranges[0] = state.heap_size;
+    if (size) free_ranges[0] = size;
     state.heap_base = new char *[state.npes];
-    for (int pe = 0; pe < state.npes; ++pe) {
-        void *b = nullptr;
-        std::size_t n = 0;
-        check_status(sluice_segment_info(static_cast<sluice_rank_t>(pe), &b, &n), "shmem_init");
-        state.heap_base[pe] = static_cast<char *>(b);
-    }
+    check_status(sluice_allgather(&state.heap, state.heap_base, sizeof(char *)), "shmem_init");
     dl_iterate_phdr(find_statics, nullptr);
     state.data_base = new char *[state.npes];
     check_status(sluice_allgather(&state.data_begin, state.data_base, sizeof(char *)), "shmem_init");

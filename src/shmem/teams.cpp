@@ -55,6 +55,12 @@ using namespace sluice::shmem;
 
 namespace {
 
+// The fields of `config` that `mask` names; the others keep their defaults.
+void set_config(sluice_shmem_team_ &t, const shmem_team_config_t *config, long mask) {
+    t.config_mask = mask;
+    if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS)) t.config.num_contexts = config->num_contexts;
+}
+
 int make_team(shmem_team_t parent, const std::vector<sluice_rank_t> &members, const shmem_team_config_t *config,
               long mask, shmem_team_t *out, const char *call) {
     sluice_team_t t = SLUICE_TEAM_NULL;
@@ -68,8 +74,7 @@ int make_team(shmem_team_t parent, const std::vector<sluice_rank_t> &members, co
     }
     auto *nt = new sluice_shmem_team_;
     nt->team = t;
-    if (config) nt->config = *config;
-    nt->config_mask = mask;
+    set_config(*nt, config, mask);
     *out = nt;
     return 0;
 }
@@ -115,6 +120,11 @@ int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int siz
                              long mask, shmem_team_t *new_team) {
     const char *call = "shmem_team_split_strided";
     if (!new_team) fail(call, "pass where to store the new team", "null output pointer");
+    need_init(call);
+    if (parent == SHMEM_TEAM_INVALID) {  // not a member of the parent: nothing to join
+        *new_team = SHMEM_TEAM_INVALID;
+        return 1;
+    }
     const sluice_team_t p = team_of(parent, call);
     const int n = static_cast<int>(sluice_team_size(p));
     const long last = static_cast<long>(start) + static_cast<long>(stride) * (size - 1);
@@ -135,6 +145,11 @@ int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config
                         shmem_team_t *xteam, const shmem_team_config_t *yconfig, long ymask, shmem_team_t *yteam) {
     const char *call = "shmem_team_split_2d";
     if (!xteam || !yteam) fail(call, "pass where to store both teams", "null output pointer");
+    need_init(call);
+    if (parent == SHMEM_TEAM_INVALID) {
+        *xteam = *yteam = SHMEM_TEAM_INVALID;
+        return 1;
+    }
     const sluice_team_t p = team_of(parent, call);
     const int n = static_cast<int>(sluice_team_size(p)), me = static_cast<int>(sluice_team_rank(p));
     if (xrange < 1) {
@@ -150,12 +165,10 @@ int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config
     }
     auto *tx = new sluice_shmem_team_;
     tx->team = x;
-    if (xconfig) tx->config = *xconfig;
-    tx->config_mask = xmask;
+    set_config(*tx, xconfig, xmask);
     auto *ty = new sluice_shmem_team_;
     ty->team = y;
-    if (yconfig) ty->config = *yconfig;
-    ty->config_mask = ymask;
+    set_config(*ty, yconfig, ymask);
     *xteam = tx;
     *yteam = ty;
     return 0;
