@@ -198,9 +198,11 @@ void fail(const char *call, const char *fix, const char *fmt, ...) {
 }
 
 void need_init(const char *call) {
-    if (!state.initialized) [[unlikely]]
-        fail(call, "call shmem_init (or shmem_init_thread) first",
-             state.finalized ? "called after shmem_finalize" : "OpenSHMEM is not initialized");
+    if (!state.initialized) [[unlikely]] {
+        if (state.finalized)
+            fail(call, "call OpenSHMEM only between shmem_init and shmem_finalize", "called after shmem_finalize");
+        fail(call, "call shmem_init (or shmem_init_thread) first", "OpenSHMEM is not initialized");
+    }
 }
 
 void check_status(sluice_status_t s, const char *call) {

@@ -14,6 +14,8 @@ int world_pe(shmem_ctx_t ctx, int pe, const char *call) {
     need_init(call);
     if (ctx == SHMEM_CTX_INVALID)
         fail(call, "pass a context shmem_ctx_create returned (or SHMEM_CTX_DEFAULT)", "SHMEM_CTX_INVALID");
+    if (ctx->destroyed) [[unlikely]]
+        fail(call, "use a context only between shmem_ctx_create and shmem_ctx_destroy", "a destroyed context");
     const shmem_team_t team = ctx->team;
     if (team == SHMEM_TEAM_WORLD || !team) {
         if (pe < 0 || pe >= state.npes) [[unlikely]]

@@ -26,6 +26,7 @@ struct sluice_shmem_ctx_ {
     long options = 0;
     shmem_team_t team = nullptr;  // PE numbers are this team's
     bool predefined = false;
+    bool destroyed = false;  // kept, so that a later use is told, not undefined
 };
 
 namespace sluice::shmem {

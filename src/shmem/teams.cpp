@@ -214,9 +214,10 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
     need_init("shmem_ctx_destroy");
     if (ctx == SHMEM_CTX_INVALID) return;
     if (ctx->predefined) fail("shmem_ctx_destroy", "destroy only contexts shmem_ctx_create made", "SHMEM_CTX_DEFAULT");
+    if (ctx->destroyed) fail("shmem_ctx_destroy", "destroy a context once", "a destroyed context");
     quiet();
     if (ctx->team) --ctx->team->contexts;
-    delete ctx;
+    ctx->destroyed = true;
 }
 
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {
