@@ -12,6 +12,8 @@
 #      Sluice::sluice and the C++ API, built, installed and run
 #   e. tests/install/CMakeLists.txt (C) with Sluice::sluice and Sluice::sluice-mpi
 #   f. mpicc consumer_mpi.c $(pkg-config --cflags --libs sluice-mpi)
+#   g. oshcc shmem_hello.c && oshrun -n 4 ./a.out (docs/openshmem.md), and the
+#      same program with cc $(pkg-config --cflags --libs sluice-shmem)
 # One PASS:/FAIL: line per check; exit 1 if any failed.
 set -u
 srcdir=${SLUICETEST_SRCDIR:?}
@@ -106,5 +108,20 @@ if [ "$have_mpi" = yes ]; then
         run_job "consumer_mpi.c (mpicc, pkg-config sluice-mpi) under ${mr##*/} -n 2" \
             "OK on 2 ranks.*with $(mpi_name "$mr")" "$mr" $(oversubscribe "$mr") -n 2 ./consumer_mpi
     fi
+fi
+# g. OpenSHMEM: the installed wrappers, then pkg-config.
+if [ -x "$prefix/bin/oshcc" ] && [ -x "$prefix/bin/oshrun" ]; then
+    if build "oshcc shmem_hello.c" ./a.out "$prefix/bin/oshcc" "$here/shmem_hello.c" &&
+       runpath "oshcc shmem_hello.c" ./a.out; then
+        run_job "oshcc shmem_hello.c && oshrun -n 4 ./a.out" "shmem hello: 4 PEs OK" "$prefix/bin/oshrun" -n 4 ./a.out
+    fi
+    if flags=$(pkg-config --cflags --libs sluice-shmem) &&
+       build "shmem_hello.c (pkg-config sluice-shmem)" ./shmem_hello cc -o shmem_hello "$here/shmem_hello.c" $flags &&
+       runpath "shmem_hello.c (pkg-config sluice-shmem)" ./shmem_hello; then
+        run_job "shmem_hello.c (cc, pkg-config sluice-shmem) under oshrun -n 2" "shmem hello: 2 PEs OK" \
+            "$prefix/bin/oshrun" -n 2 ./shmem_hello
+    fi
+else
+    fail "oshcc or oshrun is not in $prefix/bin"
 fi
 [ $failed -eq 0 ]
