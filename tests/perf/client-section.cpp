@@ -102,12 +102,14 @@ bool client_wanted(const std::string &only) {
         return true;
     const char *const whats[] = {"fadd_rtt", "pingpong", "am_short_rtt", "get_lat", "puts_1024x64",
                                  "puts_nbi_1024x64", "memcpy_1024x64", "put_loop_1024x64", "medium_flood_fixed",
-                                 "medium_flood_prepared", "hot_fadd", "hot_cpu", "reduce_all_8", "bcast_1M"};
+                                 "medium_flood_prepared", "hot_fadd", "hot_cpu", "reduce_all_8", "bcast_1M",
+                                 "shmem_put8", "shmem_get8", "shmem_put4M", "shmem_get4M", "shmem_fadd",
+                                 "shmem_barrier_all", "shmem_sum_reduce_8"};
     for (const char *what : whats)
         for (const char *tag : {"smp", "udp", "ofi_tcp", "ibv"})
             if ((std::string("client_") + tag + "_" + what).find(only) != std::string::npos)
                 return true;
-    for (const char *metric : {"mpi_allreduce_8", "mpi_bcast_1M"})
+    for (const char *metric : {"mpi_allreduce_8", "mpi_bcast_1M", "mpi_barrier"})
         if (std::string_view(metric).find(only) != std::string_view::npos)
             return true;
     return false;
@@ -149,9 +151,21 @@ int client_rep(const ClientContext &c, int rep, Samples &samples) {
             cmd.push_back(a);
         return cmd;
     };
+    // The OpenSHMEM rows' worker, beside sluice-bench.
+    const std::string shmem_worker = c.self.substr(0, c.self.rfind('/') + 1) + "sluice-bench-shmem";
     for (int n : client_rank_counts) {
         const std::string ranks = std::to_string(n);
         job(sluice(n, "smp"), "client-smp" + ranks + "-" + tag, "client rows, smp, " + ranks + " ranks", {});
+        if (::access(shmem_worker.c_str(), X_OK) == 0) {
+            std::vector<std::string> cmd{c.sluicerun};
+            if (n == 2 && !c.bind.empty())
+                cmd.push_back("--bind=" + c.bind);
+            for (const std::string &a : {std::string("-n"), ranks, std::string("--"), shmem_worker})
+                cmd.push_back(a);
+            for (const std::string &a : counts(n))
+                cmd.push_back(a);
+            job(cmd, "client-shmem" + ranks + "-" + tag, "OpenSHMEM rows, smp, " + ranks + " ranks", {});
+        }
         if (!c.mpirun.empty() && !c.mpi_reference.empty()) {
             std::vector<std::string> cmd{c.mpirun, "-n", ranks, "--oversubscribe", c.mpi_reference, "--client"};
             for (const std::string &a : counts(n))
@@ -263,6 +277,37 @@ std::vector<ClientRow> client_rows(const Samples &s) {
         target(add(vis, ofi + "_puts_GBps", z, gbps(med("client_" + ofi + "_puts_1024x64", z), z),
                    ofi + "_1024_puts_GBps", gbps(med("client_" + ofi + "_put_loop_1024x64", z), z)),
                at_least, 5, std::string(client_ofi_provider) + " strided Put 1024 x 64 B >= 5 x 1024 blocking Puts");
+
+    // OpenSHMEM (libsluice-shmem) beside Sluice's own calls and MPI, smp.
+    const std::string sh = "OpenSHMEM (libsluice-shmem) beside Sluice's own calls and MPI (smp; ns per call, GB/s)";
+    {
+        const std::size_t mb = std::size_t{4} << 20;
+        target(add(sh, "shmem_putmem_ns", 8, med("client_smp_shmem_put8", 8), "sluice_put_ns",
+                   med("client_smp_shmem_sluice_put8", 8)),
+               at_most, 1.1, "shmem_putmem 8 B <= 1.1 x sluice_put");
+        target(add(sh, "shmem_getmem_ns", 8, med("client_smp_shmem_get8", 8), "sluice_get_ns",
+                   med("client_smp_shmem_sluice_get8", 8)),
+               at_most, 1.1, "shmem_getmem 8 B <= 1.1 x sluice_get");
+        target(add(sh, "shmem_putmem_GBps", mb, gbps(med("client_smp_shmem_put4M", mb), mb), "sluice_put_GBps",
+                   gbps(med("client_smp_shmem_sluice_put4M", mb), mb)),
+               at_least, 1 / 1.1, "shmem_putmem 4 MiB bandwidth >= sluice_put's / 1.1");
+        target(add(sh, "shmem_getmem_GBps", mb, gbps(med("client_smp_shmem_get4M", mb), mb), "sluice_get_GBps",
+                   gbps(med("client_smp_shmem_sluice_get4M", mb), mb)),
+               at_least, 1 / 1.1, "shmem_getmem 4 MiB bandwidth >= sluice_get's / 1.1");
+        target(add(sh, "shmem_fetch_add_ns", 8, med("client_smp_shmem_fadd", 8), "sluice_ad_fadd_ns",
+                   med("client_smp_shmem_sluice_fadd", 8)),
+               at_most, 1.1, "shmem_long_atomic_fetch_add <= 1.1 x sluice_ad_op_u64 FADD");
+        for (std::size_t n : {std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
+            ClientRow &b = add(sh, "shmem_barrier_all_ns", n, med("client_smp_shmem_barrier_all", n), "mpi_barrier_ns",
+                               med("mpi_barrier", n));
+            b.size_label = std::to_string(n) + " ranks";
+            target(b, at_most, 1.0, "shmem_barrier_all, " + std::to_string(n) + " ranks <= MPI_Barrier");
+            ClientRow &r = add(sh, "shmem_sum_reduce_ns", n, med("client_smp_shmem_sum_reduce_8", n), "mpi_allreduce_ns",
+                               med("mpi_allreduce_8", n));
+            r.size_label = std::to_string(n) + " ranks";
+            target(r, at_most, 1.0, "shmem_long_sum_reduce 8 B, " + std::to_string(n) + " ranks <= MPI_Allreduce");
+        }
+    }
 
     // Reported, no target: the pipelined loop GASNet's testvisperf runs.
     const std::string visn = "Client API: strided Put, 1024 pieces of 64 B, 16 NBI in flight, then one sync (2 ranks; GB/s)";

@@ -3,7 +3,7 @@
 //   --suite  Send/Recv round trip and one-way stream at the AM sizes,
 //            MPI_Put/MPI_Get + MPI_Win_flush latency and bandwidth on an
 //            MPI_Win_allocate window under lock_all, MPI_Barrier;
-//   --client MPI_Allreduce of 8 B (one uint64_t, sum) at any rank count, and
+//   --client MPI_Allreduce of 8 B (one uint64_t, sum) and MPI_Barrier at any rank count, and
 //            at 4 ranks MPI_Bcast of 1 MiB: the references of sluice-bench's
 //            client rows (client-section.hpp), with the iteration counts the
 //            driver gives both sides (--client-reduce-iters,
@@ -220,6 +220,16 @@ struct MpiClient {
             MPI_Barrier(MPI_COMM_WORLD);
             if (me == 0 && out == n * (n + 1) / 2)
                 results.add("mpi_allreduce_8", n, t / static_cast<double>(reduce_iters));
+        }
+        if (reduce_iters > 0 && options.wanted("mpi_barrier", n)) {
+            for (long i = 0; i < warmup_of(reduce_iters); ++i)
+                MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = now_ns();
+            for (long i = 0; i < reduce_iters; ++i)
+                MPI_Barrier(MPI_COMM_WORLD);
+            const double t = now_ns() - t0;
+            if (me == 0)
+                results.add("mpi_barrier", n, t / static_cast<double>(reduce_iters));
         }
         if (size == 4 && bcast_iters > 0 && options.wanted("mpi_bcast_1M", n)) {
             PageBuffer buffer(mib, me == 0 ? 7 : 0);
