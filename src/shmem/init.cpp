@@ -197,12 +197,10 @@ void fail(const char *call, const char *fix, const char *fmt, ...) {
     std::_Exit(1);
 }
 
-void need_init(const char *call) {
-    if (!state.initialized) [[unlikely]] {
-        if (state.finalized)
-            fail(call, "call OpenSHMEM only between shmem_init and shmem_finalize", "called after shmem_finalize");
-        fail(call, "call shmem_init (or shmem_init_thread) first", "OpenSHMEM is not initialized");
-    }
+void not_initialized(const char *call) {
+    if (state.finalized)
+        fail(call, "call OpenSHMEM only between shmem_init and shmem_finalize", "called after shmem_finalize");
+    fail(call, "call shmem_init (or shmem_init_thread) first", "OpenSHMEM is not initialized");
 }
 
 void check_status(sluice_status_t s, const char *call) {
@@ -210,22 +208,7 @@ void check_status(sluice_status_t s, const char *call) {
         fail(call, "see Sluice's message above", "%s", sluice_last_error());
 }
 
-Region region_of(const void *addr, std::size_t len) {
-    const char *p = static_cast<const char *>(addr);
-    if (p >= state.heap && p <= state.heap + state.heap_size && len <= state.heap_size - (p - state.heap))
-        return Region::heap;
-    if (p >= state.data_begin && p <= state.data_end && len <= static_cast<std::size_t>(state.data_end - p))
-        return Region::statics;
-    return Region::none;
-}
-
-void *remote_addr(const void *addr, std::size_t len, int pe, const char *call) {
-    const char *p = static_cast<const char *>(addr);
-    switch (region_of(addr, len)) {
-    case Region::heap: return state.heap_base[pe] + (p - state.heap);
-    case Region::statics: return state.data_base[pe] + (p - state.data_begin);
-    case Region::none: break;
-    }
+void not_symmetric(const void *addr, std::size_t len, const char *call) {
     fail(call, "pass symmetric memory: from shmem_malloc and friends, or a global or static variable",
          "%p (%zu bytes) is not symmetric", addr, len);
 }

@@ -10,7 +10,7 @@
 
 namespace sluice::shmem {
 
-int world_pe(shmem_ctx_t ctx, int pe, const char *call) {
+int world_pe_slow(shmem_ctx_t ctx, int pe, const char *call) {
     need_init(call);
     if (ctx == SHMEM_CTX_INVALID)
         fail(call, "pass a context shmem_ctx_create returned (or SHMEM_CTX_DEFAULT)", "SHMEM_CTX_INVALID");
@@ -30,28 +30,19 @@ int world_pe(shmem_ctx_t ctx, int pe, const char *call) {
     return static_cast<int>(job);
 }
 
-void put_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
-    const int w = world_pe(ctx, pe, call);
+// `w` is a world PE here (put_bytes translated it).
+void put_bytes_slow(shmem_ctx_t, void *dest, const void *src, std::size_t n, int w, const char *call) {
     if (n == 0) return;
-    void *r = remote_addr(dest, n, w, call);
-    if (region_of(dest, n) == Region::statics) {
-        if (w == state.me) std::memmove(dest, src, n);
-        else statics_put(w, static_cast<std::size_t>(static_cast<char *>(dest) - state.data_begin), src, n);
-        return;
-    }
-    check_status(sluice_put(static_cast<sluice_rank_t>(w), r, src, n), call);
+    (void)remote_addr(dest, n, w, call);  // symmetric, else the job ends
+    if (w == state.me) std::memmove(dest, src, n);
+    else statics_put(w, static_cast<std::size_t>(static_cast<char *>(dest) - state.data_begin), src, n);
 }
 
-void get_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
-    const int w = world_pe(ctx, pe, call);
+void get_bytes_slow(shmem_ctx_t, void *dest, const void *src, std::size_t n, int w, const char *call) {
     if (n == 0) return;
-    void *r = remote_addr(src, n, w, call);
-    if (region_of(src, n) == Region::statics) {
-        if (w == state.me) std::memmove(dest, src, n);
-        else statics_get(dest, w, static_cast<std::size_t>(static_cast<const char *>(src) - state.data_begin), n);
-        return;
-    }
-    check_status(sluice_get(dest, static_cast<sluice_rank_t>(w), r, n), call);
+    (void)remote_addr(src, n, w, call);
+    if (w == state.me) std::memmove(dest, src, n);
+    else statics_get(dest, w, static_cast<std::size_t>(static_cast<const char *>(src) - state.data_begin), n);
 }
 
 // Strided: element i of the remote side at i*dst elements from dest

@@ -56,18 +56,68 @@ extern State state;
 // The one line every misuse ends with: names the call and the fix, exits.
 [[noreturn]] void fail(const char *call, const char *fix, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-// Checks that shmem_init ran (else fail naming `call`).
-void need_init(const char *call);
-// The world PE of `pe` in ctx's team, checked.
-int world_pe(shmem_ctx_t ctx, int pe, const char *call);
-Region region_of(const void *addr, std::size_t len);
-// Where `addr` (symmetric, here) is on `pe`; fails if it is not symmetric.
-void *remote_addr(const void *addr, std::size_t len, int pe, const char *call);
+// The cold halves of the checks below: they report and end the job.
+[[noreturn]] void not_initialized(const char *call);
+[[noreturn]] void not_symmetric(const void *addr, std::size_t len, const char *call);
 void check_status(sluice_status_t s, const char *call);
 
-// RMA on bytes, any symmetric address (heap or statics).
-void put_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
-void get_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
+// Checks that shmem_init ran (else fail naming `call`).
+inline void need_init(const char *call) {
+    if (!state.initialized) [[unlikely]]
+        not_initialized(call);
+}
+// The world PE of `pe` in ctx's team, checked (world_pe_slow: contexts of
+// other teams, and every bad argument).
+int world_pe_slow(shmem_ctx_t ctx, int pe, const char *call);
+inline int world_pe(shmem_ctx_t ctx, int pe, const char *call) {
+    if (ctx == SHMEM_CTX_DEFAULT && state.initialized && static_cast<unsigned>(pe) < static_cast<unsigned>(state.npes))
+        [[likely]] return pe;
+    return world_pe_slow(ctx, pe, call);
+}
+inline Region region_of(const void *addr, std::size_t len) {
+    const auto off = static_cast<std::size_t>(static_cast<const char *>(addr) - state.heap);
+    if (off <= state.heap_size && len <= state.heap_size - off) return Region::heap;
+    const auto soff = static_cast<std::size_t>(static_cast<const char *>(addr) - state.data_begin);
+    const auto ssize = static_cast<std::size_t>(state.data_end - state.data_begin);
+    if (soff <= ssize && len <= ssize - soff) return Region::statics;
+    return Region::none;
+}
+// Where `addr` (symmetric, here) is on `pe`; fails if it is not symmetric.
+inline void *remote_addr(const void *addr, std::size_t len, int pe, const char *call) {
+    const char *p = static_cast<const char *>(addr);
+    switch (region_of(addr, len)) {
+    case Region::heap: return state.heap_base[pe] + (p - state.heap);
+    case Region::statics: return state.data_base[pe] + (p - state.data_begin);
+    case Region::none: break;
+    }
+    not_symmetric(addr, len, call);
+}
+
+// RMA on bytes, any symmetric address (heap or statics): the heap inline
+// (on a same-host peer, sluice_put / sluice_get are a copy in the caller),
+// the rest in rma.cpp.
+void put_bytes_slow(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
+void get_bytes_slow(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
+inline void put_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
+    const int w = world_pe(ctx, pe, call);
+    const auto off = static_cast<std::size_t>(static_cast<char *>(dest) - state.heap);
+    if (n && off <= state.heap_size && n <= state.heap_size - off) [[likely]] {
+        if (sluice_put(static_cast<sluice_rank_t>(w), state.heap_base[w] + off, src, n) != SLUICE_OK) [[unlikely]]
+            check_status(SLUICE_ERR_TRANSPORT, call);
+        return;
+    }
+    put_bytes_slow(ctx, dest, src, n, w, call);
+}
+inline void get_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
+    const int w = world_pe(ctx, pe, call);
+    const auto off = static_cast<std::size_t>(static_cast<const char *>(src) - state.heap);
+    if (n && off <= state.heap_size && n <= state.heap_size - off) [[likely]] {
+        if (sluice_get(dest, static_cast<sluice_rank_t>(w), state.heap_base[w] + off, n) != SLUICE_OK) [[unlikely]]
+            check_status(SLUICE_ERR_TRANSPORT, call);
+        return;
+    }
+    get_bytes_slow(ctx, dest, src, n, w, call);
+}
 void iput_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::ptrdiff_t dst, std::ptrdiff_t sst,
                 std::size_t elem, std::size_t n, int pe, const char *call);
 void iget_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::ptrdiff_t dst, std::ptrdiff_t sst,
