@@ -2,7 +2,8 @@
 # tests/shmem/bad-input.sh - every mode of tests/shmem/bad_input.c at 2 PEs
 # (smp): the job must end with a non-zero code and the line
 # "sluice-shmem: PE N: CALL: WHAT; fix: FIX" naming the call the mode gets
-# wrong; mode "ok" must end with 0.  Each job under a hard time limit, and
+# wrong; mode "ok" (which also checks a global 8 bytes past a 16-byte
+# boundary, both ways) must end with 0.  Each job under a hard time limit, and
 # none may leave shared memory behind.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
