@@ -447,8 +447,132 @@ SHMEM_TO_ALL_ARITH_TYPES_(SHMEM_DECL_TO_ALL_ARITH_)
 #undef SHMEM_DECL_TO_ALL_ARITH_
 #undef SHMEM_DECL_TO_ALL_
 
+/* ---- same-host heap RMA and atomics inlined (internal) ------------------------------------ */
+/* A Put or Get of the default context between this PE's heap and a PE whose
+ * heap is mapped here (smp), and a 64-bit fetch-add or add there, run in
+ * the caller: shmem_init publishes the heap below, and Sluice's own inline
+ * code (sluice.h) checks the PE's mapping and does the copy or the CPU
+ * atomic.  Anything else (another PE, static data, a bad argument, before
+ * shmem_init or after shmem_finalize) calls the library, which checks it
+ * all and reports.  SLUICE_NO_INLINE_RMA turns this off, as in sluice.h.
+ * The names ending in '_' are not part of the API. */
+struct sluice_shmem_fast_ {
+    char *heap;               /* this PE's heap */
+    size_t heap_size;
+    char *const *heap_base;   /* every PE's heap, in its own address space */
+    struct sluice_ad *ad64;   /* the 64-bit integer atomic domain */
+    int npes;                 /* 0 outside shmem_init .. shmem_finalize */
+};
+extern struct sluice_shmem_fast_ sluice_shmem_fast_;
+
 #ifdef __cplusplus
 } /* extern "C" */
+#endif
+
+#if !defined(SLUICE_NO_INLINE_RMA) && !defined(SLUICE_SHMEM_LIBRARY_) && (defined(__GNUC__) || defined(__clang__))
+#include <sluice.h>
+/* The peer's address of `n` bytes at `addr` in this PE's heap, or null. */
+static inline char *sluice_shmem_heap_(const void *addr, size_t n, int pe) {
+    const struct sluice_shmem_fast_ *f = &sluice_shmem_fast_;
+    const size_t off = (size_t)((const char *)addr - f->heap);
+    if ((unsigned)pe >= (unsigned)f->npes || off > f->heap_size || n > f->heap_size - off) return 0;
+    return f->heap_base[pe] + off;
+}
+static inline void sluice_shmem_put_(void *dest, const void *src, size_t n, int pe) {
+    char *r = sluice_shmem_heap_(dest, n, pe);
+    char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, src, n) : 0;
+    if (view && n) sluice_copy_(view, src, n);
+    else shmem_putmem(dest, src, n, pe);
+}
+static inline void sluice_shmem_get_(void *dest, const void *src, size_t n, int pe) {
+    const char *r = sluice_shmem_heap_(src, n, pe);
+    const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, dest, n) : 0;
+    if (view && n) sluice_copy_(dest, view, n);
+    else shmem_getmem(dest, src, n, pe);
+}
+#define shmem_putmem(dest, source, nelems, pe) sluice_shmem_put_(dest, source, nelems, pe)
+#define shmem_getmem(dest, source, nelems, pe) sluice_shmem_get_(dest, source, nelems, pe)
+/* The typed blocking Put, Get, p and g of the default context. */
+#define SHMEM_INLINE_RMA_(T, N)                                                                         \
+    static inline void sluice_shmem_##N##_put_(T *d, const T *s, size_t n, int pe) {                    \
+        char *r = sluice_shmem_heap_(d, n * sizeof(T), pe);                                             \
+        char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, s, n * sizeof(T)) : 0;               \
+        if (view && n) sluice_copy_(view, s, n * sizeof(T));                                            \
+        else shmem_##N##_put(d, s, n, pe);                                                              \
+    }                                                                                                   \
+    static inline void sluice_shmem_##N##_get_(T *d, const T *s, size_t n, int pe) {                    \
+        const char *r = sluice_shmem_heap_(s, n * sizeof(T), pe);                                       \
+        const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, d, n * sizeof(T)) : 0;         \
+        if (view && n) sluice_copy_(d, view, n * sizeof(T));                                            \
+        else shmem_##N##_get(d, s, n, pe);                                                              \
+    }                                                                                                   \
+    static inline void sluice_shmem_##N##_p_(T *d, T v, int pe) {                                       \
+        char *r = sluice_shmem_heap_(d, sizeof(T), pe);                                                 \
+        char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, &v, sizeof(T)) : 0;                  \
+        if (view) memcpy(view, &v, sizeof(T));                                                          \
+        else shmem_##N##_p(d, v, pe);                                                                   \
+    }                                                                                                   \
+    static inline T sluice_shmem_##N##_g_(const T *s, int pe) {                                         \
+        T v;                                                                                            \
+        const char *r = sluice_shmem_heap_(s, sizeof(T), pe);                                           \
+        const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, &v, sizeof(T)) : 0;            \
+        if (!view) return shmem_##N##_g(s, pe);                                                         \
+        memcpy(&v, view, sizeof(T));                                                                    \
+        return v;                                                                                       \
+    }
+SHMEM_INLINE_RMA_(long, long)
+SHMEM_INLINE_RMA_(int, int)
+SHMEM_INLINE_RMA_(double, double)
+SHMEM_INLINE_RMA_(float, float)
+SHMEM_INLINE_RMA_(char, char)
+SHMEM_INLINE_RMA_(long long, longlong)
+SHMEM_INLINE_RMA_(unsigned long, ulong)
+SHMEM_INLINE_RMA_(uint64_t, uint64)
+#undef SHMEM_INLINE_RMA_
+#define shmem_long_put(d, s, n, pe) sluice_shmem_long_put_(d, s, n, pe)
+#define shmem_long_get(d, s, n, pe) sluice_shmem_long_get_(d, s, n, pe)
+#define shmem_long_p(d, v, pe) sluice_shmem_long_p_(d, v, pe)
+#define shmem_long_g(s, pe) sluice_shmem_long_g_(s, pe)
+#define shmem_int_put(d, s, n, pe) sluice_shmem_int_put_(d, s, n, pe)
+#define shmem_int_get(d, s, n, pe) sluice_shmem_int_get_(d, s, n, pe)
+#define shmem_int_p(d, v, pe) sluice_shmem_int_p_(d, v, pe)
+#define shmem_int_g(s, pe) sluice_shmem_int_g_(s, pe)
+#define shmem_double_put(d, s, n, pe) sluice_shmem_double_put_(d, s, n, pe)
+#define shmem_double_get(d, s, n, pe) sluice_shmem_double_get_(d, s, n, pe)
+#define shmem_double_p(d, v, pe) sluice_shmem_double_p_(d, v, pe)
+#define shmem_double_g(s, pe) sluice_shmem_double_g_(s, pe)
+#define shmem_float_put(d, s, n, pe) sluice_shmem_float_put_(d, s, n, pe)
+#define shmem_float_get(d, s, n, pe) sluice_shmem_float_get_(d, s, n, pe)
+#define shmem_float_p(d, v, pe) sluice_shmem_float_p_(d, v, pe)
+#define shmem_float_g(s, pe) sluice_shmem_float_g_(s, pe)
+#define shmem_char_put(d, s, n, pe) sluice_shmem_char_put_(d, s, n, pe)
+#define shmem_char_get(d, s, n, pe) sluice_shmem_char_get_(d, s, n, pe)
+#define shmem_longlong_put(d, s, n, pe) sluice_shmem_longlong_put_(d, s, n, pe)
+#define shmem_longlong_get(d, s, n, pe) sluice_shmem_longlong_get_(d, s, n, pe)
+#define shmem_longlong_p(d, v, pe) sluice_shmem_longlong_p_(d, v, pe)
+#define shmem_longlong_g(s, pe) sluice_shmem_longlong_g_(s, pe)
+#define shmem_ulong_put(d, s, n, pe) sluice_shmem_ulong_put_(d, s, n, pe)
+#define shmem_ulong_get(d, s, n, pe) sluice_shmem_ulong_get_(d, s, n, pe)
+#define shmem_uint64_put(d, s, n, pe) sluice_shmem_uint64_put_(d, s, n, pe)
+#define shmem_uint64_get(d, s, n, pe) sluice_shmem_uint64_get_(d, s, n, pe)
+/* 64-bit fetch-add and add of the default context, through the same atomic
+ * domain as the library's (sluice.h inlines it on a mapped PE). */
+static inline long sluice_shmem_long_atomic_fetch_add_(long *d, long v, int pe) {
+    char *r = ((uintptr_t)d & 7) ? 0 : sluice_shmem_heap_(d, sizeof(long), pe);
+    uint64_t old;
+    if (!r || sluice_ad_op_u64(sluice_shmem_fast_.ad64, &old, (sluice_rank_t)pe, r, SLUICE_OP_FADD, (uint64_t)v, 0,
+                               0) != SLUICE_OK)
+        return shmem_long_atomic_fetch_add(d, v, pe);
+    return (long)old;
+}
+static inline void sluice_shmem_long_atomic_add_(long *d, long v, int pe) {
+    char *r = ((uintptr_t)d & 7) ? 0 : sluice_shmem_heap_(d, sizeof(long), pe);
+    if (!r || sluice_ad_op_u64(sluice_shmem_fast_.ad64, 0, (sluice_rank_t)pe, r, SLUICE_OP_ADD, (uint64_t)v, 0, 0) !=
+                  SLUICE_OK)
+        shmem_long_atomic_add(d, v, pe);
+}
+#define shmem_long_atomic_fetch_add(d, v, pe) sluice_shmem_long_atomic_fetch_add_(d, v, pe)
+#define shmem_long_atomic_add(d, v, pe) sluice_shmem_long_atomic_add_(d, v, pe)
 #endif
 
 /* ---- generic names ---------------------------------------------------------------------------- */

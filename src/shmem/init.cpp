@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+extern "C" {
+struct sluice_shmem_fast_ sluice_shmem_fast_ = {nullptr, 0, nullptr, nullptr, 0};
+}
+
 namespace sluice::shmem {
 
 State state;
@@ -180,6 +184,7 @@ void do_init(int requested) {
     statics_init();
     teams_init();
     state.initialized = true;
+    sluice_shmem_fast_ = {state.heap, state.heap_size, state.heap_base, state.ad[SLUICE_DT_U64], state.npes};
     check_status(sluice_barrier(), "shmem_init");
 }
 
@@ -238,6 +243,7 @@ void shmem_query_thread(int *provided) {
 
 void shmem_finalize(void) {
     if (!state.initialized) return;
+    sluice_shmem_fast_.npes = 0;  // from here on every call goes to the library, which refuses it
     quiet();
     check_status(sluice_barrier(), "shmem_finalize");
     teams_fini();
