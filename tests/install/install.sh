@@ -203,7 +203,7 @@ if cmake -S "$here" -B "$cm" -DCMAKE_PREFIX_PATH="$sprefix" -DCMAKE_BUILD_TYPE=R
     targets=$(sed -n 's/^-- sluice-target //p' "$tmp/cmake.log")
     bad=$(printf '%s\n' "$targets" | awk -v l="$slibdir/" -v i="$sincludedir" \
           'index($2, l) != 1 || $3 != i { print }')
-    want=1
+    want=2  # Sluice::sluice, Sluice::sluice-shmem
     [ $have_mpi = yes ] && want=$((want + 1))
     [ $have_mpich = yes ] && want=$((want + 1))
     got=$(printf '%s\n' "$targets" | grep -c .)
@@ -215,6 +215,8 @@ if cmake -S "$here" -B "$cm" -DCMAKE_PREFIX_PATH="$sprefix" -DCMAKE_BUILD_TYPE=R
         pass "find_package(Sluice) with CMAKE_PREFIX_PATH=<tmp>: $(printf '%s\n' "$targets" | awk '{ printf "%s%s", sep, $1; sep = ", " }') in the staged install"
         run_job "consumer (CMake, Sluice::sluice) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 "$cm/consumer"
         run_job "consumer (CMake, Sluice::sluice) as a 1-rank job" "OK on 1 ranks" "$cm/consumer"
+        run_job "shmem_hello (CMake, Sluice::sluice-shmem) under sluicerun -n 2" "shmem hello: 2 PEs OK" \
+            "$sluicerun" -n 2 "$cm/shmem_hello"
         if [ $have_mpi = yes ]; then
             run=${SLUICETEST_MPIRUN:-$(first_of mpirun.openmpi mpirun)}
             run_job "consumer_mpi (CMake, Sluice::sluice-mpi) under ${run##*/} -n 2" \

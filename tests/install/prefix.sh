@@ -10,7 +10,8 @@
 #      library and the fix, once
 #   d. tests/install/cxx: project(app CXX), find_package(Sluice),
 #      Sluice::sluice and the C++ API, built, installed and run
-#   e. tests/install/CMakeLists.txt (C) with Sluice::sluice and Sluice::sluice-mpi
+#   e. tests/install/CMakeLists.txt (C) with Sluice::sluice, Sluice::sluice-shmem
+#      and Sluice::sluice-mpi
 #   f. mpicc consumer_mpi.c $(pkg-config --cflags --libs sluice-mpi)
 #   g. oshcc shmem_hello.c && oshrun -n 4 ./a.out (docs/openshmem.md), and the
 #      same program with cc $(pkg-config --cflags --libs sluice-shmem)
@@ -90,6 +91,8 @@ fi
 cc2=$tmp/cmake-c
 if cmake -S "$here" -B "$cc2" > "$tmp/cmake-c.log" 2>&1 && cmake --build "$cc2" >> "$tmp/cmake-c.log" 2>&1; then
     run_job "CMake C consumer (Sluice::sluice) under sluicerun -n 2" "OK on 2 ranks" "$sluicerun" -n 2 "$cc2/consumer"
+    run_job "CMake C shmem_hello (Sluice::sluice-shmem) under oshrun -n 2" "shmem hello: 2 PEs OK" \
+        "$prefix/bin/oshrun" -n 2 "$cc2/shmem_hello"
     if [ "$have_mpi" = yes ]; then
         mr=${SLUICETEST_MPIRUN:-$(first_of mpirun.openmpi mpirun)}
         run_job "CMake C consumer_mpi (Sluice::sluice-mpi) under ${mr##*/} -n 2" \
