@@ -13,7 +13,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_osc=^u
 # Open MPI's allocations kept past MPI_Finalize (tests/mpi/hybrid.sh says why).
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 sizes="2 4"
+orders="mpi-first shmem-first"
 [ -z "${SLUICETEST_SUBSET:-}" ] || sizes=2
+# The tsan subset: with shmem_init first, Sluice starts MPI from its own
+# thread-level request (MPI_THREAD_SERIALIZED, for the progress thread),
+# and ThreadSanitizer reports a lock-order inversion inside Open MPI's
+# uninstrumented TCP transport (mca_btl_tcp_add_procs): the order runs in
+# the plain and asan builds, as tests/mpi/hybrid.sh's sluice-first does.
+[ "${SLUICETEST_SUBSET:-}" != tsan ] || orders=mpi-first
 failed=0
 oversubscribe() { if "$1" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then echo --oversubscribe; fi; }
 
@@ -21,7 +28,7 @@ run_flavor() {
     label=$1 suffix=$2 run=$3
     prog=$builddir/contrib/examples/shmem_halo$suffix
     [ -x "$prog" ] || { echo "FAIL: [$label] $prog is not built"; failed=$((failed + 1)); return; }
-    for order in mpi-first shmem-first; do
+    for order in $orders; do
         for n in $sizes; do
             job="shh$$$label$order$n"
             out=$(SLUICE_JOB_ID=$job timeout -k 5 90 "$run" $(oversubscribe "$run") -n "$n" "$prog" "$order" 2>&1)
