@@ -512,9 +512,24 @@ Runtime::ProgressWhileBlocked::~ProgressWhileBlocked() {
 void Runtime::progress_thread_start() {
     progress_stop_.store(false);
     progress_thread_ = std::thread([this] {
-        const timespec pause{0, 50 * 1000};  // 50 us: reach a busy rank soon, cost little
+        // Every 50 us while the program does not poll (reach a busy rank
+        // soon); while it does, the thread stands back, waking every 1 ms at
+        // most, so that it does not take the CPU from ranks that spin (more
+        // ranks than CPUs: every wake-up is a rank descheduled).
+        constexpr long quick_ns = 50 * 1000, slow_ns = 1000 * 1000;
+        long pause_ns = quick_ns;
+        std::uint64_t seen = app_polls_.load(std::memory_order_relaxed);
         while (!progress_stop_.load(std::memory_order_relaxed)) {
-            poll();
+            const std::uint64_t now = app_polls_.load(std::memory_order_relaxed);
+            if (now != seen) {
+                seen = now;
+                pause_ns = std::min(pause_ns * 2, slow_ns);
+            } else {
+                if (exit_started_.load(std::memory_order_relaxed)) exit_park();
+                am.poll();
+                pause_ns = quick_ns;
+            }
+            const timespec pause{0, pause_ns};
             ::nanosleep(&pause, nullptr);
         }
     });

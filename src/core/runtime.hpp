@@ -43,6 +43,8 @@ public:
     // running an exit park here until the process ends.
     void poll() {
         if (exit_started_.load(std::memory_order_relaxed)) exit_park();
+        // A hint for the progress thread (not a count: threads may race on it).
+        app_polls_.store(app_polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         am.poll();
     }
     Status barrier();
@@ -141,6 +143,7 @@ private:
 
     std::thread progress_thread_;
     std::atomic<bool> progress_stop_{false};
+    std::atomic<std::uint64_t> app_polls_{0};  // bumped by poll(): the program is polling
 
     // exit state
     std::atomic<bool> exit_started_{false};

@@ -77,33 +77,45 @@ int run(int argc, char **argv) {
             double sp = 0, up = 0, sg = 0, ug = 0, spb = 0, upb = 0, sgb = 0, ugb = 0, sa = 0, ua = 0;
             long old = 0;
             std::uint64_t uold = 0;
-            for (int c = 0; c < 4; ++c) {  // chunk 0 warms up
+            // Chunk 0 warms up; the two sides swap places every chunk, so
+            // that neither always finds the lines the other left in its cache.
+            for (int c = 0; c < 5; ++c) {
                 const double w = c ? 1 : 0;
-                sp += w * timed(k, [&] { shmem_putmem(buf, local.data(), 8, 1); });
-                up += w * timed(k, [&] { (void)sluice_put(1, peer_buf, local.data(), 8); });
-                sg += w * timed(k, [&] { shmem_getmem(local.data(), buf, 8, 1); });
-                ug += w * timed(k, [&] { (void)sluice_get(local.data(), 1, peer_buf, 8); });
-                spb += w * timed(kb, [&] {
-                    shmem_putmem(buf, local.data(), big, 1);
-                    shmem_quiet();
-                });
-                upb += w * timed(kb, [&] { (void)sluice_put(1, peer_buf, local.data(), big); });
-                sgb += w * timed(kb, [&] { shmem_getmem(local.data(), buf, big, 1); });
-                ugb += w * timed(kb, [&] { (void)sluice_get(local.data(), 1, peer_buf, big); });
-                sa += w * timed(ka, [&] { old = shmem_long_atomic_fetch_add(word, 1, 1); });
-                ua += w * timed(ka, [&] { (void)sluice_ad_op_u64(ad, &uold, 1, peer_word, SLUICE_OP_FADD, 1, 0, 0); });
+                auto both = [&](double &a, double &b, long n, auto fa, auto fb) {
+                    if (c % 2) {
+                        b += w * timed(n, fb);
+                        a += w * timed(n, fa);
+                    } else {
+                        a += w * timed(n, fa);
+                        b += w * timed(n, fb);
+                    }
+                };
+                both(sp, up, k, [&] { shmem_putmem(buf, local.data(), 8, 1); },
+                     [&] { (void)sluice_put(1, peer_buf, local.data(), 8); });
+                both(sg, ug, k, [&] { shmem_getmem(local.data(), buf, 8, 1); },
+                     [&] { (void)sluice_get(local.data(), 1, peer_buf, 8); });
+                both(spb, upb, kb,
+                     [&] {
+                         shmem_putmem(buf, local.data(), big, 1);
+                         shmem_quiet();
+                     },
+                     [&] { (void)sluice_put(1, peer_buf, local.data(), big); });
+                both(sgb, ugb, kb, [&] { shmem_getmem(local.data(), buf, big, 1); },
+                     [&] { (void)sluice_get(local.data(), 1, peer_buf, big); });
+                both(sa, ua, ka, [&] { old = shmem_long_atomic_fetch_add(word, 1, 1); },
+                     [&] { (void)sluice_ad_op_u64(ad, &uold, 1, peer_word, SLUICE_OP_FADD, 1, 0, 0); });
             }
             clobber_memory();
-            add("shmem_put8", 8, sp / 3);
-            add("shmem_sluice_put8", 8, up / 3);
-            add("shmem_get8", 8, sg / 3);
-            add("shmem_sluice_get8", 8, ug / 3);
-            add("shmem_put4M", big, spb / 3);
-            add("shmem_sluice_put4M", big, upb / 3);
-            add("shmem_get4M", big, sgb / 3);
-            add("shmem_sluice_get4M", big, ugb / 3);
-            add("shmem_fadd", 8, sa / 3);
-            add("shmem_sluice_fadd", 8, ua / 3);
+            add("shmem_put8", 8, sp / 4);
+            add("shmem_sluice_put8", 8, up / 4);
+            add("shmem_get8", 8, sg / 4);
+            add("shmem_sluice_get8", 8, ug / 4);
+            add("shmem_put4M", big, spb / 4);
+            add("shmem_sluice_put4M", big, upb / 4);
+            add("shmem_get4M", big, sgb / 4);
+            add("shmem_sluice_get4M", big, ugb / 4);
+            add("shmem_fadd", 8, sa / 4);
+            add("shmem_sluice_fadd", 8, ua / 4);
             (void)old;
         }
         shmem_barrier_all();
