@@ -48,8 +48,6 @@ struct State {
     char **data_base = nullptr;  // per PE
     // One atomic domain per Sluice type (index sluice_dt_t), over the world.
     sluice_ad_t ad[SLUICE_DT_DBL + 1] = {};
-    // Static-data operations in flight (their acknowledgements pending).
-    std::atomic<long> statics_pending{0};
 };
 extern State state;
 
@@ -140,7 +138,6 @@ void statics_put(int pe, std::size_t offset, const void *src, std::size_t n);
 void statics_get(void *dest, int pe, std::size_t offset, std::size_t n);
 std::uint64_t statics_amo(int pe, std::size_t offset, sluice_dt_t dt, sluice_aop_t op, std::uint64_t op1,
                           std::uint64_t op2);
-void statics_quiet();
 
 // Polls until `done()` holds.
 template <class F>

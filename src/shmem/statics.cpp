@@ -6,7 +6,8 @@
 //   get:    Short request (offset, length, destination, cookie)
 //           -> Medium reply (bytes; destination, cookie)
 //   atomic: Medium request (one AmoWire) -> Medium reply (the old value)
-// The requester waits for the cookie's counter, polling.  Handler indices
+// The requester waits for the cookie's counter, polling: every static-data
+// operation is complete at the target when its call returns.  Handler indices
 // 248 to 253 are libsluice-shmem's (docs/openshmem.md).
 #include "sluice_config.h"
 
@@ -150,8 +151,5 @@ std::uint64_t statics_amo(int pe, std::size_t offset, sluice_dt_t dt, sluice_aop
     wait_zero(pending);
     return result;
 }
-
-// Every static-data operation completes before its call returns.
-void statics_quiet() {}
 
 } // namespace sluice::shmem
