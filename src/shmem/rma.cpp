@@ -141,12 +141,14 @@ std::uint64_t amo(sluice_dt_t dt, void *addr, int pe, sluice_aop_t op, std::uint
     const std::size_t size = dt == SLUICE_DT_U32 || dt == SLUICE_DT_FLT ? 4 : 8;
     if (reinterpret_cast<std::uintptr_t>(addr) & (size - 1))
         fail(call, "align the target to its type's size", "target %p is not aligned to %zu bytes", addr, size);
-    void *r = remote_addr(addr, size, pe, call);
-    if (region_of(addr, size) == Region::statics) {
+    const Region where = region_of(addr, size);
+    if (where == Region::none) not_symmetric(addr, size, call);
+    if (where == Region::statics) {
         if (pe == state.me) return apply_local(addr, dt, op, op1, op2);
         return statics_amo(pe, static_cast<std::size_t>(static_cast<char *>(addr) - state.data_begin), dt, op, op1,
                            op2);
     }
+    void *r = state.heap_base[pe] + (static_cast<char *>(addr) - state.heap);
     const auto rank = static_cast<sluice_rank_t>(pe);
     const bool f = fetching(op);
     std::uint64_t result = 0;
