@@ -450,17 +450,19 @@ SHMEM_TO_ALL_ARITH_TYPES_(SHMEM_DECL_TO_ALL_ARITH_)
 /* ---- same-host heap RMA and atomics inlined (internal) ------------------------------------ */
 /* A Put or Get of the default context between this PE's heap and a PE whose
  * heap is mapped here (smp), and a 64-bit fetch-add or add there, run in
- * the caller: shmem_init publishes the heap below, and Sluice's own inline
- * code (sluice.h) checks the PE's mapping and does the copy or the CPU
- * atomic.  Anything else (another PE, static data, a bad argument, before
+ * the caller: shmem_init publishes below where each PE's heap is mapped
+ * here (null for a PE that is not), so one bounds test finds the peer's
+ * bytes, and the copy is sluice.h's (the CPU atomic the library's atomic
+ * domain uses, where it uses one).  Anything else (another PE, static data, a bad argument, before
  * shmem_init or after shmem_finalize) calls the library, which checks it
  * all and reports.  SLUICE_NO_INLINE_RMA turns this off, as in sluice.h.
  * The names ending in '_' are not part of the API. */
 struct sluice_shmem_fast_ {
     char *heap;               /* this PE's heap */
     size_t heap_size;
-    char *const *heap_base;   /* every PE's heap, in its own address space */
-    struct sluice_ad *ad64;   /* the 64-bit integer atomic domain */
+    char *const *heap_view;   /* per PE: its heap as mapped here, or null */
+    char *const *amo_view;    /* per PE: the same where the 64-bit atomic
+                                 domain uses CPU atomics on it, else null */
     int npes;                 /* 0 outside shmem_init .. shmem_finalize */
 };
 extern struct sluice_shmem_fast_ sluice_shmem_fast_;
@@ -471,22 +473,23 @@ extern struct sluice_shmem_fast_ sluice_shmem_fast_;
 
 #if !defined(SLUICE_NO_INLINE_RMA) && !defined(SLUICE_SHMEM_LIBRARY_) && (defined(__GNUC__) || defined(__clang__))
 #include <sluice.h>
-/* The peer's address of `n` bytes at `addr` in this PE's heap, or null. */
-static inline char *sluice_shmem_heap_(const void *addr, size_t n, int pe) {
+/* Where `n` bytes at `addr` of this PE's heap are mapped here for PE `pe`,
+ * by `views` (heap_view or amo_view), or null. */
+static inline char *sluice_shmem_view_(char *const *views, const void *addr, size_t n, int pe) {
     const struct sluice_shmem_fast_ *f = &sluice_shmem_fast_;
     const size_t off = (size_t)((const char *)addr - f->heap);
-    if ((unsigned)pe >= (unsigned)f->npes || off > f->heap_size || n > f->heap_size - off) return 0;
-    return f->heap_base[pe] + off;
+    char *v;
+    if ((unsigned)pe >= (unsigned)f->npes || off > f->heap_size || n > f->heap_size - off || !(v = views[pe]))
+        return 0;
+    return v + off;
 }
 static inline void sluice_shmem_put_(void *dest, const void *src, size_t n, int pe) {
-    char *r = sluice_shmem_heap_(dest, n, pe);
-    char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, src, n) : 0;
+    char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, dest, n, pe);
     if (view && n) sluice_copy_(view, src, n);
     else shmem_putmem(dest, src, n, pe);
 }
 static inline void sluice_shmem_get_(void *dest, const void *src, size_t n, int pe) {
-    const char *r = sluice_shmem_heap_(src, n, pe);
-    const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, dest, n) : 0;
+    const char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, src, n, pe);
     if (view && n) sluice_copy_(dest, view, n);
     else shmem_getmem(dest, src, n, pe);
 }
@@ -495,27 +498,23 @@ static inline void sluice_shmem_get_(void *dest, const void *src, size_t n, int 
 /* The typed blocking Put, Get, p and g of the default context. */
 #define SHMEM_INLINE_RMA_(T, N)                                                                         \
     static inline void sluice_shmem_##N##_put_(T *d, const T *s, size_t n, int pe) {                    \
-        char *r = sluice_shmem_heap_(d, n * sizeof(T), pe);                                             \
-        char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, s, n * sizeof(T)) : 0;               \
+        char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, d, n * sizeof(T), pe);            \
         if (view && n) sluice_copy_(view, s, n * sizeof(T));                                            \
         else shmem_##N##_put(d, s, n, pe);                                                              \
     }                                                                                                   \
     static inline void sluice_shmem_##N##_get_(T *d, const T *s, size_t n, int pe) {                    \
-        const char *r = sluice_shmem_heap_(s, n * sizeof(T), pe);                                       \
-        const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, d, n * sizeof(T)) : 0;         \
+        const char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, s, n * sizeof(T), pe);      \
         if (view && n) sluice_copy_(d, view, n * sizeof(T));                                            \
         else shmem_##N##_get(d, s, n, pe);                                                              \
     }                                                                                                   \
     static inline void sluice_shmem_##N##_p_(T *d, T v, int pe) {                                       \
-        char *r = sluice_shmem_heap_(d, sizeof(T), pe);                                                 \
-        char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, &v, sizeof(T)) : 0;                  \
+        char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, d, sizeof(T), pe);                \
         if (view) memcpy(view, &v, sizeof(T));                                                          \
         else shmem_##N##_p(d, v, pe);                                                                   \
     }                                                                                                   \
     static inline T sluice_shmem_##N##_g_(const T *s, int pe) {                                         \
         T v;                                                                                            \
-        const char *r = sluice_shmem_heap_(s, sizeof(T), pe);                                           \
-        const char *view = r ? sluice_mapped_view_((sluice_rank_t)pe, r, &v, sizeof(T)) : 0;            \
+        const char *view = sluice_shmem_view_(sluice_shmem_fast_.heap_view, s, sizeof(T), pe);          \
         if (!view) return shmem_##N##_g(s, pe);                                                         \
         memcpy(&v, view, sizeof(T));                                                                    \
         return v;                                                                                       \
@@ -555,21 +554,19 @@ SHMEM_INLINE_RMA_(uint64_t, uint64)
 #define shmem_ulong_get(d, s, n, pe) sluice_shmem_ulong_get_(d, s, n, pe)
 #define shmem_uint64_put(d, s, n, pe) sluice_shmem_uint64_put_(d, s, n, pe)
 #define shmem_uint64_get(d, s, n, pe) sluice_shmem_uint64_get_(d, s, n, pe)
-/* 64-bit fetch-add and add of the default context, through the same atomic
- * domain as the library's (sluice.h inlines it on a mapped PE). */
+/* 64-bit fetch-add and add of the default context: the CPU atomic the
+ * library's atomic domain uses on that PE, else the library. */
+static inline long *sluice_shmem_amo_(long *d, int pe) {
+    return ((uintptr_t)d & 7) ? 0 : (long *)(void *)sluice_shmem_view_(sluice_shmem_fast_.amo_view, d, sizeof(long), pe);
+}
 static inline long sluice_shmem_long_atomic_fetch_add_(long *d, long v, int pe) {
-    char *r = ((uintptr_t)d & 7) ? 0 : sluice_shmem_heap_(d, sizeof(long), pe);
-    uint64_t old;
-    if (!r || sluice_ad_op_u64(sluice_shmem_fast_.ad64, &old, (sluice_rank_t)pe, r, SLUICE_OP_FADD, (uint64_t)v, 0,
-                               0) != SLUICE_OK)
-        return shmem_long_atomic_fetch_add(d, v, pe);
-    return (long)old;
+    long *w = sluice_shmem_amo_(d, pe);
+    return w ? __atomic_fetch_add(w, v, __ATOMIC_RELAXED) : shmem_long_atomic_fetch_add(d, v, pe);
 }
 static inline void sluice_shmem_long_atomic_add_(long *d, long v, int pe) {
-    char *r = ((uintptr_t)d & 7) ? 0 : sluice_shmem_heap_(d, sizeof(long), pe);
-    if (!r || sluice_ad_op_u64(sluice_shmem_fast_.ad64, 0, (sluice_rank_t)pe, r, SLUICE_OP_ADD, (uint64_t)v, 0, 0) !=
-                  SLUICE_OK)
-        shmem_long_atomic_add(d, v, pe);
+    long *w = sluice_shmem_amo_(d, pe);
+    if (w) __atomic_fetch_add(w, v, __ATOMIC_RELAXED);
+    else shmem_long_atomic_add(d, v, pe);
 }
 #define shmem_long_atomic_fetch_add(d, v, pe) sluice_shmem_long_atomic_fetch_add_(d, v, pe)
 #define shmem_long_atomic_add(d, v, pe) sluice_shmem_long_atomic_add_(d, v, pe)

@@ -134,6 +134,21 @@ void heap_failed(const char *call, std::size_t size) {
          "no room for %zu bytes in the symmetric heap of %zu bytes", size, state.heap_size);
 }
 
+// Where each PE's heap is mapped here, for shmem.h's inline path.
+void publish_views() {
+    const auto *amo = reinterpret_cast<const sluice_ad_inline_ *>(state.ad[SLUICE_DT_U64]);
+    state.heap_view = new char *[state.npes];
+    state.amo_view = new char *[state.npes];
+    for (int pe = 0; pe < state.npes; ++pe) {
+        char probe = 0;
+        char *view = state.heap_size == 0 ? nullptr
+                                           : sluice_mapped_view_(static_cast<sluice_rank_t>(pe), state.heap_base[pe],
+                                                                 &probe, state.heap_size);
+        state.heap_view[pe] = view;
+        state.amo_view[pe] = view && amo->direct[pe] ? view : nullptr;
+    }
+}
+
 void do_init(int requested) {
     if (state.initialized) return;  // a second shmem_init is allowed and does nothing
     if (state.finalized)
@@ -184,7 +199,8 @@ void do_init(int requested) {
     statics_init();
     teams_init();
     state.initialized = true;
-    sluice_shmem_fast_ = {state.heap, state.heap_size, state.heap_base, state.ad[SLUICE_DT_U64], state.npes};
+    publish_views();
+    sluice_shmem_fast_ = {state.heap, state.heap_size, state.heap_view, state.amo_view, state.npes};
     check_status(sluice_barrier(), "shmem_init");
 }
 

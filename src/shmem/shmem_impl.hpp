@@ -43,6 +43,10 @@ struct State {
     char *heap = nullptr;
     std::size_t heap_size = 0;
     char **heap_base = nullptr;  // per PE
+    // Per PE: its heap as mapped here, or null; the same where the 64-bit
+    // atomic domain reaches it by CPU atomics (the inline path of shmem.h).
+    char **heap_view = nullptr;
+    char **amo_view = nullptr;
     // The program's static data ([data_begin, data_end) here) and each PE's.
     char *data_begin = nullptr, *data_end = nullptr;
     char **data_base = nullptr;  // per PE
