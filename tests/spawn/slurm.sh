@@ -319,21 +319,27 @@ hybrid_output() {
         [ "$(grep -c "^mpi $r of 4 sluice $r of 4\$" "$log.out")" -eq 1 ] || return 1
     done
 }
-for pair in openmpi:pmix mpich:pmi2; do
+# mpi_flavor_usable LABEL: sets flavor, pmi and mpicc from $pair
+# (flavor:pmi); false, with the reason as a SKIP, when this MPI cannot run
+# here under srun.
+mpi_flavor_usable() {
     flavor=${pair%%:*} pmi=${pair#*:}
     mpicc=$(command -v "mpicc.$flavor" || true)
     if ! has_pmi "$pmi"; then
-        skip "$flavor hybrid: libsluice or srun has no $pmi"
-        continue
+        skip "$flavor $1: libsluice or srun has no $pmi"
     elif [ -z "$mpicc" ]; then
-        skip "$flavor hybrid: mpicc.$flavor is not installed"
-        continue
+        skip "$flavor $1: mpicc.$flavor is not installed"
     elif nm -D --undefined-only "$builddir/.libs/libsluice.so" 2> /dev/null | grep -qE ' __(a|t|ub)san_'; then
         # A program built by plain mpicc cannot link an instrumented
         # libsluice (tests/install/install.sh says the same).
-        skip "$flavor hybrid: a sanitizer build (mpicc adds no sanitizer runtime)"
-        continue
+        skip "$flavor $1: a sanitizer build (mpicc adds no sanitizer runtime)"
+    else
+        return 0
     fi
+    return 1
+}
+for pair in openmpi:pmix mpich:pmi2; do
+    mpi_flavor_usable hybrid || continue
     hybrid=$(hybrid_build "$flavor" "$mpicc")
     if [ -z "$hybrid" ]; then
         fail "$flavor hybrid: $mpicc cannot build tests/spawn/slurm/hybrid.c:"
@@ -361,6 +367,37 @@ for pair in openmpi:pmix mpich:pmi2; do
     else
         skip "MPICH with SLUICE_SPAWNER=mpi: libsluice-mpi-mpich is not built"
     fi
+done
+
+# The hybrid MPI + OpenSHMEM example (contrib/examples/shmem_halo.c) under
+# srun, MPI ranks being PEs: Open MPI over PMIx with either call first, and
+# MPICH over PMI-2 with SLUICE_SPAWNER=mpi (its PMI client holds the socket).
+shmem_build() {
+    out=$slurm_cluster_dir/shmem_halo-$1
+    "$2" -I"$srcdir/include" -o "$out" "$srcdir/contrib/examples/shmem_halo.c" -L"$builddir/.libs" \
+        -lsluice-shmem -lsluice -lm -Wl,-rpath,"$builddir/.libs" > "$log.err" 2>&1 && echo "$out"
+}
+shmem_run() {
+    job=slurm$$shmem$1$3
+    run "$job" env $2 srun --mpi="$pmi" -n 4 "$halo" "$3"
+    [ $rc -eq 0 ] && grep -q "^shmem_halo: 4 PEs, residual" "$log.out"
+    verdict "srun --mpi=$pmi: OpenSHMEM and $1 in one program ($3${2:+, $2})" "$job" $?
+}
+for pair in openmpi:pmix mpich:pmi2; do
+    mpi_flavor_usable "+ OpenSHMEM" || continue
+    if [ "$flavor" = mpich ] && [ ! -e "$builddir/.libs/libsluice-mpi-mpich.so.0" ]; then
+        skip "MPICH + OpenSHMEM: libsluice-mpi-mpich is not built (SLUICE_SPAWNER=mpi needs it)"
+        continue
+    fi
+    halo=$(shmem_build "$flavor" "$mpicc")
+    if [ -z "$halo" ]; then
+        fail "$flavor + OpenSHMEM: $mpicc cannot build contrib/examples/shmem_halo.c:"
+        show
+        continue
+    fi
+    spawner=
+    [ "$flavor" = openmpi ] || spawner=SLUICE_SPAWNER=mpi
+    for order in mpi-first shmem-first; do shmem_run "$flavor" "$spawner" "$order"; done
 done
 
 # Singleton by mistake: srun without a PMI starts 2 processes that cannot
