@@ -198,10 +198,71 @@ void put_signal(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, std
               signal, 0, call);
 }
 
+namespace {
+
+// Events a context holds at most before it reaps the completed ones (and,
+// when that is not enough, waits for them all): a program that issues _nbi
+// transfers without ever calling quiet keeps a bounded list.
+constexpr std::size_t pending_reap = 1024;
+
+void keep_pending(shmem_ctx_t ctx, sluice_event_t ev, const char *call) {
+    std::lock_guard<std::mutex> lock(ctx->pending_mutex);
+    std::vector<sluice_event_t> &p = ctx->pending;
+    if (p.size() >= pending_reap) {
+        std::size_t kept = 0;
+        for (sluice_event_t e : p) {
+            const sluice_status_t s = sluice_event_test(e);
+            if (s == SLUICE_NOT_READY) p[kept++] = e;
+            else check_status(s, call);
+        }
+        p.resize(kept);
+        if (kept >= pending_reap / 2) {
+            check_status(sluice_event_wait_all(p.data(), p.size()), call);
+            p.clear();
+        }
+    }
+    p.push_back(ev);
+}
+
+} // namespace
+
+void put_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
+    const int w = world_pe(ctx, pe, call);
+    if (n == 0 || region_of(dest, n) != Region::heap) return put_bytes_slow(ctx, dest, src, n, w, call);
+    sluice_event_t ev = SLUICE_EVENT_DONE;
+    check_status(sluice_put_nb(static_cast<sluice_rank_t>(w), state.heap_base[w] + (static_cast<char *>(dest) - state.heap),
+                               src, n, &ev),
+                 call);
+    if (ev != SLUICE_EVENT_DONE) keep_pending(ctx, ev, call);
+}
+
+void get_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
+    const int w = world_pe(ctx, pe, call);
+    if (n == 0 || region_of(src, n) != Region::heap) return get_bytes_slow(ctx, dest, src, n, w, call);
+    sluice_event_t ev = SLUICE_EVENT_DONE;
+    check_status(sluice_get_nb(dest, static_cast<sluice_rank_t>(w),
+                               state.heap_base[w] + (static_cast<const char *>(src) - state.heap), n, &ev),
+                 call);
+    if (ev != SLUICE_EVENT_DONE) keep_pending(ctx, ev, call);
+}
+
+void quiet_ctx(shmem_ctx_t ctx, const char *call) {
+    need_init(call);
+    {
+        std::lock_guard<std::mutex> lock(ctx->pending_mutex);
+        if (!ctx->pending.empty()) {
+            check_status(sluice_event_wait_all(ctx->pending.data(), ctx->pending.size()), call);
+            ctx->pending.clear();
+        }
+    }
+    check_status(sluice_nbi_sync(), call);  // static-data operations complete as they return
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 void quiet() {
     need_init("shmem_quiet");
-    check_status(sluice_nbi_sync(), "shmem_quiet");  // static-data operations complete as they return
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lock(state.contexts_mutex);
+    for (shmem_ctx_t ctx : state.contexts) quiet_ctx(ctx, "shmem_quiet");
 }
 
 } // namespace sluice::shmem
@@ -210,15 +271,15 @@ using namespace sluice::shmem;
 
 extern "C" {
 
-void shmem_quiet(void) { quiet(); }
-void shmem_fence(void) { quiet(); }
+void shmem_quiet(void) { quiet_ctx(SHMEM_CTX_DEFAULT, "shmem_quiet"); }
+void shmem_fence(void) { quiet_ctx(SHMEM_CTX_DEFAULT, "shmem_fence"); }
 void shmem_ctx_quiet(shmem_ctx_t ctx) {
     (void)world_pe(ctx, 0, "shmem_ctx_quiet");
-    quiet();
+    quiet_ctx(ctx, "shmem_ctx_quiet");
 }
 void shmem_ctx_fence(shmem_ctx_t ctx) {
     (void)world_pe(ctx, 0, "shmem_ctx_fence");
-    quiet();
+    quiet_ctx(ctx, "shmem_ctx_fence");
 }
 
 void shmem_barrier_all(void) {

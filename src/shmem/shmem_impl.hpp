@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 struct sluice_shmem_team_ {
     sluice_team_t team = SLUICE_TEAM_NULL;
@@ -27,6 +29,10 @@ struct sluice_shmem_ctx_ {
     shmem_team_t team = nullptr;  // PE numbers are this team's
     bool predefined = false;
     bool destroyed = false;  // kept, so that a later use is told, not undefined
+    // The context's _nbi Puts and Gets still in flight (Sluice events), which
+    // its quiet and fence complete; the mutex also serializes those quiets.
+    std::mutex pending_mutex;
+    std::vector<sluice_event_t> pending;
 };
 
 namespace sluice::shmem {
@@ -52,6 +58,9 @@ struct State {
     char **data_base = nullptr;  // per PE
     // One atomic domain per Sluice type (index sluice_dt_t), over the world.
     sluice_ad_t ad[SLUICE_DT_DBL + 1] = {};
+    // The live contexts, the default one included (quiet() completes them all).
+    std::mutex contexts_mutex;
+    std::vector<shmem_ctx_t> contexts;
 };
 extern State state;
 
@@ -126,6 +135,13 @@ void iget_bytes(shmem_ctx_t ctx, void *dest, const void *src, std::ptrdiff_t dst
                 std::size_t elem, std::size_t n, int pe, const char *call);
 void put_signal(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, std::uint64_t *sig,
                 std::uint64_t signal, int sig_op, int pe, const char *call);
+// The _nbi Put and Get: on the heap a Sluice non-blocking transfer, kept by
+// the context until its quiet (static data: complete on return).
+void put_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
+void get_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call);
+// Completes what `ctx` issued (its quiet and fence).
+void quiet_ctx(shmem_ctx_t ctx, const char *call);
+// Completes what every context issued (barriers, collectives, finalize).
 void quiet();
 
 // One atomic operation on a word of `size` bytes (4 or 8) of Sluice type

@@ -24,6 +24,10 @@ void teams_init() {
     world_team.predefined = true;
     default_ctx.team = SHMEM_TEAM_WORLD;
     default_ctx.predefined = true;
+    {
+        std::lock_guard<std::mutex> lock(state.contexts_mutex);
+        state.contexts.assign(1, &default_ctx);
+    }
     // The shared team: the PEs whose heaps this PE maps (shmem_ptr gives a
     // pointer), named by the lowest of them.
     int color = state.me;
@@ -204,6 +208,10 @@ int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx) {
     c->options = options;
     c->team = team;
     ++team->contexts;
+    {
+        std::lock_guard<std::mutex> lock(state.contexts_mutex);
+        state.contexts.push_back(c);
+    }
     *ctx = c;
     return 0;
 }
@@ -215,9 +223,11 @@ void shmem_ctx_destroy(shmem_ctx_t ctx) {
     if (ctx == SHMEM_CTX_INVALID) return;
     if (ctx->predefined) fail("shmem_ctx_destroy", "destroy only contexts shmem_ctx_create made", "SHMEM_CTX_DEFAULT");
     if (ctx->destroyed) fail("shmem_ctx_destroy", "destroy a context once", "a destroyed context");
-    quiet();
+    quiet_ctx(ctx, "shmem_ctx_destroy");
     if (ctx->team) --ctx->team->contexts;
     ctx->destroyed = true;
+    std::lock_guard<std::mutex> lock(state.contexts_mutex);
+    std::erase(state.contexts, ctx);
 }
 
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team) {

@@ -113,7 +113,7 @@ extern "C" {
     }                                                                                                   \
     void shmem_##N##_put(T *d, const T *s, size_t n, int pe) { shmem_ctx_##N##_put(CTX_, d, s, n, pe); } \
     void shmem_ctx_##N##_put_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe) {                   \
-        put_bytes(c, d, s, n * sizeof(T), pe, "shmem_" #N "_put_nbi");                                  \
+        put_bytes_nbi(c, d, s, n * sizeof(T), pe, "shmem_" #N "_put_nbi");                                  \
     }                                                                                                   \
     void shmem_##N##_put_nbi(T *d, const T *s, size_t n, int pe) { shmem_ctx_##N##_put_nbi(CTX_, d, s, n, pe); } \
     void shmem_ctx_##N##_get(shmem_ctx_t c, T *d, const T *s, size_t n, int pe) {                       \
@@ -121,7 +121,7 @@ extern "C" {
     }                                                                                                   \
     void shmem_##N##_get(T *d, const T *s, size_t n, int pe) { shmem_ctx_##N##_get(CTX_, d, s, n, pe); } \
     void shmem_ctx_##N##_get_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe) {                   \
-        get_bytes(c, d, s, n * sizeof(T), pe, "shmem_" #N "_get_nbi");                                  \
+        get_bytes_nbi(c, d, s, n * sizeof(T), pe, "shmem_" #N "_get_nbi");                                  \
     }                                                                                                   \
     void shmem_##N##_get_nbi(T *d, const T *s, size_t n, int pe) { shmem_ctx_##N##_get_nbi(CTX_, d, s, n, pe); } \
     void shmem_ctx_##N##_p(shmem_ctx_t c, T *d, T v, int pe) { put_bytes(c, d, &v, sizeof(T), pe, "shmem_" #N "_p"); } \
@@ -167,7 +167,7 @@ SHMEM_RMA_TYPES_(RMA_)
     }                                                                                                   \
     void shmem_put##B(void *d, const void *s, size_t n, int pe) { shmem_ctx_put##B(CTX_, d, s, n, pe); } \
     void shmem_ctx_put##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {              \
-        put_bytes(c, d, s, n * (B / 8), pe, "shmem_put" #B "_nbi");                                     \
+        put_bytes_nbi(c, d, s, n * (B / 8), pe, "shmem_put" #B "_nbi");                                     \
     }                                                                                                   \
     void shmem_put##B##_nbi(void *d, const void *s, size_t n, int pe) { shmem_ctx_put##B##_nbi(CTX_, d, s, n, pe); } \
     void shmem_ctx_get##B(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {                    \
@@ -175,7 +175,7 @@ SHMEM_RMA_TYPES_(RMA_)
     }                                                                                                   \
     void shmem_get##B(void *d, const void *s, size_t n, int pe) { shmem_ctx_get##B(CTX_, d, s, n, pe); } \
     void shmem_ctx_get##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {              \
-        get_bytes(c, d, s, n * (B / 8), pe, "shmem_get" #B "_nbi");                                     \
+        get_bytes_nbi(c, d, s, n * (B / 8), pe, "shmem_get" #B "_nbi");                                     \
     }                                                                                                   \
     void shmem_get##B##_nbi(void *d, const void *s, size_t n, int pe) { shmem_ctx_get##B##_nbi(CTX_, d, s, n, pe); } \
     void shmem_ctx_iput##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) { \
@@ -212,7 +212,7 @@ void shmem_ctx_putmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
 }
 void shmem_putmem(void *d, const void *s, size_t n, int pe) { shmem_ctx_putmem(CTX_, d, s, n, pe); }
 void shmem_ctx_putmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
-    put_bytes(c, d, s, n, pe, "shmem_putmem_nbi");
+    put_bytes_nbi(c, d, s, n, pe, "shmem_putmem_nbi");
 }
 void shmem_putmem_nbi(void *d, const void *s, size_t n, int pe) { shmem_ctx_putmem_nbi(CTX_, d, s, n, pe); }
 void shmem_ctx_getmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
@@ -220,7 +220,7 @@ void shmem_ctx_getmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
 }
 void shmem_getmem(void *d, const void *s, size_t n, int pe) { shmem_ctx_getmem(CTX_, d, s, n, pe); }
 void shmem_ctx_getmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
-    get_bytes(c, d, s, n, pe, "shmem_getmem_nbi");
+    get_bytes_nbi(c, d, s, n, pe, "shmem_getmem_nbi");
 }
 void shmem_getmem_nbi(void *d, const void *s, size_t n, int pe) { shmem_ctx_getmem_nbi(CTX_, d, s, n, pe); }
 void shmem_ctx_putmem_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, uint64_t v, int op,
