@@ -22,12 +22,6 @@
 
 namespace sluice::conduit::ofi::detail {
 
-// Both on every message's path: constant-initialized and in the static TLS
-// block, so an access is one load (no wrapper, no __tls_get_addr).
-// This thread runs a handler of the conduit's (a poll it makes from there
-// queues arrivals but delivers nothing).
-[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
-
 namespace {
 
 void nap(std::uint64_t ns) {
@@ -55,13 +49,13 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
         stamp(peer, bytes);
         const ssize_t r = fi_inject(ep_, bytes, length, addr_[peer]);
         if (__builtin_expect(r == 0, 1)) {
-            ++counters_.injected;
+            ++counters_.small;
             if (++posts_since_reap_ >= reap_every_) reap();
             return Status::ok;
         }
-        --order_[peer].send_seq;
+        peers_[peer].order.unsend();
         if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_inject failed");
-        ++counters_.eagain;
+        ++counters_.full;
         reap();
         return Status::not_ready;
     }
@@ -82,110 +76,74 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
     const ssize_t r = fi_send(ep_, b->bytes, length, send_mr_ ? fi_mr_desc(send_mr_) : nullptr, addr_[peer], &b->fi);
     if (__builtin_expect(r == 0, 1)) {
         ++counters_.sent;
-        counters_.long_packed += h.category == AmCategory::long_;
+        counters_.packed_longs += h.category == AmCategory::long_;
         if (++posts_since_reap_ >= reap_every_) reap();
         return Status::ok;
     }
-    --order_[peer].send_seq;
+    peers_[peer].order.unsend();
     b->next = send_free_;
     send_free_ = b;
     if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_send failed");
-    ++counters_.eagain;
+    ++counters_.full;
     reap();
     return Status::not_ready;
 }
 
 // The message's sequence number, taken under the lock in posting order.
 std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
-    life_[peer].sent = true;
-    const std::uint16_t seq = order_[peer].send_seq++;
+    sent_to(peer);
+    const std::uint16_t seq = peers_[peer].order.next_send();
     std::memcpy(message + offsetof(WireHead, seq), &seq, sizeof seq);
     return seq;
 }
 
 // ---- completions ----
 
-// Queues an arrival for delivery in its sender's order: one that came
-// ahead of its turn waits in `early` for the ones before it.  False for
-// a control message, handled here.
+// Queues an arrival for delivery in its sender's order (PeerOrder).
+// False for a control message, handled here.
 bool OfiTransport::arrived(const Arrival &a) {
     WireHead w;
     if (a.length < sizeof w) {
-        ready_.push_back(a);  // deliver_one reports it
+        ready_.push_back(a);  // deliver_packed reports it
         return true;
     }
     std::memcpy(&w, a.bytes, sizeof w);
-    if (w.source >= order_.size()) {
+    if (w.source >= peers_.size()) {
         ready_.push_back(a);
         return true;
     }
-    PeerOrder &o = order_[w.source];
-    life_[w.source].heard = true;
-    if (w.category == category_ping || w.category == category_pong) {
-        if (w.category == category_ping) control_send(w.source, category_pong);
+    Peer &p = peers_[w.source];
+    if (w.category == common::category_ping || w.category == common::category_pong) {
+        control_arrived(w.source, w.category);
         return false;
     }
+    heard(w.source);
     if (w.category == category_greet || w.category == category_greet_answer) {
         if (w.category == category_greet) {
-            o.greeted = true;
+            p.greeted = true;
             control_send(w.source, category_greet_answer);
         } else {
-            o.greet_answered = true;
+            p.greet_answered = true;
         }
         return false;
     }
-    if (w.seq != o.expect) {
-        o.early.push_back(a);
-        return true;
-    }
-    ready_.push_back(a);
-    ++o.expect;
-    for (bool found = !o.early.empty(); found;) {
-        found = false;
-        for (std::size_t i = 0; i < o.early.size(); ++i) {
-            std::uint16_t seq;
-            std::memcpy(&seq, o.early[i].bytes + offsetof(WireHead, seq), sizeof seq);
-            if (seq != o.expect) continue;
-            ready_.push_back(o.early[i]);
-            o.early[i] = o.early.back();
-            o.early.pop_back();
-            ++o.expect;
-            found = true;
-            break;
-        }
-    }
+    if (!p.order.arrived(a, w.seq, 0, ready_)) ++counters_.held;
     return true;
 }
 
-// A ping or pong: a bare header, injected (a provider without inject
-// room leaves it owed until the next liveness check).
+// A control message: a bare header, injected (a provider without inject
+// room leaves it owed until the next liveness check, or the greeting loop).
 void OfiTransport::control_send(Rank peer, std::uint8_t category) {
     WireHead w{};
     w.category = category;
     w.source = setup().rank;
     const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
-    if (category == category_pong) life_[peer].pong_owed = r != 0;
-    if (category == category_greet) order_[peer].greet_owed = r != 0;
-    if (category == category_greet_answer) order_[peer].answer_owed = r != 0;
+    if (category == common::category_pong) life_[peer].pong_owed = r != 0;
+    if (category == category_greet) peers_[peer].greet_owed = r != 0;
+    if (category == category_greet_answer) peers_[peer].answer_owed = r != 0;
 }
 
-// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
-// hung process keeps its connections open, so the provider alone would
-// never notice.
-void OfiTransport::liveness() {
-    Rank silent;
-    {
-        Guard g(*this);
-        if (!ep_) return;
-        silent = common::liveness_check(
-            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
-            [&](Rank r) { control_send(r, category_pong); });
-    }
-    if (silent != life_.size()) {
-        const std::string path = provider_ + ", domain " + domain_name_;
-        common::peer_silent("ofi", silent, path.c_str(), "SLUICE_OFI_PEER_TIMEOUT", peer_timeout_s_);
-    }
-}
+std::string OfiTransport::path(Rank) const { return provider_ + ", domain " + domain_name_; }
 
 void OfiTransport::repost(RecvBuffer *b) {
     iovec iov{b->bytes, b->size};
@@ -326,88 +284,26 @@ void OfiTransport::reap_error() {
 
 // ---- delivery ----
 
-int OfiTransport::poll_impl(PollMode mode) {
-    if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
-        receive_thread_start();
-    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
-    {
-        Guard g(*this);
-        if (!ep_) return 0;
-        reap();
-        if (ready_.empty()) return 0;
-    }
-    if (mode == PollMode::replies_only || delivering) return 0;
-    return deliver_ready();
-}
+void OfiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (ofi)", a.bytes, a.length); }
 
-int OfiTransport::deliver_ready() {
-    if (!base::flag_try_take(deliver_flag_)) return 0;
-    delivering = true;
-    int n = 0;
-    Arrival a{};
-    RecvBuffer *done = nullptr;
-    while (n < static_cast<int>(poll_budget)) {
-        {
-            Guard g(*this);
-            if (done && --done->pending == 0 && !done->posted) repost(done);
-            done = nullptr;
-            if (ready_.empty()) break;
-            a = ready_.front();
-            ready_.pop_front();
-        }
-        deliver_one(a);
-        done = a.buffer;
-        ++n;
-    }
-    if (done) {
-        Guard g(*this);
-        if (--done->pending == 0 && !done->posted) repost(done);
-    }
-    delivering = false;
-    base::flag_release(deliver_flag_);
-    return n;
-}
-
-void OfiTransport::deliver_one(const Arrival &a) {
-    common::PackedMessage m;
-    if (!common::packed_unpack("poll (ofi)", a.bytes, a.length, setup().size, segment_base_, segment_bytes_, m)) return;
-    if (m.header.category == AmCategory::short_)
-        deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args, m.header.nargs);
-    else
-        deliver(m.header, m.args, m.payload);
-}
-
-void OfiTransport::dispatch_abandon_impl() {
-    if (!delivering) return;
-    delivering = false;
-    base::flag_release(deliver_flag_);
+void OfiTransport::delivered(const Arrival &a) {
+    if (--a.buffer->pending == 0 && !a.buffer->posted) repost(a.buffer);
 }
 
 // Everything posted leaves before finalize goes on: with manual progress a
 // message still queued in the provider moves only while someone polls.
-void OfiTransport::quiesce_impl() {
-    const std::string who = "ofi (" + provider_ + ")";
-    common::quiesce_wait(
-        "finalize (ofi)", who.c_str(),
-        [&] {
-            Guard g(*this);
-            if (!ep_) return true;
-            reap();
-            std::size_t free = 0;
-            for (SendBuffer *b = send_free_; b; b = b->next) ++free;
-            return free == send_.size() && rma_outstanding_ == 0;
-        },
-        [&] { deliver_ready(); });
+bool OfiTransport::idle() {
+    std::size_t free = 0;
+    for (SendBuffer *b = send_free_; b; b = b->next) ++free;
+    return free == send_.size() && rma_outstanding_ == 0;
 }
-
-bool OfiTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
 
 // ---- the receive thread ----
 
 // What the receive thread sleeps on: the completion queue's wait
 // descriptor once fi_trywait says nothing is pending (at most 100 ms, to
 // notice a stop), or, without one, a millisecond (or SLUICE_RCV_THREAD_RATE).
-void OfiTransport::receive_thread_wait() {
+void OfiTransport::receive_wait() {
     if (wait_fd_ < 0) {
         const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
         nap(rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 1'000'000);
@@ -497,7 +393,7 @@ Status OfiTransport::rma_issue(RmaGroup *g) {
         const ssize_t r = g->write ? fi_writemsg(ep_, &msg, FI_COMPLETION | (delivery_complete_ ? FI_DELIVERY_COMPLETE : 0))
                                    : fi_readmsg(ep_, &msg, FI_COMPLETION);
         if (r == -FI_EAGAIN) {
-            ++counters_.eagain;
+            ++counters_.full;
             return Status::not_ready;
         }
         if (r != 0) return fatal(g->write ? "put (ofi)" : "get (ofi)", g->peer, static_cast<int>(r),
@@ -609,11 +505,12 @@ Status OfiTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op
         r = fi_fetch_atomic(ep_, &slot->operand, 1, desc, &slot->fetched, desc, addr_[peer], address, peer_key_[peer],
                             fi_type(type), fop, &slot->fi);
     if (r == -FI_EAGAIN) {
-        ++counters_.eagain;
+        ++counters_.full;
         return Status::not_ready;
     }
     if (r != 0) return fatal("atomic (ofi)", peer, static_cast<int>(r), "fi_fetch_atomic/fi_compare_atomic failed");
     atomic_free_ = slot->next;
+    ++counters_.atomics;
     counter.fetch_add(1, std::memory_order_relaxed);
     ++rma_outstanding_;
     ++posts_since_reap_;

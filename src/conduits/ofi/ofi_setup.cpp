@@ -117,7 +117,7 @@ static_assert(sizeof(AddressRecord) == 264);
 
 } // namespace
 
-OfiTransport::OfiTransport() : Transport("ofi", Capabilities{}) {}
+OfiTransport::OfiTransport() : RdmaConduit("ofi", Capabilities{}) {}
 
 OfiTransport::~OfiTransport() { close_all(); }
 
@@ -237,7 +237,7 @@ Status OfiTransport::open_fabric() {
         return base::report(Status::transport, op, nullptr, "provider %s: max_msg_size %zu is too small", provider_.c_str(),
                             rma_chunk_);
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
-    rcv_wanted_.store(base::knob_bool(base::Knob::RCV_THREAD), std::memory_order_relaxed);
+    if (base::knob_bool(base::Knob::RCV_THREAD)) receive_thread_want();
     tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);
     reap_every_ = std::max<std::size_t>(8, tx_depth_ / 8);
     // shm moves a write's bytes into the target before it completes it,
@@ -330,19 +330,19 @@ Status OfiTransport::connect_peers() {
     const std::uint64_t deadline = base::now_ns() + static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
     Guard g(*this);
     for (Rank r = 0; r < n; ++r)
-        if (r != me) order_[r].greet_owed = true;
+        if (r != me) peers_[r].greet_owed = true;
     for (;;) {
         Rank missing = n;
         for (Rank r = 0; r < n; ++r) {
             if (r == me) continue;
-            PeerOrder &o = order_[r];
+            Peer &o = peers_[r];
             if (o.greet_owed) control_send(r, category_greet);
             if (o.answer_owed) control_send(r, category_greet_answer);
             if (missing == n && !(o.greeted && o.greet_answered && !o.answer_owed)) missing = r;
         }
         if (missing == n) return Status::ok;
         if (base::now_ns() > deadline) {
-            const bool answered = order_[missing].greet_answered;
+            const bool answered = peers_[missing].greet_answered;
             return base::report(Status::transport, "ofi conduit init",
                                 "check that every rank started, reaches this one over the provider and has the same "
                                 "SLUICE_OFI_CONNECT",
@@ -391,8 +391,8 @@ Status OfiTransport::exchange_addresses() {
                             "fi_av_insert took %d of %u addresses (%s)", inserted, n,
                             inserted < 0 ? fi_strerror(-inserted) : "some refused");
     peer_key_.assign(n, 0);
-    order_.assign(n, PeerOrder{});
-    life_.assign(n, common::PeerLife{});
+    peers_.assign(n, Peer{});
+    liveness_setup(n, peer_timeout_s_, "SLUICE_OFI_PEER_TIMEOUT");
     return Status::ok;
 }
 
@@ -470,12 +470,7 @@ Status OfiTransport::segment_create_impl(std::size_t size, void **base, std::str
 }
 
 Status OfiTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    // Under the delivery flag: a progress thread may be delivering, and a
-    // packed Long is checked against these bounds.
-    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
-    segment_base_ = all[setup().rank].base;
-    segment_bytes_ = all[setup().rank].size;
-    base::flag_release(deliver_flag_);
+    segment_set(all[setup().rank].base, all[setup().rank].size);
     // My own key too (peers' come through key_unpack_impl): a NIC atomic
     // domain sends this rank's updates of its own words through the NIC.
     for (const auto &[transport, packed] : all[setup().rank].rkeys)
@@ -520,17 +515,12 @@ Status OfiTransport::key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_
     return Status::ok;
 }
 
-// From the first poll: before it, the layers above may not be ready for a
-// poll from another thread.
-void OfiTransport::receive_thread_start() {
-    rcv_thread_.start([this] { receive_thread_wait(); }, [this] { (void)progress_all(PollMode::all); });
-    base::say("ofi: receive thread started (%s, at most %lld wake-ups/s)",
-              wait_fd_ >= 0 ? "sleeps on the completion queue's descriptor" : "polls: the provider has no wait descriptor",
-              static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
+std::string OfiTransport::receive_sleeps_on() const {
+    return wait_fd_ >= 0 ? "the completion queue's descriptor" : "a timer: the provider has no wait descriptor";
 }
 
 void OfiTransport::fini_impl() {
-    rcv_thread_.stop();
+    receive_thread_stop();
     if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
     close_all();
 }
@@ -555,7 +545,7 @@ void OfiTransport::close_all() {
     recv_.clear();
     posted_.clear();
     ready_.clear();
-    order_.clear();
+    peers_.clear();
     life_.clear();
     if (atomic_mr_) fi_close(&atomic_mr_->fid);
     atomic_mr_ = nullptr;
@@ -580,15 +570,7 @@ void OfiTransport::close_all() {
 }
 
 void OfiTransport::stats_print() const {
-    const Counters &c = counters_;
-    std::fprintf(stderr,
-                 "sluice[rank %u] ofi (%s): injected %llu, sent %llu, received %llu, packed Longs %llu, writes %llu, "
-                 "reads %llu, completions %llu, FI_EAGAIN %llu, receive-thread wake-ups %llu\n",
-                 setup().rank, provider_.c_str(), static_cast<unsigned long long>(c.injected),
-                 static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
-                 static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.writes),
-                 static_cast<unsigned long long>(c.reads), static_cast<unsigned long long>(c.completions),
-                 static_cast<unsigned long long>(c.eagain), static_cast<unsigned long long>(rcv_thread_.wakeups()));
+    common::stats_line(setup().rank, "ofi", provider_, counters_, receive_wakeups(), "");
 }
 
 } // namespace detail

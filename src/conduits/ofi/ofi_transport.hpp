@@ -3,21 +3,19 @@
 // ofi_setup.cpp (provider choice, endpoint, registrations, finalize).
 // README.md has the design.
 //
-// Locking: `lock_` covers the endpoint, the completion queue and every
-// buffer list (libfabric is opened FI_THREAD_DOMAIN: the conduit
-// serializes its calls).  Handlers run outside it, one thread at a time
-// (`deliver_flag_`), in arrival order, which is each peer's send order
-// (FI_ORDER_SAS).  A poll nested in a handler's send (waiting for room)
-// reaps completions and queues arrivals but delivers nothing.
+// Locking: the layer's `lock_` (common/rdma_conduit.hpp) covers the
+// endpoint, the completion queue and every buffer list (libfabric is
+// opened FI_THREAD_DOMAIN: the conduit serializes its calls).  Handlers
+// run outside it, one thread at a time, in each peer's send order
+// (FI_ORDER_SAS, and the sequence numbers of PeerOrder).
 #pragma once
 
 #include "base/flag.hpp"
 #include "base/status.hpp"
-#include "conduits/common/conduit_lock.hpp"
-#include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/peer_order.hpp"
 #include "conduits/common/private_segment.hpp"
-#include "conduits/common/receive_thread.hpp"
+#include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
@@ -40,7 +38,6 @@
 
 namespace sluice::conduit::ofi::detail {
 
-constexpr unsigned poll_budget = 64;      // messages one poll delivers at most
 constexpr unsigned cq_batch = 16;         // completions one fi_cq_read takes
 
 // Messages are packed AMs (conduits/common/packed_am.hpp); the head's
@@ -118,30 +115,18 @@ struct Arrival {
     RecvBuffer *buffer;
 };
 
-// Per peer: the sequence numbers that put its messages back in the order
-// it sent them.  Providers match receives in order (FI_ORDER_SAS) but may
-// complete them in any order (comp_order FI_ORDER_NONE): tcp;ofi_rxm
-// reports a large message, moved by rendezvous, after smaller ones sent
-// behind it.
-struct PeerOrder {
-    std::uint16_t send_seq = 0;
-    std::uint16_t expect = 0;
-    std::vector<Arrival> early;  // arrived ahead of `expect`
-    // Greetings at init (OfiTransport::connect_peers).
+// Per peer: the order of its messages (providers match receives in order,
+// FI_ORDER_SAS, but may complete them in any order, comp_order
+// FI_ORDER_NONE), and the greetings at init (OfiTransport::connect_peers).
+struct Peer {
+    common::PeerOrder<Arrival> order;
     bool greeted = false, greet_answered = false, greet_owed = false, answer_owed = false;
 };
 
-// Control messages, in WireHead::category beyond the AM categories:
-// handled by the conduit in its poll, never delivered, not sequenced.
-constexpr std::uint8_t category_ping = 3;
-constexpr std::uint8_t category_pong = 4;
+// Control messages beyond the layer's ping and pong: handled by the
+// conduit in its poll, never delivered, not numbered.
 constexpr std::uint8_t category_greet = 5;
 constexpr std::uint8_t category_greet_answer = 6;
-
-struct Counters {
-    std::uint64_t injected = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, eagain = 0,
-                  long_packed = 0;
-};
 
 // What libfabric demands of memory, after SLUICE_OFI_MR_MODE_ADD.
 struct MrMode {
@@ -153,7 +138,7 @@ struct MrMode {
     bool allocated = false;   // FI_MR_ALLOCATED: only mapped memory (always true here)
 };
 
-class OfiTransport final : public Transport, public NicAtomics {
+class OfiTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
 public:
     OfiTransport();
     ~OfiTransport() override;
@@ -168,7 +153,6 @@ public:
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
-    int poll_impl(PollMode mode) override;
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
     Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
@@ -177,15 +161,20 @@ protected:
                              std::string &rkey) override;
     void mem_deregister_impl(std::uint64_t handle) override;
     Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override;
-    void dispatch_abandon_impl() override;
-    void quiesce_impl() override;
-    bool signal_exit_safe_impl() const override;
     void fini_impl() override;
 
+    // The layer's hooks (common/rdma_conduit.hpp).
+    bool up() const override { return ep_ != nullptr; }
+    void reap() override;                                             // under lock_
+    void deliver_one(const Arrival &a) override;
+    void delivered(const Arrival &a) override;                        // under lock_
+    void control_send(Rank peer, std::uint8_t category) override;     // under lock_
+    bool idle() override;                                             // under lock_
+    std::string path(Rank peer) const override;
+    void receive_wait() override;
+    std::string receive_sleeps_on() const override;
+
 private:
-    struct Guard : common::ConduitGuard {
-        explicit Guard(OfiTransport &t) : ConduitGuard(t.lock_) {}
-    };
 
     // ofi_setup.cpp
     Status open_fabric();
@@ -203,20 +192,13 @@ private:
     Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op, bool &later);
     Status rma_issue(RmaGroup *g);                                    // under lock_
     void piece_done(RmaGroup *g);                                     // under lock_
-    void reap();                                                      // under lock_
     bool arrived(const Arrival &a);                                   // under lock_
-    void control_send(Rank peer, std::uint8_t category);              // under lock_
-    void liveness();
-    void receive_thread_start();
-    void receive_thread_wait();
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
     Status atomics_create();                                          // under lock_
     void atomic_done(AtomicSlot *slot, bool ok);                      // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
     void release(RecvBuffer *b);                                      // under lock_
-    int deliver_ready();
-    void deliver_one(const Arrival &a);
     Status fatal(const char *op, Rank peer, int error, const char *what);
 
     // libfabric objects, in order of creation.
@@ -231,8 +213,7 @@ private:
     MrMode mr_;
     std::vector<fi_addr_t> addr_;   // by rank
     std::vector<std::uint64_t> peer_key_;
-    std::vector<PeerOrder> order_;  // by rank
-    std::vector<common::PeerLife> life_;  // by rank (OfiTransport::liveness)
+    std::vector<Peer> peers_;       // by rank
 
     // Limits.
     std::size_t inject_limit_ = 0;  // whole message
@@ -257,22 +238,16 @@ private:
     fid_mr *send_mr_ = nullptr;
     SendBuffer *send_free_ = nullptr;
     std::deque<RecvBuffer *> posted_;  // in the order they were posted
-    std::deque<Arrival> ready_;
     std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
 
     // The segment this conduit created (no same-host conduit owns it).
     common::PrivateSegment own_segment_;
-    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
 
     std::size_t rma_outstanding_ = 0;  // pieces posted
-    common::LivenessTimer liveness_timer_;
-    double peer_timeout_s_ = 30;
 
-    // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
+    // The receive thread (SLUICE_RCV_THREAD) sleeps on the completion
     // queue's file descriptor (-1: the provider has none, it polls at
     // SLUICE_RCV_THREAD_RATE or every millisecond).
-    common::ReceiveThread rcv_thread_;
-    std::atomic<bool> rcv_wanted_{false};  // SLUICE_RCV_THREAD, not started yet
     int wait_fd_ = -1;
     std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
@@ -285,10 +260,6 @@ private:
     fid_mr *atomic_mr_ = nullptr;
     AtomicSlot *atomic_free_ = nullptr;
     std::vector<std::uint64_t> atomic_base_;  // segment bases, for offsets without FI_MR_VIRT_ADDR
-
-    base::SpinLock lock_;
-    std::atomic<bool> deliver_flag_{false};
-    Counters counters_;
 };
 
 } // namespace sluice::conduit::ofi::detail

@@ -106,11 +106,12 @@ ofi_used() {
         return 1
     fi
     awk -v ranks="$ranks" -v rma="$rma" -v prov="$provider" '
-        index($0, "] ofi (" prov "): injected ") {
+        index($0, "] ofi (" prov "): small sends ") {
             for (i = 1; i < NF; ++i) {
                 w = $i; v = $(i + 1); sub(/,$/, "", v)
-                if (w == "injected") injected += v
-                if (w == "sent") sent += v
+                if (w == "sends") { w = $(i - 1) " sends"; }
+                if (w == "small sends") injected += v
+                if (w == "buffered sends") sent += v
                 if (w == "received") received += v
                 if (w == "writes") writes += v
                 if (w == "reads") reads += v

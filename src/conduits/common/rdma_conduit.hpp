@@ -1,0 +1,266 @@
+// src/conduits/common/rdma_conduit.hpp - what the message-buffer RDMA
+// conduits (ofi, ibv, portals) share between Transport and their network
+// calls, as libfabric's prov/util sits under its providers: a conduit keeps
+// its own posting, completions, addressing and registration, and inherits
+//
+//   - the lock (one thread in the conduit's state at a time) and its guard;
+//   - the ready queue: arrivals the conduit queued (ready(), or through a
+//     PeerOrder), delivered one handler at a time by whichever thread polls,
+//     never from a poll nested in a handler, each handed back to the
+//     conduit (delivered()) under the lock;
+//   - poll_impl: the receive thread started on the first poll when wanted,
+//     the liveness check on its timer, the conduit's reap under the lock,
+//     then delivery;
+//   - liveness: a peer that was sent something and said nothing is pinged
+//     and, still silent, taken for dead (liveness.hpp); the conduit sends
+//     the control messages (control_send), this layer answers pings;
+//   - finalize's quiesce, the abandon of a handler that ends the job, and
+//     the signal-exit rule;
+//   - one set of counters and the SLUICE_<NAME>_STATS line.
+//
+// Hooks a conduit implements: up, reap, deliver_one, delivered,
+// control_send, idle, path, and receive_wait if it runs a receive thread;
+// take and poll_more where it needs them.  src/conduits/common/README.md
+// lists the kit; docs/conduits.md walks a message through the layers.
+#pragma once
+
+#include "base/flag.hpp"
+#include "base/status.hpp"
+#include "conduits/common/conduit_lock.hpp"
+#include "conduits/common/liveness.hpp"
+#include "conduits/common/packed_am.hpp"
+#include "conduits/common/receive_thread.hpp"
+#include "conduits/transport.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace sluice::conduit::common {
+
+// The conduit whose handler this thread runs (a poll it makes from there
+// queues arrivals but delivers nothing).  Constant-initialized, in the
+// static TLS block: one load on every message's path.
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local const void *delivering_conduit;
+
+// Control messages of the conduits whose messages start with a PackedHead
+// (ofi, ibv), in its `category` beyond the AM categories: handled by the
+// conduit, never delivered, not numbered.
+constexpr std::uint8_t category_ping = 3;
+constexpr std::uint8_t category_pong = 4;
+
+// What every RDMA conduit counts; SLUICE_<NAME>_STATS prints them at
+// finalize (stats_line).
+struct Counters {
+    std::uint64_t small = 0;         // AMs sent without a send buffer (inject, inline)
+    std::uint64_t sent = 0;          // AMs sent from a send buffer
+    std::uint64_t received = 0;      // messages received
+    std::uint64_t packed_longs = 0;  // Longs sent with their payload in the message
+    std::uint64_t writes = 0;        // RDMA writes posted (pieces)
+    std::uint64_t reads = 0;         // RDMA reads posted (pieces)
+    std::uint64_t atomics = 0;       // NIC atomics posted
+    std::uint64_t completions = 0;   // completions reaped
+    std::uint64_t full = 0;          // posts the network refused for want of room
+    std::uint64_t held = 0;          // arrivals held until their turn (PeerOrder)
+    std::uint64_t deferred = 0;      // deliveries put off (take() said no)
+};
+
+// The one SLUICE_<NAME>_STATS line: "sluice[rank R] NAME (PATH): small
+// sends N, buffered sends N, ...", then `extra` (the conduit's own, ", "
+// separated) and the receive thread's wake-ups.
+void stats_line(Rank rank, const char *name, const std::string &path, const Counters &c, std::uint64_t wakeups,
+                const std::string &extra);
+// The SLUICE_VERBOSE line of a receive thread's start.
+void receive_thread_started(const char *name, const std::string &sleeps_on);
+
+template <class Arrival>
+class RdmaConduit : public Transport {
+protected:
+    RdmaConduit(const char *name, Capabilities caps) : Transport(name, caps) {}
+
+    struct Guard : ConduitGuard {
+        explicit Guard(RdmaConduit &c) : ConduitGuard(c.lock_) {}
+    };
+
+    // ---- hooks ----
+    // Under lock_: the network is open (false once closed; polls do nothing).
+    virtual bool up() const = 0;
+    // Under lock_: takes completions, queues arrivals (ready() or a
+    // PeerOrder into ready_), reposts, issues what waited for room.
+    virtual void reap() = 0;
+    // Under lock_, after reap: anything else a poll serves.
+    virtual void poll_more() {}
+    // Under lock_: whatever delivering `a` needs reserved first (false:
+    // not now, the next poll tries again).
+    virtual bool take(const Arrival &) { return true; }
+    // Outside the lock: runs the handler of `a`.
+    virtual void deliver_one(const Arrival &a) = 0;
+    // Under lock_: `a` was delivered; its buffer goes back.
+    virtual void delivered(const Arrival &a) = 0;
+    // Under lock_: a bare control message (category_ping, category_pong);
+    // one that cannot leave now leaves a pong owed (PeerLife::pong_owed).
+    virtual void control_send(Rank peer, std::uint8_t category) = 0;
+    // Under lock_, after reap: nothing this rank posted is outstanding.
+    virtual bool idle() = 0;
+    // How `peer` is reached, for messages: "tcp;ofi_rxm, domain lo".
+    virtual std::string path(Rank peer) const = 0;
+    // The receive thread's sleep: until the network has something, at
+    // most about 100 ms; and what it sleeps on, for SLUICE_VERBOSE.
+    virtual void receive_wait() {}
+    virtual std::string receive_sleeps_on() const { return "a timer"; }
+
+    // ---- set-up, from init_impl ----
+    // Liveness over `ranks` peers, silent after `timeout_s` (knob `knob`).
+    void liveness_setup(std::size_t ranks, double timeout_s, const char *knob) {
+        life_.assign(ranks, PeerLife{});
+        peer_timeout_s_ = timeout_s;
+        timeout_knob_ = knob;
+    }
+    // Start the receive thread on the first poll.
+    void receive_thread_want() { rcv_wanted_.store(true); }
+
+    // ---- for the conduit's own code ----
+    bool delivering() const { return delivering_conduit == this; }
+    // Under lock_: an arrival from `source` (its liveness is noted).
+    void heard(Rank source) {
+        if (source < life_.size()) life_[source].heard = true;
+    }
+    void sent_to(Rank peer) { life_[peer].sent = true; }
+    // Under lock_: a ping or pong from `source` (a ping is answered).
+    void control_arrived(Rank source, std::uint8_t category) {
+        heard(source);
+        if (category == category_ping && source < life_.size()) control_send(source, category_pong);
+    }
+    // A packed message (packed_am.hpp) to its handler; `op` names the
+    // poll in a report of a malformed one.
+    void deliver_packed(const char *op, const std::byte *bytes, std::size_t length) {
+        PackedMessage m;
+        if (!packed_unpack(op, bytes, length, setup().size, segment_base_, segment_bytes_, m)) return;
+        if (m.header.category == AmCategory::short_)
+            deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args, m.header.nargs);
+        else
+            deliver(m.header, m.args, m.payload);
+    }
+    // The segment's range, set while no handler runs (a receive thread may
+    // be delivering, and deliver_packed checks a packed Long against it).
+    void segment_set(std::uint64_t base, std::uint64_t bytes) {
+        while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
+        segment_base_ = base;
+        segment_bytes_ = bytes;
+        base::flag_release(deliver_flag_);
+    }
+    std::uint64_t receive_wakeups() const { return rcv_thread_.wakeups(); }
+    // Joins the receive thread (finalize, before the network closes).
+    void receive_thread_stop() { rcv_thread_.stop(); }
+
+    // ---- Transport ----
+    int poll_impl(PollMode mode) override {
+        if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
+            receive_thread_start();
+        if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
+        {
+            Guard g(*this);
+            if (!up()) return 0;
+            reap();
+            poll_more();
+            if (ready_.empty()) return 0;
+        }
+        if (mode == PollMode::replies_only || delivering()) return 0;
+        return deliver_ready();
+    }
+    void dispatch_abandon_impl() override {
+        if (!delivering()) return;
+        delivering_conduit = nullptr;
+        base::flag_release(deliver_flag_);
+    }
+    // Everything posted completes before finalize goes on.
+    void quiesce_impl() override {
+        const std::string op = std::string("finalize (") + name() + ")";
+        const std::string who = std::string(name()) + " (" + path(setup().rank) + ")";
+        quiesce_wait(
+            op.c_str(), who.c_str(),
+            [&] {
+                Guard g(*this);
+                if (!up()) return true;
+                reap();
+                return idle();
+            },
+            [&] { deliver_ready(); });
+    }
+    bool signal_exit_safe_impl() const override { return !in_conduit_lock; }
+
+    // Delivers what is ready, one handler at a time (the thread that takes
+    // the flag), up to poll_budget.
+    int deliver_ready() {
+        if (!base::flag_try_take(deliver_flag_)) return 0;
+        delivering_conduit = this;
+        int n = 0;
+        Arrival a{};
+        bool done = false;
+        while (n < static_cast<int>(poll_budget)) {
+            {
+                Guard g(*this);
+                if (done) delivered(a);
+                done = false;
+                if (ready_.empty()) break;
+                if (!take(ready_.front())) {
+                    ++counters_.deferred;
+                    break;
+                }
+                a = ready_.front();
+                ready_.pop_front();
+                done = true;
+            }
+            deliver_one(a);
+            ++n;
+        }
+        if (done) {
+            Guard g(*this);
+            delivered(a);
+        }
+        delivering_conduit = nullptr;
+        base::flag_release(deliver_flag_);
+        return n;
+    }
+
+    static constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
+
+    base::SpinLock lock_;
+    std::deque<Arrival> ready_;
+    std::vector<PeerLife> life_;  // by rank
+    Counters counters_;
+    // The segment's range here (deliver_packed checks a packed Long against it).
+    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
+    double peer_timeout_s_ = 30;  // liveness_setup's
+
+private:
+    // Every liveness period of polling: a stopped or hung process keeps its
+    // connections (and its NIC acknowledging), so the network alone would
+    // never notice.
+    void liveness() {
+        Rank silent;
+        {
+            Guard g(*this);
+            if (!up() || life_.empty()) return;
+            silent = liveness_check(
+                life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
+                [&](Rank r) { control_send(r, category_pong); });
+        }
+        if (silent != life_.size()) peer_silent(name(), silent, path(silent).c_str(), timeout_knob_, peer_timeout_s_);
+    }
+    void receive_thread_start() {
+        rcv_thread_.start([this] { receive_wait(); }, [this] { (void)progress_all(PollMode::all); });
+        receive_thread_started(name(), receive_sleeps_on());
+    }
+
+    LivenessTimer liveness_timer_;
+    const char *timeout_knob_ = "";
+    ReceiveThread rcv_thread_;
+    std::atomic<bool> rcv_wanted_{false};
+    std::atomic<bool> deliver_flag_{false};
+};
+
+} // namespace sluice::conduit::common
