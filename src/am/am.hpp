@@ -59,7 +59,7 @@ enum SystemHandler : std::uint8_t {
     sys_flush_reply,
     sys_long_header,      // two-part Long: the header (src/am/long.cpp)
     sys_long_data,        // two-part Long: its payload has landed
-    sys_firehose_move,    // main pool: pin a region of my segment, release others (src/rma/firehose)
+    sys_firehose_move,    // main pool: pin a region of my segment, release others (src/conduits/firehose)
     sys_firehose_move_reply,
     sys_atomic,           // atomic domains over AM: the operation at the target (src/atomic)
     sys_atomic_reply,

@@ -8,8 +8,7 @@
 #pragma once
 
 #include "base/status.hpp"
-#include "credit/credit.hpp"
-#include "spawners/bootstrap.hpp"
+#include "credit/preferences.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +21,10 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+namespace sluice::spawner {
+class Bootstrap;
+}
 
 namespace sluice::conduit {
 
@@ -186,7 +189,7 @@ struct MemRegion {
 struct RmaOp;
 
 // How the wrapper reaches local memory outside the segment on a conduit
-// that sets needs_registration.  src/rma/firehose installs one per such
+// that sets needs_registration.  src/conduits/firehose installs one per such
 // transport (Transport::local_registrar_set); the conduit sees only the
 // result: the local address and registration handle of each operation it
 // is handed (Transport::local_handle), so it registers nothing itself.
@@ -220,7 +223,7 @@ public:
 
 // How the wrapper reaches a peer's segment the peer left unregistered
 // (SLUICE_SEGMENT=large on a conduit that sets remote_keys):
-// src/rma/firehose's main pool asks the owner, by move request, to
+// src/conduits/firehose's main pool asks the owner, by move request, to
 // register a region of it and hands out the region's key.  Consulted only
 // for peers that published no key (Transport::peer_unregistered).
 // Thread-safe, like LocalRegistrar.

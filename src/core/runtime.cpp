@@ -6,7 +6,7 @@
 #include "rma/vis.hpp"
 
 #include "base/knobs.hpp"
-#include "rma/firehose/monitor.hpp"
+#include "conduits/firehose/monitor.hpp"
 #include "sluice_config.h"
 
 #include <algorithm>

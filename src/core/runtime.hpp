@@ -4,8 +4,8 @@
 
 #include "am/am.hpp"
 #include "conduits/registry.hpp"
-#include "rma/firehose/main_pool.hpp"
-#include "rma/firehose/registrar.hpp"
+#include "conduits/firehose/main_pool.hpp"
+#include "conduits/firehose/registrar.hpp"
 #include "rma/rma.hpp"
 #include "spawners/bootstrap.hpp"
 

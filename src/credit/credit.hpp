@@ -39,6 +39,7 @@
 #pragma once
 
 #include "base/flag.hpp"
+#include "credit/preferences.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -51,7 +52,6 @@ namespace sluice::credit {
 
 using Peer = std::uint32_t;
 
-enum class Policy : std::uint8_t { off, fixed, dynamic, demand };
 const char *policy_name(Policy p);
 // "off", "fixed"/"static", "dynamic", "demand"; false if unknown.
 bool policy_parse(const std::string &text, Policy &out);
@@ -90,17 +90,6 @@ struct Config {
     std::uint64_t receive_bytes() const { return total_credits() * credit_bytes; }
 };
 
-// Flow control as a conduit's own knobs ask it (the Portals seed's
-// SLUICE_PORTALS_FLOW_CONTROL, _DYNAMIC_CREDITS, _MAX_CRED_PER_NODE,
-// _EPOCH_DURATION): each applies where the SLUICE_CREDIT_* knob it
-// stands for is unset (src/credit/knobs.cpp).
-struct Preferences {
-    bool set = false;          // a conduit asks anything at all
-    bool flow = true;          // false: no flow control (SLUICE_CREDIT_FLOW)
-    Policy policy = Policy::dynamic;  // SLUICE_CREDIT_POLICY
-    unsigned max_per_peer = 0;        // SLUICE_CREDIT_MAX_PER_PEER; 0: no preference
-    unsigned epoch_length = 0;        // SLUICE_CREDIT_EPOCH; 0: no preference
-};
 
 // The credit byte of every request and reply: E XXX NNNN.
 //   E     the sender ended an epoch since its last message to this peer

@@ -4,8 +4,9 @@
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
 #include "tests/harness.hpp"
-#include "rma/firehose/monitor.hpp"
-#include "rma/firehose/registrar.hpp"
+#include "conduits/firehose/monitor.hpp"
+#include "conduits/firehose/registrar.hpp"
+#include "spawners/bootstrap.hpp"
 #include "sluice_config.h"
 #ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
 #include "conduits/template/template.hpp"

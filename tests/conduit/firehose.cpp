@@ -1,10 +1,10 @@
-// tests/conduit/firehose.cpp - firehose's victim pool (src/rma/firehose) on
+// tests/conduit/firehose.cpp - firehose's victim pool (src/conduits/firehose) on
 // every conduit's memory-domain hooks: hits, misses and eviction in LRU
 // order within the bounds, reference counts, refusal when every
 // registration is in use, growth within a window, invalidation (unused and
 // in use), transfers cut at windows, and bad configurations.
 #include "conduit_test.hpp"
-#include "rma/firehose/victim.hpp"
+#include "conduits/firehose/victim.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

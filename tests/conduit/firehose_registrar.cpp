@@ -1,5 +1,5 @@
 // tests/conduit/firehose_registrar.cpp - firehose as the transport's local
-// registrar (src/rma/firehose/registrar.hpp) on every conduit that sets
+// registrar (src/conduits/firehose/registrar.hpp) on every conduit that sets
 // needs_registration (here: template_registered, whose "NIC" refuses an
 // operation its handle does not cover and reads registered shared memory
 // through its own mapping of the pages): Put and Get from memory outside
@@ -10,8 +10,8 @@
 // memory unmapped and mapped again at the same address (the memory
 // monitor).  The monitor's ring is tested on its own at the end.
 #include "conduit_test.hpp"
-#include "rma/firehose/monitor.hpp"
-#include "rma/firehose/registrar.hpp"
+#include "conduits/firehose/monitor.hpp"
+#include "conduits/firehose/registrar.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

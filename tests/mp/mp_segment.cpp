@@ -1,6 +1,6 @@
 // tests/mp/mp_segment.cpp - RMA spread over a whole (large) segment: what
 // SLUICE_SEGMENT=large must get right when the segment is far larger than
-// what a rank may keep pinned (firehose's main pool, src/rma/firehose).
+// what a rank may keep pinned (firehose's main pool, src/conduits/firehose).
 //
 // segment [MiB] [rounds]: every segment is cut in 64 KiB blocks; block b of
 // rank t is written by rank (t + 1 + b % (N - 1)) % N, so neighbouring

@@ -20,6 +20,7 @@
 
 #include "base/knobs.hpp"
 #include "base/status.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

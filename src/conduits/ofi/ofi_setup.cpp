@@ -7,6 +7,7 @@
 
 #include "base/knobs.hpp"
 #include "base/status.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <sys/mman.h>
 

@@ -9,6 +9,7 @@
 #include "base/knobs.hpp"
 #include "base/status.hpp"
 #include "credit/knobs.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -15,6 +15,7 @@
 #include "base/flag.hpp"
 #include "base/knobs.hpp"
 #include "conduits/smp/ring.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -8,6 +8,7 @@
 
 #include "base/knobs.hpp"
 #include "conduits/udp/source_filter.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,5 +1,5 @@
-// src/rma/firehose/victim.cpp - the victim pool (victim.hpp).
-#include "rma/firehose/victim.hpp"
+// src/conduits/firehose/victim.cpp - the victim pool (victim.hpp).
+#include "conduits/firehose/victim.hpp"
 #include "sluice_config.h"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// src/rma/firehose/victim.hpp - firehose's victim pool: registrations of
+// src/conduits/firehose/victim.hpp - firehose's victim pool: registrations of
 // local memory outside the segment (a Put's source, a Get's destination),
 // kept after use so the next transfer from the same buffer finds its pages
 // registered.  README.md in this folder.

@@ -1,4 +1,4 @@
-// src/rma/firehose/registrar.hpp - firehose as the transport's local
+// src/conduits/firehose/registrar.hpp - firehose as the transport's local
 // registrar (conduit::LocalRegistrar): how an RDMA operation whose local
 // buffer lies outside the segment gets a registration, on a conduit that
 // sets needs_registration.  README.md in this folder, docs/firehose.md.
@@ -19,7 +19,7 @@
 // when its last transfer ends: correct, and nothing is cached.
 #pragma once
 
-#include "rma/firehose/victim.hpp"
+#include "conduits/firehose/victim.hpp"
 
 #include <atomic>
 #include <memory>

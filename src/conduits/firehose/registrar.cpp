@@ -1,8 +1,8 @@
-// src/rma/firehose/registrar.cpp - the local registrar (registrar.hpp).
-#include "rma/firehose/registrar.hpp"
+// src/conduits/firehose/registrar.cpp - the local registrar (registrar.hpp).
+#include "conduits/firehose/registrar.hpp"
 
 #include "base/knobs.hpp"
-#include "rma/firehose/monitor.hpp"
+#include "conduits/firehose/monitor.hpp"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-// src/rma/firehose/monitor.hpp - firehose's memory monitor: learns when
+// src/conduits/firehose/monitor.hpp - firehose's memory monitor: learns when
 // the program gives memory back to the kernel (munmap, mremap, mmap with
 // MAP_FIXED over a mapping, madvise DONTNEED/FREE/REMOVE, brk shrinking),
 // so that a cached registration is never used for new memory at the same

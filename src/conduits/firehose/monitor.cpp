@@ -1,5 +1,5 @@
-// src/rma/firehose/monitor.cpp - the memory monitor (monitor.hpp).
-#include "rma/firehose/monitor.hpp"
+// src/conduits/firehose/monitor.cpp - the memory monitor (monitor.hpp).
+#include "conduits/firehose/monitor.hpp"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>

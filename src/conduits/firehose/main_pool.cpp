@@ -1,5 +1,5 @@
-// src/rma/firehose/main_pool.cpp - the main pool (main_pool.hpp).
-#include "rma/firehose/main_pool.hpp"
+// src/conduits/firehose/main_pool.cpp - the main pool (main_pool.hpp).
+#include "conduits/firehose/main_pool.hpp"
 
 #include "base/knobs.hpp"
 

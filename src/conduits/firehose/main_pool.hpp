@@ -1,4 +1,4 @@
-// src/rma/firehose/main_pool.hpp - firehose's main pool: peers' segments
+// src/conduits/firehose/main_pool.hpp - firehose's main pool: peers' segments
 // registered on demand (SLUICE_SEGMENT=large), as the transport's remote
 // registrar (conduit::RemoteRegistrar).  README.md in this folder,
 // docs/firehose.md.
