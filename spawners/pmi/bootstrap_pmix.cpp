@@ -3,7 +3,7 @@
 // PRRTE) learns its rank and the job size from the server and exchanges its
 // start-up data through the server's key-value store.
 //
-// Sharing (DESIGN.md, "Bootstrap"): the PMIx client library counts
+// Sharing (docs/mpi-hybrid.md): the PMIx client library counts
 // PMIx_Init calls and finalizes on the last PMIx_Finalize.  Sluice always
 // takes one reference and drops it in fini(), so PMIx that an MPI initialized
 // (before or after Sluice) stays up as long as that MPI holds its own, and is

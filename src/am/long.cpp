@@ -8,8 +8,8 @@
 // two may arrive in either order (a header can overtake the payload's
 // completion on an RDMA network): the first to arrive is kept in the LID
 // cache under (source, Long ID), the second finds it there and runs the
-// handler, so the handler sees the payload in place (the Portals seed's LID
-// cache).  The call returns once the payload's Put completed and its
+// handler, so the handler sees the payload in place (the LID cache,
+// docs/conduits.md, "Put with remote completion and the two-part Long").  The call returns once the payload's Put completed and its
 // notification was sent, so the source buffer may be reused, and a flush
 // sent afterwards reaches the target behind both parts.  With
 // SLUICE_FLAG_NBI (request_nbi) it returns once both are under way; the

@@ -78,7 +78,7 @@ struct Capabilities {
     std::size_t max_medium = 0;        // largest Medium payload
     std::size_t max_long = 0;          // largest Long payload (src/am splits nothing)
     // Largest Long packed into one message (header and payload together,
-    // the ibv seed's packed-Long limit).  A larger Long, up to max_long, is
+    // GASNet-EX's ibv conduit calls it the packed-Long limit).  A larger Long, up to max_long, is
     // a two-part Long (src/am): the payload by put_rc, the header by AM.
     // Only conduits with native_rma may set it below max_long.
     std::size_t max_packed_long = SIZE_MAX;

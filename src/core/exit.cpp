@@ -1,6 +1,7 @@
 // src/core/exit.cpp - the exit protocol.
 //
-// After the ibv seed's graceful exit: head records the first exit and its
+// A graceful exit in the manner of GASNet-EX's ibv conduit
+// (src/core/README.md, "Exit protocol"): head records the first exit and its
 // code; body disables user handlers, tells the launcher the code, tries a
 // reduce-with-timeout over all ranks (a collective exit ends there), else
 // elects a leader through rank 0 (or itself, if rank 0 does not answer) that

@@ -96,7 +96,7 @@ private:
         bool started = false;
     };
 
-    // Exit protocol (exit.cpp), after the ibv seed's graceful exit: head
+    // Exit protocol (exit.cpp, src/core/README.md): head
     // decides the first exit and its code, body coordinates (reduce with
     // timeout, then leader election and O(N) exit requests, bootstrap abort
     // as the last resort), tail ends the process.

@@ -46,7 +46,7 @@ inline std::uint16_t sat_sub(std::uint16_t a, unsigned b) {
 
 // Defaults by job size (credits per peer and banked credits), chosen with
 // tests/sim/creditsim (tests/sim/README.md): generous static shares while
-// they are cheap, then the seed's minimum, then nothing per peer at all.
+// they are cheap, then a minimum share, then nothing per peer at all.
 struct TablePoint {
     double nodes;
     Policy policy;
@@ -479,8 +479,8 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
                 s.c.send_stalls = sat_add(s.c.send_stalls, 1);
                 counters_.stalls.fetch_add(1, std::memory_order_relaxed);
             }
-            // Seed: the request after a stall asks for extra credits.
-            // Beyond the seed, a stall asks for as many again as are held
+            // The request after a stall asks for extra credits: as many
+            // again as are held
             // (the next send_wanted requests each ask for 7, a reply
             // grants at most 6): a pair whose demand creeps up doubles its
             // loan per stall instead of creeping after it by a few credits

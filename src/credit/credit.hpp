@@ -24,7 +24,7 @@
 //            taken back from peers that stopped using them (revoke/return
 //            system messages, the scavenge list), with decaying usage
 //            statistics per epoch of received requests.
-//   demand   beyond the seed: peers start with nothing.  A peer's first
+//   demand   peers start with nothing.  A peer's first
 //            request asks for `min_credits` with an `ask` system message;
 //            idle peers lose everything to the bank, and while askers wait
 //            the replies to busy peers take their credits back (reclaim).
@@ -140,7 +140,7 @@ struct SysMessage {
     std::uint16_t returned = 0;  // ask only
 };
 
-// One peer's state as the engine keeps it (the seed's conn_state).  Send*
+// One peer's state as the engine keeps it.  Send*
 // counts what I hold from the peer, Loan* what it holds from me.
 struct PeerCredits {
     std::uint16_t send_credits = 0;    // lent to me by the peer

@@ -1,7 +1,7 @@
 // src/mpi-interop/bootstrap_mpi.cpp - the mpi bootstrap backend (libsluice-mpi).
 //
 // A Sluice program started by mpirun, or one that already called MPI_Init,
-// exchanges its start-up data over MPI.  The rules (DESIGN.md, "Bootstrap"):
+// exchanges its start-up data over MPI.  The rules (docs/mpi-hybrid.md):
 // initialize MPI only if nobody has, and remember it; work on a private
 // duplicate of the communicator; hook MPI_Finalize through an attribute on
 // MPI_COMM_SELF so Sluice quiesces first; finalize MPI only if Sluice

@@ -7,7 +7,8 @@
 // the wire is full, statistics, stop at exit) is in the non-virtual wrapper in
 // src/conduits/transport.hpp: a hook only moves bytes.
 //
-// Includes allowed here (DESIGN.md): src/conduits/transport.hpp, src/credit,
+// Includes allowed here (docs/conduits.md, "What a conduit may include"):
+// src/conduits/transport.hpp, src/conduits/common, src/credit,
 // spawners/bootstrap.hpp and src/base.  Nothing from src/am, src/rma, src/core.
 #include "conduits/template/template.hpp"
 

@@ -512,8 +512,8 @@ int case_rma(int argc, char **argv) {
     return 0;
 }
 
-// Many outstanding Gets (issue 28's udp "4 MiB Get with NBI completion",
-// 251 MiB/s against 2705 blocking): the udp conduit queued every request
+// Many outstanding Gets (sluice-bench's udp "4 MiB Get with NBI
+// completion" once ran at 251 MiB/s against 2705 blocking): the udp conduit queued every request
 // of them (4096 Shorts fit its 2 MiB queue) without a poll, so nothing came
 // back until the sync while the target's replies waited for acks past the
 // retransmission timeout.  A sender that cannot send polls; so when the
