@@ -184,7 +184,7 @@ void IbvTransport::atomic_completion(const ibv_wc &c) {
         atomic_done(s, true);
         return;
     }
-    counters_.atomic_retries += s->swapping;
+    ibv_counters_.atomic_retries += s->swapping;
     s->expected = s->fetched;
     const std::uint64_t next = loop_value(s->op, s->type, s->expected, s->operand);
     if (next == s->expected) {

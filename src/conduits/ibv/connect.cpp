@@ -1,4 +1,5 @@
-// src/conduits/ibv/connect.cpp - the ibv seed's connections.
+// src/conduits/ibv/connect.cpp - connections to peers, static and dynamic,
+// as GASNet-EX's ibv conduit makes them.
 //
 // Static connections: at start-up every rank connects to every peer, or to
 // those a connect file lists (SLUICE_CONNECTFILE_IN; a connection either
@@ -219,8 +220,8 @@ Status IbvTransport::connect_all() {
         connected_[r].store(true, std::memory_order_release);
         ++made;
     }
-    counters_.connect_static = made;
-    if (made == remote) dynamic_ = false;  // the seed: a fully connected rank needs none
+    ibv_counters_.connect_static = made;
+    if (made == remote) dynamic_ = false;  // as in GASNet-EX: a fully connected rank needs none
     if (dynamic_) conn_thread_.start([this] { connect_thread_wait(); }, [this] {
         Guard g(*this);
         if (conn_cq_) connect_serve();
@@ -288,7 +289,7 @@ Status IbvTransport::connect_need(Rank peer) {
     p.retry_at = base::now_ns() + p.interval;
     p.tries = 1;
     conn_pending_.push_back(peer);
-    ++counters_.connect_asked;
+    ++ibv_counters_.connect_asked;
     connect_send(peer, kind_request);
     return Status::not_ready;
 }
@@ -391,7 +392,7 @@ void IbvTransport::connect_serve() {
         p.interval *= 2;
         p.retry_at = now + p.interval;
         ++p.tries;
-        ++counters_.connect_retransmits;
+        ++ibv_counters_.connect_retransmits;
         connect_send(r, kind_request);
         return false;
     });
@@ -428,7 +429,7 @@ void IbvTransport::connect_answer(const void *bytes) {
         return;
     }
     p.conn = Conn::accepted;
-    ++counters_.connect_accepted;
+    ++ibv_counters_.connect_accepted;
     connect_send(r, kind_reply);
 }
 

@@ -1,4 +1,4 @@
-// src/conduits/ibv/connect_file.cpp - the ibv seed's connect files
+// src/conduits/ibv/connect_file.cpp - connect files, in GASNet-EX's ibv format
 // (connect_file.hpp has the format).
 #include "conduits/ibv/connect_file.hpp"
 

@@ -1,4 +1,4 @@
-// src/conduits/ibv/connect_file.hpp - the ibv seed's connect files
+// src/conduits/ibv/connect_file.hpp - connect files, in GASNet-EX's ibv format
 // (SLUICE_CONNECTFILE_IN / _OUT): which ranks connect at start-up.
 //
 // A file is lines of `node: peer peer ...`, where a peer may be a range

@@ -8,7 +8,6 @@
 // reaped from one completion queue on every poll.  README.md has the design.
 #include "conduits/ibv/ibv_transport.hpp"
 
-#include "base/knobs.hpp"
 #include "base/status.hpp"
 
 #include <poll.h>
@@ -17,10 +16,6 @@
 #include <string>
 
 namespace sluice::conduit::ibv::detail {
-
-// This thread runs a handler of the conduit's (a poll it makes from there
-// reaps completions but delivers nothing).
-[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
 
 Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
     return base::report(Status::transport, op, "check that the peer is alive and that its port is reachable",
@@ -46,7 +41,7 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     const unsigned rail = am_rail(peer);
     if (p.send_posted[rail] >= send_depth_) reap();
     if (p.send_posted[rail] >= send_depth_) {
-        ++counters_.queue_full;
+        ++counters_.full;
         return Status::not_ready;
     }
     ibv_sge sge{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length), hca_of(rail).pool_mr->lkey};
@@ -60,13 +55,13 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     if (const int r = ibv_post_send(p.qp[rail], &wr, &bad); r != 0)
         return fatal("send (ibv)", peer, "ibv_post_send failed", r);
     ++p.send_posted[rail];
-    life_[peer].sent = true;
+    sent_to(peer);
     p.used = true;
     if (b) {
         b->peer = peer;
         ++counters_.sent;
     } else {
-        ++counters_.inlined;
+        ++counters_.small;
     }
     return Status::ok;
 }
@@ -110,7 +105,7 @@ Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
     Guard g(*this);
     const Status s = post_send(peer, b->bytes, length, b);
     if (s == Status::ok) {
-        counters_.long_packed += h.category == AmCategory::long_;
+        counters_.packed_longs += h.category == AmCategory::long_;
         return s;
     }
     b->next = send_free_;
@@ -210,10 +205,10 @@ void IbvTransport::completion(const ibv_wc &c) {
 // is handled here and its buffer posted again at once (true).
 bool IbvTransport::control(Buffer *b, std::size_t length) {
     common::PackedHead w;
-    if (length < sizeof w) return false;  // packed_unpack reports it
+    if (length < sizeof w) return false;  // deliver_packed reports it
     std::memcpy(&w, b->bytes, sizeof w);
-    if (w.source < life_.size()) {
-        life_[w.source].heard = true;
+    if (w.source < peers_.size()) {
+        heard(w.source);
         peers_[w.source].used = true;
         if (__builtin_expect(peers_[w.source].conn == Conn::accepted, 0)) connect_ready(w.source);
     }
@@ -221,14 +216,14 @@ bool IbvTransport::control(Buffer *b, std::size_t length) {
         repost(b);
         return true;
     }
-    if (w.category != category_ping && w.category != category_pong) return false;
-    if (w.category == category_ping && w.source < life_.size()) control_send(w.source, category_pong);
+    if (w.category != common::category_ping && w.category != common::category_pong) return false;
+    control_arrived(w.source, w.category);
     repost(b);
     return true;
 }
 
-// A ping or pong: a bare head, inline (or from a send buffer); without
-// room a pong stays owed until the next liveness check.
+// A control message (ping, pong, rtu): a bare head, inline (or from a send
+// buffer); without room a pong stays owed until the next liveness check.
 void IbvTransport::control_send(Rank peer, std::uint8_t category) {
     common::PackedHead w{};
     w.category = category;
@@ -245,27 +240,15 @@ void IbvTransport::control_send(Rank peer, std::uint8_t category) {
             ++send_free_count_;
         }
     }
-    if (category == category_pong) life_[peer].pong_owed = s != Status::ok;
+    if (category == common::category_pong) life_[peer].pong_owed = s != Status::ok;
 }
 
-// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
-// hung process's HCA goes on acknowledging, and once its receive buffers
-// are full its peers' sends wait on RNR for ever, so the HCA alone would
-// never notice.
-void IbvTransport::liveness() {
-    Rank silent;
-    {
-        Guard g(*this);
-        if (!up_) return;
-        silent = common::liveness_check(
-            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
-            [&](Rank r) { control_send(r, category_pong); });
-    }
-    if (silent != life_.size()) {
-        const std::string path = rail_name(am_rail(silent));
-        common::peer_silent("ibv", silent, path.c_str(), "SLUICE_IBV_PEER_TIMEOUT", peer_timeout_s_);
-    }
-}
+// How `peer` is reached, for the layer's messages: over its AM rail (the
+// liveness check names it when the peer falls silent: a stopped or hung
+// process's HCA goes on acknowledging, and once its receive buffers are
+// full its peers' sends wait on RNR for ever, so the HCA alone would never
+// notice); this rank, in finalize's, by rail 0.
+std::string IbvTransport::path(Rank peer) const { return rail_name(peer == setup().rank ? 0 : am_rail(peer)); }
 
 void IbvTransport::completion_error(const ibv_wc &c) {
     const auto tag = static_cast<Wr>(c.wr_id & tag_mask);
@@ -314,82 +297,23 @@ void IbvTransport::completion_error(const ibv_wc &c) {
 
 // ---- delivery ----
 
-int IbvTransport::poll_impl(PollMode mode) {
-    if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
-        receive_thread_start();
-    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
-    {
-        Guard g(*this);
-        if (!up_) return 0;
-        reap();
-        if (__builtin_expect(dynamic_, 0)) connect_serve();
-        if (ready_.empty()) return 0;
-    }
-    if (mode == PollMode::replies_only || delivering) return 0;
-    return deliver_ready();
+void IbvTransport::deliver_one(const Arrival &a) { deliver_packed("poll (ibv)", a.bytes(), a.length); }
+
+// A receive buffer goes back to its queue; a message of the rank to itself
+// was a copy on the heap.
+void IbvTransport::delivered(const Arrival &a) {
+    delete[] a.loop;
+    if (a.buffer && up_) repost(a.buffer);
 }
 
-int IbvTransport::deliver_ready() {
-    if (!base::flag_try_take(deliver_flag_)) return 0;
-    delivering = true;
-    int n = 0;
-    Buffer *done = nullptr;
-    while (n < static_cast<int>(poll_budget)) {
-        Arrival a;
-        {
-            Guard g(*this);
-            if (done && up_) repost(done);
-            done = nullptr;
-            if (ready_.empty()) break;
-            a = ready_.front();
-            ready_.pop_front();
-        }
-        common::PackedMessage m;
-        if (common::packed_unpack("poll (ibv)", a.bytes(), a.length, setup().size, segment_base_, segment_bytes_,
-                                  m)) {
-            if (m.header.category == AmCategory::short_)
-                deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args,
-                              m.header.nargs);
-            else
-                deliver(m.header, m.args, m.payload);
-        }
-        done = a.buffer;
-        delete[] a.loop;
-        ++n;
-    }
-    if (done) {
-        Guard g(*this);
-        if (up_) repost(done);
-    }
-    delivering = false;
-    base::flag_release(deliver_flag_);
-    return n;
+// Everything posted completes before finalize goes on (the layer's
+// quiesce_impl waits for it).
+bool IbvTransport::idle() {
+    bool idle = send_free_count_ == send_count_ && rma_outstanding_ == 0;
+    for (const Peer &p : peers_)
+        for (unsigned k : p.send_posted) idle &= k == 0;
+    return idle;
 }
-
-void IbvTransport::dispatch_abandon_impl() {
-    if (!delivering) return;
-    delivering = false;
-    base::flag_release(deliver_flag_);
-}
-
-// Everything posted completes before finalize goes on.
-void IbvTransport::quiesce_impl() {
-    const std::string who = "ibv (" + rail_name(0) + ")";
-    common::quiesce_wait(
-        "finalize (ibv)", who.c_str(),
-        [&] {
-            Guard g(*this);
-            if (!up_) return true;
-            reap();
-            bool idle = send_free_count_ == send_count_ && rma_outstanding_ == 0;
-            for (const Peer &p : peers_)
-                for (unsigned k : p.send_posted) idle &= k == 0;
-            return idle;
-        },
-        [&] { deliver_ready(); });
-}
-
-bool IbvTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
 
 // ---- the receive thread ----
 
@@ -404,17 +328,11 @@ void channel_wait(ibv_comp_channel *const *channels, std::size_t n) {
     }
 }
 
-void IbvTransport::receive_thread_start() {
-    rcv_thread_.start([this] { receive_thread_wait(); }, [this] { (void)progress_all(PollMode::all); });
-    base::say("ibv: receive thread started (sleeps on the completion channel, at most %lld wake-ups/s)",
-              static_cast<long long>(base::knob_int(base::Knob::RCV_THREAD_RATE)));
-}
-
 // Sleeps until the CQ's channel has an event (at most 100 ms, to notice a
 // stop), takes it and arms the CQ again before the poll that follows: a
 // completion after the arming raises the next event, one before it is
 // reaped by that poll.
-void IbvTransport::receive_thread_wait() {
+void IbvTransport::receive_wait() {
     ibv_comp_channel *channels[max_hcas];
     for (std::size_t h = 0; h < hcas_.size(); ++h) channels[h] = hcas_[h].channel;
     channel_wait(channels, hcas_.size());
@@ -450,7 +368,7 @@ Status IbvTransport::get_impl(void *local, Rank peer, const void *remote, std::s
     return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, 0, later);
 }
 
-// The seed's two-part Long (and every Put with remote completion): the
+// GASNet-EX's two-part Long (and every Put with remote completion): the
 // write, then the notification as a send on the same queue pair.  An RC
 // queue pair executes its work requests in order, so the peer receives
 // the notification only after the write's bytes are in its memory; the
@@ -475,7 +393,7 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
     }
     const std::size_t length = common::packed_encode(notify.header, notify.args, notify.payload, b->bytes);
     b->peer = peer;
-    // The seed's non-bulk bounce limit: a payload this small is copied, and
+    // GASNet-EX's non-bulk bounce limit: a payload this small is copied, and
     // the caller may reuse its buffer at once, not after the write lands.
     if (bounce) std::memcpy(bounce->bytes, local, n);
     const Status s = rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote),
@@ -490,8 +408,8 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
             bounce_free_ = bounce;
         }
     } else {
-        ++counters_.long_two_part;
-        counters_.long_bounced += bounce != nullptr;
+        ++ibv_counters_.long_two_part;
+        ibv_counters_.long_bounced += bounce != nullptr;
     }
     return s;
 }
@@ -523,7 +441,7 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
         g->rkey[h] = static_cast<std::uint32_t>(key >> (32 * h));
     }
     g->n = n;
-    // The seed's multi-rail: large RDMA in one piece per rail (each at most
+    // GASNet-EX's multi-rail: large RDMA in one piece per rail (each at most
     // rma_chunk_), round the rails from the peer's AM rail; the rest, and
     // every Put with a notification (its header must follow its bytes on
     // one queue pair), on the AM rail.
@@ -583,11 +501,11 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         ++rma_outstanding_;
         p.used = true;
         ++(g->write ? counters_.writes : counters_.reads);
-        counters_.rail_bytes[k] += len;
+        ibv_counters_.rail_bytes[k] += len;
         if (g->write && fenced_puts_ && h != rails_[am].hca) g->fences |= 1u << k;
         if (g->striped) g->rail = (k + 1) % static_cast<unsigned>(rails_.size());
     }
-    // Fenced Puts (the seed's bug 3447): a read behind a rail's writes on
+    // Fenced Puts (GASNet-EX's bug 3447): a read behind a rail's writes on
     // another HCA than the AM rail's returns only once they are in the
     // target's memory, so the Put completes after its bytes are placed.
     while (g->fences) {
@@ -607,7 +525,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         ++g->outstanding;
         ++p.send_posted[k];
         ++rma_outstanding_;
-        ++counters_.fences;
+        ++ibv_counters_.fences;
     }
     if (g->notify && g->notify_length) {
         if (p.send_posted[am] >= send_depth_) return Status::not_ready;
@@ -617,7 +535,7 @@ Status IbvTransport::rma_issue(RmaGroup *g) {
         ibv_send_wr *bad = nullptr;
         if (const int r = ibv_post_send(p.qp[am], &wr, &bad); r != 0)
             return fatal("put (ibv)", g->peer, "posting a two-part Long's header failed", r);
-        life_[g->peer].sent = true;
+        sent_to(g->peer);
         g->notify_length = 0;  // posted
         ++g->outstanding;
         ++p.send_posted[am];

@@ -1,7 +1,7 @@
 // src/conduits/ibv/ibv_setup.cpp - the ibv conduit's set-up and tear-down:
-// which HCA port (the seed's port selection), the protection domain,
+// which HCA port (GASNet-EX's port selection), the protection domain,
 // completion queue, shared receive queue and one RC queue pair per peer
-// (the seed's static connections), the registered AM buffers, memory
+// (GASNet-EX's static connections), the registered AM buffers, memory
 // registration, finalize and the counters.
 #include "conduits/ibv/ibv.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
@@ -34,7 +34,7 @@ struct PortSpec {
     std::vector<unsigned> ports;
 };
 
-// The seed's syntax: HCA[:PORT[,PORT...]] joined by '+'.  False and `why`
+// GASNet-EX's syntax: HCA[:PORT[,PORT...]] joined by '+'.  False and `why`
 // set when malformed.
 bool ports_parse(const std::string &text, std::vector<PortSpec> &out, std::string &why) {
     out.clear();
@@ -96,7 +96,7 @@ int bound_socket() {
     return socket;
 }
 
-// The seed's topology-aware family: SLUICE_IBV_PORTS_<socket> for a rank
+// GASNet-EX's topology-aware family: SLUICE_IBV_PORTS_<socket> for a rank
 // bound within that socket, when set; else SLUICE_IBV_PORTS.
 struct PortsSetting {
     std::string name, value;
@@ -155,7 +155,7 @@ bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignore
         ibv_close_device(ctx);
     }
     ibv_free_device_list(list);
-    // The seed's filter: entries naming an HCA or port that is not here
+    // GASNet-EX's filter: entries naming an HCA or port that is not here
     // are ignored (one setting can serve nodes of several kinds); they are
     // named in `ignored`, and in the error when nothing is left.
     ignored.clear();
@@ -172,7 +172,7 @@ bool port_list(std::vector<PortInfo> &out, std::string &why, std::string &ignore
     return !out.empty();
 }
 
-// The seed's rails: on each HCA in the order found, the active ports
+// GASNet-EX's rails: on each HCA in the order found, the active ports
 // SLUICE_IBV_PORTS names for it, else the first active port it selects;
 // on at most max_hcas HCAs (`dropped` names the others); then
 // SLUICE_NUM_QPS of them, the ports again in turn when it is more.  Empty,
@@ -238,7 +238,7 @@ std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " Mi
 
 } // namespace
 
-IbvTransport::IbvTransport() : Transport("ibv", Capabilities{}) {}
+IbvTransport::IbvTransport() : RdmaConduit("ibv", Capabilities{}) {}
 
 IbvTransport::~IbvTransport() { close_all(); }
 
@@ -300,7 +300,7 @@ std::string IbvTransport::rail_name(unsigned rail) const {
     return rails_[rail].port.device + ":" + std::to_string(rails_[rail].port.port);
 }
 
-// The seed's HCA and port selection and multi-rail: the rails
+// GASNet-EX's HCA and port selection and multi-rail: the rails
 // rails_choose picks; SLUICE_IBV_LIST_PORTS prints every port.
 Status IbvTransport::open_port() {
     const char *op = "ibv conduit init";
@@ -326,7 +326,7 @@ Status IbvTransport::open_port() {
                             "set SLUICE_IBV_PORTS to an active port listed here (SLUICE_IBV_LIST_PORTS=1, ibv_devinfo)",
                             "%s", why.c_str());
     if (!ignored.empty())
-        base::say("ibv: %s names %s, not here: ignored (the seed's filter)", ports_setting().name.c_str(),
+        base::say("ibv: %s names %s, not here: ignored (a filter)", ports_setting().name.c_str(),
                   ignored.c_str());
     if (!dropped.empty())
         base::say("ibv: rails on at most %u HCAs: %s not used (name the HCAs wanted in SLUICE_IBV_PORTS)", max_hcas,
@@ -397,7 +397,7 @@ Status IbvTransport::open_port() {
         if (hca.channel) {
             if (const int r = ibv_req_notify_cq(hca.cq, 0); r != 0)
                 return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
-            rcv_wanted_.store(true, std::memory_order_relaxed);
+            receive_thread_want();
         }
         if (use_srq_) {
             ibv_srq_init_attr sa{};
@@ -415,8 +415,8 @@ Status IbvTransport::open_port() {
     if (Status s = inline_probe(); s != Status::ok) return s;
     peers_.assign(setup().size, Peer{});
     peer_rkey_.assign(setup().size, 0);
-    life_.assign(setup().size, common::PeerLife{});
-    peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT));
+    liveness_setup(setup().size, std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT)),
+                   "SLUICE_IBV_PEER_TIMEOUT");
     connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
     Guard g(*this);
     up_ = true;
@@ -437,7 +437,7 @@ Status IbvTransport::hca_open(Hca &h) {
     return Status::ok;
 }
 
-// The seed's pinnable-memory limit: SLUICE_PHYSMEM_MAX of this host's
+// GASNet-EX's pinnable-memory limit: SLUICE_PHYSMEM_MAX of this host's
 // memory, an equal share per rank of the host, capped by RLIMIT_MEMLOCK
 // (first raised to its hard limit) unless the process may lock any amount;
 // then, unless the user set the maximum or SLUICE_PHYSMEM_NOPROBE=1,
@@ -691,11 +691,7 @@ Status IbvTransport::segment_create_impl(std::size_t size, void **base, std::str
 }
 
 Status IbvTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    // Under the delivery flag: a packed Long is checked against these bounds.
-    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
-    segment_base_ = all[setup().rank].base;
-    segment_bytes_ = all[setup().rank].size;
-    base::flag_release(deliver_flag_);
+    segment_set(all[setup().rank].base, all[setup().rank].size);
     // My own key too (peers' come through key_unpack_impl): a NIC atomic
     // domain sends this rank's updates of its own words through the NIC.
     for (const auto &[transport, packed] : all[setup().rank].rkeys)
@@ -762,7 +758,7 @@ Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, 
 }
 
 void IbvTransport::fini_impl() {
-    rcv_thread_.stop();
+    receive_thread_stop();
     conn_thread_.stop();
     if (!hcas_.empty()) connect_file_write();
     if (!hcas_.empty() && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
@@ -770,7 +766,7 @@ void IbvTransport::fini_impl() {
 }
 
 void IbvTransport::close_all() {
-    rcv_thread_.stop();
+    receive_thread_stop();
     {
         Guard g(*this);
         up_ = false;
@@ -821,29 +817,19 @@ void IbvTransport::close_all() {
     own_segment_.release();
 }
 
+// The layer's counters, then ibv's own (IbvCounters).
 void IbvTransport::stats_print() const {
-    const Counters &c = counters_;
-    std::string rails;
+    const IbvCounters &c = ibv_counters_;
+    std::string extra = "two-part Longs " + std::to_string(c.long_two_part) + " (bounced " +
+                        std::to_string(c.long_bounced) + "), ";
     for (unsigned k = 0; k < rails_.size() && rails_.size() > 1; ++k)
-        rails += (k ? ", " : "RDMA bytes by rail: ") + std::to_string(k) + " (" + rail_name(k) + ") " +
+        extra += (k ? ", " : "RDMA bytes by rail: ") + std::to_string(k) + " (" + rail_name(k) + ") " +
                  std::to_string(c.rail_bytes[k]);
-    if (!rails.empty()) rails += ", fenced reads " + std::to_string(c.fences) + ", ";
-    std::fprintf(stderr,
-                 "sluice[rank %u] ibv (%s): inline sends %llu, buffered sends %llu, received %llu, packed Longs %llu, "
-                 "two-part Longs %llu (bounced %llu), writes %llu, reads %llu, completions %llu, full send queues %llu, "
-                 "receive-thread wake-ups %llu, %sconnections: %llu at start-up, %llu asked, %llu accepted, "
-                 "%llu retransmitted requests, NIC atomics %llu (compare-and-swap retries %llu)\n",
-                 setup().rank, rail_name(0).c_str(), static_cast<unsigned long long>(c.inlined),
-                 static_cast<unsigned long long>(c.sent), static_cast<unsigned long long>(c.received),
-                 static_cast<unsigned long long>(c.long_packed), static_cast<unsigned long long>(c.long_two_part),
-                 static_cast<unsigned long long>(c.long_bounced),
-                 static_cast<unsigned long long>(c.writes), static_cast<unsigned long long>(c.reads),
-                 static_cast<unsigned long long>(c.completions), static_cast<unsigned long long>(c.queue_full),
-                 static_cast<unsigned long long>(rcv_thread_.wakeups()), rails.c_str(),
-                 static_cast<unsigned long long>(c.connect_static),
-                 static_cast<unsigned long long>(c.connect_asked), static_cast<unsigned long long>(c.connect_accepted),
-                 static_cast<unsigned long long>(c.connect_retransmits), static_cast<unsigned long long>(c.atomics),
-                 static_cast<unsigned long long>(c.atomic_retries));
+    if (rails_.size() > 1) extra += ", fenced reads " + std::to_string(c.fences) + ", ";
+    extra += "connections: " + std::to_string(c.connect_static) + " at start-up, " + std::to_string(c.connect_asked) +
+             " asked, " + std::to_string(c.connect_accepted) + " accepted, " + std::to_string(c.connect_retransmits) +
+             " retransmitted requests, compare-and-swap retries " + std::to_string(c.atomic_retries);
+    common::stats_line(setup().rank, "ibv", rail_name(0), counters_, receive_wakeups(), extra);
 }
 
 } // namespace detail

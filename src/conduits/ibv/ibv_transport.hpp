@@ -1,27 +1,25 @@
 // src/conduits/ibv/ibv_transport.hpp - the ibv conduit's transport class,
 // shared by ibv.cpp (messages, RDMA, completions, delivery) and
 // ibv_setup.cpp (ports, queue pairs, buffers, registrations, finalize).
-// README.md has the design; its sections are named after the ibv seed's.
+// README.md has the design; its sections are named after GASNet-EX's ibv.
 //
-// Rails (the seed's multi-rail): the ports the conduit uses, on one or two
+// Rails (GASNet-EX's multi-rail): the ports the conduit uses, on one or two
 // HCAs; each peer has one RC queue pair per rail.  A peer's AMs, control
 // messages and Puts with remote completion use one rail, its AM rail
 // (am_rail: the same one in both directions), so they stay in order; large
 // RDMA is striped over every rail.
 //
-// Locking: `lock_` covers the queue pairs, the completion queues and every
-// buffer list.  Handlers run outside it, one thread at a time
-// (`deliver_flag_`), in completion order: an RC queue pair delivers in
-// order, and its receives complete in order, so each peer's messages
-// arrive in the order it sent them.
+// Locking: the layer's `lock_` (common/rdma_conduit.hpp) covers the queue
+// pairs, the completion queues and every buffer list.  Handlers run
+// outside it, one thread at a time, in completion order: an RC queue pair
+// delivers in order, and its receives complete in order, so each peer's
+// messages arrive in the order it sent them.
 #pragma once
 
-#include "base/flag.hpp"
 #include "base/status.hpp"
-#include "conduits/common/conduit_lock.hpp"
-#include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
+#include "conduits/common/rdma_conduit.hpp"
 #include "conduits/common/receive_thread.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -40,7 +38,6 @@
 
 namespace sluice::conduit::ibv::detail {
 
-constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
 constexpr int cq_batch = 16;          // completions one ibv_poll_cq takes
 constexpr std::size_t head_room = common::packed_head_room;
 constexpr unsigned max_rails = 8;  // SLUICE_NUM_QPS at most
@@ -99,10 +96,9 @@ struct ConnectHead {
 // Messages and RDMA of a rank to itself never reach the HCA: they are
 // copied in memory (IbvTransport::loopback), in the order they were sent.
 
-// Control messages, in PackedHead::category beyond the AM categories:
-// handled by the conduit in its poll, never delivered, uncredited.
-constexpr std::uint8_t category_ping = 3;
-constexpr std::uint8_t category_pong = 4;
+// Control messages beyond the layer's ping and pong (common::category_ping,
+// category_pong), in PackedHead::category: handled by the conduit in its
+// poll, never delivered, uncredited.
 constexpr std::uint8_t category_rtu = 5;   // a dynamic connection's first message (connect.cpp)
 
 // Work-request ids: the low 3 bits say what completes.
@@ -206,10 +202,11 @@ struct Arrival {
     const std::byte *bytes() const { return loop ? reinterpret_cast<const std::byte *>(loop) : buffer->bytes; }
 };
 
-struct Counters {
-    std::uint64_t inlined = 0, sent = 0, received = 0, writes = 0, reads = 0, completions = 0, queue_full = 0,
-                  long_packed = 0, long_two_part = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
-                  connect_retransmits = 0, fences = 0, long_bounced = 0, atomics = 0, atomic_retries = 0;
+// ibv's counters beyond the layer's (common::Counters), printed after them
+// in the SLUICE_IBV_STATS line (IbvTransport::stats_print).
+struct IbvCounters {
+    std::uint64_t long_two_part = 0, long_bounced = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
+                  connect_retransmits = 0, fences = 0, atomic_retries = 0;
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
 };
 
@@ -218,7 +215,7 @@ struct Counters {
 // (ibv.cpp).
 void channel_wait(ibv_comp_channel *const *channels, std::size_t n);
 
-class IbvTransport final : public Transport, public NicAtomics {
+class IbvTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
 public:
     IbvTransport();
     ~IbvTransport() override;
@@ -233,7 +230,6 @@ public:
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
-    int poll_impl(PollMode mode) override;
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
     Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
@@ -245,16 +241,23 @@ protected:
     void mem_deregister_impl(std::uint64_t handle) override;
     Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override;
     Status region_key_unpack_impl(Rank peer, const std::string &rkey, std::uint64_t &key) override;
-    void dispatch_abandon_impl() override;
-    void quiesce_impl() override;
-    bool signal_exit_safe_impl() const override;
     void fini_impl() override;
 
-private:
-    struct Guard : common::ConduitGuard {
-        explicit Guard(IbvTransport &t) : ConduitGuard(t.lock_) {}
-    };
+    // The layer's hooks (common/rdma_conduit.hpp).
+    bool up() const override { return up_; }
+    void reap() override;                                          // under lock_
+    void poll_more() override {                                    // under lock_
+        if (__builtin_expect(dynamic_, 0)) connect_serve();
+    }
+    void deliver_one(const Arrival &a) override;
+    void delivered(const Arrival &a) override;                     // under lock_
+    void control_send(Rank peer, std::uint8_t category) override;  // under lock_
+    bool idle() override;                                          // under lock_
+    std::string path(Rank peer) const override;
+    void receive_wait() override;
+    std::string receive_sleeps_on() const override { return "the completion channel"; }
 
+private:
     // ibv_setup.cpp
     Status open_port();
     Status hca_open(Hca &h);
@@ -313,19 +316,13 @@ private:
     Status rma_issue(RmaGroup *g);                          // under lock_
     Status loopback(const AmMessage &m);
     bool control(Buffer *b, std::size_t length);          // under lock_
-    void control_send(Rank peer, std::uint8_t category);  // under lock_
-    void liveness();
-    void receive_thread_start();
-    void receive_thread_wait();
     Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
     void piece_done(RmaGroup *g);                           // under lock_
-    void reap();                                            // under lock_
     void completion(const ibv_wc &c);                       // under lock_
     unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
     void repost(Buffer *b);                                 // under lock_
     void completion_error(const ibv_wc &wc);                // under lock_
     Buffer *send_buffer_take();                             // under lock_
-    int deliver_ready();
     Status fatal(const char *op, Rank peer, const char *what, int error);
 
     // Verbs objects.
@@ -340,9 +337,6 @@ private:
     std::unordered_map<std::uint32_t, std::pair<Rank, unsigned>> qp_rail_;  // RC queue pair number: peer, rail
     std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
     std::vector<std::uint64_t> peer_rkey_;  // by rank: its segment's keys, one per HCA (32 bits each)
-    std::vector<common::PeerLife> life_;   // by rank (IbvTransport::liveness)
-    common::LivenessTimer liveness_timer_;
-    double peer_timeout_s_ = 30;
     std::uint64_t physmem_limit_ = 0;  // bytes this rank may register (SLUICE_PHYSMEM_MAX)
     std::atomic<std::uint64_t> pinned_{0};  // registered for RDMA now
 
@@ -360,7 +354,7 @@ private:
     std::vector<Buffer> buffers_;
     std::size_t recv_count_ = 0;       // per HCA with SRQs; in all without
     Buffer *send_free_ = nullptr;
-    // Bounce buffers of bounce_limit_ bytes for two-part Longs (the seed's
+    // Bounce buffers of bounce_limit_ bytes for two-part Longs (GASNet-EX's
     // non-bulk bounce limit), registered with every HCA.
     std::size_t bounce_limit_ = 0;
     std::byte *bounce_pool_ = nullptr;
@@ -368,7 +362,6 @@ private:
     std::vector<Buffer> bounces_;
     Buffer *bounce_free_ = nullptr;
     std::size_t send_free_count_ = 0, send_count_ = 0;
-    std::deque<Arrival> ready_;
     std::size_t rma_outstanding_ = 0;
     std::deque<RmaGroup *> rma_partial_;   // operations with pieces not posted yet
     std::vector<RmaOp *> loop_done_;       // RDMA with itself, copied, completed by the next reap
@@ -402,16 +395,8 @@ private:
 
     // The segment this conduit created (no same-host conduit owns it).
     common::PrivateSegment own_segment_;
-    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
 
-    // The receive thread (SLUICE_RCV_THREAD): sleeps on the completion
-    // channel, armed for the next completion before every poll it makes.
-    common::ReceiveThread rcv_thread_;
-    std::atomic<bool> rcv_wanted_{false};  // asked for, not started yet
-
-    base::SpinLock lock_;
-    std::atomic<bool> deliver_flag_{false};
-    Counters counters_;
+    IbvCounters ibv_counters_;
 };
 
 } // namespace sluice::conduit::ibv::detail

@@ -1,4 +1,5 @@
-// src/conduits/ibv/physmem.hpp - the ibv seed's pinnable-memory limit
+// src/conduits/ibv/physmem.hpp - the pinnable-memory limit, as GASNet-EX's
+// ibv conduit computes it
 // (SLUICE_PHYSMEM_MAX): how much memory a rank may register, which bounds
 // its segment.
 #pragma once

@@ -1,5 +1,5 @@
-// src/conduits/ibv/tests/unit_connect_file.cpp - the ibv seed's connect
-// files (src/conduits/ibv/connect_file.hpp): the seed's examples, ranges,
+// src/conduits/ibv/tests/unit_connect_file.cpp - connect files in
+// GASNet-EX's ibv format (src/conduits/ibv/connect_file.hpp): its examples, ranges,
 // bases, both directions of a line, what a written file reads back as, and
 // every malformed line refused with its number.
 #include "conduits/ibv/connect_file.hpp"
