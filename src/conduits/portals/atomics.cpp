@@ -131,7 +131,7 @@ Status PortalsTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_
     if (!ni_open_ || !atomic_slot_) return Status::transport;
     if (!atomic_free_ || !tickets_) reap();
     if (!atomic_free_ || !tickets_) {
-        ++counters_.no_ticket;
+        ++counters_.full;
         return Status::not_ready;
     }
     AtomicSlot *slot = atomic_free_;

@@ -17,10 +17,7 @@
 
 namespace sluice::conduit::portals::detail {
 
-// Both on every message's path: constant-initialized, in the static TLS block.
-// This thread runs a handler of the conduit's (a poll it makes from there
-// queues arrivals but delivers nothing).
-[[gnu::tls_model("initial-exec")]] constinit thread_local bool delivering = false;
+// On every message's path: constant-initialized, in the static TLS block.
 // The request whose handler runs on this thread: its source, and the
 // ReqSB chunk its reply goes to (plus 1; 0 when the request holds no
 // credits, so its reply goes to the SYS buffers).  Cleared by the reply.
@@ -109,7 +106,7 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
     {
         Guard g(*this);
         if (!ni_open_) return Status::transport;
-        if (reply && delivering && reserved_chunk_) {
+        if (reply && delivering() && reserved_chunk_) {
             c = reserved_chunk_;
             reserved_chunk_ = nullptr;
             reserved_ticket_ = false;
@@ -117,7 +114,7 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
             Chunk *&free = reply ? rpl_free_ : req_free_;
             if (!tickets_ || !free) reap();
             if (!tickets_ || !free) {
-                ++(tickets_ ? counters_.no_chunk : counters_.no_ticket);
+                ++(tickets_ ? own_counters_.no_chunk : counters_.full);
                 return Status::not_ready;
             }
             c = free;
@@ -138,7 +135,7 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
     std::uint64_t offset = 0;
     if (reply) {
         pt = pt_sys;
-        if (delivering && reply_chunk && reply_source == peer) {
+        if (delivering() && reply_chunk && reply_source == peer) {
             pt = pt_rpl;
             offset = std::uint64_t{reply_chunk - 1} * chunk_bytes;
             bits |= std::uint64_t{reply_chunk} << 32;
@@ -183,10 +180,10 @@ Status PortalsTransport::loopback(std::uint64_t bits, const std::uint32_t *args,
 // number of its kind for `peer`.
 Status PortalsTransport::post(Chunk *c, bool, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
                               std::uint64_t remote_offset) {
-    const unsigned kind = (Bits::flags(bits) & am_flag_reply) ? 1 : 0;
+    const unsigned kind = (Bits::flags(bits) & am_flag_reply) ? stream_reply : stream_request;
     PeerOrder &o = order_[peer];
-    const std::uint16_t seq = o.send_seq[kind]++;
-    life_[peer].sent = true;
+    const std::uint16_t seq = o.next_send(kind);
+    sent_to(peer);
     c->peer = peer;
     c->sending = true;
     c->pt = pt;
@@ -195,14 +192,17 @@ Status PortalsTransport::post(Chunk *c, bool, Rank peer, ptl_pt_index_t pt, std:
     c->remote_offset = remote_offset;
     c->length = std::max(length, slot_);
     if (const int rc = chunk_put(c); __builtin_expect(rc != PTL_OK, 0)) {
-        --o.send_seq[kind];
+        o.unsend(kind);
         c->sending = false;
         c->awaiting_reply = false;
         chunk_free(c);
         ++tickets_;
         return fatal("send (portals)", peer, rc, "PtlPut of an AM failed");
     }
-    ++(pt == pt_sys ? counters_.sys : kind ? counters_.replies : counters_.requests);
+    ++counters_.sent;
+    counters_.packed_longs += Bits::category(bits) == AmCategory::long_;
+    if (pt == pt_sys) ++own_counters_.sys;
+    else if (pt == pt_rpl) ++own_counters_.replies;
     return Status::ok;
 }
 
@@ -224,10 +224,10 @@ void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
                      "portals: an AM to rank %u failed: %s", c->peer, fail_name(e.ni_fail_type));
         c->awaiting_reply = false;
     } else if (e.mlength < c->length) {
-        ++counters_.resent;
+        ++own_counters_.resent;
         if (!overflow_said_) {
             overflow_said_ = true;
-            // Reported once, not fatal (the seed's catch-basin was): nothing is lost.
+            // Reported once, not fatal (GASNet's catch-basin was): nothing is lost.
             base::report(Status::resource, "send (portals)",
                          c->pt == pt_sys ? "give more space to messages without credits (SLUICE_PORTALS_SYS_SPACE)"
                                          : "keep flow control on (SLUICE_PORTALS_FLOW_CONTROL=1), or give more request "
@@ -243,19 +243,21 @@ void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
     if (!c->awaiting_reply) chunk_free(c);
 }
 
-// Under lock_: a zero-byte Put on the peer's SYS entry (ping, pong).  No
-// ticket free: the pong is owed until the next liveness check, the ping
-// waits for it.
-void PortalsTransport::control_send(Rank peer, std::uint8_t kind) {
+// Under lock_: the layer's ping or pong (common::category_ping,
+// category_pong) as a zero-byte Put on the peer's SYS entry, of kind
+// control_ping or control_pong.  No ticket free: the pong is owed until
+// the next liveness check, the ping waits for it.
+void PortalsTransport::control_send(Rank peer, std::uint8_t category) {
+    const bool pong = category == common::category_pong;
     if (!tickets_) {
-        if (kind == control_pong) life_[peer].pong_owed = true;
+        if (pong) life_[peer].pong_owed = true;
         return;
     }
-    const std::uint64_t bits = Bits::control | std::uint64_t{kind} << 56;
+    const std::uint64_t bits = Bits::control | std::uint64_t{pong ? control_pong : control_ping} << 56;
     const int rc = ptl().Put(control_md_, 0, 0, PTL_NO_ACK_REQ, id_[peer], pt_sys, bits, 0, &control_ctx_,
                           hdr_make(setup().rank, 0));
     if (rc == PTL_OK) --tickets_;
-    if (kind == control_pong) life_[peer].pong_owed = rc != PTL_OK;
+    if (pong) life_[peer].pong_owed = rc != PTL_OK;
 }
 
 void PortalsTransport::chunk_free(Chunk *c) {
@@ -264,25 +266,20 @@ void PortalsTransport::chunk_free(Chunk *c) {
     free = c;
 }
 
-// Every liveness period of polling (conduits/common/liveness.hpp): a stopped or
-// hung process keeps its Portals interface, so Portals alone would never
-// tell.
-void PortalsTransport::liveness() {
-    Rank silent;
-    {
-        Guard g(*this);
-        if (!ni_open_) return;
-        silent = common::liveness_check(
-            life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, control_ping); },
-            [&](Rank r) { control_send(r, control_pong); });
-    }
-    if (silent != life_.size()) common::peer_silent("portals", silent, "Portals", "SLUICE_PORTALS_PEER_TIMEOUT", peer_timeout_s_);
+// The peer's physical id: a stopped or hung process keeps its Portals
+// interface, so Portals alone never tells (the layer's liveness check
+// names the silent peer this way).
+std::string PortalsTransport::path(Rank peer) const {
+    if (peer >= physical_.size()) return "Portals";
+    char s[64];
+    std::snprintf(s, sizeof s, "Portals, nid %u pid %u", physical_[peer].phys.nid, physical_[peer].phys.pid);
+    return s;
 }
 
 // ---- events ----
 
 // Under lock_: the SYS queue first (all of it by default), then SAFE, then
-// AM, each up to its limit (0: all), the seed's order.
+// AM, each up to its limit (0: all), GASNet's order.
 void PortalsTransport::reap() {
     ptl_event_t e;
     auto drain = [&](ptl_handle_eq_t eq, unsigned limit, const char *which) {
@@ -296,6 +293,7 @@ void PortalsTransport::reap() {
                 (void)fatal("poll (portals)", setup().rank, rc, "PtlEQGet failed");
                 return;
             }
+            ++counters_.completions;
             event(e);
         }
     };
@@ -362,10 +360,8 @@ void PortalsTransport::event(const ptl_event_t &e) {
         if (e.ptl_list == PTL_OVERFLOW_LIST) return;  // the catch-basin reports nothing (the sender's ack does)
         auto *b = static_cast<RecvBuffer *>(e.user_ptr);
         if (a.bits & Bits::control) {
-            if (a.source < life_.size()) {
-                life_[a.source].heard = true;
-                if (Bits::kind(a.bits) == control_ping) control_send(a.source, control_pong);
-            }
+            control_arrived(a.source,
+                            Bits::kind(a.bits) == control_ping ? common::category_ping : common::category_pong);
             return;
         }
         a.buffer = b;
@@ -405,11 +401,11 @@ void PortalsTransport::relink(RecvBuffer *b) {
         return;
     }
     b->linked = true;
-    ++counters_.relinked;
+    ++own_counters_.relinked;
 }
 
 // Under lock_: queues an arrival in its sender's order (per kind); one
-// ahead of its turn waits in `early` for those before it.
+// ahead of its turn is held (PeerOrder) until those before it came.
 void PortalsTransport::arrived(Arrival a) {
     if (a.source >= order_.size()) {
         base::report(Status::transport, "poll (portals)", "run the same Sluice build on every rank",
@@ -417,10 +413,10 @@ void PortalsTransport::arrived(Arrival a) {
         processed(a);
         return;
     }
-    life_[a.source].heard = true;
-    const unsigned kind = (Bits::flags(a.bits) & am_flag_reply) ? 1 : 0;
+    heard(a.source);
+    const unsigned kind = (Bits::flags(a.bits) & am_flag_reply) ? stream_reply : stream_request;
     PeerOrder &o = order_[a.source];
-    if (a.seq != o.expect[kind]) {
+    if (!o.in_turn(a.seq, kind)) {
         // Out of its buffer, which may then be appended again: the ones
         // before it may need the room (a message put again).
         if (a.buffer) {
@@ -431,26 +427,9 @@ void PortalsTransport::arrived(Arrival a) {
             a.buffer = nullptr;
             if (--b->pending == 0 && !b->linked) relink(b);
         }
-        o.early.push_back(a);
-        ++counters_.early;
-        return;
+        ++counters_.held;
     }
-    ready_.push_back(a);
-    ++o.expect[kind];
-    for (bool found = !o.early.empty(); found;) {
-        found = false;
-        for (std::size_t i = 0; i < o.early.size(); ++i) {
-            const Arrival &x = o.early[i];
-            const unsigned k = (Bits::flags(x.bits) & am_flag_reply) ? 1 : 0;
-            if (x.seq != o.expect[k]) continue;
-            ready_.push_back(x);
-            ++o.expect[k];
-            o.early[i] = o.early.back();
-            o.early.pop_back();
-            found = true;
-            break;
-        }
-    }
+    o.arrived(a, a.seq, kind, ready_);
 }
 
 // Under lock_: `a` was delivered: its buffer may go back on the list, a
@@ -466,70 +445,32 @@ void PortalsTransport::processed(const Arrival &a) {
 
 // ---- delivery ----
 
-int PortalsTransport::poll_impl(PollMode mode) {
-    if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
-    {
-        Guard g(*this);
-        if (!ni_open_) return 0;
-        reap();
-        if (ready_.empty()) return 0;
-    }
-    if (mode == PollMode::replies_only || delivering) return 0;
-    return deliver_ready();
+// Under lock_, before a request is delivered: GASNet's rule for taking
+// an AM event, a send ticket and a reply chunk reserved, so the handler's
+// reply never waits.  Without them the request waits for the next poll.
+bool PortalsTransport::take(const Arrival &a) {
+    if (Bits::flags(a.bits) & am_flag_reply) return true;
+    if (!tickets_ || !rpl_free_) reap();
+    if (!tickets_ || !rpl_free_) return false;
+    reserved_chunk_ = rpl_free_;
+    rpl_free_ = reserved_chunk_->next;
+    --tickets_;
+    reserved_ticket_ = true;
+    return true;
 }
 
-// Delivers what is ready, one handler at a time.  Before a request the
-// thread reserves a send ticket and a reply chunk (the seed's rule for
-// taking an AM event), so its reply never waits; without them the
-// request waits for the next poll.
-int PortalsTransport::deliver_ready() {
-    if (!base::flag_try_take(deliver_flag_)) return 0;
-    delivering = true;
-    int n = 0;
-    Arrival a;
-    bool done = false;
-    auto finish = [&] {
-        processed(a);
-        if (reserved_chunk_) {
-            chunk_free(reserved_chunk_);
-            reserved_chunk_ = nullptr;
-        }
-        if (reserved_ticket_) {
-            reserved_ticket_ = false;
-            ++tickets_;
-        }
-        done = false;
-    };
-    while (n < static_cast<int>(poll_budget)) {
-        {
-            Guard g(*this);
-            if (done) finish();
-            if (ready_.empty()) break;
-            if (!(Bits::flags(ready_.front().bits) & am_flag_reply)) {
-                if (!tickets_ || !rpl_free_) reap();
-                if (!tickets_ || !rpl_free_) {
-                    ++counters_.deferred;
-                    break;
-                }
-                reserved_chunk_ = rpl_free_;
-                rpl_free_ = reserved_chunk_->next;
-                --tickets_;
-                reserved_ticket_ = true;
-            }
-            a = ready_.front();
-            ready_.pop_front();
-            done = true;
-        }
-        deliver_one(a);
-        ++n;
+// Under lock_: `a` was delivered; what take() reserved and the handler did
+// not use for a reply goes back.
+void PortalsTransport::delivered(const Arrival &a) {
+    processed(a);
+    if (reserved_chunk_) {
+        chunk_free(reserved_chunk_);
+        reserved_chunk_ = nullptr;
     }
-    if (done) {
-        Guard g(*this);
-        finish();
+    if (reserved_ticket_) {
+        reserved_ticket_ = false;
+        ++tickets_;
     }
-    delivering = false;
-    base::flag_release(deliver_flag_);
-    return n;
 }
 
 void PortalsTransport::deliver_one(const Arrival &a) {
@@ -546,7 +487,7 @@ void PortalsTransport::deliver_one(const Arrival &a) {
         // A two-part Long's payload has landed: its notification is a Short
         // with at most one argument, carried in the match bits.
         const std::uint32_t arg = static_cast<std::uint32_t>(bits >> 32);
-        ++counters_.notified;
+        ++own_counters_.notified;
         deliver_short(a.source, Bits::handler(bits), flags, credit, &arg, nargs > 1 ? 1 : nargs);
         return;
     }
@@ -589,27 +530,11 @@ void PortalsTransport::deliver_one(const Arrival &a) {
     deliver(h, args, payload);
 }
 
-void PortalsTransport::dispatch_abandon_impl() {
-    if (!delivering) return;
-    delivering = false;
-    base::flag_release(deliver_flag_);
+// Under lock_, after reap: everything this rank sent has left (every
+// ticket back, the one take() holds counted), and its RDMA completed.
+bool PortalsTransport::idle() {
+    return tickets_ + (reserved_ticket_ ? 1u : 0u) == msg_limit_ && rma_outstanding_ == 0 && resend_.empty();
 }
-
-// Everything this rank sent has left, and its RDMA completed, before
-// finalize goes on.
-void PortalsTransport::quiesce_impl() {
-    common::quiesce_wait(
-        "finalize (portals)", "portals",
-        [&] {
-            Guard g(*this);
-            if (!ni_open_) return true;
-            reap();
-            return tickets_ + (reserved_ticket_ ? 1u : 0u) == msg_limit_ && rma_outstanding_ == 0 && resend_.empty();
-        },
-        [&] { deliver_ready(); });
-}
-
-bool PortalsTransport::signal_exit_safe_impl() const { return !common::in_conduit_lock; }
 
 // ---- RDMA ----
 
@@ -623,7 +548,7 @@ Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, st
 }
 
 // The payload into the segment entry whose events go to the target's AM
-// queue (the seed's RARAM), the notification in the match bits and header
+// queue (GASNet's RARAM), the notification in the match bits and header
 // data of its last Put: delivered there once the bytes are in place.
 Status PortalsTransport::put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n,
                                      const AmMessage &notify, RmaOp *op, bool &later) {
@@ -733,7 +658,7 @@ Status PortalsTransport::rma_issue(RmaGroup *g) {
     for (; g->next < pieces; ++g->next) {
         const bool last = g->next + 1 == pieces;
         if (!tickets_) {
-            ++counters_.no_ticket;
+            ++counters_.full;
             return Status::not_ready;
         }
         if (last && g->notify && g->outstanding) return Status::not_ready;
@@ -741,12 +666,12 @@ Status PortalsTransport::rma_issue(RmaGroup *g) {
         const std::uint64_t local = g->local_offset + p.offset, remote = g->remote + p.offset;
         int rc;
         if (g->write && last && g->notify) {
-            const unsigned kind = (Bits::flags(g->notify_bits) & am_flag_reply) ? 1 : 0;
-            const std::uint16_t seq = order_[g->peer].send_seq[kind]++;
+            const unsigned kind = (Bits::flags(g->notify_bits) & am_flag_reply) ? stream_reply : stream_request;
+            const std::uint16_t seq = order_[g->peer].next_send(kind);
             rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_long, g->notify_bits, remote, &p,
                         hdr_make(setup().rank, seq));
-            if (rc != PTL_OK) --order_[g->peer].send_seq[kind];
-            life_[g->peer].sent = true;
+            if (rc != PTL_OK) order_[g->peer].unsend(kind);
+            sent_to(g->peer);
         } else if (g->write) {
             rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_rma, 0, remote, &p, 0);
         } else {
@@ -759,7 +684,7 @@ Status PortalsTransport::rma_issue(RmaGroup *g) {
         g->issued += p.length;
         ++g->outstanding;
         ++rma_outstanding_;
-        ++(g->write ? counters_.puts : counters_.gets);
+        ++(g->write ? counters_.writes : counters_.reads);
     }
     return Status::ok;
 }

@@ -20,7 +20,7 @@ namespace sluice::conduit::portals {
 
 namespace detail {
 
-PortalsTransport::PortalsTransport() : Transport("portals", Capabilities{}) {}
+PortalsTransport::PortalsTransport() : RdmaConduit("portals", Capabilities{}) {}
 
 PortalsTransport::~PortalsTransport() { close_all(); }
 
@@ -36,7 +36,7 @@ void PortalsTransport::credit_preferences() {
     p.epoch_length = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_EPOCH_DURATION));
 }
 
-// The seed's rule: the credits this rank lends, at 256 bytes each, fill
+// GASNet's rule: the credits this rank lends, at 256 bytes each, fill
 // all request buffers but one (a buffer is recycled only once every
 // request in it was processed), each less one chunk (a buffer is unlinked
 // when less than a chunk is left).
@@ -80,7 +80,7 @@ Status PortalsTransport::init_impl() {
     if (Status s = open_interface(); s != Status::ok) return s;
     if (Status s = exchange_ids(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
-    // The seed's start-up barrier: every rank's entries are in place
+    // GASNet's start-up barrier: every rank's entries are in place
     // before anyone sends.
     if (!setup().bootstrap->barrier())
         return base::report(Status::bootstrap, "portals conduit init", "check that every rank started",
@@ -144,7 +144,7 @@ Status PortalsTransport::exchange_ids() {
     physical_ = id_;
     for (Rank r = 0; r < n; ++r) id_[r].rank = r;
     order_.assign(n, PeerOrder{});
-    life_.assign(n, common::PeerLife{});
+    liveness_setup(n, peer_timeout_s_, "SLUICE_PORTALS_PEER_TIMEOUT");
     return Status::ok;
 }
 
@@ -247,7 +247,7 @@ Status PortalsTransport::receive_buffers(ptl_pt_index_t pt, std::size_t count,
 }
 
 // The catch-basin: an empty entry on the overflow list that takes (and
-// truncates to nothing) whatever no buffer had room for.  The seed made
+// truncates to nothing) whatever no buffer had room for.  GASNet made
 // that a fatal error; here the sender's ack shows nothing was matched and
 // the sender puts the message again, so no AM is ever lost (and says so
 // once).
@@ -274,10 +274,7 @@ Status PortalsTransport::segment_create_impl(std::size_t size, void **base, std:
 // The segment's two match entries: pt_rma for Put and Get (no events),
 // pt_long for payloads with a notification (events on the AM queue).
 Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
-    segment_base_ = all[setup().rank].base;
-    segment_bytes_ = all[setup().rank].size;
-    base::flag_release(deliver_flag_);
+    segment_set(all[setup().rank].base, all[setup().rank].size);
     Guard g(*this);
     segment_bases_.assign(all.size(), 0);
     for (std::size_t r = 0; r < all.size(); ++r) segment_bases_[r] = all[r].base;
@@ -416,21 +413,20 @@ void PortalsTransport::close_all() {
     atomic_slot_.reset();
 }
 
+// The layer's line (common::stats_line) with portals' own counters after
+// it, then the receive memory.
 void PortalsTransport::stats_print() const {
+    const PortalsCounters &o = own_counters_;
+    auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    char extra[256];
+    std::snprintf(extra, sizeof extra, "replies %llu, SYS %llu, notified %llu, no chunk %llu, relinked %llu, resent %llu",
+                  u(o.replies), u(o.sys), u(o.notified), u(o.no_chunk), u(o.relinked), u(o.resent));
+    common::stats_line(setup().rank, "portals", path(setup().rank), counters_, 0, extra);
     const std::size_t event = sizeof(ptl_event_t);
     std::fprintf(stderr,
-                 "[%u] portals: requests %llu replies %llu sys %llu received %llu puts %llu gets %llu notified %llu "
-                 "early %llu no_ticket %llu no_chunk %llu deferred %llu relinked %llu resent %llu atomics %llu\n"
                  "[%u] portals: receive memory %zu bytes: request buffers %zu x %zu, SYS buffers %zu x %zu, "
                  "events %zu x %zu (AM %zu, SAFE %zu, SYS %zu); send buffers %zu bytes\n",
-                 setup().rank, static_cast<unsigned long long>(counters_.requests),
-                 static_cast<unsigned long long>(counters_.replies), static_cast<unsigned long long>(counters_.sys),
-                 static_cast<unsigned long long>(counters_.received), static_cast<unsigned long long>(counters_.puts),
-                 static_cast<unsigned long long>(counters_.gets), static_cast<unsigned long long>(counters_.notified),
-                 static_cast<unsigned long long>(counters_.early), static_cast<unsigned long long>(counters_.no_ticket),
-                 static_cast<unsigned long long>(counters_.no_chunk), static_cast<unsigned long long>(counters_.deferred),
-                 static_cast<unsigned long long>(counters_.relinked), static_cast<unsigned long long>(counters_.resent),
-                 static_cast<unsigned long long>(counters_.atomics), setup().rank,
+                 setup().rank,
                  (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * event,
                  reqrb_.size(), reqrb_size_, sysrb_.size(), reqrb_size_, am_eq_size_ + safe_eq_size_ + sys_eq_size_,
                  event, am_eq_size_, safe_eq_size_, sys_eq_size_, (reqsb_.size() + rplsb_.size()) * chunk_bytes);

@@ -1,22 +1,19 @@
 // src/conduits/portals/portals_transport.hpp - the portals conduit's
 // transport class, shared by portals.cpp (messages, RDMA, events,
 // delivery), portals_setup.cpp (interface, buffers, registrations,
-// finalize) and atomics.cpp (NIC atomics).  README.md has the design,
-// paragraph by paragraph after the Portals seed (001).
+// finalize) and atomics.cpp (NIC atomics).  README.md has the design.
 //
-// Locking: `lock_` covers every call into Portals that changes the
-// conduit's state and every buffer list.  Handlers run outside it, one
-// thread at a time (`deliver_flag_`), in each sender's order (sequence
-// numbers per sender and kind, since requests arrive on two queues).  A
-// poll nested in a handler's send reaps events and queues arrivals but
-// delivers nothing.
+// Locking: the layer's `lock_` (common/rdma_conduit.hpp) covers every call
+// into Portals that changes the conduit's state and every buffer list.
+// Handlers run outside it, one thread at a time, in each sender's order
+// (PeerOrder's sequence numbers per sender and kind, since requests and
+// replies arrive on different entries and queues).
 #pragma once
 
-#include "base/flag.hpp"
 #include "base/status.hpp"
-#include "conduits/common/conduit_lock.hpp"
-#include "conduits/common/liveness.hpp"
+#include "conduits/common/peer_order.hpp"
 #include "conduits/common/private_segment.hpp"
+#include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
@@ -42,7 +39,6 @@ constexpr std::size_t body_room = 16 + 4 * 16;
 // that no piece is shorter than this (the reference implementation moves
 // those between its inline limit and its buffer size wrongly; README).
 constexpr std::size_t rma_min_large = 2048;
-constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
 
 // Portal table entries, the same on every rank.
 constexpr ptl_pt_index_t pt_am = 0;    // ReqRB buffers + catch-basin: requests with credits
@@ -51,7 +47,7 @@ constexpr ptl_pt_index_t pt_rpl = 2;   // the ReqSB: replies land in their reque
 constexpr ptl_pt_index_t pt_rma = 3;   // the segment (RAR): Put and Get
 constexpr ptl_pt_index_t pt_long = 4;  // the segment again (RARAM): payloads with a notification
 
-// Match bits of every message (the seed packs the AM into them and the
+// Match bits of every message (GASNet's Portals conduit packs the AM into them and the
 // header data, the arguments and payload into the chunk):
 //   0-7 handler, 8-15 credit byte, 16-23 flags, 24-25 category,
 //   26-30 argument count, 31 a conduit control message (never delivered),
@@ -83,7 +79,9 @@ constexpr Rank hdr_source(std::uint64_t h) { return static_cast<Rank>(h); }
 constexpr std::uint16_t hdr_seq(std::uint64_t h) { return static_cast<std::uint16_t>(h >> 32); }
 constexpr std::size_t hdr_length(std::uint64_t h) { return static_cast<std::size_t>(h >> 48); }
 
-// Conduit control messages: zero-byte Puts on pt_sys (the seed's SYSMD).
+// Conduit control messages: zero-byte Puts on pt_sys (GASNet's SYSMD),
+// their kind in the match bits (Bits::kind); the layer's ping and pong
+// (common::category_ping, category_pong) travel as these.
 constexpr std::uint8_t control_ping = 1;
 constexpr std::uint8_t control_pong = 2;
 
@@ -163,12 +161,11 @@ struct Arrival {
     std::byte *heap = nullptr;
 };
 
-// Per peer and kind (request, reply): the order the peer sent in.
-struct PeerOrder {
-    std::uint16_t send_seq[2] = {0, 0};
-    std::uint16_t expect[2] = {0, 0};
-    std::vector<Arrival> early;  // ahead of their turn (copied out of the buffers)
-};
+// Per peer, the order it sent in: one stream per kind (request, reply).
+// An arrival held for its turn was copied out of its receive buffer first
+// (PortalsTransport::arrived).
+constexpr unsigned stream_request = 0, stream_reply = 1;
+using PeerOrder = common::PeerOrder<Arrival, 2>;
 
 // One NIC atomic in flight (NicAtomics): its operand, the value compared
 // (PtlSwap's operand) and the fetched value live here, in one descriptor
@@ -183,9 +180,17 @@ struct AtomicSlot : Context {
 };
 constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
 
-struct Counters {
-    std::uint64_t requests = 0, replies = 0, sys = 0, received = 0, puts = 0, gets = 0, notified = 0, early = 0,
-                  no_ticket = 0, no_chunk = 0, relinked = 0, deferred = 0, resent = 0, atomics = 0;
+// What portals counts besides the layer's common::Counters (where `sent`
+// is every AM put from a chunk, `full` a post without a free send ticket,
+// `completions` every event taken from the three queues); printed after
+// them in SLUICE_PORTALS_STATS's line.
+struct PortalsCounters {
+    std::uint64_t replies = 0;   // AMs sent into their request's chunk (pt_rpl), of `sent`
+    std::uint64_t sys = 0;       // AMs sent to the SYS entry, of `sent`
+    std::uint64_t notified = 0;  // notifications of two-part Longs delivered
+    std::uint64_t no_chunk = 0;  // sends put off for want of a free chunk
+    std::uint64_t relinked = 0;  // receive buffers appended (again)
+    std::uint64_t resent = 0;    // AMs a catch-basin took, put again
 };
 
 // A registration (mem_register): a memory descriptor over the region.
@@ -195,7 +200,7 @@ struct Region {
     ptl_iovec_t iov{};  // what the descriptor covers (md_bind)
 };
 
-class PortalsTransport final : public Transport, public NicAtomics {
+class PortalsTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
 public:
     PortalsTransport();
     ~PortalsTransport() override;
@@ -212,7 +217,6 @@ protected:
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                            const std::uint32_t *args, unsigned nargs) override;
-    int poll_impl(PollMode mode) override;
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
     Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
@@ -222,17 +226,20 @@ protected:
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
                              std::string &rkey) override;
     void mem_deregister_impl(std::uint64_t handle) override;
-    void dispatch_abandon_impl() override;
-    void quiesce_impl() override;
-    bool signal_exit_safe_impl() const override;
     void exit_release_impl() override;
     void fini_impl() override;
 
-private:
-    struct Guard : common::ConduitGuard {
-        explicit Guard(PortalsTransport &t) : ConduitGuard(t.lock_) {}
-    };
+    // The layer's hooks (common/rdma_conduit.hpp).
+    bool up() const override { return ni_open_; }
+    void reap() override;                                                           // under lock_
+    bool take(const Arrival &a) override;                                           // under lock_
+    void deliver_one(const Arrival &a) override;
+    void delivered(const Arrival &a) override;                                      // under lock_
+    void control_send(Rank peer, std::uint8_t category) override;                   // under lock_
+    bool idle() override;                                                           // under lock_
+    std::string path(Rank peer) const override;
 
+private:
     // portals_setup.cpp
     Status open_interface();
     Status exchange_ids();
@@ -252,12 +259,10 @@ private:
                     std::uint64_t dest_addr, const void *payload, std::size_t length);
     Status post(Chunk *c, bool reply_chunk, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
                 std::uint64_t remote_offset);                                      // under lock_
-    void control_send(Rank peer, std::uint8_t kind);                               // under lock_
     Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                      const AmMessage *notify, bool &later);
     Status rma_issue(RmaGroup *g);                                                  // under lock_
     void piece_done(RmaGroup *g, const ptl_event_t &e);                             // under lock_
-    void reap();                                                                    // under lock_
     void event(const ptl_event_t &e);                                               // under lock_
     void arrived(Arrival a);                                                        // under lock_
     void processed(const Arrival &a);                                               // under lock_
@@ -266,9 +271,6 @@ private:
     void chunk_free(Chunk *c);                                                      // under lock_
     int chunk_put(Chunk *c);                                                        // under lock_
     void chunk_acked(Chunk *c, const ptl_event_t &e);                               // under lock_
-    void liveness();
-    int deliver_ready();
-    void deliver_one(const Arrival &a);
     Status fatal(const char *op, Rank peer, int rc, const char *what);
 
     // atomics.cpp
@@ -287,7 +289,6 @@ private:
     std::vector<ptl_process_t> id_;       // by rank: the logical id
     std::vector<ptl_process_t> physical_; // by rank: nid and pid
     std::vector<PeerOrder> order_;        // by rank
-    std::vector<common::PeerLife> life_;  // by rank
 
     // Send side: the ReqSB (also a match entry on pt_rpl, where replies
     // land), the RplSB, an empty descriptor for control messages.
@@ -309,18 +310,17 @@ private:
     std::vector<std::unique_ptr<RecvBuffer>> reqrb_, sysrb_;
     ptl_handle_me_t am_cb_{}, sys_cb_{};
     std::size_t reqrb_size_ = 0;
-    std::deque<Arrival> ready_;
     unsigned safe_limit_ = 0, am_limit_ = 0, sys_limit_ = 0;
     std::size_t am_eq_size_ = 0, safe_eq_size_ = 0, sys_eq_size_ = 0;
 
     // The reply resources the delivering thread holds for the request it
-    // delivers (the seed: tickets and a reply chunk before an AM event).
+    // delivers (take(); as in GASNet: tickets and a reply chunk before an AM
+    // event), given back by delivered() when the handler did not reply.
     Chunk *reserved_chunk_ = nullptr;
     bool reserved_ticket_ = false;
 
     // The segment: created here when no same-host conduit owns it.
     common::PrivateSegment own_segment_;
-    std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
     ptl_handle_md_t segment_md_{};
     ptl_handle_me_t rma_me_{}, long_me_{};
     bool segment_md_bound_ = false, segment_mes_ = false;
@@ -339,7 +339,7 @@ private:
     std::size_t max_message_ = 0;  // SLUICE_PORTALS_MAX_MESSAGE
     std::size_t max_medium_ = 0;
     // What a credit stands for, and the least a message takes of a receive
-    // buffer (the seed: 256 bytes and one event): every AM Put is at least
+    // buffer (as in GASNet: 256 bytes and one event): every AM Put is at least
     // this long, so the buffers fill before their event queue can.
     std::size_t slot_ = 0;
     std::size_t rma_chunk_ = 0;
@@ -347,12 +347,7 @@ private:
     std::size_t rma_outstanding_ = 0;
     std::deque<RmaGroup *> rma_partial_;
     std::vector<RmaOp *> self_done_;  // RDMA to this rank itself, completed at the next poll
-    common::LivenessTimer liveness_timer_;
-    double peer_timeout_s_ = 30;
-
-    base::SpinLock lock_;
-    std::atomic<bool> deliver_flag_{false};
-    Counters counters_;
+    PortalsCounters own_counters_;    // beside the layer's counters_
 };
 
 } // namespace sluice::conduit::portals::detail

@@ -5,7 +5,7 @@
 
 SLUICE_CONDUIT_REGISTER(portals, {
     .name = "portals",
-    .description = "AMs and RDMA over the Portals 4 API (the Portals seed's design)",
+    .description = "AMs and RDMA over the Portals 4 API (GASNet's Portals conduit design)",
     .priority = 2,
     .network = true,
     .capabilities = "AMs by PtlPut into locally managed request buffers, replies into the request's chunk; "

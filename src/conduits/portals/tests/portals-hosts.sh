@@ -72,7 +72,8 @@ run_job() {
 
 # portals_used RANKS REMOTE [rma]: every rank opened Portals on a bridge
 # address (10.213.47.x: nid 0x0ad52fxx), routed REMOTE peers over portals,
-# and the counters show requests both ways (with rma, Puts and Gets).
+# and the counters (the RDMA conduits' line, common::stats_line) show AMs
+# both ways (with rma, Puts and Gets).
 portals_used() {
     local ranks=$1 remote=$2 rma=${3:-} opened routed
     opened=$(grep -oE 'portals: nid [0-9]+ pid' "$err" | awk '{ if (int($3 / 256) == 709935) ++n } END { print n + 0 }')
@@ -86,18 +87,19 @@ portals_used() {
         return 1
     fi
     awk -v ranks="$ranks" -v rma="$rma" '
-        /\] portals: requests / {
+        /\] portals \(.*\): small sends / {
             for (i = 1; i < NF; ++i) {
-                w = $i; v = $(i + 1)
-                if (w == "requests" || w == "sys") requests += v
+                w = $i; v = $(i + 1); sub(/,$/, "", v)
+                if (w == "sends") w = $(i - 1) " sends"
+                if (w == "small sends" || w == "buffered sends") requests += v
                 if (w == "received") received += v
-                if (w == "puts") puts += v
-                if (w == "gets") gets += v
+                if (w == "writes") puts += v
+                if (w == "reads") gets += v
             }
             ++seen
         }
         END {
-            printf "portals stats: %d requests (system ones too), %d received, %d puts, %d gets", requests, received, puts, gets
+            printf "portals stats: %d AMs sent (replies and system ones too), %d received, %d puts, %d gets", requests, received, puts, gets
             if (seen != ranks) { printf " (counters from %d of %d ranks)\n", seen, ranks; exit 1 }
             if (requests == 0 || received == 0) { print " (nothing went over portals)"; exit 1 }
             if (rma && (puts == 0 || gets == 0)) { print " (rma without PtlPut or PtlGet)"; exit 1 }
