@@ -227,7 +227,7 @@ void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
         ++own_counters_.resent;
         if (!overflow_said_) {
             overflow_said_ = true;
-            // Reported once, not fatal (GASNet's catch-basin was): nothing is lost.
+            // Reported once, not fatal (in GASNet's Portals conduit it was): nothing is lost.
             base::report(Status::resource, "send (portals)",
                          c->pt == pt_sys ? "give more space to messages without credits (SLUICE_PORTALS_SYS_SPACE)"
                                          : "keep flow control on (SLUICE_PORTALS_FLOW_CONTROL=1), or give more request "

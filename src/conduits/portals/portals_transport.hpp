@@ -47,8 +47,9 @@ constexpr ptl_pt_index_t pt_rpl = 2;   // the ReqSB: replies land in their reque
 constexpr ptl_pt_index_t pt_rma = 3;   // the segment (RAR): Put and Get
 constexpr ptl_pt_index_t pt_long = 4;  // the segment again (RARAM): payloads with a notification
 
-// Match bits of every message (GASNet's Portals conduit packs the AM into them and the
-// header data, the arguments and payload into the chunk):
+// Match bits of every message (the AM packed into them and the header
+// data, as GASNet's Portals conduit does; the arguments and payload go
+// into the chunk):
 //   0-7 handler, 8-15 credit byte, 16-23 flags, 24-25 category,
 //   26-30 argument count, 31 a conduit control message (never delivered),
 //   32-55 the ReqSB chunk a reply goes to, plus 1 (0: none),
