@@ -196,6 +196,7 @@ protected:
     // the flag), up to poll_budget.
     int deliver_ready() {
         if (!base::flag_try_take(deliver_flag_)) return 0;
+        const void *outer = delivering_conduit;  // another conduit's handler, when nested
         delivering_conduit = this;
         int n = 0;
         Arrival a{};
@@ -221,7 +222,7 @@ protected:
             Guard g(*this);
             delivered(a);
         }
-        delivering_conduit = nullptr;
+        delivering_conduit = outer;
         base::flag_release(deliver_flag_);
         return n;
     }
