@@ -226,13 +226,13 @@ void keep_pending(shmem_ctx_t ctx, sluice_event_t ev, const char *call) {
 
 } // namespace
 
+// On the heap: Sluice's non-blocking transfer to `pe`'s copy
+// (remote_addr), its event kept by `ctx` unless it completed at once.
 void put_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, int pe, const char *call) {
     const int w = world_pe(ctx, pe, call);
     if (n == 0 || region_of(dest, n) != Region::heap) return put_bytes_slow(ctx, dest, src, n, w, call);
     sluice_event_t ev = SLUICE_EVENT_DONE;
-    check_status(sluice_put_nb(static_cast<sluice_rank_t>(w), state.heap_base[w] + (static_cast<char *>(dest) - state.heap),
-                               src, n, &ev),
-                 call);
+    check_status(sluice_put_nb(static_cast<sluice_rank_t>(w), remote_addr(dest, n, w, call), src, n, &ev), call);
     if (ev != SLUICE_EVENT_DONE) keep_pending(ctx, ev, call);
 }
 
@@ -240,9 +240,7 @@ void get_bytes_nbi(shmem_ctx_t ctx, void *dest, const void *src, std::size_t n, 
     const int w = world_pe(ctx, pe, call);
     if (n == 0 || region_of(src, n) != Region::heap) return get_bytes_slow(ctx, dest, src, n, w, call);
     sluice_event_t ev = SLUICE_EVENT_DONE;
-    check_status(sluice_get_nb(dest, static_cast<sluice_rank_t>(w),
-                               state.heap_base[w] + (static_cast<const char *>(src) - state.heap), n, &ev),
-                 call);
+    check_status(sluice_get_nb(dest, static_cast<sluice_rank_t>(w), remote_addr(src, n, w, call), n, &ev), call);
     if (ev != SLUICE_EVENT_DONE) keep_pending(ctx, ev, call);
 }
 
