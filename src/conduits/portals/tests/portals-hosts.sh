@@ -58,16 +58,26 @@ next_job() {
 
 # run_job LIMIT [ENV-ARGS...] -- ARGS...: a new job under `sluicerun
 # -spawner=ssh` in the hub, over portals on eth0, verbose and with the
-# conduit's counters; its code in $rc, its wall time in $took.
+# conduit's counters; its code in $rc, its wall time in $took.  A job that
+# fails while UDP in the namespaces dropped datagrams for want of buffer
+# space (which the reference implementation never sends again: the job
+# hangs) runs once more, saying so; a second failure stands.
 run_job() {
-    local limit=$(($1 * scale)) start
+    local limit=$(($1 * scale)) start drops try
     shift
-    next_job
-    start=$(date +%s.%N)
-    ssh_hub_sluicerun "$job" "$limit" SLUICE_NETWORK=portals PTL_IFACE_NAME=eth0 SLUICE_VERBOSE=1 \
-        SLUICE_PORTALS_STATS=1 "$@"
-    rc=$?
-    took=$(elapsed "$start" 1)
+    for try in 1 2; do
+        next_job
+        drops=$(portals_udp_drops $ssh_namespaces)
+        start=$(date +%s.%N)
+        ssh_hub_sluicerun "$job" "$limit" SLUICE_NETWORK=portals PTL_IFACE_NAME=eth0 SLUICE_VERBOSE=1 \
+            SLUICE_PORTALS_STATS=1 "$@"
+        rc=$?
+        took=$(elapsed "$start" 1)
+        drops=$(($(portals_udp_drops $ssh_namespaces) - drops))
+        [ "$rc" != 0 ] && [ "$drops" -gt 0 ] && [ "$try" = 1 ] || break
+        echo "note: job $job ended with $rc after ${took}s while UDP dropped $drops datagrams" \
+            "(RcvbufErrors; the reference implementation never resends them): running it once more"
+    done
 }
 
 # portals_used RANKS REMOTE [rma]: every rank opened Portals on a bridge

@@ -21,8 +21,9 @@
 #     with the seed's credit defaults (printed, for the note and docs).
 # The reference implementation has no retransmission over UDP: a datagram
 # dropped by a full socket receive buffer hangs the job.  The script needs
-# net.core.rmem_default of at least 4 MiB; as root it raises it for its
-# run and puts it back after, otherwise it skips saying so.  Exits 77
+# net.core.rmem_default of at least 64 MiB; as root it raises it for its
+# run and puts it back after (tests/portals/udp-buffers.sh), otherwise it
+# skips saying so.  Exits 77
 # without the portals conduit.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
