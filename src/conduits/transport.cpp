@@ -13,7 +13,18 @@ namespace sluice::conduit {
 // One RDMA operation from start to completion.  Allocated per operation:
 // RDMA conduits move large transfers, and load/store peers never get here
 // (src/rma copies through the mapping).
+// The registrars' leases of a span of an operation: given back when the
+// last piece that holds them is over (a Get's bounce buffer is copied out
+// then, unless a piece failed).
+struct RmaSpan {
+    void *near = nullptr;  // LocalRegistrar's
+    void *far = nullptr;   // RemoteRegistrar's
+    std::atomic<unsigned> refs{1};
+    std::atomic<bool> failed{false};
+};
+
 struct RmaOp {
+    alignas(std::max_align_t) unsigned char context[rma_context_size];  // the conduit's (rma_context)
     enum class Kind : std::uint8_t { put, get, put_rc };
     Kind kind = Kind::put;
     Rank peer = 0;
@@ -25,19 +36,23 @@ struct RmaOp {
     // [local, local + n) (MemRegion::handle), 0 when none does
     // (Transport::local_handle).
     std::uint64_t local_handle = 0;
-    // The registrar's lease on the local buffer (LocalRegistrar), given
-    // back when the operation finishes.
-    void *lease = nullptr;
-    // The remote registrar's lease on a region of the peer's segment
-    // (RemoteRegistrar, SLUICE_SEGMENT=large), with the region's key and
-    // start: Transport::remote_key.
-    void *remote_lease = nullptr;
+    // The registrars' leases covering the front of the operation (its
+    // span: `span_left` bytes from `local`), shared by the pieces cut
+    // from it, or null when the segment's registration (or none) covers
+    // it.  `span_local` is what the conduit is handed for `local`: the
+    // caller's buffer, or a registered bounce buffer the registrar filled
+    // for a Put and copies out of for a Get.  With a lease on a region of
+    // the peer's segment (RemoteRegistrar, SLUICE_SEGMENT=large), the
+    // region's key and start: Transport::remote_key.
+    RmaSpan *span = nullptr;
+    std::size_t span_left = 0;
+    void *span_local = nullptr;
     std::uint64_t remote_key = 0;
     std::uint64_t remote_base = 0;
-    // A registrar's lease may cover only the start of the local buffer:
-    // the wrapper then cuts that start off as a piece of its own (`whole`
-    // names the operation it came from) and goes on with the rest.  The
-    // whole operation completes, and signals its counter, when it and
+    // The wrapper hands the conduit a piece at a time: at most
+    // Capabilities::rma_piece bytes, within one span.  A piece cut off the
+    // front (`whole` names the operation it came from) is an operation of
+    // its own; the whole completes, and signals its counter, when it and
     // every piece have: `outstanding` counts them.  A cut Put with remote
     // completion sends its notification by AM after the last piece.
     RmaOp *whole = nullptr;
@@ -180,7 +195,7 @@ Status Transport::put_nb(Rank peer, void *remote, const void *local, std::size_t
     op->local = const_cast<void *>(local);
     op->n = n;
     op->counter = &counter;
-    return rma_start(op);
+    return rma_enqueue(op);
 }
 
 Status Transport::get_nb(void *local, Rank peer, const void *remote, std::size_t n,
@@ -193,7 +208,7 @@ Status Transport::get_nb(void *local, Rank peer, const void *remote, std::size_t
     op->local = local;
     op->n = n;
     op->counter = &counter;
-    return rma_start(op);
+    return rma_enqueue(op);
 }
 
 Status Transport::put_rc(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify,
@@ -215,7 +230,7 @@ Status Transport::put_rc(Rank peer, void *remote, const void *local, std::size_t
         op->notify_payload.assign(static_cast<const char *>(notify.payload), notify.header.payload_length);
         op->notify.payload = op->notify_payload.data();
     }
-    return rma_start(op);
+    return rma_enqueue(op);
 }
 
 Status Transport::put(Rank peer, void *remote, const void *local, std::size_t n) {
@@ -233,13 +248,12 @@ Status Transport::get(void *local, Rank peer, const void *remote, std::size_t n)
 }
 
 void Transport::rma_wait(const std::atomic<std::uint64_t> &counter) {
-    while (counter.load(std::memory_order_acquire) != 0) {
-        if (setup_.progress) (void)setup_.progress(setup_.progress_context, PollMode::all);
-        else if (poll() == 0) base::idle();
-    }
+    wait_for_zero(counter, [this] {
+        return setup_.progress ? setup_.progress(setup_.progress_context, PollMode::all) : poll();
+    });
 }
 
-Status Transport::rma_start(RmaOp *op) {
+Status Transport::rma_enqueue(RmaOp *op) {
     op->counter->fetch_add(1, std::memory_order_release);
     {
         // Behind operations already waiting: the backlog keeps issue order.
@@ -256,84 +270,104 @@ Status Transport::rma_start(RmaOp *op) {
             return Status::ok;
         }
     }
-    return rma_issue(op, false);
+    return rma_hand_over(op, false);
 }
 
 // Hands `op` to the conduit, piece by piece when the registrar covers
 // only part of its local buffer.  On "retry" it goes to the backlog (its
 // front when it came from there, so the order holds); on a final error the
 // caller's counter is given back.
-Status Transport::rma_issue(RmaOp *op, bool from_backlog) {
+Status Transport::rma_hand_over(RmaOp *op, bool from_backlog) {
     for (;;) {
         bool rest = false;
-        if (Status s = rma_issue_one(op, from_backlog, rest); s != Status::ok || !rest) return s;
+        if (Status s = rma_hand_over_one(op, from_backlog, rest); s != Status::ok || !rest) return s;
     }
 }
 
-Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
+// The registrations covering the front of `op`: the segment's, or the
+// registrars' leases (a span of their own).  Status::not_ready: nothing
+// free now, nothing held.
+Status Transport::rma_pin(RmaOp *op) {
     const bool get = op->kind == RmaOp::Kind::get;
-    std::size_t covered = op->n;  // what this call issues: all, or the start cut off as a piece
+    std::size_t covered = op->n;
     // The peer's region first: waiting for it holds nothing local.
     RemoteRegistrar::Lease far;
-    if (op->n && op->peer < peer_unregistered_.size() && peer_unregistered_[op->peer]) {
+    if (op->peer < peer_unregistered_.size() && peer_unregistered_[op->peer]) {
         if (!remote_registrar_)
-            return rma_fail(op, base::report(Status::state, get ? "get" : "put", "this is a Sluice bug",
-                                             "%s: rank %u registered no segment and no main pool reaches it",
-                                             name_, op->peer));
-        Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n, far);
-        if (s == Status::not_ready) return rma_later(op, from_backlog);
-        if (s != Status::ok) return rma_fail(op, s);
+            return base::report(Status::state, get ? "get" : "put", "this is a Sluice bug",
+                                "%s: rank %u registered no segment and no main pool reaches it", name_, op->peer);
+        if (Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n, far);
+            s != Status::ok)
+            return s;
         covered = std::min(covered, far.n);
     }
-    void *local = op->local;
-    std::uint64_t handle = 0;
+    op->span_local = op->local;
+    op->local_handle = 0;
     LocalRegistrar::Lease near;
     bool in_segment = false;
-    if (segment_region_.registered && covered) {
+    if (segment_region_.registered) {
         const auto at = reinterpret_cast<std::uintptr_t>(op->local);
         const auto base = reinterpret_cast<std::uintptr_t>(segment_region_.base);
         in_segment = at >= base && covered <= segment_region_.size && at - base <= segment_region_.size - covered;
     }
     if (in_segment) {
-        handle = segment_region_.handle;
-    } else if (registrar_ && caps_.needs_registration && covered) {
+        op->local_handle = segment_region_.handle;
+    } else if (registrar_ && caps_.needs_registration) {
         Status s = registrar_->pin(op->local, covered, get, near);
-        if (s != Status::ok && far.token) remote_registrar_->unpin(far.token);
-        if (s == Status::not_ready) return rma_later(op, from_backlog);
-        if (s != Status::ok) return rma_fail(op, s);
+        if (s != Status::ok) {
+            if (far.token) remote_registrar_->unpin(far.token);
+            return s;
+        }
         covered = std::min(covered, near.n);
-        handle = near.handle;
-        local = near.local;
+        op->local_handle = near.handle;
+        op->span_local = near.local;
     }
+    op->span_left = covered;
+    if (!far.token && !near.token) return Status::ok;
+    op->span = new RmaSpan;
+    op->span->near = near.token;
+    op->span->far = far.token;
+    op->remote_key = far.key;
+    op->remote_base = far.base;
+    if (near.token) {
+        std::lock_guard<std::mutex> lock(rma_lock_);
+        pinned_.insert(op->span);
+    }
+    return Status::ok;
+}
+
+Status Transport::rma_hand_over_one(RmaOp *op, bool from_backlog, bool &rest) {
+    if (op->n && !op->span_left) {
+        if (Status s = rma_pin(op); s == Status::not_ready) return rma_later(op, from_backlog);
+        else if (s != Status::ok) return rma_fail(op, s);
+    }
+    // What this call issues: all, or the start cut off as a piece.
+    std::size_t covered = std::min(op->n, op->span_left);
+    if (caps_.rma_piece) covered = std::min(covered, caps_.rma_piece);
     RmaOp *piece = op;
     if (covered < op->n) {
         piece = new RmaOp;
-        piece->kind = get ? RmaOp::Kind::get : RmaOp::Kind::put;
+        piece->kind = op->kind == RmaOp::Kind::get ? RmaOp::Kind::get : RmaOp::Kind::put;
         piece->peer = op->peer;
         piece->remote = op->remote;
         piece->local = op->local;
         piece->n = covered;
         piece->counter = op->counter;
         piece->whole = op;
+        piece->local_handle = op->local_handle;
+        piece->span_local = op->span_local;
+        piece->remote_key = op->remote_key;
+        piece->remote_base = op->remote_base;
+        if ((piece->span = op->span)) op->span->refs.fetch_add(1, std::memory_order_relaxed);
         op->outstanding.fetch_add(1, std::memory_order_relaxed);
         op->cut = true;
     }
-    piece->local_handle = handle;
-    if (far.token) {
-        piece->remote_lease = far.token;
-        piece->remote_key = far.key;
-        piece->remote_base = far.base;
-    }
-    if (near.token) {
-        piece->lease = near.token;
-        std::lock_guard<std::mutex> lock(rma_lock_);
-        pinned_.insert(piece);
-    }
     const std::size_t n = piece->n;  // a piece completed from another thread is gone
+    void *local = n ? piece->span_local : piece->local;
     void *remote = piece->remote;
     if (caps_.remote_offsets)
         remote = reinterpret_cast<void *>(reinterpret_cast<std::uint64_t>(remote) -
-                                          (piece->remote_lease ? piece->remote_base : peer_base_[piece->peer]));
+                                          (piece->span && piece->span->far ? piece->remote_base : peer_base_[piece->peer]));
     bool later = false;
     Status s = Status::transport;
     switch (piece->kind) {
@@ -341,12 +375,12 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
     case RmaOp::Kind::get: s = get_impl(local, piece->peer, remote, n, piece, later); break;
     case RmaOp::Kind::put_rc:
         s = rc_carried(*piece) ? put_rc_impl(piece->peer, remote, local, n, piece->notify, piece, later)
-                                                   : put_impl(piece->peer, remote, local, n, piece, later);
+                               : put_impl(piece->peer, remote, local, n, piece, later);
         break;
     }
     if (s != Status::ok) {
-        rma_release(piece, false);
         if (piece != op) {
+            rma_release(piece, true);  // the span stays the operation's
             op->outstanding.fetch_sub(1, std::memory_order_relaxed);
             delete piece;
         }
@@ -359,7 +393,10 @@ Status Transport::rma_issue_one(RmaOp *op, bool from_backlog, bool &rest) {
         op->immediate = false;  // started: what is left waits on the backlog
         op->remote = static_cast<char *>(op->remote) + n;
         op->local = static_cast<char *>(op->local) + n;
+        op->span_local = static_cast<char *>(op->span_local) + n;
         op->n -= n;
+        op->span_left -= n;
+        if (!op->span_left) rma_release(op, true);  // its span is over: the pieces hold it
         rest = true;
     }
     if (later) stats_.rma_deferred.fetch_add(1, std::memory_order_relaxed);  // piece may be gone already
@@ -380,6 +417,7 @@ void Transport::rma_backlog(RmaOp *op, bool from_backlog) {
 
 Status Transport::rma_later(RmaOp *op, bool from_backlog) {
     if (op->immediate) {
+        rma_release(op, false);
         op->counter->fetch_sub(1, std::memory_order_release);
         delete op;
         return Status::not_ready;
@@ -391,6 +429,7 @@ Status Transport::rma_later(RmaOp *op, bool from_backlog) {
 // A final error for what is left of `op`.  Pieces already issued finish
 // it (without its notification); else the counter is given back now.
 Status Transport::rma_fail(RmaOp *op, Status s) {
+    rma_release(op, false);
     op->failed = true;
     if (op->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return s;
     op->counter->fetch_sub(1, std::memory_order_release);
@@ -419,30 +458,32 @@ void Transport::rma_finish(RmaOp *op) {
     delete op;
 }
 
-// Gives the registrar's lease back (a Get's bounce buffer is copied out
-// when `completed`).
-void Transport::rma_unpin(RmaOp *op, bool completed) {
+// `op`'s share of its span, given back; the last share gives the leases
+// back (a Get's bounce buffer is copied out when every piece completed).
+void Transport::rma_release(RmaOp *op, bool completed) {
+    RmaSpan *span = op->span;
+    if (!span) return;
+    op->span = nullptr;
+    op->span_left = 0;
+    if (!completed) span->failed.store(true, std::memory_order_relaxed);
+    if (span->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    void *near;
     {
         std::lock_guard<std::mutex> lock(rma_lock_);
-        pinned_.erase(op);
+        near = span->near;  // null once fini took it
+        pinned_.erase(span);
     }
-    registrar_->unpin(op->lease, completed);
-    op->lease = nullptr;
-}
-
-// Both leases of `op`, if it holds them.
-void Transport::rma_release(RmaOp *op, bool completed) {
-    if (op->lease) rma_unpin(op, completed);
-    if (op->remote_lease) {
-        remote_registrar_->unpin(op->remote_lease);
-        op->remote_lease = nullptr;
-    }
+    if (near) registrar_->unpin(near, !span->failed.load(std::memory_order_relaxed));
+    if (span->far) remote_registrar_->unpin(span->far);
+    delete span;
 }
 
 std::uint64_t Transport::local_handle(const RmaOp *op) { return op->local_handle; }
 
+void *Transport::rma_context(RmaOp *op) { return op->context; }
+
 bool Transport::remote_key(const RmaOp *op, std::uint64_t &key) {
-    if (!op->remote_lease) return false;
+    if (!op->span || !op->span->far) return false;
     key = op->remote_key;
     return true;
 }
@@ -487,8 +528,8 @@ int Transport::rma_progress() {
             rma_work_.fetch_sub(1, std::memory_order_relaxed);
         }
         const std::uint32_t before = rma_work_.load(std::memory_order_relaxed);
-        const Rank peer = op->peer;  // rma_issue may free op
-        if (Status s = rma_issue(op, true); s != Status::ok)
+        const Rank peer = op->peer;  // rma_hand_over may free op
+        if (Status s = rma_hand_over(op, true); s != Status::ok)
             base::report(s, "RDMA", nullptr, "%s: a queued operation to rank %u failed", name_, peer);
         ++n;
         // Back on the backlog: the conduit has no room yet.
@@ -505,9 +546,9 @@ void Transport::fini() {
         for (RmaOp *op : backlog_) delete op;  // never started: nothing to wait for
         backlog_.clear();
         rma_work_.store(static_cast<std::uint32_t>(done_.size()), std::memory_order_relaxed);
-        for (RmaOp *op : pinned_) {
-            leases.push_back(op->lease);
-            op->lease = nullptr;
+        for (RmaSpan *span : pinned_) {
+            leases.push_back(span->near);
+            span->near = nullptr;
         }
         pinned_.clear();
     }

@@ -86,6 +86,14 @@ struct Capabilities {
     // (0: the conduit has no packets); see get_piece.
     std::size_t max_packet_medium = 0;
     bool native_rma = false;           // put_impl/get_impl move bytes without AM
+    // The most bytes one put_impl/get_impl/put_rc_impl call is handed (0: no
+    // limit).  The wrapper cuts a larger transfer into pieces, each a call
+    // and a completion of its own, and queues what the conduit has no room
+    // for; a cut Put with remote completion sends its notification by AM
+    // after the last piece.  A registrar's lease (LocalRegistrar,
+    // RemoteRegistrar) is taken once for as much as it covers and shared
+    // by the pieces cut from that span.
+    std::size_t rma_piece = 0;
     bool remote_completion = false;    // put_rc_impl writes with immediate data (else: write, then AM)
     // With remote_completion: the largest notification put_rc_impl carries
     // is a Short of this many arguments (16: any Short or Medium); the
@@ -132,6 +140,15 @@ struct Capabilities {
 };
 
 enum class PollMode { all, replies_only };
+
+// Every blocking wait for RDMA completion (Transport::rma_wait, src/rma's
+// RmaEngine::wait_counter): `poll()` (returning what it progressed) until
+// `counter` is 0, idling after a poll that found nothing.
+template <class Poll>
+void wait_for_zero(const std::atomic<std::uint64_t> &counter, Poll &&poll) {
+    while (counter.load(std::memory_order_acquire) != 0)
+        if (poll() == 0) base::idle();
+}
 
 // A Medium being written in the conduit's send buffer (Transport::prepare):
 // `buffer` holds `size` bytes the caller fills; commit or cancel ends it.
@@ -187,6 +204,8 @@ struct MemRegion {
 // finish an operation during put_impl/get_impl keeps the pointer (as its
 // work-request id) and hands it to rma_complete() from poll_impl.
 struct RmaOp;
+struct RmaSpan;
+constexpr std::size_t rma_context_size = 96;  // Transport::rma_context
 
 // How the wrapper reaches local memory outside the segment on a conduit
 // that sets needs_registration.  src/conduits/firehose installs one per such
@@ -383,7 +402,8 @@ public:
     // is complete.
     Status put(Rank peer, void *remote, const void *local, std::size_t n);
     Status get(void *local, Rank peer, const void *remote, std::size_t n);
-    // Polls until `counter` is 0.
+    // Polls (every transport, through the runtime's progress) until
+    // `counter` is 0.
     void rma_wait(const std::atomic<std::uint64_t> &counter);
 
     // The registrar consulted, on a conduit with needs_registration, for an
@@ -472,6 +492,12 @@ protected:
     // signals the caller.  For put_rc_impl, "complete" means the target
     // will deliver the notification.
     void rma_complete(RmaOp *op);
+    // Room (rma_context_size bytes) in every operation handed to
+    // put_impl/get_impl/put_rc_impl for the conduit's record of it while it
+    // is posted (a provider's context, a tag, the operation itself), so
+    // that posting allocates nothing.  Trivially destructible; valid until
+    // rma_complete.
+    static void *rma_context(RmaOp *op);
     // The local handle (MemRegion::handle) of a registration covering the
     // local buffer `op` hands put_impl/get_impl/put_rc_impl, or 0 when no
     // registration covers it: for a conduit that sets needs_registration,
@@ -567,19 +593,19 @@ private:
     }
     [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
     bool rc_carried(const RmaOp &op) const;
-    Status rma_start(RmaOp *op);
-    Status rma_issue(RmaOp *op, bool from_backlog);
+    Status rma_enqueue(RmaOp *op);
+    Status rma_hand_over(RmaOp *op, bool from_backlog);
     // One call of the conduit's hook for `op` (or, when the registrar
     // covers only its start, a piece cut off it); `rest` is set when the
     // remainder of `op` is still to be issued.
-    Status rma_issue_one(RmaOp *op, bool from_backlog, bool &rest);
+    Status rma_hand_over_one(RmaOp *op, bool from_backlog, bool &rest);
     void rma_backlog(RmaOp *op, bool from_backlog);
     // "Retry" for `op`: the backlog, or for an immediate one with nothing
     // issued, Status::not_ready and `op` gone.
     Status rma_later(RmaOp *op, bool from_backlog);
     Status rma_fail(RmaOp *op, Status s);
     void rma_finish(RmaOp *op);
-    void rma_unpin(RmaOp *op, bool completed);
+    Status rma_pin(RmaOp *op);
     void rma_release(RmaOp *op, bool completed);
     int rma_progress();
 
@@ -601,7 +627,7 @@ private:
     LocalRegistrar *registrar_ = nullptr;
     RemoteRegistrar *remote_registrar_ = nullptr;
     std::vector<bool> peer_unregistered_;        // SLUICE_SEGMENT=large peers
-    std::unordered_set<RmaOp *> pinned_;         // holding a lease, under rma_lock_
+    std::unordered_set<RmaSpan *> pinned_;       // holding a LocalRegistrar lease, under rma_lock_
     std::uint64_t next_key_ = 1;
 };
 

@@ -112,7 +112,7 @@ Status RmaEngine::check(Rank r, const void *remote, const void *local, std::size
 }
 
 void RmaEngine::wait_counter(std::atomic<std::uint64_t> &counter) {
-    while (counter.load(std::memory_order_acquire) != 0) am_->poll();
+    conduit::wait_for_zero(counter, [this] { return am_->poll(); });
 }
 
 Status RmaEngine::put_reference(Rank r, void *dest, const void *src, std::size_t n,

@@ -5,7 +5,9 @@
 // handler at a time however many threads poll, nothing from a poll nested
 // in a handler, at most poll_budget per poll; it hands every arrival back;
 // take() defers; quiesce waits until the conduit is idle; a ping is
-// answered with a pong.
+// answered with a pong; the wrapper cuts RDMA at Capabilities::rma_piece,
+// queues the pieces that find no room, and notifies a cut Put with remote
+// completion once, after its last piece.
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 
@@ -109,6 +111,23 @@ public:
     int outstanding = 0;               // what idle() waits for; reap takes one
     std::vector<std::pair<Rank, std::uint8_t>> controls;
 
+    // RDMA: put_impl/get_impl take a piece when fewer than `room` are
+    // posted; reap completes them all.
+    std::vector<std::size_t> pieces, offsets;  // lengths and offsets handed over
+    std::vector<sluice::conduit::RmaOp *> posted;
+    std::size_t room = 0;
+    const char *first = nullptr;  // where the transfers start, for offsets
+    std::atomic<int> sends{0};
+    void rdma(std::size_t piece, std::size_t posted_at_once) {
+        sluice::conduit::TransportSetup two;
+        two.size = 2;
+        two.peers = {1};
+        (void)init(two);
+        capabilities_mutable().native_rma = true;
+        capabilities_mutable().rma_piece = piece;
+        room = posted_at_once;
+    }
+
     int poll_all() { return poll(PollMode::all); }
     void put(int id, Rank source, std::uint16_t seq) {
         Guard g(*this);
@@ -124,12 +143,31 @@ public:
 
 protected:
     Status init_impl() override { return Status::ok; }
-    Status send_impl(Rank, const sluice::conduit::AmMessage &) override { return Status::ok; }
+    Status send_impl(Rank, const sluice::conduit::AmMessage &) override {
+        ++sends;
+        return Status::ok;
+    }
+    Status put_impl(Rank, void *remote, const void *, std::size_t n, sluice::conduit::RmaOp *op,
+                    bool &later) override {
+        Guard g(*this);
+        if (posted.size() >= room) return Status::not_ready;
+        pieces.push_back(n);
+        offsets.push_back(static_cast<std::size_t>(static_cast<const char *>(remote) - first));
+        posted.push_back(op);
+        later = true;
+        return Status::ok;
+    }
+    Status get_impl(void *, Rank peer, const void *remote, std::size_t n, sluice::conduit::RmaOp *op,
+                    bool &later) override {
+        return put_impl(peer, const_cast<void *>(remote), nullptr, n, op, later);
+    }
     Status segment_create_impl(std::size_t, void **, std::string &) override { return Status::transport; }
     Status segment_connect_impl(const std::vector<sluice::conduit::SegmentRecord> &) override { return Status::ok; }
 
     bool up() const override { return true; }
     void reap() override {
+        for (sluice::conduit::RmaOp *op : posted) rma_complete(op);
+        posted.clear();
         if (outstanding) --outstanding;
         while (!wire.empty()) {
             const Arrival a = wire.front();
@@ -243,6 +281,57 @@ TEST(RdmaConduit, APingIsAnsweredWithAPong) {
     ASSERT_EQ(c.controls.size(), 1u);
     EXPECT_EQ(c.controls[0].first, 1u);
     EXPECT_EQ(c.controls[0].second, common::category_pong);
+}
+
+// ---- the wrapper's RDMA pieces (Capabilities::rma_piece) ----
+
+TEST(RdmaConduit, TheWrapperCutsATransferAtThePieceSize) {
+    ListConduit c;
+    c.rdma(1000, 100);
+    std::vector<char> local(3500), remote(3500);
+    c.first = remote.data();
+    std::atomic<std::uint64_t> counter{0};
+    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 3500, counter), Status::ok);
+    EXPECT_EQ(c.pieces, (std::vector<std::size_t>{1000, 1000, 1000, 500}));
+    EXPECT_EQ(c.offsets, (std::vector<std::size_t>{0, 1000, 2000, 3000}));
+    EXPECT_EQ(counter.load(), 1u);  // until every piece completed
+    c.rma_wait(counter);
+    EXPECT_EQ(counter.load(), 0u);
+}
+
+TEST(RdmaConduit, PiecesWithoutRoomWaitOnTheBacklogAndGoInOrder) {
+    ListConduit c;
+    c.rdma(100, 2);
+    std::vector<char> local(1000), remote(1000);
+    c.first = remote.data();
+    std::atomic<std::uint64_t> counter{0};
+    ASSERT_EQ(c.get_nb(local.data(), 1, remote.data(), 1000, counter), Status::ok);
+    EXPECT_EQ(c.pieces.size(), 2u);
+    // An immediate transfer behind them is refused, nothing started.
+    std::atomic<std::uint64_t> other{0};
+    EXPECT_EQ(c.put_nb(1, remote.data(), local.data(), 10, other, true), Status::not_ready);
+    EXPECT_EQ(other.load(), 0u);
+    c.rma_wait(counter);
+    ASSERT_EQ(c.pieces.size(), 10u);
+    for (std::size_t i = 0; i < 10; ++i) {
+        EXPECT_EQ(c.pieces[i], 100u);
+        EXPECT_EQ(c.offsets[i], 100 * i);
+    }
+}
+
+TEST(RdmaConduit, ACutPutWithRemoteCompletionNotifiesOnceAfterItsLastPiece) {
+    ListConduit c;
+    c.rdma(100, 100);
+    std::vector<char> local(250), remote(250);
+    c.first = remote.data();
+    sluice::conduit::AmMessage notify;
+    notify.header.category = sluice::conduit::AmCategory::short_;
+    std::atomic<std::uint64_t> counter{0};
+    ASSERT_EQ(c.put_rc(1, remote.data(), local.data(), 250, notify, counter), Status::ok);
+    EXPECT_EQ(c.pieces, (std::vector<std::size_t>{100, 100, 50}));
+    EXPECT_EQ(c.sends.load(), 0);
+    c.rma_wait(counter);
+    EXPECT_EQ(c.sends.load(), 1);
 }
 
 } // namespace

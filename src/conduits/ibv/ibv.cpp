@@ -147,12 +147,6 @@ void IbvTransport::reap() {
         for (RmaOp *op : loop_done_) rma_complete(op);
         loop_done_.clear();
     }
-    // Operations with pieces the send queue had no room for.
-    while (!rma_partial_.empty()) {
-        RmaGroup *g = rma_partial_.front();
-        if (rma_issue(g) == Status::not_ready) break;
-        rma_partial_.pop_front();
-    }
 }
 
 void IbvTransport::completion(const ibv_wc &c) {
@@ -187,7 +181,7 @@ void IbvTransport::completion(const ibv_wc &c) {
     case Wr::atomic: break;  // above
     case Wr::rma:
     case Wr::long_data: {
-        RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
+        RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
         --peers_[g->peer].send_posted[rail_of(c)];
         if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
             g->notify->next = send_free_;
@@ -195,7 +189,7 @@ void IbvTransport::completion(const ibv_wc &c) {
             ++send_free_count_;
             g->notify = nullptr;
         }
-        piece_done(g);
+        rma_done(g);
         break;
     }
     }
@@ -277,7 +271,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
                      "ibv (%s): an AM to rank %u was not delivered: %s", rail_name(am_rail(peer)).c_str(), peer, status);
         return;
     }
-    RmaGroup *g = wr_pointer<RmaGroup>(c.wr_id);
+    RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
     const unsigned rail = rail_of(c);
     --peers_[g->peer].send_posted[rail];
     if (tag == Wr::long_data) {
@@ -292,7 +286,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
                                                    : "check that the peer is alive and reachable from this port",
                  "ibv (%s): RDMA %s of %zu bytes with rank %u failed: %s", rail_name(rail).c_str(),
                  g->write ? "write" : "read", g->n, g->peer, status);
-    piece_done(g);
+    rma_done(g);
 }
 
 // ---- delivery ----
@@ -358,14 +352,14 @@ Status IbvTransport::loop_rma(void *to, const void *from, std::size_t n, RmaOp *
 Status IbvTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
     later = false;
     if (peer == setup().rank) return loop_rma(remote, local, n, op, later);
-    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr, 0,
+    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr, 0,
                      later);
 }
 
 Status IbvTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
     later = false;
     if (peer == setup().rank) return loop_rma(local, remote, n, op, later);
-    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, 0, later);
+    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, 0, later);
 }
 
 // GASNet-EX's two-part Long (and every Put with remote completion): the
@@ -396,7 +390,7 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
     // GASNet-EX's non-bulk bounce limit: a payload this small is copied, and
     // the caller may reuse its buffer at once, not after the write lands.
     if (bounce) std::memcpy(bounce->bytes, local, n);
-    const Status s = rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote),
+    const Status s = rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote),
                                bounce ? bounce->bytes : const_cast<void *>(local), n, op, b, length, later, bounce);
     if (!later) {
         Guard g(*this);
@@ -414,8 +408,10 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
     return s;
 }
 
-Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                               Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce) {
+// One transfer of at most rma_chunk_ bytes (Capabilities::rma_piece),
+// posted whole or, without room in a queue pair it needs, not at all.
+Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                              Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce) {
     later = false;
     if (n == 0 && !notify) return Status::ok;
     const char *what = write ? "put (ibv)" : "get (ibv)";
@@ -429,125 +425,111 @@ Status IbvTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void
     if (n && key == 0)
         return base::report(Status::segment, what, "attach the segment on every rank before RMA",
                             "ibv: rank %u published no key for its segment", peer);
-    auto *g = new RmaGroup;
+    // GASNet-EX's multi-rail: large RDMA in one piece per rail, round the
+    // rails from the peer's AM rail; the rest, and every Put with a
+    // notification (its header must follow its bytes on one queue pair),
+    // on the AM rail.  Fenced Puts (GASNet-EX's bug 3447): a read behind a
+    // rail's writes on another HCA than the AM rail's returns only once
+    // they are in the target's memory, so the Put completes after its
+    // bytes are placed.
+    const auto rails = static_cast<unsigned>(rails_.size());
+    const unsigned am = am_rail(peer);
+    std::size_t piece = n;
+    if (rails > 1 && !notify && n >= stripe_min_) piece = std::min(n, ((n + rails - 1) / rails + 4095) & ~std::size_t{4095});
+    const std::size_t pieces = n ? (n + piece - 1) / piece : 0;
+    unsigned need[max_rails]{}, fences = 0;
+    for (std::size_t i = 0; i < pieces; ++i) {
+        const unsigned k = (am + static_cast<unsigned>(i)) % rails;
+        ++need[k];
+        if (write && fenced_puts_ && rails_[k].hca != rails_[am].hca && !(fences & 1u << k)) {
+            fences |= 1u << k;
+            ++need[k];
+        }
+    }
+    need[am] += notify != nullptr;
+    Guard guard(*this);
+    if (!up_) return Status::transport;
+    Peer &p = peers_[peer];
+    for (unsigned k = 0; k < rails; ++k)
+        if (p.send_posted[k] + need[k] > send_depth_) {
+            ++counters_.full;
+            return Status::not_ready;  // the wrapper retries it from poll
+        }
+    auto *g = new RmaPost;
     g->op = op;
     g->write = write;
     g->peer = peer;
-    g->local = static_cast<std::byte *>(local);
-    g->remote = remote;
-    for (unsigned h = 0; h < hcas_.size(); ++h) {
-        const ibv_mr *mr = bounce ? hcas_[h].bounce_mr : handle ? reinterpret_cast<const MrSet *>(handle)->mr[h] : nullptr;
-        g->lkey[h] = mr ? mr->lkey : 0;
-        g->rkey[h] = static_cast<std::uint32_t>(key >> (32 * h));
-    }
     g->n = n;
-    // GASNet-EX's multi-rail: large RDMA in one piece per rail (each at most
-    // rma_chunk_), round the rails from the peer's AM rail; the rest, and
-    // every Put with a notification (its header must follow its bytes on
-    // one queue pair), on the AM rail.
-    g->rail = am_rail(peer);
-    g->striped = rails_.size() > 1 && !notify && n >= stripe_min_;
-    g->piece = rma_chunk_;
-    if (g->striped) {
-        const std::size_t share = (n + rails_.size() - 1) / rails_.size();
-        g->piece = std::min(rma_chunk_, (share + 4095) & ~std::size_t{4095});
-    }
-    g->notify = notify;
-    g->notify_length = notify_length;
-    Guard guard(*this);
-    if (!up_) {
-        delete g;
-        return Status::transport;
-    }
-    const Status s = rma_issue(g);
-    if (g->outstanding == 0) {
-        // Nothing started: "retry" goes to the wrapper's backlog.
-        g->notify = nullptr;
-        delete g;
-        return s == Status::ok ? Status::transport : s;
-    }
-    if (bounce) {
-        // Complete to the caller now (by the next reap, as a copy is): the
-        // group goes on from the bounce buffer, which it frees at the end.
-        g->bounce = bounce;
-        g->op = nullptr;
-        loop_done_.push_back(op);
-    }
-    if (s == Status::not_ready) rma_partial_.push_back(g);
-    else if (s != Status::ok) return s;  // reported; the posted pieces complete it
-    later = true;
-    return Status::ok;
-}
-
-Status IbvTransport::rma_issue(RmaGroup *g) {
-    Peer &p = peers_[g->peer];
-    const unsigned am = am_rail(g->peer);
-    while (g->issued < g->n) {
-        const unsigned k = g->rail;
-        if (p.send_posted[k] >= send_depth_) return Status::not_ready;
-        const std::size_t len = std::min(g->piece, g->n - g->issued);
-        const unsigned h = rails_[k].hca;
-        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->local + g->issued), static_cast<std::uint32_t>(len), g->lkey[h]};
-        ibv_send_wr wr = signaled_wr(wr_id(g, Wr::rma), &sge, g->write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ);
-        wr.wr.rdma.remote_addr = g->remote + g->issued;
-        wr.wr.rdma.rkey = g->rkey[h];
+    auto post = [&](unsigned k, ibv_send_wr &wr, const char *failed) {
         ibv_send_wr *bad = nullptr;
-        if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0)
-            return fatal(g->write ? "put (ibv)" : "get (ibv)", g->peer,
-                         g->write ? "posting an RDMA write failed" : "posting an RDMA read failed", r);
-        g->issued += len;
+        if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0) {
+            (void)fatal(what, peer, failed, r);
+            return false;
+        }
         ++g->outstanding;
         ++p.send_posted[k];
         ++rma_outstanding_;
-        p.used = true;
-        ++(g->write ? counters_.writes : counters_.reads);
+        return true;
+    };
+    bool ok = true;
+    for (std::size_t i = 0, at = 0; ok && i < pieces; ++i, at += piece) {
+        const unsigned k = (am + static_cast<unsigned>(i)) % rails, h = rails_[k].hca;
+        const std::size_t len = std::min(piece, n - at);
+        const ibv_mr *mr = bounce ? hcas_[h].bounce_mr : reinterpret_cast<const MrSet *>(handle)->mr[h];
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(local) + at, static_cast<std::uint32_t>(len), mr->lkey};
+        ibv_send_wr wr = signaled_wr(wr_id(g, Wr::rma), &sge, write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ);
+        wr.wr.rdma.remote_addr = remote + at;
+        wr.wr.rdma.rkey = static_cast<std::uint32_t>(key >> (32 * h));
+        ok = post(k, wr, write ? "posting an RDMA write failed" : "posting an RDMA read failed");
+        if (!ok) break;
+        ++(write ? counters_.writes : counters_.reads);
         ibv_counters_.rail_bytes[k] += len;
-        if (g->write && fenced_puts_ && h != rails_[am].hca) g->fences |= 1u << k;
-        if (g->striped) g->rail = (k + 1) % static_cast<unsigned>(rails_.size());
     }
-    // Fenced Puts (GASNet-EX's bug 3447): a read behind a rail's writes on
-    // another HCA than the AM rail's returns only once they are in the
-    // target's memory, so the Put completes after its bytes are placed.
-    while (g->fences) {
-        const auto k = static_cast<unsigned>(__builtin_ctz(g->fences));
-        if (p.send_posted[k] >= send_depth_) return Status::not_ready;
+    for (unsigned f = fences; ok && f; f &= f - 1) {
+        const auto k = static_cast<unsigned>(__builtin_ctz(f));
         ibv_send_wr wr{};
         wr.wr_id = wr_id(g, Wr::rma);
         wr.num_sge = 0;
         wr.opcode = IBV_WR_RDMA_READ;
         wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = g->remote;
-        wr.wr.rdma.rkey = g->rkey[rails_[k].hca];
-        ibv_send_wr *bad = nullptr;
-        if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0)
-            return fatal("put (ibv)", g->peer, "posting a fenced read failed", r);
-        g->fences &= ~(1u << k);
-        ++g->outstanding;
-        ++p.send_posted[k];
-        ++rma_outstanding_;
-        ++ibv_counters_.fences;
+        wr.wr.rdma.remote_addr = remote;
+        wr.wr.rdma.rkey = static_cast<std::uint32_t>(key >> (32 * rails_[k].hca));
+        ok = post(k, wr, "posting a fenced read failed");
+        ibv_counters_.fences += ok;
     }
-    if (g->notify && g->notify_length) {
-        if (p.send_posted[am] >= send_depth_) return Status::not_ready;
-        ibv_sge sge{reinterpret_cast<std::uint64_t>(g->notify->bytes), static_cast<std::uint32_t>(g->notify_length),
+    if (ok && notify) {
+        ibv_sge sge{reinterpret_cast<std::uint64_t>(notify->bytes), static_cast<std::uint32_t>(notify_length),
                     hca_of(am).pool_mr->lkey};
         ibv_send_wr wr = signaled_wr(wr_id(g, Wr::long_data), &sge, IBV_WR_SEND);
-        ibv_send_wr *bad = nullptr;
-        if (const int r = ibv_post_send(p.qp[am], &wr, &bad); r != 0)
-            return fatal("put (ibv)", g->peer, "posting a two-part Long's header failed", r);
-        sent_to(g->peer);
-        g->notify_length = 0;  // posted
-        ++g->outstanding;
-        ++p.send_posted[am];
-        ++rma_outstanding_;
+        if ((ok = post(am, wr, "posting a two-part Long's header failed"))) {
+            g->notify = notify;
+            sent_to(peer);
+        }
     }
+    p.used = true;
+    if (g->outstanding == 0) {
+        delete g;
+        return Status::transport;  // reported
+    }
+    if (bounce) {
+        // Complete to the caller now (by the next reap, as a copy is): the
+        // transfer goes on from the bounce buffer, which it frees at the end.
+        g->bounce = bounce;
+        g->op = nullptr;
+        loop_done_.push_back(op);
+    }
+    if (notify && !g->notify) {  // not posted: back to the free list
+        notify->next = send_free_;
+        send_free_ = notify;
+        ++send_free_count_;
+    }
+    later = true;  // what did post completes it (a failure was reported)
     return Status::ok;
 }
 
-void IbvTransport::piece_done(RmaGroup *g) {
-    --g->outstanding;
+void IbvTransport::rma_done(RmaPost *g) {
     --rma_outstanding_;
-    if (g->outstanding || g->issued < g->n || g->fences || (g->notify && g->notify_length)) return;
+    if (--g->outstanding) return;
     if (g->op) rma_complete(g->op);
     if (g->bounce) {
         g->bounce->next = bounce_free_;

@@ -411,6 +411,7 @@ Status IbvTransport::open_port() {
     for (const Rail &r : rails_)
         if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
     if (const std::size_t k = base::knob_size(base::Knob::IBV_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
+    capabilities_mutable().rma_piece = rma_chunk_;
     inline_limit_ = base::knob_size(base::Knob::INLINESEND_LIMIT);
     if (Status s = inline_probe(); s != Status::ok) return s;
     peers_.assign(setup().size, Peer{});
@@ -786,8 +787,6 @@ void IbvTransport::close_all() {
         if (h.srq) ibv_destroy_srq(h.srq);
         h.srq = nullptr;
     }
-    for (RmaGroup *g : rma_partial_) delete g;
-    rma_partial_.clear();
     for (Arrival &a : ready_) delete[] a.loop;
     ready_.clear();
     for (Hca &h : hcas_) {

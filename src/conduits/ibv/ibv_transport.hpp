@@ -127,23 +127,16 @@ struct Buffer {
     unsigned hca = 0;         // a receive buffer: the HCA whose SRQ it is posted to
 };
 
-// One RDMA write or read of an operation, which may be cut into pieces.
-struct RmaGroup {
+// The work requests of one RDMA transfer (at most rma_chunk_ bytes: the
+// wrapper cuts larger ones), posted together: its pieces round the rails
+// when striped, the fenced reads behind them, a Put's notification.
+struct RmaPost {
     RmaOp *op = nullptr;
     bool write = true;
     Rank peer = 0;
-    std::byte *local = nullptr;
-    std::uint64_t remote = 0;
-    std::uint32_t lkey[max_hcas]{}, rkey[max_hcas]{};
     std::size_t n = 0;
-    std::size_t issued = 0;      // bytes posted so far
-    std::size_t piece = 0;       // bytes of one piece (striped: a share of n per rail)
-    unsigned rail = 0;           // the rail of the next piece
-    bool striped = false;        // pieces go round the rails (else all on the AM rail)
-    unsigned fences = 0;         // rails whose writes a fenced read must flush (bit mask)
-    unsigned outstanding = 0;    // pieces posted, not completed
+    unsigned outstanding = 0;    // work requests posted, not completed
     Buffer *notify = nullptr;    // put_rc: the header sent after the write
-    std::size_t notify_length = 0;
     Buffer *bounce = nullptr;    // put_rc: the payload's copy the write is from (op completed already)
 };
 
@@ -311,13 +304,12 @@ private:
 
     // ibv.cpp
     Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
-    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                     Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
-    Status rma_issue(RmaGroup *g);                          // under lock_
+    Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                    Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
     Status loopback(const AmMessage &m);
     bool control(Buffer *b, std::size_t length);          // under lock_
     Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
-    void piece_done(RmaGroup *g);                           // under lock_
+    void rma_done(RmaPost *g);                              // under lock_
     void completion(const ibv_wc &c);                       // under lock_
     unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
     void repost(Buffer *b);                                 // under lock_
@@ -363,7 +355,6 @@ private:
     Buffer *bounce_free_ = nullptr;
     std::size_t send_free_count_ = 0, send_count_ = 0;
     std::size_t rma_outstanding_ = 0;
-    std::deque<RmaGroup *> rma_partial_;   // operations with pieces not posted yet
     std::vector<RmaOp *> loop_done_;       // RDMA with itself, copied, completed by the next reap
 
     // Dynamic connections (connect.cpp): a UD queue pair with its own

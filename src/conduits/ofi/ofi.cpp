@@ -222,27 +222,18 @@ void OfiTransport::reap() {
                 b->next = send_free_;
                 send_free_ = b;
             } else if (c->tag == Tag::rma) {
-                piece_done(static_cast<RmaPiece *>(c)->group);
+                rma_done(static_cast<RmaPost *>(c));
             } else if (c->tag == Tag::atomic) {
                 atomic_done(static_cast<AtomicSlot *>(c), true);
             }
         }
         if (n < static_cast<ssize_t>(cq_batch)) break;
     }
-    // Operations cut into more pieces than the provider took at once.
-    while (!rma_partial_.empty() && rma_outstanding_ < tx_depth_) {
-        RmaGroup *g = rma_partial_.front();
-        if (rma_issue(g) == Status::not_ready && g->issued < g->n) break;
-        rma_partial_.pop_front();
-    }
 }
 
-void OfiTransport::piece_done(RmaGroup *g) {
-    --g->outstanding;
+void OfiTransport::rma_done(RmaPost *p) {
     --rma_outstanding_;
-    if (g->outstanding || g->issued < g->n) return;
-    rma_complete(g->op);
-    delete g;
+    rma_complete(p->op);
 }
 
 void OfiTransport::reap_error() {
@@ -267,13 +258,13 @@ void OfiTransport::reap_error() {
         b->next = send_free_;
         send_free_ = b;
     } else if (c->tag == Tag::rma) {
-        RmaGroup *g = static_cast<RmaPiece *>(c)->group;
+        auto *p = static_cast<RmaPost *>(c);
         // Reported, then completed: the caller must not wait for ever.
-        base::report(Status::transport, g->write ? "put (ofi)" : "get (ofi)",
+        base::report(Status::transport, p->write ? "put (ofi)" : "get (ofi)",
                      "check that the peer is alive and that the address lies in its segment",
                      "ofi (%s): %s of %zu bytes with rank %u failed: %s (%s)", provider_.c_str(),
-                     g->write ? "fi_write" : "fi_read", g->n, g->peer, fi_strerror(err.err), detail ? detail : "");
-        piece_done(g);
+                     p->write ? "fi_write" : "fi_read", p->n, p->peer, fi_strerror(err.err), detail ? detail : "");
+        rma_done(p);
     } else if (c->tag == Tag::atomic) {
         base::report(Status::transport, "atomic (ofi)", "check that the peer is alive and the word lies in its segment",
                      "ofi (%s): an atomic failed: %s (%s)", provider_.c_str(), fi_strerror(err.err),
@@ -324,86 +315,63 @@ void OfiTransport::receive_wait() {
 // ---- RDMA ----
 
 Status OfiTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
-    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, later);
+    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, later);
 }
 
 Status OfiTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
-    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, later);
+    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, later);
 }
 
-Status OfiTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                               bool &later) {
+// One fi_writemsg or fi_readmsg of at most rma_chunk_ bytes (the wrapper
+// cuts larger transfers: Capabilities::rma_piece).
+Status OfiTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                              bool &later) {
     later = false;
     if (n == 0) return Status::ok;
+    const char *what = write ? "put (ofi)" : "get (ofi)";
     void *desc = nullptr;
     if (mr_.local) {
         const std::uint64_t handle = local_handle(op);
         if (!handle)
-            return base::report(Status::argument, write ? "put (ofi)" : "get (ofi)",
-                                "use a buffer in the segment, or a build with firehose registration",
+            return base::report(Status::argument, what, "use a buffer in the segment, or a build with firehose registration",
                                 "ofi (%s): the local buffer %p (%zu bytes) is not registered, and the provider needs it "
                                 "(FI_MR_LOCAL)",
                                 provider_.c_str(), local, n);
         desc = fi_mr_desc(reinterpret_cast<fid_mr *>(handle));
     }
-    auto *g = new RmaGroup;
-    g->op = op;
-    g->write = write;
-    g->peer = peer;
-    g->local = static_cast<std::byte *>(local);
-    g->remote = remote;
-    if (!remote_key(op, g->key)) g->key = peer_key_[peer];
-    g->n = n;
-    g->desc = desc;
-    if (const std::size_t pieces = n / rma_chunk_ + (n % rma_chunk_ != 0); pieces > 1) g->more.resize(pieces - 1);
+    std::uint64_t key;
+    if (!remote_key(op, key)) key = peer_key_[peer];
+    auto *p = new (rma_context(op)) RmaPost;
+    p->tag = Tag::rma;
+    p->op = op;
+    p->peer = peer;
+    p->write = write;
+    p->n = n;
+    iovec iov{local, n};
+    fi_rma_iov rma{remote, n, key};
+    fi_msg_rma msg{};
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.rma_iov = &rma;
+    msg.rma_iov_count = 1;
+    msg.context = &p->fi;
     Guard guard(*this);
-    if (!ep_) {
-        delete g;
-        return Status::transport;
-    }
+    if (!ep_) return Status::transport;
     if (rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) reap();
-    const Status s = rma_outstanding_ < tx_depth_ ? rma_issue(g) : Status::not_ready;
-    if (g->issued == 0) {
-        // Nothing started: "retry" goes to the wrapper's backlog.
-        delete g;
-        return s;
+    if (rma_outstanding_ >= tx_depth_) return Status::not_ready;
+    msg.addr = addr_[peer];
+    const ssize_t r = write ? fi_writemsg(ep_, &msg, FI_COMPLETION | (delivery_complete_ ? FI_DELIVERY_COMPLETE : 0))
+                            : fi_readmsg(ep_, &msg, FI_COMPLETION);
+    if (r == -FI_EAGAIN) {
+        ++counters_.full;
+        return Status::not_ready;
     }
-    if (g->issued < g->n) rma_partial_.push_back(g);
+    if (r != 0) return fatal(what, peer, static_cast<int>(r), write ? "fi_write failed" : "fi_read failed");
+    ++rma_outstanding_;
+    ++posts_since_reap_;
+    ++(write ? counters_.writes : counters_.reads);
     later = true;
-    return Status::ok;
-}
-
-Status OfiTransport::rma_issue(RmaGroup *g) {
-    while (g->issued < g->n) {
-        if (rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) return Status::not_ready;
-        const std::size_t len = std::min(rma_chunk_, g->n - g->issued);
-        RmaPiece &p = g->piece(g->issued / rma_chunk_);
-        p.tag = Tag::rma;
-        p.group = g;
-        iovec iov{g->local + g->issued, len};
-        fi_rma_iov rma{g->remote + g->issued, len, g->key};
-        fi_msg_rma msg{};
-        msg.msg_iov = &iov;
-        msg.desc = &g->desc;
-        msg.iov_count = 1;
-        msg.addr = addr_[g->peer];
-        msg.rma_iov = &rma;
-        msg.rma_iov_count = 1;
-        msg.context = &p.fi;
-        const ssize_t r = g->write ? fi_writemsg(ep_, &msg, FI_COMPLETION | (delivery_complete_ ? FI_DELIVERY_COMPLETE : 0))
-                                   : fi_readmsg(ep_, &msg, FI_COMPLETION);
-        if (r == -FI_EAGAIN) {
-            ++counters_.full;
-            return Status::not_ready;
-        }
-        if (r != 0) return fatal(g->write ? "put (ofi)" : "get (ofi)", g->peer, static_cast<int>(r),
-                                 g->write ? "fi_write failed" : "fi_read failed");
-        g->issued += len;
-        ++g->outstanding;
-        ++rma_outstanding_;
-        ++posts_since_reap_;
-        ++(g->write ? counters_.writes : counters_.reads);
-    }
     return Status::ok;
 }
 

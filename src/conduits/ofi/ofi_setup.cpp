@@ -237,6 +237,7 @@ Status OfiTransport::open_fabric() {
     if (rma_chunk_ < 4096)
         return base::report(Status::transport, op, nullptr, "provider %s: max_msg_size %zu is too small", provider_.c_str(),
                             rma_chunk_);
+    capabilities_mutable().rma_piece = rma_chunk_;
     peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
     if (base::knob_bool(base::Knob::RCV_THREAD)) receive_thread_want();
     tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);

@@ -73,28 +73,16 @@ struct SendBuffer : Context {
     Rank peer = 0;               // while posted
 };
 
-// One fi_write/fi_read of an RDMA operation, which may be cut into pieces.
-struct RmaGroup;
-struct RmaPiece : Context {
-    RmaGroup *group = nullptr;
-};
-struct RmaGroup {
+// One fi_write/fi_read in flight, in the operation's own room
+// (Transport::rma_context): the wrapper hands over at most rma_chunk_
+// bytes at a time.
+struct RmaPost : Context {
     RmaOp *op = nullptr;
-    bool write = true;
     Rank peer = 0;
-    std::byte *local = nullptr;
-    std::uint64_t remote = 0;
-    std::uint64_t key = 0;        // the segment's, or the region's (Transport::remote_key)
+    bool write = true;
     std::size_t n = 0;
-    void *desc = nullptr;
-    std::size_t issued = 0;       // bytes posted so far
-    unsigned outstanding = 0;     // pieces posted, not completed
-    // One context per piece: the first inline (most operations are one
-    // piece, and the latency path allocates nothing more), the rest after.
-    RmaPiece first;
-    std::vector<RmaPiece> more;
-    RmaPiece &piece(std::size_t i) { return i == 0 ? first : more[i - 1]; }
 };
+static_assert(sizeof(RmaPost) <= rma_context_size);
 
 // One NIC atomic in flight (NicAtomics): its operands and the fetched
 // value live here, in memory registered once, so the caller's result may
@@ -189,9 +177,8 @@ private:
 
     // ofi.cpp
     Status post(Rank peer, const void *bytes, std::size_t length);  // under lock_
-    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op, bool &later);
-    Status rma_issue(RmaGroup *g);                                    // under lock_
-    void piece_done(RmaGroup *g);                                     // under lock_
+    Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op, bool &later);
+    void rma_done(RmaPost *p);                                        // under lock_
     bool arrived(const Arrival &a);                                   // under lock_
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
@@ -249,7 +236,6 @@ private:
     // queue's file descriptor (-1: the provider has none, it polls at
     // SLUICE_RCV_THREAD_RATE or every millisecond).
     int wait_fd_ = -1;
-    std::deque<RmaGroup *> rma_partial_;  // operations with pieces not posted yet
     unsigned unposted_ = 0;            // receive buffers a repost left unposted
 
     // NIC atomics: on when the provider took FI_ATOMIC on the chosen domain

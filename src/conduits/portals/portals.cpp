@@ -317,7 +317,7 @@ void PortalsTransport::reap() {
     // Operations cut in more pieces than there were tickets.
     while (!rma_partial_.empty() && tickets_) {
         RmaGroup *g = rma_partial_.front();
-        if (rma_issue(g) == Status::not_ready && g->next < g->pieces.size()) break;
+        if (rma_post_pieces(g) == Status::not_ready && g->next < g->pieces.size()) break;
         rma_partial_.pop_front();
     }
 }
@@ -332,7 +332,7 @@ void PortalsTransport::event(const ptl_event_t &e) {
         ++tickets_;
         auto *ctx = static_cast<Context *>(e.user_ptr);
         if (!ctx) return;
-        if (ctx->tag == Tag::rma) piece_done(static_cast<RmaPiece *>(ctx)->group, e);
+        if (ctx->tag == Tag::rma) rma_piece_done(static_cast<RmaPiece *>(ctx)->group, e);
         else if (ctx->tag == Tag::atomic) atomic_done(static_cast<AtomicSlot *>(ctx), e);
         else if (ctx->tag != Tag::control) chunk_acked(static_cast<Chunk *>(ctx), e);
         return;
@@ -539,12 +539,12 @@ bool PortalsTransport::idle() {
 // ---- RDMA ----
 
 Status PortalsTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
-    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr,
+    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr,
                      later);
 }
 
 Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
-    return rma_start(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, later);
+    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, later);
 }
 
 // The payload into the segment entry whose events go to the target's AM
@@ -552,11 +552,11 @@ Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, st
 // data of its last Put: delivered there once the bytes are in place.
 Status PortalsTransport::put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n,
                                      const AmMessage &notify, RmaOp *op, bool &later) {
-    return rma_start(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, &notify,
+    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, &notify,
                      later);
 }
 
-Status PortalsTransport::rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+Status PortalsTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                                    const AmMessage *notify, bool &later) {
     later = false;
     if (peer == setup().rank) {
@@ -608,7 +608,7 @@ Status PortalsTransport::rma_start(Rank peer, bool write, std::uint64_t remote, 
         return Status::transport;
     }
     if (!tickets_) reap();
-    const Status s = rma_issue(g);
+    const Status s = rma_post_pieces(g);
     if (g->outstanding == 0 && g->next == 0) {
         // Nothing started: "retry" goes to the wrapper's backlog.
         delete g;
@@ -653,7 +653,7 @@ void PortalsTransport::rma_plan(RmaGroup &g) const {
 // Under lock_: posts the pieces of `g` the tickets allow.  A notified Put's
 // last piece waits until every other piece is acknowledged, so its
 // notification follows all of the payload.
-Status PortalsTransport::rma_issue(RmaGroup *g) {
+Status PortalsTransport::rma_post_pieces(RmaGroup *g) {
     const std::size_t pieces = g->pieces.size();
     for (; g->next < pieces; ++g->next) {
         const bool last = g->next + 1 == pieces;
@@ -689,7 +689,7 @@ Status PortalsTransport::rma_issue(RmaGroup *g) {
     return Status::ok;
 }
 
-void PortalsTransport::piece_done(RmaGroup *g, const ptl_event_t &e) {
+void PortalsTransport::rma_piece_done(RmaGroup *g, const ptl_event_t &e) {
     if (e.ni_fail_type != PTL_NI_OK)
         // Reported, then completed: the caller must not wait for ever.
         base::report(Status::transport, g->write ? "put (portals)" : "get (portals)",

@@ -260,10 +260,10 @@ private:
                     std::uint64_t dest_addr, const void *payload, std::size_t length);
     Status post(Chunk *c, bool reply_chunk, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
                 std::uint64_t remote_offset);                                      // under lock_
-    Status rma_start(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+    Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                      const AmMessage *notify, bool &later);
-    Status rma_issue(RmaGroup *g);                                                  // under lock_
-    void piece_done(RmaGroup *g, const ptl_event_t &e);                             // under lock_
+    Status rma_post_pieces(RmaGroup *g);                                            // under lock_
+    void rma_piece_done(RmaGroup *g, const ptl_event_t &e);                         // under lock_
     void event(const ptl_event_t &e);                                               // under lock_
     void arrived(Arrival a);                                                        // under lock_
     void processed(const Arrival &a);                                               // under lock_
