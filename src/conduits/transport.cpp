@@ -336,14 +336,24 @@ Status Transport::rma_pin(RmaOp *op) {
     return Status::ok;
 }
 
+// How much of `rest` bytes (of one span) the next call of the conduit
+// takes: at most rma_piece, and no length in the gap: the gap's low end
+// instead, or a full piece less the gap's high end, so that what remains
+// is past the gap.
+std::size_t Transport::rma_cut(std::size_t rest) const {
+    const std::size_t low = caps_.rma_piece_gap_low, high = caps_.rma_piece_gap_high;
+    if (!caps_.rma_piece || rest <= caps_.rma_piece) return rest > low && rest < high ? low : rest;
+    const std::size_t left = rest - caps_.rma_piece;
+    return left > low && left < high ? caps_.rma_piece - high : caps_.rma_piece;
+}
+
 Status Transport::rma_hand_over_one(RmaOp *op, bool from_backlog, bool &rest) {
     if (op->n && !op->span_left) {
         if (Status s = rma_pin(op); s == Status::not_ready) return rma_later(op, from_backlog);
         else if (s != Status::ok) return rma_fail(op, s);
     }
     // What this call issues: all, or the start cut off as a piece.
-    std::size_t covered = std::min(op->n, op->span_left);
-    if (caps_.rma_piece) covered = std::min(covered, caps_.rma_piece);
+    const std::size_t covered = rma_cut(std::min(op->n, op->span_left));
     RmaOp *piece = op;
     if (covered < op->n) {
         piece = new RmaOp;

@@ -92,8 +92,12 @@ struct Capabilities {
     // for; a cut Put with remote completion sends its notification by AM
     // after the last piece.  A registrar's lease (LocalRegistrar,
     // RemoteRegistrar) is taken once for as much as it covers and shared
-    // by the pieces cut from that span.
+    // by the pieces cut from that span.  No piece is longer than
+    // rma_piece_gap_low and shorter than rma_piece_gap_high (a NIC that
+    // mangles such lengths); with such a gap, rma_piece is 0 or at least
+    // twice its high end.
     std::size_t rma_piece = 0;
+    std::size_t rma_piece_gap_low = 0, rma_piece_gap_high = 0;
     bool remote_completion = false;    // put_rc_impl writes with immediate data (else: write, then AM)
     // With remote_completion: the largest notification put_rc_impl carries
     // is a Short of this many arguments (16: any Short or Medium); the
@@ -599,6 +603,7 @@ private:
     // covers only its start, a piece cut off it); `rest` is set when the
     // remainder of `op` is still to be issued.
     Status rma_hand_over_one(RmaOp *op, bool from_backlog, bool &rest);
+    std::size_t rma_cut(std::size_t rest) const;
     void rma_backlog(RmaOp *op, bool from_backlog);
     // "Retry" for `op`: the backlog, or for an immediate one with nothing
     // issued, Status::not_ready and `op` gone.

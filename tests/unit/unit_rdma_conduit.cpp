@@ -5,9 +5,9 @@
 // handler at a time however many threads poll, nothing from a poll nested
 // in a handler, at most poll_budget per poll; it hands every arrival back;
 // take() defers; quiesce waits until the conduit is idle; a ping is
-// answered with a pong; the wrapper cuts RDMA at Capabilities::rma_piece,
-// queues the pieces that find no room, and notifies a cut Put with remote
-// completion once, after its last piece.
+// answered with a pong; the wrapper cuts RDMA at Capabilities::rma_piece
+// (no piece in its gap), queues the pieces that find no room, and
+// notifies a cut Put with remote completion once, after its last piece.
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 
@@ -126,6 +126,10 @@ public:
         capabilities_mutable().native_rma = true;
         capabilities_mutable().rma_piece = piece;
         room = posted_at_once;
+    }
+    void gap(std::size_t low, std::size_t high) {
+        capabilities_mutable().rma_piece_gap_low = low;
+        capabilities_mutable().rma_piece_gap_high = high;
     }
 
     int poll_all() { return poll(PollMode::all); }
@@ -297,6 +301,26 @@ TEST(RdmaConduit, TheWrapperCutsATransferAtThePieceSize) {
     EXPECT_EQ(counter.load(), 1u);  // until every piece completed
     c.rma_wait(counter);
     EXPECT_EQ(counter.load(), 0u);
+}
+
+TEST(RdmaConduit, NoPieceFallsInTheGap) {
+    ListConduit c;
+    c.rdma(4096, 100);
+    c.gap(880, 2048);
+    std::vector<char> local(8192), remote(8192);
+    c.first = remote.data();
+    std::atomic<std::uint64_t> counter{0};
+    // A full piece would leave 904 bytes: it gives up 2048 of its own.
+    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 5000, counter), Status::ok);
+    EXPECT_EQ(c.pieces, (std::vector<std::size_t>{2048, 2952}));
+    c.pieces.clear();
+    // Within a piece but in the gap: the gap's low end, then the rest.
+    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 1900, counter), Status::ok);
+    EXPECT_EQ(c.pieces, (std::vector<std::size_t>{880, 880, 140}));
+    c.pieces.clear();
+    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 8192, counter), Status::ok);
+    EXPECT_EQ(c.pieces, (std::vector<std::size_t>{4096, 4096}));
+    c.rma_wait(counter);
 }
 
 TEST(RdmaConduit, PiecesWithoutRoomWaitOnTheBacklogAndGoInOrder) {

@@ -314,12 +314,6 @@ void PortalsTransport::reap() {
         }
         --tickets_;
     }
-    // Operations cut in more pieces than there were tickets.
-    while (!rma_partial_.empty() && tickets_) {
-        RmaGroup *g = rma_partial_.front();
-        if (rma_post_pieces(g) == Status::not_ready && g->next < g->pieces.size()) break;
-        rma_partial_.pop_front();
-    }
 }
 
 void PortalsTransport::event(const ptl_event_t &e) {
@@ -332,7 +326,7 @@ void PortalsTransport::event(const ptl_event_t &e) {
         ++tickets_;
         auto *ctx = static_cast<Context *>(e.user_ptr);
         if (!ctx) return;
-        if (ctx->tag == Tag::rma) rma_piece_done(static_cast<RmaPiece *>(ctx)->group, e);
+        if (ctx->tag == Tag::rma) rma_done(static_cast<RmaPost *>(ctx), e);
         else if (ctx->tag == Tag::atomic) atomic_done(static_cast<AtomicSlot *>(ctx), e);
         else if (ctx->tag != Tag::control) chunk_acked(static_cast<Chunk *>(ctx), e);
         return;
@@ -549,7 +543,8 @@ Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, st
 
 // The payload into the segment entry whose events go to the target's AM
 // queue (GASNet's RARAM), the notification in the match bits and header
-// data of its last Put: delivered there once the bytes are in place.
+// data of the Put: delivered there once the bytes are in place.  (A
+// larger one the wrapper cuts, and sends its notification by AM.)
 Status PortalsTransport::put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n,
                                      const AmMessage &notify, RmaOp *op, bool &later) {
     return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, &notify,
@@ -577,136 +572,63 @@ Status PortalsTransport::rma_post(Rank peer, bool write, std::uint64_t remote, v
         return Status::ok;
     }
     if (n == 0 && !notify) return Status::ok;
+    const char *what = write ? "put (portals)" : "get (portals)";
     const std::uint64_t handle = local_handle(op);
     if (!handle && n)
-        return base::report(Status::argument, write ? "put (portals)" : "get (portals)",
-                            "use a buffer in the segment, or let firehose register it",
+        return base::report(Status::argument, what, "use a buffer in the segment, or let firehose register it",
                             "portals: the local buffer %p (%zu bytes) is in no memory descriptor", local, n);
-    auto *g = new RmaGroup;
-    g->op = op;
-    g->write = write;
-    g->peer = peer;
+    ptl_handle_md_t md = control_md_;
+    std::uint64_t offset = 0;
     if (handle) {
         const auto *r = reinterpret_cast<const Region *>(handle);
-        g->md = r->md;
-        g->local_offset = reinterpret_cast<std::uint64_t>(local) - r->base;
-    } else {
-        g->md = control_md_;
+        md = r->md;
+        offset = reinterpret_cast<std::uint64_t>(local) - r->base;
     }
-    g->remote = remote;
-    g->n = n;
-    if (notify) {
-        const AmHeader &h = notify->header;
-        g->notify = true;
-        g->notify_bits = Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs) |
-                         (h.nargs ? std::uint64_t{notify->args[0]} << 32 : 0);
-    }
-    rma_plan(*g);
+    auto *p = new (rma_context(op)) RmaPost;
+    p->tag = Tag::rma;
+    p->op = op;
+    p->peer = peer;
+    p->write = write;
     Guard guard(*this);
-    if (!ni_open_) {
-        delete g;
-        return Status::transport;
-    }
+    if (!ni_open_) return Status::transport;
     if (!tickets_) reap();
-    const Status s = rma_post_pieces(g);
-    if (g->outstanding == 0 && g->next == 0) {
-        // Nothing started: "retry" goes to the wrapper's backlog.
-        delete g;
-        return s == Status::ok ? Status::not_ready : s;
+    if (!tickets_) {
+        ++counters_.full;
+        return Status::not_ready;
     }
-    if (g->next < g->pieces.size()) rma_partial_.push_back(g);
+    int rc;
+    if (notify) {
+        // The notification in the match bits and header data of the Put.
+        const AmHeader &h = notify->header;
+        const std::uint64_t bits = Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs) |
+                                   (h.nargs ? std::uint64_t{notify->args[0]} << 32 : 0);
+        const unsigned kind = (h.flags & am_flag_reply) ? stream_reply : stream_request;
+        const std::uint16_t seq = order_[peer].next_send(kind);
+        rc = ptl().Put(md, offset, n, PTL_ACK_REQ, id_[peer], pt_long, bits, remote, p, hdr_make(setup().rank, seq));
+        if (rc != PTL_OK) order_[peer].unsend(kind);
+        sent_to(peer);
+    } else if (write) {
+        rc = ptl().Put(md, offset, n, PTL_ACK_REQ, id_[peer], pt_rma, 0, remote, p, 0);
+    } else {
+        rc = ptl().Get(md, offset, n, id_[peer], pt_rma, 0, remote, p);
+    }
+    if (rc != PTL_OK) return fatal(what, peer, rc, write ? "PtlPut failed" : "PtlGet failed");
+    --tickets_;
+    ++rma_outstanding_;
+    ++(write ? counters_.writes : counters_.reads);
     later = true;
     return Status::ok;
 }
 
-// The pieces of an operation: at most SLUICE_PORTALS_RMA_PIECE bytes
-// each; when that is above SLUICE_PORTALS_MAX_MESSAGE, none between it and
-// rma_min_large bytes.
-void PortalsTransport::rma_plan(RmaGroup &g) const {
-    auto add = [&](std::size_t at, std::size_t len) {
-        RmaPiece p;
-        p.tag = Tag::rma;
-        p.group = &g;
-        p.offset = at;
-        p.length = len;
-        g.pieces.push_back(p);
-    };
-    std::size_t at = 0, rest = g.n;
-    if (rest == 0) add(0, 0);
-    while (rest) {
-        std::size_t len = std::min(rest, rma_chunk_);
-        if (rma_chunk_ <= max_message_) {
-            // Pieces within the inline limit (the default): nothing to avoid.
-        } else if (rest <= max_message_) {
-            len = rest;
-        } else if (rest < rma_min_large) {
-            len = std::min(rest, max_message_);
-        } else if (const std::size_t left = rest - len; left > max_message_ && left < rma_min_large) {
-            len -= rma_min_large;
-        }
-        add(at, len);
-        at += len;
-        rest -= len;
-    }
-}
-
-// Under lock_: posts the pieces of `g` the tickets allow.  A notified Put's
-// last piece waits until every other piece is acknowledged, so its
-// notification follows all of the payload.
-Status PortalsTransport::rma_post_pieces(RmaGroup *g) {
-    const std::size_t pieces = g->pieces.size();
-    for (; g->next < pieces; ++g->next) {
-        const bool last = g->next + 1 == pieces;
-        if (!tickets_) {
-            ++counters_.full;
-            return Status::not_ready;
-        }
-        if (last && g->notify && g->outstanding) return Status::not_ready;
-        RmaPiece &p = g->pieces[g->next];
-        const std::uint64_t local = g->local_offset + p.offset, remote = g->remote + p.offset;
-        int rc;
-        if (g->write && last && g->notify) {
-            const unsigned kind = (Bits::flags(g->notify_bits) & am_flag_reply) ? stream_reply : stream_request;
-            const std::uint16_t seq = order_[g->peer].next_send(kind);
-            rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_long, g->notify_bits, remote, &p,
-                        hdr_make(setup().rank, seq));
-            if (rc != PTL_OK) order_[g->peer].unsend(kind);
-            sent_to(g->peer);
-        } else if (g->write) {
-            rc = ptl().Put(g->md, local, p.length, PTL_ACK_REQ, id_[g->peer], pt_rma, 0, remote, &p, 0);
-        } else {
-            rc = ptl().Get(g->md, local, p.length, id_[g->peer], pt_rma, 0, remote, &p);
-        }
-        if (rc != PTL_OK)
-            return fatal(g->write ? "put (portals)" : "get (portals)", g->peer, rc,
-                         g->write ? "PtlPut failed" : "PtlGet failed");
-        --tickets_;
-        g->issued += p.length;
-        ++g->outstanding;
-        ++rma_outstanding_;
-        ++(g->write ? counters_.writes : counters_.reads);
-    }
-    return Status::ok;
-}
-
-void PortalsTransport::rma_piece_done(RmaGroup *g, const ptl_event_t &e) {
+void PortalsTransport::rma_done(RmaPost *p, const ptl_event_t &e) {
     if (e.ni_fail_type != PTL_NI_OK)
         // Reported, then completed: the caller must not wait for ever.
-        base::report(Status::transport, g->write ? "put (portals)" : "get (portals)",
+        base::report(Status::transport, p->write ? "put (portals)" : "get (portals)",
                      "check that the peer is alive and that the address lies in its segment",
-                     "portals: a %s of %llu bytes with rank %u failed: %s", g->write ? "Put" : "Get",
-                     static_cast<unsigned long long>(e.rlength), g->peer, fail_name(e.ni_fail_type));
-    --g->outstanding;
+                     "portals: a %s of %llu bytes with rank %u failed: %s", p->write ? "Put" : "Get",
+                     static_cast<unsigned long long>(e.rlength), p->peer, fail_name(e.ni_fail_type));
     --rma_outstanding_;
-    if (g->next < g->pieces.size() || g->outstanding) return;  // a notified Put's last piece is still to go
-    rma_complete(g->op);
-    // Gone from rma_partial_ before it is freed.
-    for (auto it = rma_partial_.begin(); it != rma_partial_.end(); ++it)
-        if (*it == g) {
-            rma_partial_.erase(it);
-            break;
-        }
-    delete g;
+    rma_complete(p->op);
 }
 
 } // namespace sluice::conduit::portals::detail

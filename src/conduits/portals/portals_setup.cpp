@@ -115,6 +115,14 @@ Status PortalsTransport::open_interface() {
     const std::size_t largest = std::min<std::size_t>(limits_.max_msg_size, std::size_t{1} << 30);
     rma_chunk_ = base::knob_size(base::Knob::PORTALS_RMA_PIECE);
     if (rma_chunk_ == 0 || rma_chunk_ > largest) rma_chunk_ = largest;
+    // Above the largest message, no piece between it and rma_min_large.
+    if (rma_chunk_ > max_message_ && rma_chunk_ < 2 * rma_min_large) rma_chunk_ = 2 * rma_min_large;
+    Capabilities &c = capabilities_mutable();
+    c.rma_piece = rma_chunk_;
+    if (rma_chunk_ > max_message_) {
+        c.rma_piece_gap_low = max_message_;
+        c.rma_piece_gap_high = rma_min_large;
+    }
     return Status::ok;
 }
 
@@ -407,8 +415,6 @@ void PortalsTransport::close_all() {
         ptl().Fini();
         initialized_ = false;
     }
-    for (RmaGroup *g : rma_partial_) delete g;
-    rma_partial_.clear();
     atomic_free_ = nullptr;
     atomic_slot_.reset();
 }

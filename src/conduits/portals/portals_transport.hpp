@@ -125,27 +125,15 @@ struct RecvBuffer {
     bool linked = false;    // on the portal table's list
 };
 
-// One Put or Get of an RDMA operation (a large one is cut in pieces).
-struct RmaGroup;
-struct RmaPiece : Context {
-    RmaGroup *group = nullptr;
-    std::size_t offset = 0, length = 0;  // within the operation
-};
-struct RmaGroup {
+// One PtlPut or PtlGet in flight, in the operation's own room
+// (Transport::rma_context): the wrapper hands over at most rma_chunk_
+// bytes at a time.
+struct RmaPost : Context {
     RmaOp *op = nullptr;
-    bool write = true;
-    bool notify = false;         // put_rc: the last piece carries the notification
     Rank peer = 0;
-    ptl_handle_md_t md{};
-    std::uint64_t local_offset = 0;
-    std::uint64_t remote = 0;    // offset into the peer's segment
-    std::size_t n = 0;
-    std::uint64_t notify_bits = 0;
-    std::size_t issued = 0;       // bytes posted so far
-    std::size_t next = 0;         // the next piece to post
-    unsigned outstanding = 0;
-    std::vector<RmaPiece> pieces;
+    bool write = true;
 };
+static_assert(sizeof(RmaPost) <= rma_context_size);
 
 // An arrived message waiting for delivery.  `bytes` lies in a receive
 // buffer, in a ReqSB chunk (a reply), or in `heap` (a copy of a message
@@ -262,8 +250,7 @@ private:
                 std::uint64_t remote_offset);                                      // under lock_
     Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                      const AmMessage *notify, bool &later);
-    Status rma_post_pieces(RmaGroup *g);                                            // under lock_
-    void rma_piece_done(RmaGroup *g, const ptl_event_t &e);                         // under lock_
+    void rma_done(RmaPost *p, const ptl_event_t &e);                                // under lock_
     void event(const ptl_event_t &e);                                               // under lock_
     void arrived(Arrival a);                                                        // under lock_
     void processed(const Arrival &a);                                               // under lock_
@@ -344,9 +331,7 @@ private:
     // this long, so the buffers fill before their event queue can.
     std::size_t slot_ = 0;
     std::size_t rma_chunk_ = 0;
-    void rma_plan(RmaGroup &g) const;
     std::size_t rma_outstanding_ = 0;
-    std::deque<RmaGroup *> rma_partial_;
     std::vector<RmaOp *> self_done_;  // RDMA to this rank itself, completed at the next poll
     PortalsCounters own_counters_;    // beside the layer's counters_
 };
