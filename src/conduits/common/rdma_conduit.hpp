@@ -29,12 +29,14 @@
 #include "conduits/common/conduit_lock.hpp"
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/private_segment.hpp"
 #include "conduits/common/receive_thread.hpp"
 #include "conduits/transport.hpp"
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <string>
 #include <vector>
@@ -191,6 +193,33 @@ protected:
             [&] { deliver_ready(); });
     }
     bool signal_exit_safe_impl() const override { return !in_conduit_lock; }
+    // The segment, when no same-host conduit owns it: this rank's own
+    // private mapping.
+    Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
+        const std::string op = std::string("segment_attach (") + name() + ")";
+        return own_segment_.create(op.c_str(), size, base, key);
+    }
+    // Notes this rank's segment (deliver_packed checks Longs against it),
+    // then the conduit's segment_connected.
+    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override {
+        segment_set(all[setup().rank].base, all[setup().rank].size);
+        return segment_connected(all);
+    }
+    // After segment_connect_impl noted this rank's segment: what the
+    // conduit does with every rank's (match entries, its own key).
+    virtual Status segment_connected(const std::vector<SegmentRecord> &) { return Status::ok; }
+    // This rank's own remote key for this transport in `all` (peers' come
+    // through key_unpack_impl): a NIC atomic domain sends this rank's
+    // updates of its own words through the NIC.  False when it published
+    // none of 8 bytes.
+    bool own_key(const std::vector<SegmentRecord> &all, std::uint64_t &key) const {
+        for (const auto &[transport, packed] : all[setup().rank].rkeys)
+            if (transport == name() && packed.size() == sizeof key) {
+                std::memcpy(&key, packed.data(), sizeof key);
+                return true;
+            }
+        return false;
+    }
 
     // Delivers what is ready, one handler at a time (the thread that takes
     // the flag), up to poll_budget.
@@ -236,6 +265,7 @@ protected:
     // The segment's range here (deliver_packed checks a packed Long against it).
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
     double peer_timeout_s_ = 30;  // liveness_setup's
+    PrivateSegment own_segment_;  // segment_create_impl's
 
 private:
     // Every liveness period of polling: a stopped or hung process keeps its

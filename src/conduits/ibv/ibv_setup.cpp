@@ -687,17 +687,8 @@ Status IbvTransport::bounces_create() {
     return Status::ok;
 }
 
-Status IbvTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
-    return own_segment_.create("segment_attach (ibv)", size, base, key);
-}
-
-Status IbvTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    segment_set(all[setup().rank].base, all[setup().rank].size);
-    // My own key too (peers' come through key_unpack_impl): a NIC atomic
-    // domain sends this rank's updates of its own words through the NIC.
-    for (const auto &[transport, packed] : all[setup().rank].rkeys)
-        if (transport == name() && packed.size() == sizeof(std::uint64_t))
-            std::memcpy(&peer_rkey_[setup().rank], packed.data(), sizeof(std::uint64_t));
+Status IbvTransport::segment_connected(const std::vector<SegmentRecord> &all) {
+    (void)own_key(all, peer_rkey_[setup().rank]);
     return Status::ok;
 }
 

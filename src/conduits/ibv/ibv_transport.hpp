@@ -18,7 +18,6 @@
 
 #include "base/status.hpp"
 #include "conduits/common/packed_am.hpp"
-#include "conduits/common/private_segment.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/common/receive_thread.hpp"
 #include "conduits/nic_atomics.hpp"
@@ -223,8 +222,7 @@ public:
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
-    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
-    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status segment_connected(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
     Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
@@ -385,7 +383,6 @@ private:
     unsigned loop_posted_ = 0;
 
     // The segment this conduit created (no same-host conduit owns it).
-    common::PrivateSegment own_segment_;
 
     IbvCounters ibv_counters_;
 };

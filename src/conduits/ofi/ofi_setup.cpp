@@ -466,21 +466,11 @@ Status OfiTransport::buffers_create() {
     return Status::ok;
 }
 
-Status OfiTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
-    // Only when no same-host conduit owns the segment.
-    return own_segment_.create("segment_attach (ofi)", size, base, key);
-}
-
-Status OfiTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    segment_set(all[setup().rank].base, all[setup().rank].size);
-    // My own key too (peers' come through key_unpack_impl): a NIC atomic
-    // domain sends this rank's updates of its own words through the NIC.
-    for (const auto &[transport, packed] : all[setup().rank].rkeys)
-        if (transport == name() && packed.size() == sizeof(std::uint64_t) && setup().rank < peer_key_.size()) {
-            std::memcpy(&peer_key_[setup().rank], packed.data(), sizeof(std::uint64_t));
-            atomic_base_.resize(setup().size, 0);
-            atomic_base_[setup().rank] = segment_base_;
-        }
+Status OfiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
+    if (setup().rank < peer_key_.size() && own_key(all, peer_key_[setup().rank])) {
+        atomic_base_.resize(setup().size, 0);
+        atomic_base_[setup().rank] = segment_base_;
+    }
     return Status::ok;
 }
 

@@ -14,7 +14,6 @@
 #include "base/status.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/peer_order.hpp"
-#include "conduits/common/private_segment.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -141,8 +140,7 @@ public:
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
-    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
-    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status segment_connected(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
     Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
@@ -228,7 +226,6 @@ private:
     std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
 
     // The segment this conduit created (no same-host conduit owns it).
-    common::PrivateSegment own_segment_;
 
     std::size_t rma_outstanding_ = 0;  // pieces posted
 

@@ -274,15 +274,9 @@ Status PortalsTransport::catch_basin(ptl_pt_index_t pt) {
     return Status::ok;
 }
 
-Status PortalsTransport::segment_create_impl(std::size_t size, void **base, std::string &key) {
-    // Only when no same-host conduit owns the segment.
-    return own_segment_.create("segment_attach (portals)", size, base, key);
-}
-
 // The segment's two match entries: pt_rma for Put and Get (no events),
 // pt_long for payloads with a notification (events on the AM queue).
-Status PortalsTransport::segment_connect_impl(const std::vector<SegmentRecord> &all) {
-    segment_set(all[setup().rank].base, all[setup().rank].size);
+Status PortalsTransport::segment_connected(const std::vector<SegmentRecord> &all) {
     Guard g(*this);
     segment_bases_.assign(all.size(), 0);
     for (std::size_t r = 0; r < all.size(); ++r) segment_bases_[r] = all[r].base;

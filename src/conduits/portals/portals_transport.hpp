@@ -12,7 +12,6 @@
 
 #include "base/status.hpp"
 #include "conduits/common/peer_order.hpp"
-#include "conduits/common/private_segment.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -206,8 +205,7 @@ protected:
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                            const std::uint32_t *args, unsigned nargs) override;
-    Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
-    Status segment_connect_impl(const std::vector<SegmentRecord> &all) override;
+    Status segment_connected(const std::vector<SegmentRecord> &all) override;
     Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
     Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
@@ -308,7 +306,6 @@ private:
     bool reserved_ticket_ = false;
 
     // The segment: created here when no same-host conduit owns it.
-    common::PrivateSegment own_segment_;
     ptl_handle_md_t segment_md_{};
     ptl_handle_me_t rma_me_{}, long_me_{};
     bool segment_md_bound_ = false, segment_mes_ = false;
