@@ -477,7 +477,7 @@ void AmEngine::credit_arrived(const Token &token) {
 
 // Hidden reply: a request that held credits and got no reply gives them
 // back even when the handler had nothing to say, unless the static policy
-// banks them (slack, ibv seed).
+// banks them (slack, as GASNet's ibv conduit does).
 void AmEngine::credit_hidden_reply(Token &token) {
     if (!credit_ || !credit_->reply_needed(token.source, token.credit_byte)) return;
     Send none;

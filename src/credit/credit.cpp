@@ -14,10 +14,10 @@ namespace sluice::credit {
 namespace {
 
 enum StateFlag : std::uint8_t {
-    flag_revoke_inflight = 0x01,  // my revoke to the peer awaits its give (seed: SYS_MSG_INFLIGHT)
+    flag_revoke_inflight = 0x01,  // my revoke to the peer awaits its give (GASNet: SYS_MSG_INFLIGHT)
     flag_ask_inflight = 0x02,     // my ask to the peer awaits its grant
-    flag_zero_reply = 0x04,       // it gave nothing back this epoch (seed: REVOKE_ZERO_REPLY)
-    flag_reached_epoch = 0x08,    // I ended an epoch it has not heard of (seed: REACHED_EPOCH)
+    flag_zero_reply = 0x04,       // it gave nothing back this epoch (GASNet: REVOKE_ZERO_REPLY)
+    flag_reached_epoch = 0x08,    // I ended an epoch it has not heard of (GASNet: REACHED_EPOCH)
     flag_ask_waiting = 0x10,      // its ask waits in my askers' queue
     flag_stalling = 0x20,         // I am stalled sending to it (counts one stall per episode)
     flag_fresh_grant = 0x40,      // I granted its ask and no request of it has arrived since
@@ -32,7 +32,7 @@ constexpr unsigned pages_per_mid = 16;
 constexpr unsigned peers_per_mid = peers_per_page * pages_per_mid;
 constexpr unsigned max_loan = 65535 - 2 * max_request_credits;
 
-// Seed: usage statistics decay by a factor of four per epoch.
+// As in GASNet's Portals scheme, usage statistics decay by a factor of four per epoch.
 inline std::uint16_t decay(std::uint16_t v, std::uint64_t epochs) {
     return epochs >= 8 ? 0 : static_cast<std::uint16_t>(v >> (2 * epochs));
 }
@@ -153,14 +153,14 @@ std::vector<std::string> Config::normalize() {
     case Policy::fixed:
         clamp(per_peer, min_credits, max_per_peer, "per_peer", "min_credits (a full-size request must fit)",
               "max_per_peer");
-        // ibv seed: a request handler that does not reply may hold back at
+        // GASNet's ibv conduit: a request handler that does not reply may hold back at
         // most what still leaves the sender a full-size request.
         clamp(slack, 0, per_peer - min_credits, "slack", "",
               "per_peer - min_credits (what is held back must leave a full-size request)");
         break;
     case Policy::dynamic:
         clamp(per_peer, min_credits, max_per_peer, "per_peer",
-              "min_credits (seed: every peer holds a full-size Medium)", "max_per_peer");
+              "min_credits (every peer holds a full-size Medium)", "max_per_peer");
         break;
     case Policy::demand:
         clamp(per_peer, 0, 0, "per_peer", "", "0 (the demand policy lends nothing at start)");
@@ -289,7 +289,7 @@ unsigned Engine::floor_credits() const {
     return config_.policy == Policy::dynamic ? config_.min_credits : 0;
 }
 
-// Seed, peer-to-peer epochs: my epoch ends every epoch_length received
+// GASNet's Portals scheme, peer-to-peer epochs: my epoch ends every epoch_length received
 // requests; then the loan statistics of every peer decay and every peer is
 // to hear of it.  Applied lazily, per peer, when its state is next touched.
 void Engine::catch_up(State &s) {
@@ -339,7 +339,7 @@ void Engine::scavenge_list_remove(State &s) {
     if (scavenge_cursor_ >= scavenge_.size()) scavenge_cursor_ = 0;
 }
 
-// Seed, scavenge_for_credits: revoke from peers lent more than the floor,
+// GASNet's Portals scheme, scavenge_for_credits: revoke from peers lent more than the floor,
 // resuming where the last walk stopped, skipping a peer whose state is
 // busy, that has a revoke in flight, that is at the floor, that gave
 // nothing this epoch, or that asked for more this epoch.  Urgent (askers
@@ -595,7 +595,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             unlock_engine();
             reclaimed = true;
         } else if (in.extra > 0) {
-            // Seed: a stalled peer asks for extra on its request; lend it
+            // GASNet's Portals scheme: a stalled peer asks for extra on its request; lend it
             // from the bank within the per-peer and per-epoch limits.
             s.c.loan_requested = sat_add(s.c.loan_requested, in.extra);
             unsigned grant = std::min<unsigned>(in.extra, CreditByte::reclaim - 1);
@@ -632,7 +632,7 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
         const CreditByte in = CreditByte::decode(request_byte);
         State &s = state(p);
         SpinGuard g(s.lock);
-        // ibv seed: bank up to the slack; beyond it a hidden reply carries
+        // GASNet's ibv conduit: bank up to the slack; beyond it a hidden reply carries
         // this request's credits and all that were banked.
         if (s.c.owed + in.count <= config_.slack) {
             s.c.owed = static_cast<std::uint16_t>(s.c.owed + in.count);
@@ -724,7 +724,7 @@ void Engine::sys_arrived(const SysMessage &m) {
             unlock_engine();
             break;
         case SysKind::revoke: {
-            // Seed, SYS_CREDIT_REVOKE: give back what exceeds recent use,
+            // GASNet's Portals scheme, SYS_CREDIT_REVOKE: give back what exceeds recent use,
             // within the per-epoch revoke limit, nothing if I stalled on
             // this peer lately.  Urgent: everything not in use, unless
             // they were granted for a request of mine that has not gone

@@ -7,19 +7,19 @@
 // the credit byte it gets into the request's header, hands the engine the
 // credit byte of every request and reply that arrives, and sends the system
 // messages the engine queues (sys_take()).  src/credit/README.md explains the
-// scheme with a diagram; the rules are those of the Portals seed (credit
-// balancing and re-distribution) and the ibv seed (static credits, slack,
+// scheme with a diagram; the rules are those of GASNet's Portals conduit (credit
+// balancing and re-distribution) and its ibv conduit (static credits, slack,
 // hidden replies), plus the on-demand policy below.
 //
 // Four policies:
 //   off      no flow control: every request may go (unsafe on fixed buffers;
 //            the simulator's "unlimited" baseline).
-//   fixed    static credits per peer (ibv seed): each peer holds `per_peer`
+//   fixed    static credits per peer (GASNet ibv): each peer holds `per_peer`
 //            of my buffers; a reply returns a request's credits; a request
 //            whose handler does not reply banks them here, up to `slack`,
 //            and they ride back on my next request or reply to that peer
 //            (a hidden reply carries them when the slack is exceeded).
-//   dynamic  the Portals seed: every peer starts with `per_peer` (at least
+//   dynamic  GASNet's Portals scheme: every peer starts with `per_peer` (at least
 //            `min_credits`), `banked` more are lent to peers that stall,
 //            taken back from peers that stopped using them (revoke/return
 //            system messages, the scavenge list), with decaying usage

@@ -52,7 +52,7 @@ Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::
         notes.push_back("SLUICE_CREDIT_PER_PEER is ignored by the demand policy (peers start with no credits)");
     c.min_credits = std::clamp(c.min_credits, 1u, max_request_credits);
     c.credit_bytes = std::max<std::size_t>(1, (largest_request + c.min_credits - 1) / c.min_credits);
-    // Seed, AMRECV_SPACE: a fixed receive space; the bank is what remains
+    // GASNet's Portals conduit, AMRECV_SPACE: a fixed receive space; the bank is what remains
     // once every peer has its share.
     if (const std::size_t space = base::knob_size(Knob::CREDIT_RECV_SPACE); space > 0 && c.policy != Policy::fixed) {
         const std::uint64_t credits = space / c.credit_bytes;

@@ -1,7 +1,7 @@
 // tests/unit/unit_credit.cpp - the credit engine (src/credit) driven by hand:
 // one Engine per rank in one process, the test carrying credit bytes and
-// system messages between them.  A test per rule (the Portals seed's
-// dynamic scheme, the ibv seed's slack and hidden replies, the demand
+// system messages between them.  A test per rule (GASNet's Portals
+// dynamic scheme, its ibv conduit's slack and hidden replies, the demand
 // policy, the 16-bit limits), then random interleavings checked for
 // conservation after every step, then threads sharing one engine.
 //
@@ -310,7 +310,7 @@ TEST(CreditRequest, CountKeptWithin1To15) {
     EXPECT_EQ(e.peer(1).send_inuse, 16);
 }
 
-// ---- fixed: static credits, slack, hidden replies (ibv seed) -------------------------
+// ---- fixed: static credits, slack, hidden replies (GASNet ibv) -----------------------
 
 TEST(CreditFixed, ReplyReturnsTheRequestsCredits) {
     Config cfg = config_for(Policy::fixed, 2);
@@ -447,7 +447,7 @@ TEST(CreditFixed, NormalizeLowersSlackSoAFullRequestFits) {
         }
 }
 
-// ---- dynamic: loans from the bank (Portals seed) --------------------------------------
+// ---- dynamic: loans from the bank (GASNet Portals) ------------------------------------
 
 TEST(CreditDynamic, StalledSenderAsksOnItsNextRequest) {
     Config cfg = config_for(Policy::dynamic, 2);
@@ -479,7 +479,7 @@ TEST(CreditDynamic, StalledSenderAsksOnItsNextRequest) {
     c.expect_balanced();
 }
 
-// Beyond the seed: a stall makes enough requests ask for 7 that the loan
+// Beyond GASNet's schemes: a stall makes enough requests ask for 7 that the loan
 // grows fourfold (a reply grants at most 6), instead of creeping up a few
 // credits per stall.
 TEST(CreditDynamic, StallAsksToQuadrupleTheLoan) {
@@ -576,7 +576,7 @@ TEST(CreditDynamic, ScavengeListHoldsPeersAboveTheFloor) {
     c.expect_balanced();
 }
 
-// The borrower's answer to a revoke, seed SYS_CREDIT_REVOKE: what exceeds
+// The borrower's answer to a revoke, GASNet's SYS_CREDIT_REVOKE: what exceeds
 // max(min_credits, send_max, send_inuse), nothing after a recent stall,
 // within revoke_limit per epoch.  Rank 0 lends 16 to rank 1 first.
 class CreditRevoke : public ::testing::Test {
@@ -666,7 +666,7 @@ TEST_F(CreditRevoke, UrgentGivesAllNotInUseDespiteStallsAndLimit) {
     c->expect_balanced();
 }
 
-// ---- the scavenger (seed scavenge_for_credits) ---------------------------------------
+// ---- the scavenger (GASNet's scavenge_for_credits) ---------------------------------------
 
 // Rank 0 lends; 1..4 borrow; 5 triggers scavenges (each of its 1-credit
 // wishes is a grant attempt, and the bank is always below low_water); 6
