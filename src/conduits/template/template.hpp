@@ -1,7 +1,8 @@
 // src/conduits/template/template.hpp - the template conduit: the documented
 // skeleton every new conduit starts from.  It works as a loopback transport
 // (it reaches only its own rank), is listed in the registry, and is never
-// selected for a job.  Read template.cpp and README.md next to this file.
+// selected for a job.  Read template_transport.hpp, template_setup.cpp,
+// template.cpp and README.md next to this file.
 #pragma once
 
 #include "conduits/transport.hpp"
