@@ -10,9 +10,6 @@
 
 namespace sluice::conduit {
 
-// One RDMA operation from start to completion.  Allocated per operation:
-// RDMA conduits move large transfers, and load/store peers never get here
-// (src/rma copies through the mapping).
 // The registrars' leases of a span of an operation: given back when the
 // last piece that holds them is over (a Get's bounce buffer is copied out
 // then, unless a piece failed).
@@ -23,6 +20,9 @@ struct RmaSpan {
     std::atomic<bool> failed{false};
 };
 
+// One RDMA operation from start to completion.  Allocated per operation:
+// RDMA conduits move large transfers, and load/store peers never get here
+// (src/rma copies through the mapping).
 struct RmaOp {
     alignas(std::max_align_t) unsigned char context[rma_context_size];  // the conduit's (rma_context)
     enum class Kind : std::uint8_t { put, get, put_rc };
@@ -273,10 +273,10 @@ Status Transport::rma_enqueue(RmaOp *op) {
     return rma_hand_over(op, false);
 }
 
-// Hands `op` to the conduit, piece by piece when the registrar covers
-// only part of its local buffer.  On "retry" it goes to the backlog (its
-// front when it came from there, so the order holds); on a final error the
-// caller's counter is given back.
+// Hands `op` to the conduit, piece by piece when it is longer than
+// Capabilities::rma_piece or a registrar covers only part of it.  On
+// "retry" it goes to the backlog (its front when it came from there, so
+// the order holds); on a final error the caller's counter is given back.
 Status Transport::rma_hand_over(RmaOp *op, bool from_backlog) {
     for (;;) {
         bool rest = false;

@@ -116,9 +116,11 @@ public:
     std::vector<std::size_t> pieces, offsets;  // lengths and offsets handed over
     std::vector<sluice::conduit::RmaOp *> posted;
     std::size_t room = 0;
-    const char *first = nullptr;  // where the transfers start, for offsets
+    std::vector<char> local_buf, remote_buf;  // `bytes` each (rdma); offsets are into remote_buf
     std::atomic<int> sends{0};
-    void rdma(std::size_t piece, std::size_t posted_at_once) {
+    void rdma(std::size_t piece, std::size_t posted_at_once, std::size_t bytes) {
+        local_buf.assign(bytes, 0);
+        remote_buf.assign(bytes, 0);
         sluice::conduit::TransportSetup two;
         two.size = 2;
         two.peers = {1};
@@ -156,7 +158,7 @@ protected:
         Guard g(*this);
         if (posted.size() >= room) return Status::not_ready;
         pieces.push_back(n);
-        offsets.push_back(static_cast<std::size_t>(static_cast<const char *>(remote) - first));
+        offsets.push_back(static_cast<std::size_t>(static_cast<const char *>(remote) - remote_buf.data()));
         posted.push_back(op);
         later = true;
         return Status::ok;
@@ -291,11 +293,9 @@ TEST(RdmaConduit, APingIsAnsweredWithAPong) {
 
 TEST(RdmaConduit, TheWrapperCutsATransferAtThePieceSize) {
     ListConduit c;
-    c.rdma(1000, 100);
-    std::vector<char> local(3500), remote(3500);
-    c.first = remote.data();
+    c.rdma(1000, 100, 3500);
     std::atomic<std::uint64_t> counter{0};
-    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 3500, counter), Status::ok);
+    ASSERT_EQ(c.put_nb(1, c.remote_buf.data(), c.local_buf.data(), 3500, counter), Status::ok);
     EXPECT_EQ(c.pieces, (std::vector<std::size_t>{1000, 1000, 1000, 500}));
     EXPECT_EQ(c.offsets, (std::vector<std::size_t>{0, 1000, 2000, 3000}));
     EXPECT_EQ(counter.load(), 1u);  // until every piece completed
@@ -305,35 +305,31 @@ TEST(RdmaConduit, TheWrapperCutsATransferAtThePieceSize) {
 
 TEST(RdmaConduit, NoPieceFallsInTheGap) {
     ListConduit c;
-    c.rdma(4096, 100);
+    c.rdma(4096, 100, 8192);
     c.gap(880, 2048);
-    std::vector<char> local(8192), remote(8192);
-    c.first = remote.data();
     std::atomic<std::uint64_t> counter{0};
     // A full piece would leave 904 bytes: it gives up 2048 of its own.
-    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 5000, counter), Status::ok);
+    ASSERT_EQ(c.put_nb(1, c.remote_buf.data(), c.local_buf.data(), 5000, counter), Status::ok);
     EXPECT_EQ(c.pieces, (std::vector<std::size_t>{2048, 2952}));
     c.pieces.clear();
     // Within a piece but in the gap: the gap's low end, then the rest.
-    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 1900, counter), Status::ok);
+    ASSERT_EQ(c.put_nb(1, c.remote_buf.data(), c.local_buf.data(), 1900, counter), Status::ok);
     EXPECT_EQ(c.pieces, (std::vector<std::size_t>{880, 880, 140}));
     c.pieces.clear();
-    ASSERT_EQ(c.put_nb(1, remote.data(), local.data(), 8192, counter), Status::ok);
+    ASSERT_EQ(c.put_nb(1, c.remote_buf.data(), c.local_buf.data(), 8192, counter), Status::ok);
     EXPECT_EQ(c.pieces, (std::vector<std::size_t>{4096, 4096}));
     c.rma_wait(counter);
 }
 
 TEST(RdmaConduit, PiecesWithoutRoomWaitOnTheBacklogAndGoInOrder) {
     ListConduit c;
-    c.rdma(100, 2);
-    std::vector<char> local(1000), remote(1000);
-    c.first = remote.data();
+    c.rdma(100, 2, 1000);
     std::atomic<std::uint64_t> counter{0};
-    ASSERT_EQ(c.get_nb(local.data(), 1, remote.data(), 1000, counter), Status::ok);
+    ASSERT_EQ(c.get_nb(c.local_buf.data(), 1, c.remote_buf.data(), 1000, counter), Status::ok);
     EXPECT_EQ(c.pieces.size(), 2u);
     // An immediate transfer behind them is refused, nothing started.
     std::atomic<std::uint64_t> other{0};
-    EXPECT_EQ(c.put_nb(1, remote.data(), local.data(), 10, other, true), Status::not_ready);
+    EXPECT_EQ(c.put_nb(1, c.remote_buf.data(), c.local_buf.data(), 10, other, true), Status::not_ready);
     EXPECT_EQ(other.load(), 0u);
     c.rma_wait(counter);
     ASSERT_EQ(c.pieces.size(), 10u);
@@ -345,13 +341,11 @@ TEST(RdmaConduit, PiecesWithoutRoomWaitOnTheBacklogAndGoInOrder) {
 
 TEST(RdmaConduit, ACutPutWithRemoteCompletionNotifiesOnceAfterItsLastPiece) {
     ListConduit c;
-    c.rdma(100, 100);
-    std::vector<char> local(250), remote(250);
-    c.first = remote.data();
+    c.rdma(100, 100, 250);
     sluice::conduit::AmMessage notify;
     notify.header.category = sluice::conduit::AmCategory::short_;
     std::atomic<std::uint64_t> counter{0};
-    ASSERT_EQ(c.put_rc(1, remote.data(), local.data(), 250, notify, counter), Status::ok);
+    ASSERT_EQ(c.put_rc(1, c.remote_buf.data(), c.local_buf.data(), 250, notify, counter), Status::ok);
     EXPECT_EQ(c.pieces, (std::vector<std::size_t>{100, 100, 50}));
     EXPECT_EQ(c.sends.load(), 0);
     c.rma_wait(counter);
