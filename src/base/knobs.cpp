@@ -56,6 +56,15 @@ bool parse_value(const KnobInfo &info, const std::string &text, KnobValue &v) {
         return true;
     }
     case KnobType::String: return true;
+    case KnobType::Switch: {
+        std::string s = text;
+        std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+        v.integer = -1;
+        if (s.empty() || s == "auto") return true;
+        if (!parse_bool(text, v.flag)) return false;
+        v.integer = v.flag;
+        return true;
+    }
     }
     return false;
 }
@@ -91,13 +100,14 @@ int compare(const KnobInfo &info, const KnobValue &a, const std::string &bound) 
     case KnobType::Int: return a.integer < b.integer ? -1 : a.integer > b.integer;
     case KnobType::Size: return a.bytes < b.bytes ? -1 : a.bytes > b.bytes;
     case KnobType::Double: return a.real < b.real ? -1 : a.real > b.real;
+    case KnobType::String: return a.text.compare(b.text) < 0 ? -1 : a.text != b.text;  // a list of values: equality
     default: return 0;
     }
 }
 
 bool in_range(const KnobInfo &info, const KnobValue &v) {
     const std::vector<Interval> pieces = intervals_of(info.range);
-    if (pieces.empty()) return true;
+    if (pieces.empty() || (info.type == KnobType::String && v.text.empty())) return true;  // empty: the default
     for (const Interval &i : pieces)
         if ((i.low.empty() || compare(info, v, i.low) >= 0) && (i.high.empty() || compare(info, v, i.high) <= 0))
             return true;
@@ -133,6 +143,7 @@ const char *knob_type_name(KnobType type) {
     case KnobType::Size: return "size";
     case KnobType::Double: return "double";
     case KnobType::String: return "string";
+    case KnobType::Switch: return "switch (auto, 1 or 0)";
     }
     return "?";
 }
@@ -205,6 +216,8 @@ std::string knob_family_string(Knob k, unsigned n) {
 }
 
 bool knob_bool(Knob k) { return value(k).flag; }
+bool knob_switch(Knob k, bool when_auto) { return value(k).integer < 0 ? when_auto : value(k).integer != 0; }
+bool knob_auto(Knob k) { return value(k).integer < 0; }
 std::int64_t knob_int(Knob k) { return value(k).integer; }
 std::size_t knob_size(Knob k) { return value(k).bytes; }
 double knob_double(Knob k) { return value(k).real; }

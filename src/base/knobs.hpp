@@ -8,7 +8,7 @@
 
 namespace sluice::base {
 
-enum class KnobType { Bool, Int, Size, Double, String };
+enum class KnobType { Bool, Int, Size, Double, String, Switch };
 
 enum class Knob : int {
 #define SLUICE_KNOB(id, type, def, range, doc) id,
@@ -23,7 +23,7 @@ struct KnobInfo {
     const char *name;   // full variable name, e.g. "SLUICE_VERBOSEENV"
     KnobType type;
     const char *default_value;
-    const char *range;  // accepted values of a numeric knob (knobs.def), "" for any
+    const char *range;  // accepted values (knobs.def), "" for any
     const char *doc;
     bool internal;      // set by the launcher, not a user knob
 };
@@ -49,6 +49,9 @@ bool knob_value_valid(const KnobInfo &info, const std::string &text);
 std::string knob_family_string(Knob k, unsigned n);
 
 bool knob_bool(Knob k);
+// A Switch knob: 1 or 0 (as a Bool's spellings), else (auto) `when_auto`.
+bool knob_switch(Knob k, bool when_auto);
+bool knob_auto(Knob k);  // a Switch knob is auto
 std::int64_t knob_int(Knob k);
 std::size_t knob_size(Knob k);
 double knob_double(Knob k);

@@ -62,4 +62,23 @@ inline std::uint64_t nic_sum_operand(unsigned op, sluice_dt_t t, std::uint64_t o
     return narrow ? static_cast<std::uint32_t>(0u - static_cast<std::uint32_t>(op1)) : 0 - op1;
 }
 
+// The word an operation a network lacks makes of `old`, for a conduit
+// that applies it as a compare-and-swap loop: set and swap give the
+// operand; min and max compare as the CPU engine does (signed for
+// SLUICE_DT_I64).  64-bit integers.
+inline std::uint64_t nic_loop_value(unsigned op, sluice_dt_t type, std::uint64_t old, std::uint64_t operand) {
+    const auto less = [type](std::uint64_t a, std::uint64_t b) {
+        return type == SLUICE_DT_I64 ? static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b) : a < b;
+    };
+    switch (op) {
+    case SLUICE_OP_MULT: case SLUICE_OP_FMULT: return old * operand;
+    case SLUICE_OP_MIN: case SLUICE_OP_FMIN: return less(operand, old) ? operand : old;
+    case SLUICE_OP_MAX: case SLUICE_OP_FMAX: return less(old, operand) ? operand : old;
+    case SLUICE_OP_AND: case SLUICE_OP_FAND: return old & operand;
+    case SLUICE_OP_OR: case SLUICE_OP_FOR: return old | operand;
+    case SLUICE_OP_XOR: case SLUICE_OP_FXOR: return old ^ operand;
+    default: return operand;  // set, swap
+    }
+}
+
 } // namespace sluice::conduit

@@ -329,11 +329,7 @@ Status Runtime::finalize() {
 }
 
 Status Runtime::init_firehose() {
-    const std::string &segment = base::knob_string(base::Knob::SEGMENT);
-    if (segment != "fast" && segment != "large")
-        return base::report(Status::argument, "init", "set SLUICE_SEGMENT to fast or large",
-                            "SLUICE_SEGMENT=%s", segment.c_str());
-    segment_large_ = segment == "large";
+    segment_large_ = base::knob_string(base::Knob::SEGMENT) == "large";  // else fast
     for (auto &t : transports_) {
         if (!t->capabilities().needs_registration) continue;
         std::unique_ptr<rma::firehose::Registrar> r;
@@ -484,15 +480,9 @@ Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
 // More spinning ranks than cores: a waiting rank must give its core to the
 // rank it waits for, or every wait costs a scheduler time slice.
 void Runtime::idle_policy_set() {
-    const std::string &mode = base::knob_string(base::Knob::POLL_YIELD);
-    if (mode == "1" || mode == "yes") {
-        base::idle_yields = true;
-    } else if (mode == "0" || mode == "no") {
-        base::idle_yields = false;
-    } else {
-        const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-        base::idle_yields = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
-    }
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    base::idle_yields =
+        base::knob_switch(base::Knob::POLL_YIELD, static_cast<long>(local_ranks_.size()) > std::max(1L, cores));
 }
 
 Runtime::ProgressWhileBlocked::ProgressWhileBlocked(Runtime &runtime) : rt(runtime) {

@@ -8,11 +8,9 @@
 namespace sluice::credit {
 
 Flow flow_from_knobs(const Preferences *prefs) {
-    const std::string &v = base::knob_string(base::Knob::CREDIT_FLOW);
     if (prefs && prefs->set && !base::knob_is_set(base::Knob::CREDIT_FLOW)) return prefs->flow ? Flow::automatic : Flow::disabled;
-    if (v == "1" || v == "on" || v == "yes" || v == "true") return Flow::forced;
-    if (v == "0" || v == "off" || v == "no" || v == "false") return Flow::disabled;
-    return Flow::automatic;
+    if (base::knob_auto(base::Knob::CREDIT_FLOW)) return Flow::automatic;
+    return base::knob_switch(base::Knob::CREDIT_FLOW, true) ? Flow::forced : Flow::disabled;
 }
 
 Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::vector<std::string> &notes,

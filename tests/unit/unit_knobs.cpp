@@ -192,7 +192,9 @@ TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
     for (const auto &k : knob_table()) {
         if (k.internal || !*k.range) continue;
         ++ranged;
-        EXPECT_TRUE(k.type == KnobType::Int || k.type == KnobType::Size || k.type == KnobType::Double) << k.name;
+        EXPECT_TRUE(k.type == KnobType::Int || k.type == KnobType::Size || k.type == KnobType::Double ||
+                    k.type == KnobType::String)
+            << k.name;
         EXPECT_TRUE(knob_value_valid(k, k.default_value)) << k.name << ": default " << k.default_value
                                                           << " outside " << k.range;
         EXPECT_FALSE(knob_range_text(k).empty()) << k.name;
@@ -213,6 +215,37 @@ TEST_F(CleanEnvironment, RangesAreWellFormedAndHoldTheDefaults) {
     EXPECT_EQ(knob_range_text(*find_knob("SLUICE_SMP_RING_SIZE")), "at most 256M");
 #endif
     EXPECT_EQ(knob_range_text(*find_knob("SLUICE_EXIT_TIMEOUT")), "0 or more");
+}
+
+// A Switch knob takes auto (or nothing) and a Bool's spellings; a String
+// knob with a range takes the values it lists (or nothing: the default).
+TEST_F(CleanEnvironment, SwitchesAndListedStrings) {
+    const KnobInfo *yield = find_knob("SLUICE_POLL_YIELD");
+    ASSERT_NE(yield, nullptr);
+    EXPECT_EQ(yield->type, KnobType::Switch);
+    for (const char *ok : {"auto", "AUTO", "", "1", "0", "yes", "off"}) EXPECT_TRUE(knob_value_valid(*yield, ok)) << ok;
+    for (const char *bad : {"2", "maybe", "autox"}) EXPECT_FALSE(knob_value_valid(*yield, bad)) << bad;
+    EXPECT_TRUE(knob_auto(Knob::POLL_YIELD));
+    EXPECT_TRUE(knob_switch(Knob::POLL_YIELD, true));
+    EXPECT_FALSE(knob_switch(Knob::POLL_YIELD, false));
+    set("SLUICE_POLL_YIELD", "on");
+    set("SLUICE_CREDIT_FLOW", "0");
+    EXPECT_TRUE(knobs_load().empty());
+    EXPECT_FALSE(knob_auto(Knob::POLL_YIELD));
+    EXPECT_TRUE(knob_switch(Knob::POLL_YIELD, false));
+    EXPECT_FALSE(knob_switch(Knob::CREDIT_FLOW, true));
+    const KnobInfo *segment = find_knob("SLUICE_SEGMENT");
+    ASSERT_NE(segment, nullptr);
+    EXPECT_EQ(knob_range_text(*segment), "fast, or large");
+    for (const char *ok : {"fast", "large", ""}) EXPECT_TRUE(knob_value_valid(*segment, ok)) << ok;
+    for (const char *bad : {"Fast", "huge", "fastlarge"}) EXPECT_FALSE(knob_value_valid(*segment, bad)) << bad;
+    set("SLUICE_SEGMENT", "huge");
+    set("SLUICE_CREDIT_FLOW", "sometimes");
+    const auto errors = knobs_load();
+    ASSERT_EQ(errors.size(), 2u);
+    const std::string all = errors[0] + "\n" + errors[1];
+    EXPECT_NE(all.find("SLUICE_SEGMENT=huge is out of range: it must be fast, or large"), std::string::npos) << all;
+    EXPECT_NE(all.find("SLUICE_CREDIT_FLOW=sometimes is not a valid switch (auto, 1 or 0)"), std::string::npos) << all;
 }
 
 // A value outside the range is refused: one message naming the knob, the

@@ -7,7 +7,11 @@
 // take() defers; quiesce waits until the conduit is idle; a ping is
 // answered with a pong; the wrapper cuts RDMA at Capabilities::rma_piece
 // (no piece in its gap), queues the pieces that find no room, and
-// notifies a cut Put with remote completion once, after its last piece.
+// notifies a cut Put with remote completion once, after its last piece;
+// RDMA with itself is a copy completed by the next poll; NIC atomics run
+// from the slots (the result written, the counter dropped, a full pool or
+// no room refused); FreeList lends and takes back.
+#include "conduits/common/free_list.hpp"
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 
@@ -99,7 +103,11 @@ struct Arrival {
 
 // A conduit whose network is `wire`: reap moves what is there to the
 // ready queue through each source's PeerOrder.
-class ListConduit final : public common::RdmaConduit<Arrival> {
+struct Slot : common::AtomicSlot {
+    Slot *next = nullptr;
+};
+
+class ListConduit final : public common::RdmaConduit<Arrival, Slot> {
 public:
     ListConduit() : RdmaConduit("list", Capabilities{}) { liveness_setup(2, 30, "SLUICE_LIST_TIMEOUT"); }
 
@@ -111,13 +119,16 @@ public:
     int outstanding = 0;               // what idle() waits for; reap takes one
     std::vector<std::pair<Rank, std::uint8_t>> controls;
 
-    // RDMA: put_impl/get_impl take a piece when fewer than `room` are
+    // RDMA: rdma() takes a piece when fewer than `room` are
     // posted; reap completes them all.
     std::vector<std::size_t> pieces, offsets;  // lengths and offsets handed over
     std::vector<sluice::conduit::RmaOp *> posted;
     std::size_t room = 0;
     std::vector<char> local_buf, remote_buf;  // `bytes` each (rdma); offsets are into remote_buf
     std::atomic<int> sends{0};
+    bool atomic_space = true;             // atomic_room's answer
+    bool hold_atomics = false;            // reap leaves them in flight
+    std::vector<Slot *> atomics_posted;   // reap completes them, fetched = op1 + 100
     void rdma(std::size_t piece, std::size_t posted_at_once, std::size_t bytes) {
         local_buf.assign(bytes, 0);
         remote_buf.assign(bytes, 0);
@@ -153,25 +164,39 @@ protected:
         ++sends;
         return Status::ok;
     }
-    Status put_impl(Rank, void *remote, const void *, std::size_t n, sluice::conduit::RmaOp *op,
-                    bool &later) override {
+    Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, sluice::conduit::RmaOp *op,
+                bool &later) override {
+        auto *there = reinterpret_cast<void *>(remote);
+        if (peer == setup().rank) return write ? self_rma(there, local, n, op, later) : self_rma(local, there, n, op, later);
         Guard g(*this);
         if (posted.size() >= room) return Status::not_ready;
         pieces.push_back(n);
-        offsets.push_back(static_cast<std::size_t>(static_cast<const char *>(remote) - remote_buf.data()));
+        offsets.push_back(static_cast<std::size_t>(reinterpret_cast<const char *>(remote) - remote_buf.data()));
         posted.push_back(op);
         later = true;
         return Status::ok;
     }
-    Status get_impl(void *, Rank peer, const void *remote, std::size_t n, sluice::conduit::RmaOp *op,
-                    bool &later) override {
-        return put_impl(peer, const_cast<void *>(remote), nullptr, n, op, later);
-    }
     Status segment_create_impl(std::size_t, void **, std::string &) override { return Status::transport; }
     Status segment_connect_impl(const std::vector<sluice::conduit::SegmentRecord> &) override { return Status::ok; }
 
+    std::string nic_atomics_support(sluice_dt_t, std::uint64_t) override { return ""; }
+    Status atomics_create() override {
+        atomic_.create([](Slot &) {});
+        return Status::ok;
+    }
+    bool atomic_room(Rank) override { return atomic_space; }
+    Status atomic_post(Slot *s, std::uint64_t, sluice_aop_t, sluice_dt_t, std::uint64_t op1, std::uint64_t) override {
+        s->fetched = op1 + 100;
+        atomics_posted.push_back(s);
+        return Status::ok;
+    }
+
     bool up() const override { return true; }
     void reap() override {
+        if (!hold_atomics) {
+            for (Slot *s : atomics_posted) atomic_.done(s, true);
+            atomics_posted.clear();
+        }
         for (sluice::conduit::RmaOp *op : posted) rma_complete(op);
         posted.clear();
         if (outstanding) --outstanding;
@@ -350,6 +375,72 @@ TEST(RdmaConduit, ACutPutWithRemoteCompletionNotifiesOnceAfterItsLastPiece) {
     EXPECT_EQ(c.sends.load(), 0);
     c.rma_wait(counter);
     EXPECT_EQ(c.sends.load(), 1);
+}
+
+// ---- RDMA with itself, NIC atomics, FreeList ----
+
+TEST(RdmaConduit, RdmaWithItselfIsACopyCompletedByTheNextPoll) {
+    ListConduit c;
+    c.rdma(1000, 100, 64);
+    for (std::size_t i = 0; i < 64; ++i) c.local_buf[i] = static_cast<char>(i + 1);
+    std::atomic<std::uint64_t> counter{0};
+    ASSERT_EQ(c.put_nb(0, c.remote_buf.data(), c.local_buf.data(), 64, counter), Status::ok);
+    EXPECT_EQ(c.remote_buf, c.local_buf);  // copied at once
+    EXPECT_TRUE(c.pieces.empty());          // never reached the "network"
+    EXPECT_EQ(counter.load(), 1u);          // completed by the poll, like a transfer
+    (void)c.poll_all();
+    EXPECT_EQ(counter.load(), 0u);
+}
+
+TEST(RdmaConduit, NicAtomicsRunFromTheSlots) {
+    ListConduit c;
+    c.rdma(1000, 100, 64);
+    std::atomic<std::uint64_t> counter{0};
+    std::uint64_t result = 0;
+    ASSERT_EQ(c.nic_atomic(1, 0, SLUICE_OP_FADD, SLUICE_DT_U64, 5, 0, &result, counter), Status::ok);
+    EXPECT_EQ(counter.load(), 1u);
+    (void)c.poll_all();
+    EXPECT_EQ(counter.load(), 0u);
+    EXPECT_EQ(result, 105u);
+    EXPECT_STREQ(c.nic_atomics_name(), "list");
+    // No room: refused, nothing started, counted as the network full.
+    c.atomic_space = false;
+    EXPECT_EQ(c.nic_atomic(1, 0, SLUICE_OP_ADD, SLUICE_DT_U64, 1, 0, nullptr, counter), Status::not_ready);
+    EXPECT_EQ(counter.load(), 0u);
+    EXPECT_EQ(c.counters().full, 1u);
+    // Every slot in flight: the next one waits for a completion.
+    c.atomic_space = true;
+    c.hold_atomics = true;
+    std::uint32_t results[300] = {};
+    std::size_t started = 0;
+    while (started < 300 &&
+           c.nic_atomic(1, 0, SLUICE_OP_FINC, SLUICE_DT_U32, started, 0, &results[started], counter) == Status::ok)
+        ++started;
+    EXPECT_EQ(started, common::AtomicSlots<Slot>::count);
+    EXPECT_EQ(counter.load(), started);
+    c.hold_atomics = false;
+    (void)c.poll_all();
+    EXPECT_EQ(counter.load(), 0u);
+    for (std::size_t i = 0; i < started; ++i) ASSERT_EQ(results[i], i + 100);  // 4 bytes each, in place
+}
+
+TEST(FreeList, LendsInOrderAndCounts) {
+    struct Item {
+        Item *next = nullptr;
+    } items[3];
+    common::FreeList<Item> f;
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(f.take(), nullptr);
+    f.fill(items, 3);
+    EXPECT_EQ(f.size(), 3u);
+    EXPECT_EQ(f.take(), &items[0]);
+    EXPECT_EQ(f.take(), &items[1]);
+    f.give(&items[0]);
+    EXPECT_EQ(f.front(), &items[0]);
+    EXPECT_EQ(f.size(), 2u);
+    f.clear();
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(f.size(), 0u);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #include "base/knobs.hpp"
 #include "base/status.hpp"
+#include "spawners/bootstrap.hpp"
 
 #include <cstdio>
 
@@ -21,6 +22,19 @@ void stats_line(Rank rank, const char *name, const std::string &path, const Coun
                  rank, name, path.c_str(), u(c.small), u(c.sent), u(c.received), u(c.packed_longs), u(c.writes),
                  u(c.reads), u(c.atomics), u(c.completions), u(c.full), u(c.held), u(c.deferred), u(wakeups),
                  extra.empty() ? "" : ", ", extra.c_str());
+}
+
+Status allgather_records(const TransportSetup &setup, const char *name, const char *what, const void *mine,
+                         std::size_t size, std::vector<std::string> &all, const char *fix) {
+    const std::string op = std::string(name) + " conduit init";
+    if (!setup.bootstrap->allgather(mine, size, all))
+        return base::report(Status::bootstrap, op.c_str(), "check that every rank started", "allgather of %s failed",
+                            what);
+    for (Rank r = 0; r < setup.size; ++r)
+        if (all[r].size() != size)
+            return base::report(Status::state, op.c_str(), fix ? fix : "run the same Sluice build on every rank",
+                                "%s: rank %u sent %s of %zu bytes, this rank %zu", name, r, what, all[r].size(), size);
+    return Status::ok;
 }
 
 void receive_thread_started(const char *name, const std::string &sleeps_on) {

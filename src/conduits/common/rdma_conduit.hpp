@@ -16,21 +16,26 @@
 //     the control messages (control_send), this layer answers pings;
 //   - finalize's quiesce, the abandon of a handler that ends the job, and
 //     the signal-exit rule;
+//   - NIC atomics (nic_atomics.hpp): the slots in flight and the steps
+//     around the conduit's one post;
 //   - one set of counters and the SLUICE_<NAME>_STATS line.
 //
 // Hooks a conduit implements: up, reap, deliver_one, delivered,
 // control_send, idle, path, and receive_wait if it runs a receive thread;
-// take and poll_more where it needs them.  src/conduits/common/README.md
+// take and poll_more where it needs them; nic_atomics_support,
+// atomics_create, atomic_room and atomic_post for NIC atomics.  src/conduits/common/README.md
 // lists the kit; docs/conduits.md walks a message through the layers.
 #pragma once
 
 #include "base/flag.hpp"
 #include "base/status.hpp"
+#include "conduits/common/atomic_slots.hpp"
 #include "conduits/common/conduit_lock.hpp"
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
 #include "conduits/common/receive_thread.hpp"
+#include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
 
 #include <atomic>
@@ -75,11 +80,44 @@ struct Counters {
 // separated) and the receive thread's wake-ups.
 void stats_line(Rank rank, const char *name, const std::string &path, const Counters &c, std::uint64_t wakeups,
                 const std::string &extra);
+// Every rank's record of `size` bytes about `what` (this rank's at
+// `mine`) by the bootstrap's allgather, into `all` by rank; a record of
+// another size is refused naming the rank, with `fix` (null: run the same
+// build everywhere) as the advice.
+Status allgather_records(const TransportSetup &setup, const char *name, const char *what, const void *mine,
+                         std::size_t size, std::vector<std::string> &all, const char *fix = nullptr);
 // The SLUICE_VERBOSE line of a receive thread's start.
 void receive_thread_started(const char *name, const std::string &sleeps_on);
 
-template <class Arrival>
-class RdmaConduit : public Transport {
+// `Slot` is the conduit's NIC atomic in flight (atomic_slots.hpp).
+template <class Arrival, class Slot = PlainAtomicSlot>
+class RdmaConduit : public Transport, public NicAtomics {
+public:
+    // NIC atomics: the conduit's atomic_post between a free slot and
+    // room for it, the caller's counter raised once it is posted.
+    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) final {
+        if (Status s = atomic_prepare(peer); s != Status::ok) return s;
+        Guard g(*this);
+        if (!up()) return Status::transport;
+        if (!atomic_.made())
+            if (Status s = atomics_create(); s != Status::ok) return s;
+        if (atomic_.full() || !atomic_room(peer)) reap_all();
+        if (atomic_.full() || !atomic_room(peer)) {
+            ++counters_.full;
+            return Status::not_ready;
+        }
+        Slot *s = atomic_.next(peer, result, type, counter);
+        if (Status st = atomic_post(s, remote, op, type, op1, op2); st != Status::ok) return st;
+        atomic_.started(s);
+        return Status::ok;
+    }
+    const char *nic_atomics_name() const final { return name(); }
+    // "" when the network applies every operation of `ops` on `type`.
+    std::string nic_atomics_support(sluice_dt_t, std::uint64_t) override {
+        return std::string(name()) + " has no NIC atomics";
+    }
+
 protected:
     RdmaConduit(const char *name, Capabilities caps) : Transport(name, caps) {}
 
@@ -113,6 +151,27 @@ protected:
     // most about 100 ms; and what it sleeps on, for SLUICE_VERBOSE.
     virtual void receive_wait() {}
     virtual std::string receive_sleeps_on() const { return "a timer"; }
+    // Outside the lock: one Put (`write`: `n` bytes from `local` to
+    // `remote` in `peer`'s segment) or Get (into `local`) of at most
+    // Capabilities::rma_piece bytes, posted whole or not at all
+    // (Status::not_ready: no room, the wrapper retries it); `later` set
+    // when it completes by rma_complete() from a poll.
+    virtual Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                        bool &later) = 0;
+    // NIC atomics.  Outside the lock, before anything: whatever reaching
+    // `peer` needs (a connection).
+    virtual Status atomic_prepare(Rank) { return Status::ok; }
+    // Under lock_, before the first atomic: atomic_.create() and the
+    // slots' registration.
+    virtual Status atomics_create() { return Status::transport; }
+    // Under lock_: there is room to post an atomic to `peer`.
+    virtual bool atomic_room(Rank) { return true; }
+    // Under lock_: posts `op` on the word at `remote` in `s->peer`'s
+    // segment from the slot `s` (whose peer, result, size and counter are
+    // filled in); its completion calls atomic_.done().
+    virtual Status atomic_post(Slot *, std::uint64_t, sluice_aop_t, sluice_dt_t, std::uint64_t, std::uint64_t) {
+        return Status::transport;
+    }
 
     // ---- set-up, from init_impl ----
     // Liveness over `ranks` peers, silent after `timeout_s` (knob `knob`).
@@ -136,6 +195,36 @@ protected:
         heard(source);
         if (category == category_ping && source < life_.size()) control_send(source, category_pong);
     }
+    // Sends a packed AM (packed_am.hpp).  One of at most
+    // `inline_limit` bytes (at most packed_inline_max) is encoded on the
+    // stack and posted inline; a longer one goes into a send buffer that
+    // `take()` lends under the lock (null: none free, Status::not_ready)
+    // and is encoded outside it, so another thread may poll meanwhile.
+    // `post(bytes, length, buffer)` posts it under the lock (buffer null:
+    // inline) and gives the buffer back when it fails.
+    template <class Buffer, class Take, class Post>
+    Status send_packed(const AmMessage &m, std::size_t inline_limit, Take take, Post post) {
+        const std::size_t length = packed_length(m.header);
+        if (length <= inline_limit && length <= packed_inline_max) {
+            alignas(8) std::byte bytes[packed_inline_max];
+            packed_encode(m.header, m.args, m.payload, bytes);
+            Guard g(*this);
+            if (!up()) return Status::transport;
+            return post(bytes, length, static_cast<Buffer *>(nullptr));
+        }
+        Buffer *b;
+        {
+            Guard g(*this);
+            if (!up()) return Status::transport;
+            if (!(b = take())) return Status::not_ready;
+        }
+        packed_encode(m.header, m.args, m.payload, b->bytes);
+        Guard g(*this);
+        const Status s = post(b->bytes, length, b);
+        if (s == Status::ok) counters_.packed_longs += m.header.category == AmCategory::long_;
+        return s;
+    }
+    static constexpr std::size_t packed_inline_max = 4096 + packed_head_room;
     // A packed message (packed_am.hpp) to its handler; `op` names the
     // poll in a report of a malformed one.
     void deliver_packed(const char *op, const std::byte *bytes, std::size_t length) {
@@ -155,6 +244,20 @@ protected:
         base::flag_release(deliver_flag_);
     }
     std::uint64_t receive_wakeups() const { return rcv_thread_.wakeups(); }
+    // RDMA of a rank with itself where no network path leads there: a
+    // copy, completed by the next poll like a transfer (so its
+    // registrations are held as long).
+    Status self_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later) {
+        if (n) std::memmove(to, from, n);
+        Guard g(*this);
+        if (!up()) return Status::transport;
+        complete_at_poll(op);
+        later = true;
+        return Status::ok;
+    }
+    // Under lock_: `op` completes at the next poll (a copy, or a transfer
+    // that goes on from a bounce buffer).
+    void complete_at_poll(RmaOp *op) { poll_done_.push_back(op); }
     // Joins the receive thread (finalize, before the network closes).
     void receive_thread_stop() { rcv_thread_.stop(); }
 
@@ -166,7 +269,7 @@ protected:
         {
             Guard g(*this);
             if (!up()) return 0;
-            reap();
+            reap_all();
             poll_more();
             if (ready_.empty()) return 0;
         }
@@ -187,12 +290,18 @@ protected:
             [&] {
                 Guard g(*this);
                 if (!up()) return true;
-                reap();
+                reap_all();
                 return idle();
             },
             [&] { deliver_ready(); });
     }
     bool signal_exit_safe_impl() const override { return !in_conduit_lock; }
+    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) final {
+        return rdma(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, later);
+    }
+    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) final {
+        return rdma(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, later);
+    }
     // The segment, when no same-host conduit owns it: this rank's own
     // private mapping.
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override {
@@ -266,8 +375,17 @@ protected:
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
     double peer_timeout_s_ = 30;  // liveness_setup's
     PrivateSegment own_segment_;  // segment_create_impl's
+    AtomicSlots<Slot> atomic_;    // NIC atomics in flight
 
 private:
+    // Under lock_: the conduit's reap, then what complete_at_poll queued.
+    void reap_all() {
+        reap();
+        if (__builtin_expect(!poll_done_.empty(), 0)) {
+            for (RmaOp *op : poll_done_) rma_complete(op);
+            poll_done_.clear();
+        }
+    }
     // Every liveness period of polling: a stopped or hung process keeps its
     // connections (and its NIC acknowledging), so the network alone would
     // never notice.
@@ -287,6 +405,7 @@ private:
         receive_thread_started(name(), receive_sleeps_on());
     }
 
+    std::vector<RmaOp *> poll_done_;  // complete_at_poll's
     LivenessTimer liveness_timer_;
     const char *timeout_knob_ = "";
     ReceiveThread rcv_thread_;

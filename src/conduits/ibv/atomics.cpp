@@ -30,23 +30,6 @@ Verb verb_of(sluice_aop_t op) {
     }
 }
 
-// The word a loop operation makes of `old` (min and max use <, as the CPU
-// engine does; signed for SLUICE_DT_I64).
-std::uint64_t loop_value(sluice_aop_t op, sluice_dt_t type, std::uint64_t old, std::uint64_t operand) {
-    const auto less = [type](std::uint64_t a, std::uint64_t b) {
-        return type == SLUICE_DT_I64 ? static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b) : a < b;
-    };
-    switch (op) {
-    case SLUICE_OP_MULT: case SLUICE_OP_FMULT: return old * operand;
-    case SLUICE_OP_MIN: case SLUICE_OP_FMIN: return less(operand, old) ? operand : old;
-    case SLUICE_OP_MAX: case SLUICE_OP_FMAX: return less(old, operand) ? operand : old;
-    case SLUICE_OP_AND: case SLUICE_OP_FAND: return old & operand;
-    case SLUICE_OP_OR: case SLUICE_OP_FOR: return old | operand;
-    case SLUICE_OP_XOR: case SLUICE_OP_FXOR: return old ^ operand;
-    default: return operand;  // set, swap
-    }
-}
-
 const char *atomic_fix(ibv_wc_status st) {
     if (st == IBV_WC_REM_ACCESS_ERR)
         return "check that the word lies in the peer's segment (registered by ibv, not on demand)";
@@ -58,11 +41,7 @@ const char *atomic_fix(ibv_wc_status st) {
 
 // SLUICE_IBV_ATOMICS (auto or 0) and every HCA's atomic_cap decide, once.
 Status IbvTransport::atomics_setup() {
-    const std::string &knob = base::knob_string(base::Knob::IBV_ATOMICS);
-    if (knob != "auto" && knob != "0" && !knob.empty())
-        return base::report(Status::argument, "ibv conduit init", "use auto or 0", "SLUICE_IBV_ATOMICS=%s",
-                            knob.c_str());
-    if (knob == "0") {
+    if (base::knob_string(base::Knob::IBV_ATOMICS) == "0") {
         atomics_off_ = "SLUICE_IBV_ATOMICS=0";
         return Status::ok;
     }
@@ -88,10 +67,9 @@ std::string IbvTransport::nic_atomics_support(sluice_dt_t type, std::uint64_t) {
 // this rank's atomics on its own words (connected to each other).
 Status IbvTransport::atomics_create() {
     const Rank me = setup().rank;
-    auto slots = std::make_unique<AtomicSlot[]>(atomic_slots);
-    for (std::size_t i = 0; i + 1 < atomic_slots; ++i) slots[i].next = &slots[i + 1];
-    Status s = register_raw(hca_of(0).pd, slots.get(), atomic_slots * sizeof(AtomicSlot), IBV_ACCESS_LOCAL_WRITE,
-                            atomic_mr_, "atomic operands");
+    atomic_.create([](AtomicSlot &) {});
+    Status s = register_raw(hca_of(0).pd, atomic_.base(), atomic_.bytes(), IBV_ACCESS_LOCAL_WRITE, atomic_mr_,
+                            "atomic operands");
     for (unsigned i = 0; i < 2 && s == Status::ok; ++i) s = qp_new(me, 0, 0, loop_qp_[i]);
     const RailAddress here = rail_address(0);
     for (unsigned i = 0; i < 2 && s == Status::ok; ++i) s = qp_ready(loop_qp_[i], me, 0, here, loop_qp_[1 - i]->qp_num);
@@ -102,34 +80,19 @@ Status IbvTransport::atomics_create() {
         }
         if (atomic_mr_) ibv_dereg_mr(atomic_mr_);
         atomic_mr_ = nullptr;
-        return s;
+        atomic_.clear();
     }
-    atomic_slot_ = std::move(slots);
-    atomic_free_ = &atomic_slot_[0];
-    return Status::ok;
+    return s;
 }
 
-Status IbvTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
-                                std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) {
-    const Rank me = setup().rank;
-    if (peer != me)
-        if (Status s = connection(peer); s != Status::ok) return s;
-    Guard g(*this);
-    if (!up_) return Status::transport;
-    if (!atomic_slot_)
-        if (Status s = atomics_create(); s != Status::ok) return s;
-    const std::uint64_t key = peer_rkey_[peer] >> (32 * rails_[0].hca);
+Status IbvTransport::atomic_post(AtomicSlot *s, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type,
+                                 std::uint64_t op1, std::uint64_t op2) {
+    const std::uint64_t key = peer_rkey_[s->peer] >> (32 * rails_[0].hca);
     if (static_cast<std::uint32_t>(key) == 0)
         return base::report(Status::segment, "atomic (ibv)", "attach the segment on every rank before atomics",
-                            "ibv: rank %u published no key for its segment", peer);
-    if (!atomic_free_ || atomic_posted(peer) >= send_depth_) reap();
-    if (!atomic_free_ || atomic_posted(peer) >= send_depth_) return Status::not_ready;
-    AtomicSlot *s = atomic_free_;
-    s->peer = peer;
+                            "ibv: rank %u published no key for its segment", s->peer);
     s->remote = remote;
     s->rkey = static_cast<std::uint32_t>(key);
-    s->result = result;
-    s->counter = &counter;
     s->op = op;
     s->type = type;
     s->operand = op1;
@@ -137,15 +100,12 @@ Status IbvTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op
     const Verb verb = verb_of(op);
     s->loop = verb == Verb::loop;
     const std::uint64_t add = s->loop ? 0 : nic_sum_operand(op, type, op1);
-    const Status st = verb == Verb::cas ? atomic_post(s, IBV_WR_ATOMIC_CMP_AND_SWP, op1, op2)
-                                        : atomic_post(s, IBV_WR_ATOMIC_FETCH_AND_ADD, add, 0);
-    if (st != Status::ok) return st;
-    atomic_free_ = s->next;
-    counter.fetch_add(1, std::memory_order_relaxed);
-    return Status::ok;
+    return verb == Verb::cas ? atomic_verb(s, IBV_WR_ATOMIC_CMP_AND_SWP, op1, op2)
+                             : atomic_verb(s, IBV_WR_ATOMIC_FETCH_AND_ADD, add, 0);
 }
 
-Status IbvTransport::atomic_post(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap) {
+Status IbvTransport::atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add,
+                                 std::uint64_t swap) {
     ibv_sge sge{reinterpret_cast<std::uint64_t>(&s->fetched), sizeof s->fetched, atomic_mr_->lkey};
     ibv_send_wr wr = signaled_wr(wr_id(s, Wr::atomic), &sge, opcode);
     wr.wr.atomic.remote_addr = s->remote;
@@ -177,29 +137,22 @@ void IbvTransport::atomic_completion(const ibv_wc &c) {
         base::report(Status::transport, "atomic (ibv)", atomic_fix(c.status),
                      "ibv (%s): an atomic on rank %u's word at 0x%llx failed: %s", rail_name(0).c_str(), s->peer,
                      static_cast<unsigned long long>(s->remote), ibv_wc_status_str(c.status));
-        atomic_done(s, false);
+        atomic_.done(s, false);
         return;
     }
     if (!s->loop || (s->swapping && s->fetched == s->expected)) {
-        atomic_done(s, true);
+        atomic_.done(s, true);
         return;
     }
     ibv_counters_.atomic_retries += s->swapping;
     s->expected = s->fetched;
-    const std::uint64_t next = loop_value(s->op, s->type, s->expected, s->operand);
+    const std::uint64_t next = nic_loop_value(s->op, s->type, s->expected, s->operand);
     if (next == s->expected) {
-        atomic_done(s, true);
+        atomic_.done(s, true);
         return;
     }
     s->swapping = true;
-    if (atomic_post(s, IBV_WR_ATOMIC_CMP_AND_SWP, s->expected, next) != Status::ok) atomic_done(s, false);
-}
-
-void IbvTransport::atomic_done(AtomicSlot *s, bool ok) {
-    if (ok && s->result) std::memcpy(s->result, &s->fetched, sizeof s->fetched);
-    s->counter->fetch_sub(1, std::memory_order_release);
-    s->next = atomic_free_;
-    atomic_free_ = s;
+    if (atomic_verb(s, IBV_WR_ATOMIC_CMP_AND_SWP, s->expected, next) != Status::ok) atomic_.done(s, false);
 }
 
 } // namespace sluice::conduit::ibv::detail

@@ -16,7 +16,7 @@
 // request wins.  A thread sleeping on the UD queue pair's completion
 // channel answers requests while the application does not poll.  At
 // finalize SLUICE_CONNECTFILE_OUT receives the connections this run used.
-#include "conduits/ibv/connect_file.hpp"
+#include "conduits/common/connect_file.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
 
 #include "base/knobs.hpp"
@@ -65,7 +65,7 @@ Status IbvTransport::connect_wanted(std::vector<bool> &wanted) {
         wanted = here;
         return Status::ok;
     }
-    const std::string path = connect_file_name(pattern, me);
+    const std::string path = common::connect_file_name(pattern, me);
     std::ifstream in(path);
     if (!in)
         return base::report(Status::argument, "ibv conduit init", "check SLUICE_CONNECTFILE_IN (a % is the rank)",
@@ -74,7 +74,7 @@ Status IbvTransport::connect_wanted(std::vector<bool> &wanted) {
     text << in.rdbuf();
     std::vector<bool> listed;
     std::string why;
-    if (!connect_file_peers(text.str(), n, me, listed, why))
+    if (!common::connect_file_peers(text.str(), n, me, listed, why))
         return base::report(Status::argument, "ibv conduit init", "fix the file, or unset SLUICE_CONNECTFILE_IN",
                             "connect file %s: %s", path.c_str(), why.c_str());
     for (Rank r = 0; r < n; ++r) wanted[r] = listed[r] && here[r];
@@ -163,15 +163,8 @@ Status IbvTransport::connect_all() {
     const unsigned rails = head.rails;
     std::vector<std::string> all;
     const auto exchange = [&](const std::string &mine, const char *what) {
-        if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
-            return base::report(Status::bootstrap, op, "check that every rank started", "allgather of %s failed", what);
-        for (Rank r : setup().peers)
-            if (all[r].size() != mine.size())
-                return base::report(Status::state, op,
-                                    "run the same Sluice build with the same SLUICE_CONNECT* knobs on every rank",
-                                    "rank %u sent a record of %zu bytes for the %s, this rank one of %zu", r,
-                                    all[r].size(), what, mine.size());
-        return Status::ok;
+        return common::allgather_records(setup(), "ibv", what, mine.data(), mine.size(), all,
+                                         "run the same Sluice build with the same SLUICE_CONNECT* knobs on every rank");
     };
     if (!file.empty()) {
         std::string bits((n + 7) / 8, '\0');
@@ -447,10 +440,10 @@ void IbvTransport::connect_file_write() {
     if (pattern.empty()) return;
     std::vector<bool> used(setup().size, false);
     for (Rank r = 0; r < peers_.size(); ++r) used[r] = peers_[r].used;
-    const std::string text = connect_file_text(setup().rank, setup().size,
+    const std::string text = common::connect_file_text(setup().rank, setup().size,
                                                static_cast<unsigned>(base::knob_int(base::Knob::CONNECTFILE_BASE)), used);
     const bool shared = pattern.find('%') == std::string::npos;
-    const std::string path = connect_file_name(pattern, setup().rank);
+    const std::string path = common::connect_file_name(pattern, setup().rank);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (shared ? O_APPEND : O_TRUNC), 0644);
     // One write: the lines of ranks appending to one file do not interleave.
     if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))

@@ -26,12 +26,8 @@ Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int erro
 // ---- sends ----
 
 Buffer *IbvTransport::send_buffer_take() {
-    if (!send_free_) reap();
-    Buffer *b = send_free_;
-    if (!b) return nullptr;
-    send_free_ = b->next;
-    --send_free_count_;
-    return b;
+    if (send_free_.empty()) reap();
+    return send_free_.take();
 }
 
 // Posts one send of `length` bytes (`b` null: inline, from `bytes`).
@@ -84,34 +80,13 @@ Status IbvTransport::loopback(const AmMessage &m) {
 Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
     if (peer == setup().rank) return loopback(m);
     if (Status s = connection(peer); s != Status::ok) return s;
-    const AmHeader &h = m.header;
-    const std::size_t length = common::packed_length(h);
-    if (length <= inline_limit_) {
-        alignas(8) std::byte bytes[1024 + head_room];
-        common::packed_encode(h, m.args, m.payload, bytes);
-        Guard g(*this);
-        if (!up_) return Status::transport;
-        return post_send(peer, bytes, length, nullptr);
-    }
-    Buffer *b;
-    {
-        Guard g(*this);
-        if (!up_) return Status::transport;
-        b = send_buffer_take();
-        if (!b) return Status::not_ready;
-    }
-    // The copy outside the lock: another thread may poll meanwhile.
-    common::packed_encode(h, m.args, m.payload, b->bytes);
-    Guard g(*this);
-    const Status s = post_send(peer, b->bytes, length, b);
-    if (s == Status::ok) {
-        counters_.packed_longs += h.category == AmCategory::long_;
-        return s;
-    }
-    b->next = send_free_;
-    send_free_ = b;
-    ++send_free_count_;
-    return s;
+    return send_packed<Buffer>(
+        m, inline_limit_, [&] { return send_buffer_take(); },
+        [&](const std::byte *bytes, std::size_t length, Buffer *b) {
+            const Status s = post_send(peer, bytes, length, b);
+            if (s != Status::ok && b) send_free_.give(b);
+            return s;
+        });
 }
 
 // ---- completions ----
@@ -143,10 +118,6 @@ void IbvTransport::reap() {
             for (int i = 0; i < n; ++i) completion(wc[i]);
             if (n < cq_batch) break;
         }
-    if (__builtin_expect(!loop_done_.empty(), 0)) {
-        for (RmaOp *op : loop_done_) rma_complete(op);
-        loop_done_.clear();
-    }
 }
 
 void IbvTransport::completion(const ibv_wc &c) {
@@ -168,9 +139,7 @@ void IbvTransport::completion(const ibv_wc &c) {
     case Wr::send: {
         Buffer *b = wr_pointer<Buffer>(c.wr_id);
         --peers_[b->peer].send_posted[am_rail(b->peer)];
-        b->next = send_free_;
-        send_free_ = b;
-        ++send_free_count_;
+        send_free_.give(b);
         break;
     }
     case Wr::inline_send: {
@@ -184,9 +153,7 @@ void IbvTransport::completion(const ibv_wc &c) {
         RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
         --peers_[g->peer].send_posted[rail_of(c)];
         if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
-            g->notify->next = send_free_;
-            send_free_ = g->notify;
-            ++send_free_count_;
+            send_free_.give(g->notify);
             g->notify = nullptr;
         }
         rma_done(g);
@@ -229,9 +196,7 @@ void IbvTransport::control_send(Rank peer, std::uint8_t category) {
         std::memcpy(b->bytes, &w, sizeof w);
         s = post_send(peer, b->bytes, sizeof w, b);
         if (s != Status::ok) {
-            b->next = send_free_;
-            send_free_ = b;
-            ++send_free_count_;
+            send_free_.give(b);
         }
     }
     if (category == common::category_pong) life_[peer].pong_owed = s != Status::ok;
@@ -260,9 +225,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
         if (tag == Wr::send) {
             Buffer *b = wr_pointer<Buffer>(c.wr_id);
             peer = b->peer;
-            b->next = send_free_;
-            send_free_ = b;
-            ++send_free_count_;
+            send_free_.give(b);
         } else {
             peer = static_cast<Rank>(c.wr_id >> 3);
         }
@@ -275,9 +238,7 @@ void IbvTransport::completion_error(const ibv_wc &c) {
     const unsigned rail = rail_of(c);
     --peers_[g->peer].send_posted[rail];
     if (tag == Wr::long_data) {
-        g->notify->next = send_free_;
-        send_free_ = g->notify;
-        ++send_free_count_;
+        send_free_.give(g->notify);
         g->notify = nullptr;
     }
     // Reported, then completed: the caller must not wait for ever.
@@ -303,7 +264,7 @@ void IbvTransport::delivered(const Arrival &a) {
 // Everything posted completes before finalize goes on (the layer's
 // quiesce_impl waits for it).
 bool IbvTransport::idle() {
-    bool idle = send_free_count_ == send_count_ && rma_outstanding_ == 0;
+    bool idle = send_free_.size() == send_count_ && rma_outstanding_ == 0;
     for (const Peer &p : peers_)
         for (unsigned k : p.send_posted) idle &= k == 0;
     return idle;
@@ -337,29 +298,13 @@ void IbvTransport::receive_wait() {
 
 // ---- RDMA ----
 
-// RDMA of a rank with itself is a copy (no queue pair leads to itself),
-// completed like the others by the next reap, so that its registrations
-// are held as long as a transfer's would be.
-Status IbvTransport::loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later) {
-    std::memmove(to, from, n);
-    Guard g(*this);
-    if (!up_) return Status::transport;
-    loop_done_.push_back(op);
-    later = true;
-    return Status::ok;
-}
-
-Status IbvTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
+// RDMA of a rank with itself is a copy: no queue pair leads there.
+Status IbvTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                          bool &later) {
     later = false;
-    if (peer == setup().rank) return loop_rma(remote, local, n, op, later);
-    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr, 0,
-                     later);
-}
-
-Status IbvTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
-    later = false;
-    if (peer == setup().rank) return loop_rma(local, remote, n, op, later);
-    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, 0, later);
+    auto *mine = reinterpret_cast<void *>(remote);
+    if (peer == setup().rank) return write ? self_rma(mine, local, n, op, later) : self_rma(local, mine, n, op, later);
+    return rma_post(peer, write, remote, local, n, op, nullptr, 0, later);
 }
 
 // GASNet-EX's two-part Long (and every Put with remote completion): the
@@ -380,10 +325,7 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
         if (!up_) return Status::transport;
         b = send_buffer_take();
         if (!b) return Status::not_ready;
-        if (n && n <= bounce_limit_ && bounce_free_) {
-            bounce = bounce_free_;
-            bounce_free_ = bounce->next;
-        }
+        if (n && n <= bounce_limit_) bounce = bounce_free_.take();
     }
     const std::size_t length = common::packed_encode(notify.header, notify.args, notify.payload, b->bytes);
     b->peer = peer;
@@ -394,12 +336,9 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
                                bounce ? bounce->bytes : const_cast<void *>(local), n, op, b, length, later, bounce);
     if (!later) {
         Guard g(*this);
-        b->next = send_free_;
-        send_free_ = b;
-        ++send_free_count_;
+        send_free_.give(b);
         if (bounce) {
-            bounce->next = bounce_free_;
-            bounce_free_ = bounce;
+            bounce_free_.give(bounce);
         }
     } else {
         ++ibv_counters_.long_two_part;
@@ -516,12 +455,10 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
         // transfer goes on from the bounce buffer, which it frees at the end.
         g->bounce = bounce;
         g->op = nullptr;
-        loop_done_.push_back(op);
+        complete_at_poll(op);
     }
     if (notify && !g->notify) {  // not posted: back to the free list
-        notify->next = send_free_;
-        send_free_ = notify;
-        ++send_free_count_;
+        send_free_.give(notify);
     }
     later = true;  // what did post completes it (a failure was reported)
     return Status::ok;
@@ -532,8 +469,7 @@ void IbvTransport::rma_done(RmaPost *g) {
     if (--g->outstanding) return;
     if (g->op) rma_complete(g->op);
     if (g->bounce) {
-        g->bounce->next = bounce_free_;
-        bounce_free_ = g->bounce;
+        bounce_free_.give(g->bounce);
     }
     delete g;
 }

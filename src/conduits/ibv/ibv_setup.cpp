@@ -5,7 +5,7 @@
 // registration, finalize and the counters.
 #include "conduits/ibv/ibv.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
-#include "conduits/ibv/physmem.hpp"
+#include "conduits/common/pin_limit.hpp"
 
 #include "base/knobs.hpp"
 #include "base/status.hpp"
@@ -221,21 +221,6 @@ const char *mtu_text(ibv_mtu m) {
     return "?";
 }
 
-// Whether this process may lock any amount of memory (CAP_IPC_LOCK, bit
-// 14 of its effective capabilities), so that RLIMIT_MEMLOCK does not bind.
-bool may_lock_any() {
-    std::FILE *f = std::fopen("/proc/self/status", "r");
-    if (!f) return false;
-    char line[256];
-    unsigned long long caps = 0;
-    while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
-    std::fclose(f);
-    return (caps >> 14) & 1;
-}
-
-std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-
 } // namespace
 
 IbvTransport::IbvTransport() : RdmaConduit("ibv", Capabilities{}) {}
@@ -257,7 +242,15 @@ Status IbvTransport::init_impl() {
     use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
     if (Status s = open_port(); s != Status::ok) return s;
     if (Status s = atomics_setup(); s != Status::ok) return s;
-    if (Status s = physmem_init(); s != Status::ok) return s;
+    std::size_t local = 0;
+    for (std::uint32_t h : setup().host_of) local += h == setup().host_of[setup().rank];
+    if (Status s = pin_.init("ibv", local,
+                             [&](void *p, std::size_t n) {
+                                 ibv_mr *mr = ibv_reg_mr(hcas_[0].pd, p, n, IBV_ACCESS_LOCAL_WRITE);
+                                 return mr && ibv_dereg_mr(mr) == 0;
+                             });
+        s != Status::ok)
+        return s;
     Capabilities &c = capabilities_mutable();
     c.max_medium = buffer_size_;
     c.max_long = std::numeric_limits<std::size_t>::max();
@@ -438,67 +431,6 @@ Status IbvTransport::hca_open(Hca &h) {
     return Status::ok;
 }
 
-// GASNet-EX's pinnable-memory limit: SLUICE_PHYSMEM_MAX of this host's
-// memory, an equal share per rank of the host, capped by RLIMIT_MEMLOCK
-// (first raised to its hard limit) unless the process may lock any amount;
-// then, unless the user set the maximum or SLUICE_PHYSMEM_NOPROBE=1,
-// checked by registering that much memory once: the largest registration
-// that succeeds, found by halving, is the limit.
-Status IbvTransport::physmem_init() {
-    const char *op = "ibv conduit init";
-    const std::uint64_t physical =
-        static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-    const std::string &text = base::knob_string(base::Knob::PHYSMEM_MAX);
-    std::uint64_t host = 0;
-    std::string why;
-    if (!physmem_parse(text, physical, host, why))
-        return base::report(Status::argument, op, "set SLUICE_PHYSMEM_MAX to a fraction (2/3) or a size (12G)",
-                            "SLUICE_PHYSMEM_MAX: %s", why.c_str());
-    std::size_t local = 0;
-    for (std::uint32_t h : setup().host_of) local += h == setup().host_of[setup().rank];
-    std::uint64_t limit = host / std::max<std::size_t>(1, local);
-    std::string how = "SLUICE_PHYSMEM_MAX=" + text + " of " + mib(physical) + ", " + std::to_string(local) +
-                      " rank(s) on this host";
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
-        if (rl.rlim_cur != rl.rlim_max) {
-            const rlimit up{rl.rlim_max, rl.rlim_max};
-            if (::setrlimit(RLIMIT_MEMLOCK, &up) == 0) {
-                base::say("ibv: RLIMIT_MEMLOCK raised from %s to its hard limit %s",
-                          rl.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(rl.rlim_cur).c_str(),
-                          up.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(up.rlim_cur).c_str());
-                rl = up;
-            }
-        }
-        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < limit && !may_lock_any()) {
-            limit = rl.rlim_cur;
-            how += ", capped by RLIMIT_MEMLOCK";
-        }
-    }
-    if (!base::knob_is_set(base::Knob::PHYSMEM_MAX) && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
-        std::uint64_t good = 0, bad = limit + 1, next = limit;
-        for (int step = 0; step < 8 && next > good; ++step) {
-            void *p = ::mmap(nullptr, next, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            ibv_mr *mr = p == MAP_FAILED ? nullptr : ibv_reg_mr(hcas_[0].pd, p, next, IBV_ACCESS_LOCAL_WRITE);
-            if (mr) {
-                ibv_dereg_mr(mr);
-                good = next;
-            } else {
-                bad = next;
-            }
-            if (p != MAP_FAILED) ::munmap(p, next);
-            if (good == limit) break;
-            next = (good + bad) / 2 & ~std::uint64_t{0xfffff};
-        }
-        if (good < limit) how += ", probed";
-        else how += ", probe passed";
-        limit = good;
-    }
-    physmem_limit_ = limit;
-    base::say("ibv: pinnable memory %s per rank (%s)", mib(limit).c_str(), how.c_str());
-    return Status::ok;
-}
-
 // The inline data every queue pair gets, settled once at init (queue
 // pairs made later, on first use, must not change what sends rely on): a
 // queue pair asking for SLUICE_INLINESEND_LIMIT on each HCA, or for none
@@ -643,11 +575,7 @@ Status IbvTransport::buffers_create() {
         return s;
     buffers_.assign(total, Buffer{});
     for (std::size_t i = 0; i < total; ++i) buffers_[i].bytes = pool_ + i * slot;
-    for (std::size_t i = total; i-- > receives;) {
-        buffers_[i].next = send_free_;
-        send_free_ = &buffers_[i];
-    }
-    send_free_count_ = send_count_;
+    send_free_.fill(&buffers_[receives], send_count_);
     if (Status s = bounces_create(); s != Status::ok) return s;
     Guard g(*this);
     if (use_srq_) {
@@ -679,11 +607,8 @@ Status IbvTransport::bounces_create() {
         s != Status::ok)
         return s;
     bounces_.assign(count, Buffer{});
-    for (std::size_t i = count; i-- > 0;) {
-        bounces_[i].bytes = bounce_pool_ + i * bounce_limit_;
-        bounces_[i].next = bounce_free_;
-        bounce_free_ = &bounces_[i];
-    }
+    for (std::size_t i = 0; i < count; ++i) bounces_[i].bytes = bounce_pool_ + i * bounce_limit_;
+    bounce_free_.fill(bounces_.data(), count);
     return Status::ok;
 }
 
@@ -696,16 +621,7 @@ Status IbvTransport::segment_connected(const std::vector<SegmentRecord> &all) {
 // buffers) count against the pinnable-memory limit.
 Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
                                        std::string &rkey) {
-    if (pinned_.fetch_add(size) + size > physmem_limit_) {
-        const std::uint64_t before = pinned_.fetch_sub(size) - size;
-        return base::report(Status::resource, "register memory (ibv)",
-                            "attach a smaller segment, run fewer ranks per host, or raise SLUICE_PHYSMEM_MAX (and the "
-                            "locked-memory limit, ulimit -l)",
-                            "ibv: registering %zu bytes at %p would pin %llu bytes, more than the %llu this rank may "
-                            "(SLUICE_PHYSMEM_MAX)",
-                            size, base, static_cast<unsigned long long>(before + size),
-                            static_cast<unsigned long long>(physmem_limit_));
-    }
+    if (Status s = pin_.take("ibv", base, size); s != Status::ok) return s;
     // One region per HCA; the key is theirs, 32 bits each, in 64.
     auto *set = new MrSet;
     set->length = size;
@@ -714,7 +630,7 @@ Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64
         if (Status s = register_raw(hcas_[h].pd, base, size, remote_access(h), set->mr[h], "RDMA"); s != Status::ok) {
             set->length = 0;
             mem_deregister_impl(reinterpret_cast<std::uint64_t>(set));
-            pinned_.fetch_sub(size);
+            pin_.give(size);
             return s;
         }
         key |= std::uint64_t{set->mr[h]->rkey} << (32 * h);
@@ -727,7 +643,7 @@ Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64
 void IbvTransport::mem_deregister_impl(std::uint64_t handle) {
     if (!handle) return;
     auto *set = reinterpret_cast<MrSet *>(handle);
-    pinned_.fetch_sub(set->length);
+    pin_.give(set->length);
     for (ibv_mr *mr : set->mr)
         if (mr) ibv_dereg_mr(mr);
     delete set;
@@ -786,16 +702,15 @@ void IbvTransport::close_all() {
     }
     if (atomic_mr_) ibv_dereg_mr(atomic_mr_);
     atomic_mr_ = nullptr;
-    atomic_slot_.reset();
-    atomic_free_ = nullptr;
+    atomic_.clear();
     if (bounce_pool_) ::munmap(bounce_pool_, bounce_pool_bytes_);
     bounce_pool_ = nullptr;
     bounces_.clear();
-    bounce_free_ = nullptr;
+    bounce_free_.clear();
     if (pool_) ::munmap(pool_, pool_bytes_);
     pool_ = nullptr;
     buffers_.clear();
-    send_free_ = nullptr;
+    send_free_.clear();
     for (Hca &h : hcas_) {
         if (h.cq) ibv_destroy_cq(h.cq);
         if (h.channel) ibv_destroy_comp_channel(h.channel);

@@ -17,7 +17,10 @@
 #pragma once
 
 #include "base/status.hpp"
+#include "conduits/common/atomic_slots.hpp"
+#include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/common/receive_thread.hpp"
 #include "conduits/nic_atomics.hpp"
@@ -156,22 +159,16 @@ struct MrSet {
 // lives here, in memory registered once, so the caller's result may be
 // anywhere.  An operation the verbs lack is a compare-and-swap loop driven
 // from the completions: `expected` is the word's last value seen.
-struct AtomicSlot {
-    std::uint64_t fetched = 0;  // the HCA writes the old value here
-    std::uint64_t operand = 0;  // a loop's operand
-    std::uint64_t expected = 0;
+struct AtomicSlot : common::AtomicSlot {
+    std::uint64_t expected = 0;  // `operand` is a loop's
     std::uint64_t remote = 0;
-    void *result = nullptr;
-    std::atomic<std::uint64_t> *counter = nullptr;
     AtomicSlot *next = nullptr;  // free list
-    Rank peer = 0;
     std::uint32_t rkey = 0;
     sluice_aop_t op = SLUICE_OP_GET;
     sluice_dt_t type = SLUICE_DT_U64;
     bool loop = false;     // a compare-and-swap loop
     bool swapping = false;  // its compare-and-swap is the one in flight
 };
-constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
 
 struct Peer {
     ibv_qp *qp[max_rails]{};
@@ -207,24 +204,18 @@ struct IbvCounters {
 // (ibv.cpp).
 void channel_wait(ibv_comp_channel *const *channels, std::size_t n);
 
-class IbvTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
+class IbvTransport final : public common::RdmaConduit<Arrival, AtomicSlot> {
 public:
     IbvTransport();
     ~IbvTransport() override;
-
     // NIC atomics (atomics.cpp): 64-bit fetch-and-add and compare-and-swap
     // on rail 0, the rest as compare-and-swap loops.
     std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
-    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
-                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
-    const char *nic_atomics_name() const override { return "ibv"; }
 
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
                        bool &later) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
@@ -247,13 +238,19 @@ protected:
     std::string path(Rank peer) const override;
     void receive_wait() override;
     std::string receive_sleeps_on() const override { return "the completion channel"; }
+    Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                bool &later) override;
+    Status atomic_prepare(Rank peer) override { return peer == setup().rank ? Status::ok : connection(peer); }
+    Status atomics_create() override;                                           // under lock_
+    bool atomic_room(Rank peer) override { return atomic_posted(peer) < send_depth_; }  // under lock_
+    Status atomic_post(AtomicSlot *s, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                       std::uint64_t op2) override;                             // under lock_
 
 private:
     // ibv_setup.cpp
     Status open_port();
     Status hca_open(Hca &h);
     Status inline_probe();
-    Status physmem_init();
     Status buffers_create();
     Status bounces_create();
     Status pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr);
@@ -272,10 +269,9 @@ private:
 
     // atomics.cpp
     Status atomics_setup();                                  // at init: SLUICE_IBV_ATOMICS, atomic_cap
-    Status atomics_create();                                 // under lock_
-    Status atomic_post(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap);  // under lock_
+    // Under lock_: one verbs atomic of the slot `s` (a loop's step too).
+    Status atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap);
     void atomic_completion(const ibv_wc &c);                 // under lock_
-    void atomic_done(AtomicSlot *s, bool ok);                // under lock_
     unsigned &atomic_posted(Rank peer) { return peer == setup().rank ? loop_posted_ : peers_[peer].send_posted[0]; }
 
     // connect.cpp
@@ -306,7 +302,6 @@ private:
                     Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
     Status loopback(const AmMessage &m);
     bool control(Buffer *b, std::size_t length);          // under lock_
-    Status loop_rma(void *to, const void *from, std::size_t n, RmaOp *op, bool &later);
     void rma_done(RmaPost *g);                              // under lock_
     void completion(const ibv_wc &c);                       // under lock_
     unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
@@ -327,8 +322,7 @@ private:
     std::unordered_map<std::uint32_t, std::pair<Rank, unsigned>> qp_rail_;  // RC queue pair number: peer, rail
     std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
     std::vector<std::uint64_t> peer_rkey_;  // by rank: its segment's keys, one per HCA (32 bits each)
-    std::uint64_t physmem_limit_ = 0;  // bytes this rank may register (SLUICE_PHYSMEM_MAX)
-    std::atomic<std::uint64_t> pinned_{0};  // registered for RDMA now
+    common::PinLimit pin_;             // registered for RDMA, against SLUICE_PHYSMEM_MAX
 
     // Limits.
     std::size_t buffer_size_ = 0;      // Medium payload
@@ -343,17 +337,16 @@ private:
     std::size_t pool_bytes_ = 0;
     std::vector<Buffer> buffers_;
     std::size_t recv_count_ = 0;       // per HCA with SRQs; in all without
-    Buffer *send_free_ = nullptr;
+    common::FreeList<Buffer> send_free_;
     // Bounce buffers of bounce_limit_ bytes for two-part Longs (GASNet-EX's
     // non-bulk bounce limit), registered with every HCA.
     std::size_t bounce_limit_ = 0;
     std::byte *bounce_pool_ = nullptr;
     std::size_t bounce_pool_bytes_ = 0;
     std::vector<Buffer> bounces_;
-    Buffer *bounce_free_ = nullptr;
-    std::size_t send_free_count_ = 0, send_count_ = 0;
+    common::FreeList<Buffer> bounce_free_;
+    std::size_t send_count_ = 0;
     std::size_t rma_outstanding_ = 0;
-    std::vector<RmaOp *> loop_done_;       // RDMA with itself, copied, completed by the next reap
 
     // Dynamic connections (connect.cpp): a UD queue pair with its own
     // completion queue and channel, small registered buffers (receives,
@@ -376,9 +369,7 @@ private:
     // them; slots registered on first use; a queue pair connected to
     // another of this rank (rail 0's HCA), for its own words.
     std::string atomics_off_;
-    std::unique_ptr<AtomicSlot[]> atomic_slot_;
     ibv_mr *atomic_mr_ = nullptr;
-    AtomicSlot *atomic_free_ = nullptr;
     ibv_qp *loop_qp_[2]{};
     unsigned loop_posted_ = 0;
 

@@ -63,10 +63,8 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
     {
         Guard g(*this);
         if (!ep_) return Status::transport;
-        if (!send_free_) reap();
-        if (!send_free_) return Status::not_ready;
-        b = send_free_;
-        send_free_ = b->next;
+        if (send_free_.empty()) reap();
+        if (!(b = send_free_.take())) return Status::not_ready;
     }
     // The copy outside the lock: another thread may poll meanwhile.
     common::packed_encode(h, m.args, m.payload, b->bytes);
@@ -81,8 +79,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
         return Status::ok;
     }
     peers_[peer].order.unsend();
-    b->next = send_free_;
-    send_free_ = b;
+    send_free_.give(b);
     if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_send failed");
     ++counters_.full;
     reap();
@@ -218,13 +215,12 @@ void OfiTransport::reap() {
             }
             auto *c = static_cast<Context *>(e[i].op_context);
             if (c->tag == Tag::send) {
-                auto *b = static_cast<SendBuffer *>(c);
-                b->next = send_free_;
-                send_free_ = b;
+                send_free_.give(static_cast<SendBuffer *>(c));
             } else if (c->tag == Tag::rma) {
                 rma_done(static_cast<RmaPost *>(c));
             } else if (c->tag == Tag::atomic) {
-                atomic_done(static_cast<AtomicSlot *>(c), true);
+                --rma_outstanding_;
+                atomic_.done(static_cast<AtomicSlot *>(c), true);
             }
         }
         if (n < static_cast<ssize_t>(cq_batch)) break;
@@ -255,8 +251,7 @@ void OfiTransport::reap_error() {
         base::report(Status::transport, "send (ofi)", "check that the peer is alive and reachable over this provider",
                      "ofi (%s): an AM to rank %u was not delivered: %s (%s)", provider_.c_str(), b->peer,
                      fi_strerror(err.err), detail ? detail : "");
-        b->next = send_free_;
-        send_free_ = b;
+        send_free_.give(b);
     } else if (c->tag == Tag::rma) {
         auto *p = static_cast<RmaPost *>(c);
         // Reported, then completed: the caller must not wait for ever.
@@ -269,7 +264,8 @@ void OfiTransport::reap_error() {
         base::report(Status::transport, "atomic (ofi)", "check that the peer is alive and the word lies in its segment",
                      "ofi (%s): an atomic failed: %s (%s)", provider_.c_str(), fi_strerror(err.err),
                      detail ? detail : "");
-        atomic_done(static_cast<AtomicSlot *>(c), false);
+        --rma_outstanding_;
+        atomic_.done(static_cast<AtomicSlot *>(c), false);
     }
 }
 
@@ -284,9 +280,7 @@ void OfiTransport::delivered(const Arrival &a) {
 // Everything posted leaves before finalize goes on: with manual progress a
 // message still queued in the provider moves only while someone polls.
 bool OfiTransport::idle() {
-    std::size_t free = 0;
-    for (SendBuffer *b = send_free_; b; b = b->next) ++free;
-    return free == send_.size() && rma_outstanding_ == 0;
+    return send_free_.size() == send_.size() && rma_outstanding_ == 0;
 }
 
 // ---- the receive thread ----
@@ -314,18 +308,10 @@ void OfiTransport::receive_wait() {
 
 // ---- RDMA ----
 
-Status OfiTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
-    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, later);
-}
-
-Status OfiTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
-    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, later);
-}
-
 // One fi_writemsg or fi_readmsg of at most rma_chunk_ bytes (the wrapper
 // cuts larger transfers: Capabilities::rma_piece).
-Status OfiTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
-                              bool &later) {
+Status OfiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                          bool &later) {
     later = false;
     if (n == 0) return Status::ok;
     const char *what = write ? "put (ofi)" : "get (ofi)";
@@ -389,9 +375,6 @@ fi_datatype fi_type(sluice_dt_t t) {
     default: return FI_DOUBLE;
     }
 }
-std::size_t type_size(sluice_dt_t t) {
-    return t == SLUICE_DT_I32 || t == SLUICE_DT_U32 || t == SLUICE_DT_FLT ? 4 : 8;
-}
 
 // The libfabric operation behind each of ours: every one goes as a fetching
 // atomic (its completion means it was applied at the target), CAS as a
@@ -436,35 +419,22 @@ std::string OfiTransport::nic_atomics_support(sluice_dt_t type, std::uint64_t op
 }
 
 Status OfiTransport::atomics_create() {
-    atomic_slot_ = std::make_unique<AtomicSlot[]>(atomic_slots);
-    for (std::size_t i = 0; i < atomic_slots; ++i) {
-        atomic_slot_[i].tag = Tag::atomic;
-        atomic_slot_[i].next = i + 1 < atomic_slots ? &atomic_slot_[i + 1] : nullptr;
-    }
-    atomic_free_ = &atomic_slot_[0];
+    atomic_.create([](AtomicSlot &s) { s.tag = Tag::atomic; });
     if (!mr_.local) return Status::ok;
-    return register_raw(atomic_slot_.get(), atomic_slots * sizeof(AtomicSlot), FI_READ | FI_WRITE, next_key_++,
-                        atomic_mr_, "atomic operands");
+    const Status s = register_raw(atomic_.base(), atomic_.bytes(), FI_READ | FI_WRITE, next_key_++, atomic_mr_,
+                                  "atomic operands");
+    if (s != Status::ok) atomic_.clear();  // reported; the next atomic tries again
+    return s;
 }
 
-Status OfiTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
-                                std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) {
-    Guard guard(*this);
-    if (!ep_) return Status::transport;
-    if (!atomic_slot_)
-        if (Status s = atomics_create(); s != Status::ok) return s;
-    if (!atomic_free_ || rma_outstanding_ >= tx_depth_ || posts_since_reap_ >= reap_every_) reap();
-    if (!atomic_free_ || rma_outstanding_ >= tx_depth_) return Status::not_ready;
-    AtomicSlot *slot = atomic_free_;
+Status OfiTransport::atomic_post(AtomicSlot *slot, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type,
+                                 std::uint64_t op1, std::uint64_t op2) {
+    const Rank peer = slot->peer;
     const fi_op fop = fi_operation(op);
     slot->operand = fop == FI_SUM ? nic_sum_operand(op, type, op1) : fop == FI_CSWAP ? op2 : op1;
     slot->compare = op1;
-    slot->result = result;
-    slot->size = type_size(type);
-    slot->counter = &counter;
     void *desc = atomic_mr_ ? fi_mr_desc(atomic_mr_) : nullptr;
     const std::uint64_t address = mr_.virt_addr ? remote : remote - atomic_base_[peer];
-    // Little-endian: the low bytes of the 64-bit fields hold a 4-byte value.
     ssize_t r;
     if (fop == FI_CSWAP)
         r = fi_compare_atomic(ep_, &slot->operand, 1, desc, &slot->compare, desc, &slot->fetched, desc, addr_[peer],
@@ -477,20 +447,10 @@ Status OfiTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op
         return Status::not_ready;
     }
     if (r != 0) return fatal("atomic (ofi)", peer, static_cast<int>(r), "fi_fetch_atomic/fi_compare_atomic failed");
-    atomic_free_ = slot->next;
     ++counters_.atomics;
-    counter.fetch_add(1, std::memory_order_relaxed);
     ++rma_outstanding_;
     ++posts_since_reap_;
     return Status::ok;
-}
-
-void OfiTransport::atomic_done(AtomicSlot *slot, bool ok) {
-    if (ok && slot->result) std::memcpy(slot->result, &slot->fetched, slot->size);
-    slot->counter->fetch_sub(1, std::memory_order_release);
-    slot->next = atomic_free_;
-    atomic_free_ = slot;
-    --rma_outstanding_;
 }
 
 } // namespace sluice::conduit::ofi::detail

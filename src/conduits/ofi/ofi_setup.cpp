@@ -180,11 +180,9 @@ Status OfiTransport::open_fabric() {
     domain_name_ = info_->domain_attr->name ? info_->domain_attr->name : "";
     // NIC atomics for atomic domains, where the chosen provider offers them
     // on the chosen domain: asked separately, so they never change the choice.
-    const std::string &atomics = base::knob_string(base::Knob::OFI_ATOMICS);
-    if (atomics != "0" && atomics != "1" && atomics != "auto" && !atomics.empty())
-        return base::report(Status::argument, op, "use 0, 1 or auto", "SLUICE_OFI_ATOMICS=%s", atomics.c_str());
-    if (atomics == "0") atomics_off_ = "SLUICE_OFI_ATOMICS=0";
-    else if (atomics != "1" && (provider_ == "sockets" || provider_ == "udp;ofi_rxd"))
+    const bool shaky = provider_ == "sockets" || provider_ == "udp;ofi_rxd";
+    if (!base::knob_switch(base::Knob::OFI_ATOMICS, true)) atomics_off_ = "SLUICE_OFI_ATOMICS=0";
+    else if (!base::knob_switch(base::Knob::OFI_ATOMICS, !shaky))
         atomics_off_ = "SLUICE_OFI_ATOMICS=auto leaves " + provider_ +
                        " out (libfabric 1.17's atomics there lost completions or crashed a rank here; 1 forces them)";
     if (atomics_off_.empty()) {
@@ -244,12 +242,7 @@ Status OfiTransport::open_fabric() {
     reap_every_ = std::max<std::size_t>(8, tx_depth_ / 8);
     // shm moves a write's bytes into the target before it completes it,
     // and in libfabric 1.17 never completes one asked FI_DELIVERY_COMPLETE.
-    const std::string &dc = base::knob_string(base::Knob::OFI_DELIVERY_COMPLETE);
-    if (dc == "auto" || dc.empty()) delivery_complete_ = provider_ != "shm";
-    else if (dc == "1" || dc == "yes" || dc == "on") delivery_complete_ = true;
-    else if (dc == "0" || dc == "no" || dc == "off") delivery_complete_ = false;
-    else
-        return base::report(Status::argument, op, "use auto, 1 or 0", "SLUICE_OFI_DELIVERY_COMPLETE=%s", dc.c_str());
+    delivery_complete_ = base::knob_switch(base::Knob::OFI_DELIVERY_COMPLETE, provider_ != "shm");
 
     auto check = [&](int r, const char *call) -> Status {
         if (r == 0) return Status::ok;
@@ -301,13 +294,8 @@ Status OfiTransport::open_fabric() {
     // Multi-receive only where a released buffer can be told: the rxm
     // providers report it, in-order ones are inferred.  Others (udp;ofi_rxd,
     // which does neither) get a ring of buffers of one message each.
-    const std::string &recv_mode = base::knob_string(base::Knob::OFI_RECV_MODE);
-    if (recv_mode == "multi") multi_recv_ = true;
-    else if (recv_mode == "ring") multi_recv_ = false;
-    else if (recv_mode == "auto" || recv_mode.empty())
-        multi_recv_ = in_order_receives_ || provider_.ends_with(";ofi_rxm");
-    else
-        return base::report(Status::argument, op, "use auto, multi or ring", "SLUICE_OFI_RECV_MODE=%s", recv_mode.c_str());
+    const std::string &recv_mode = base::knob_string(base::Knob::OFI_RECV_MODE);  // auto, multi or ring
+    multi_recv_ = recv_mode == "multi" || (recv_mode != "ring" && (in_order_receives_ || provider_.ends_with(";ofi_rxm")));
     if (!multi_recv_) return Status::ok;
     return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
                  "fi_setopt(FI_OPT_MIN_MULTI_RECV)");
@@ -321,12 +309,7 @@ Status OfiTransport::open_fabric() {
 // to a peer and then computes without polling leaves that message
 // half-sent.  The greetings are control messages, outside the order of AMs.
 Status OfiTransport::connect_peers() {
-    const std::string &want = base::knob_string(base::Knob::OFI_CONNECT);
-    bool on;
-    if (want == "auto" || want.empty()) on = provider_.ends_with(";ofi_rxd");
-    else if (want == "1" || want == "yes" || want == "on") on = true;
-    else if (want == "0" || want == "no" || want == "off") on = false;
-    else return base::report(Status::argument, "ofi conduit init", "use auto, 1 or 0", "SLUICE_OFI_CONNECT=%s", want.c_str());
+    const bool on = base::knob_switch(base::Knob::OFI_CONNECT, provider_.ends_with(";ofi_rxd"));
     const Rank n = setup().size, me = setup().rank;
     if (!on || n == 1) return Status::ok;
     const std::uint64_t deadline = base::now_ns() + static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
@@ -367,15 +350,12 @@ Status OfiTransport::exchange_addresses() {
                             fi_strerror(-r), length);
     mine.name_length = static_cast<std::uint32_t>(length);
     std::vector<std::string> all;
-    if (!setup().bootstrap->allgather(&mine, sizeof mine, all))
-        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of ofi addresses failed");
+    if (Status s = common::allgather_records(setup(), "ofi", "an address", &mine, sizeof mine, all); s != Status::ok)
+        return s;
     const Rank n = setup().size;
     std::vector<std::uint8_t> names;
     for (Rank r = 0; r < n; ++r) {
         AddressRecord theirs{};
-        if (all[r].size() != sizeof theirs)
-            return base::report(Status::state, op, "run the same Sluice build on every rank",
-                                "rank %u sent an ofi address record of %zu bytes", r, all[r].size());
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
         theirs.provider[sizeof theirs.provider - 1] = 0;
         if (provider_ != theirs.provider)
@@ -430,12 +410,11 @@ Status OfiTransport::buffers_create() {
             s != Status::ok)
             return s;
     }
-    for (std::size_t i = count; i-- > 0;) {
+    for (std::size_t i = 0; i < count; ++i) {
         send_[i].tag = Tag::send;
         send_[i].bytes = send_bytes_.get() + i * slot;
-        send_[i].next = send_free_;
-        send_free_ = &send_[i];
     }
+    send_free_.fill(send_.data(), count);
     std::size_t recv_size = std::max(base::knob_size(base::Knob::OFI_RECV_BUFFER_SIZE), 4 * slot);
     std::size_t recv_count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_RECV_BUFFERS));
     if (!multi_recv_) {
@@ -541,11 +520,10 @@ void OfiTransport::close_all() {
     life_.clear();
     if (atomic_mr_) fi_close(&atomic_mr_->fid);
     atomic_mr_ = nullptr;
-    atomic_free_ = nullptr;
-    atomic_slot_.reset();
+    atomic_.clear();
     if (send_mr_) fi_close(&send_mr_->fid);
     send_mr_ = nullptr;
-    send_free_ = nullptr;
+    send_free_.clear();
     send_.clear();
     send_bytes_.reset();
     if (cq_) fi_close(&cq_->fid);

@@ -12,6 +12,8 @@
 
 #include "base/flag.hpp"
 #include "base/status.hpp"
+#include "conduits/common/atomic_slots.hpp"
+#include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/rdma_conduit.hpp"
@@ -83,17 +85,10 @@ struct RmaPost : Context {
 };
 static_assert(sizeof(RmaPost) <= rma_context_size);
 
-// One NIC atomic in flight (NicAtomics): its operands and the fetched
-// value live here, in memory registered once, so the caller's result may
-// be anywhere.
-struct AtomicSlot : Context {
-    std::uint64_t operand = 0, compare = 0, fetched = 0;
-    void *result = nullptr;
-    std::size_t size = 0;
-    std::atomic<std::uint64_t> *counter = nullptr;
+// One NIC atomic in flight (common/atomic_slots.hpp).
+struct AtomicSlot : Context, common::AtomicSlot {
     AtomicSlot *next = nullptr;  // free list
 };
-constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
 
 // An arrived message waiting for delivery.
 struct Arrival {
@@ -125,24 +120,18 @@ struct MrMode {
     bool allocated = false;   // FI_MR_ALLOCATED: only mapped memory (always true here)
 };
 
-class OfiTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
+class OfiTransport final : public common::RdmaConduit<Arrival, AtomicSlot> {
 public:
     OfiTransport();
     ~OfiTransport() override;
-
-    // NIC atomics (ofi.cpp): fi_fetch_atomic and fi_compare_atomic
-    // where fi_query_atomic allows them.
+    // NIC atomics (ofi.cpp): fi_fetch_atomic and fi_compare_atomic where
+    // fi_query_atomic allows them.
     std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
-    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
-                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
-    const char *nic_atomics_name() const override { return "ofi"; }
 
 protected:
     Status init_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
                              std::string &rkey) override;
     void mem_deregister_impl(std::uint64_t handle) override;
@@ -159,6 +148,12 @@ protected:
     std::string path(Rank peer) const override;
     void receive_wait() override;
     std::string receive_sleeps_on() const override;
+    Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                bool &later) override;
+    Status atomics_create() override;                                 // under lock_
+    bool atomic_room(Rank) override { return rma_outstanding_ < tx_depth_ && posts_since_reap_ < reap_every_; }
+    Status atomic_post(AtomicSlot *slot, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                       std::uint64_t op2) override;                   // under lock_
 
 private:
 
@@ -175,13 +170,10 @@ private:
 
     // ofi.cpp
     Status post(Rank peer, const void *bytes, std::size_t length);  // under lock_
-    Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op, bool &later);
     void rma_done(RmaPost *p);                                        // under lock_
     bool arrived(const Arrival &a);                                   // under lock_
     std::uint16_t stamp(Rank peer, std::byte *message);               // under lock_
     void reap_error();                                                // under lock_
-    Status atomics_create();                                          // under lock_
-    void atomic_done(AtomicSlot *slot, bool ok);                      // under lock_
     void repost(RecvBuffer *b);                                       // under lock_
     void release(RecvBuffer *b);                                      // under lock_
     Status fatal(const char *op, Rank peer, int error, const char *what);
@@ -221,11 +213,9 @@ private:
     std::unique_ptr<std::byte[]> send_bytes_;
     std::vector<SendBuffer> send_;
     fid_mr *send_mr_ = nullptr;
-    SendBuffer *send_free_ = nullptr;
+    common::FreeList<SendBuffer> send_free_;
     std::deque<RecvBuffer *> posted_;  // in the order they were posted
     std::uint64_t next_key_ = 1u << 31;  // keys this conduit makes up itself
-
-    // The segment this conduit created (no same-host conduit owns it).
 
     std::size_t rma_outstanding_ = 0;  // pieces posted
 
@@ -239,9 +229,7 @@ private:
     // (and SLUICE_OFI_ATOMICS is on); slots registered on first use.
     bool atomics_ = false;
     std::string atomics_off_;  // why they were not asked for (SLUICE_OFI_ATOMICS)
-    std::unique_ptr<AtomicSlot[]> atomic_slot_;
     fid_mr *atomic_mr_ = nullptr;
-    AtomicSlot *atomic_free_ = nullptr;
     std::vector<std::uint64_t> atomic_base_;  // segment bases, for offsets without FI_MR_VIRT_ADDR
 };
 

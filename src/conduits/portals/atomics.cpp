@@ -28,9 +28,6 @@ ptl_datatype_t ptl_type(sluice_dt_t t) {
     default: return PTL_DOUBLE;
     }
 }
-std::size_t type_size(sluice_dt_t t) {
-    return t == SLUICE_DT_I32 || t == SLUICE_DT_U32 || t == SLUICE_DT_FLT ? 4 : 8;
-}
 bool floating(sluice_dt_t t) { return t == SLUICE_DT_FLT || t == SLUICE_DT_DBL; }
 
 // The call and the Portals operation behind each of ours.  Non-fetching
@@ -71,32 +68,18 @@ const char *call_name(Call c) {
 
 } // namespace
 
-// SLUICE_PORTALS_ATOMICS, read at init: auto or 0.
-Status PortalsTransport::atomics_knob() {
-    const std::string &atomics = base::knob_string(base::Knob::PORTALS_ATOMICS);
-    if (atomics == "0") atomics_off_ = "SLUICE_PORTALS_ATOMICS=0";
-    else if (atomics != "auto" && !atomics.empty())
-        return base::report(Status::argument, "portals conduit init", "use SLUICE_PORTALS_ATOMICS=auto or 0",
-                            "portals: SLUICE_PORTALS_ATOMICS=%s is neither auto nor 0", atomics.c_str());
-    return Status::ok;
-}
-
 // The slots and one descriptor over them all (events on the SAFE queue, a
 // PtlAtomic's ack and a fetch's reply only), made at init.
 Status PortalsTransport::atomics_create() {
-    if (!atomics_off_.empty()) return Status::ok;
-    auto slots = std::make_unique<AtomicSlot[]>(atomic_slots);
-    for (std::size_t i = 0; i < atomic_slots; ++i) {
-        slots[i].tag = Tag::atomic;
-        slots[i].next = i + 1 < atomic_slots ? &slots[i + 1] : nullptr;
-    }
-    const std::size_t bytes = atomic_slots * sizeof(AtomicSlot);
-    if (int rc = md_bind(slots.get(), bytes, PTL_MD_EVENT_SEND_DISABLE, atomic_iov_, atomic_md_); rc != PTL_OK)
+    if (!atomics_off_.empty()) return Status::transport;  // nic_atomics_support said so
+    atomic_.create([](AtomicSlot &s) { s.tag = Tag::atomic; });
+    if (int rc = md_bind(atomic_.base(), atomic_.bytes(), PTL_MD_EVENT_SEND_DISABLE, atomic_iov_, atomic_md_);
+        rc != PTL_OK) {
+        atomic_.clear();
         return base::report(Status::resource, "portals conduit init", "set SLUICE_PORTALS_ATOMICS=0",
-                            "portals: binding the atomic operands (%zu bytes, return code %d)", bytes, rc);
+                            "portals: binding the atomic operands (%zu bytes, return code %d)", atomic_.bytes(), rc);
+    }
     atomic_md_bound_ = true;
-    atomic_slot_ = std::move(slots);
-    atomic_free_ = &atomic_slot_[0];
     return Status::ok;
 }
 
@@ -104,9 +87,9 @@ std::string PortalsTransport::nic_atomics_support(sluice_dt_t type, std::uint64_
     if (!atomics_off_.empty()) return atomics_off_;
     if (type < SLUICE_DT_I32 || type > SLUICE_DT_DBL) return "Portals has no atomic type for it";
     Guard g(*this);
-    if (!ni_open_ || !atomic_slot_) return "the portals conduit is closed";
+    if (!ni_open_ || !atomic_.made()) return "the portals conduit is closed";
     if (!segment_mes_) return "this rank's segment has no portals entry yet";
-    const std::size_t size = type_size(type);
+    const std::size_t size = common::atomic_type_size(type);
     for (unsigned op = 0; op < SLUICE_OP_COUNT_; ++op) {
         if (!(ops & SLUICE_AOP_BIT(op))) continue;
         const Mapping m = mapping(op);
@@ -124,27 +107,14 @@ std::string PortalsTransport::nic_atomics_support(sluice_dt_t type, std::uint64_
     return "";
 }
 
-Status PortalsTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type,
-                                    std::uint64_t op1, std::uint64_t op2, void *result,
-                                    std::atomic<std::uint64_t> &counter) {
-    Guard guard(*this);
-    if (!ni_open_ || !atomic_slot_) return Status::transport;
-    if (!atomic_free_ || !tickets_) reap();
-    if (!atomic_free_ || !tickets_) {
-        ++counters_.full;
-        return Status::not_ready;
-    }
-    AtomicSlot *slot = atomic_free_;
+Status PortalsTransport::atomic_post(AtomicSlot *slot, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type,
+                                     std::uint64_t op1, std::uint64_t op2) {
+    const Rank peer = slot->peer;
     const Mapping m = mapping(op);
     slot->operand = m.op == PTL_SUM ? nic_sum_operand(op, type, op1) : m.op == PTL_CSWAP ? op2 : op1;
     slot->compare = op1;
-    slot->result = result;
-    slot->size = type_size(type);
-    slot->peer = peer;
-    slot->counter = &counter;
-    // Offsets in the descriptor; little-endian: a 4-byte value is the low
-    // bytes of its 64-bit field.
-    const auto *base = reinterpret_cast<const std::byte *>(atomic_slot_.get());
+    // Offsets in the descriptor.
+    const auto *base = reinterpret_cast<const std::byte *>(atomic_.base());
     const auto put = static_cast<ptl_size_t>(reinterpret_cast<const std::byte *>(&slot->operand) - base);
     const auto get = static_cast<ptl_size_t>(reinterpret_cast<const std::byte *>(&slot->fetched) - base);
     const std::uint64_t offset = remote - segment_bases_[peer];
@@ -168,10 +138,8 @@ Status PortalsTransport::nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_
         std::snprintf(what, sizeof what, "%s failed", call_name(m.call));
         return fatal("atomic (portals)", peer, rc, what);
     }
-    atomic_free_ = slot->next;
     --tickets_;
     ++counters_.atomics;
-    counter.fetch_add(1, std::memory_order_relaxed);
     return Status::ok;
 }
 
@@ -182,11 +150,7 @@ void PortalsTransport::atomic_done(AtomicSlot *slot, const ptl_event_t &e) {
         base::report(Status::transport, "atomic (portals)",
                      "check that the peer is alive and that the word lies in its segment",
                      "portals: an atomic on rank %u's word failed: %s", slot->peer, fail_name(e.ni_fail_type));
-    else if (slot->result)
-        std::memcpy(slot->result, &slot->fetched, slot->size);
-    slot->counter->fetch_sub(1, std::memory_order_release);
-    slot->next = atomic_free_;
-    atomic_free_ = slot;
+    atomic_.done(slot, e.ni_fail_type == PTL_NI_OK);
 }
 
 } // namespace sluice::conduit::portals::detail

@@ -111,14 +111,13 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
             reserved_chunk_ = nullptr;
             reserved_ticket_ = false;
         } else {
-            Chunk *&free = reply ? rpl_free_ : req_free_;
-            if (!tickets_ || !free) reap();
-            if (!tickets_ || !free) {
+            common::FreeList<Chunk> &free = reply ? rpl_free_ : req_free_;
+            if (!tickets_ || free.empty()) reap();
+            if (!tickets_ || free.empty()) {
                 ++(tickets_ ? own_counters_.no_chunk : counters_.full);
                 return Status::not_ready;
             }
-            c = free;
-            free = c->next;
+            c = free.take();
             --tickets_;
         }
     }
@@ -261,9 +260,7 @@ void PortalsTransport::control_send(Rank peer, std::uint8_t category) {
 }
 
 void PortalsTransport::chunk_free(Chunk *c) {
-    Chunk *&free = c->tag == Tag::rpl_chunk ? rpl_free_ : req_free_;
-    c->next = free;
-    free = c;
+    (c->tag == Tag::rpl_chunk ? rpl_free_ : req_free_).give(c);
 }
 
 // The peer's physical id: a stopped or hung process keeps its Portals
@@ -300,8 +297,6 @@ void PortalsTransport::reap() {
     drain(sys_eq_, sys_limit_, "SYS");
     drain(safe_eq_, safe_limit_, "SAFE");
     drain(am_eq_, am_limit_, "AM");
-    for (RmaOp *op : self_done_) rma_complete(op);
-    self_done_.clear();
     // Messages a catch-basin took, put again.
     while (!resend_.empty() && tickets_) {
         Chunk *c = resend_.front();
@@ -444,10 +439,9 @@ void PortalsTransport::processed(const Arrival &a) {
 // reply never waits.  Without them the request waits for the next poll.
 bool PortalsTransport::take(const Arrival &a) {
     if (Bits::flags(a.bits) & am_flag_reply) return true;
-    if (!tickets_ || !rpl_free_) reap();
-    if (!tickets_ || !rpl_free_) return false;
-    reserved_chunk_ = rpl_free_;
-    rpl_free_ = reserved_chunk_->next;
+    if (!tickets_ || rpl_free_.empty()) reap();
+    if (!tickets_ || rpl_free_.empty()) return false;
+    reserved_chunk_ = rpl_free_.take();
     --tickets_;
     reserved_ticket_ = true;
     return true;
@@ -532,13 +526,9 @@ bool PortalsTransport::idle() {
 
 // ---- RDMA ----
 
-Status PortalsTransport::put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) {
-    return rma_post(peer, true, reinterpret_cast<std::uint64_t>(remote), const_cast<void *>(local), n, op, nullptr,
-                     later);
-}
-
-Status PortalsTransport::get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) {
-    return rma_post(peer, false, reinterpret_cast<std::uint64_t>(remote), local, n, op, nullptr, later);
+Status PortalsTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                              bool &later) {
+    return rma_post(peer, write, remote, local, n, op, nullptr, later);
 }
 
 // The payload into the segment entry whose events go to the target's AM
@@ -557,19 +547,16 @@ Status PortalsTransport::rma_post(Rank peer, bool write, std::uint64_t remote, v
     if (peer == setup().rank) {
         // To this rank itself: a copy within the segment (see loopback).
         auto *mine = reinterpret_cast<std::byte *>(segment_base_ + remote);
-        if (n) std::memmove(write ? mine : local, write ? local : mine, n);
         if (notify) {
+            if (n) std::memmove(mine, local, n);
             const AmHeader &h = notify->header;
             if (Status s = loopback(Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs), notify->args,
                                     h.nargs, AmCategory::short_, 0, nullptr, 0);
                 s != Status::ok)
                 return s;
+            n = 0;
         }
-        // Complete at the next poll, as over the network.
-        Guard guard(*this);
-        self_done_.push_back(op);
-        later = true;
-        return Status::ok;
+        return write ? self_rma(mine, local, n, op, later) : self_rma(local, mine, n, op, later);
     }
     if (n == 0 && !notify) return Status::ok;
     const char *what = write ? "put (portals)" : "get (portals)";

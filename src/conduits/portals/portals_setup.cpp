@@ -76,7 +76,7 @@ Status PortalsTransport::init_impl() {
     c.remote_offsets = true;
     c.needs_credits = true;      // the request buffers are a fixed space
     c.inline_limit = 0;
-    if (Status s = atomics_knob(); s != Status::ok) return s;
+    if (base::knob_string(base::Knob::PORTALS_ATOMICS) == "0") atomics_off_ = "SLUICE_PORTALS_ATOMICS=0";
     if (Status s = open_interface(); s != Status::ok) return s;
     if (Status s = exchange_ids(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
@@ -137,16 +137,11 @@ Status PortalsTransport::exchange_ids() {
     if (int rc = ptl().GetPhysId(ni_, &mine); rc != PTL_OK)
         return base::report(Status::transport, op, nullptr, "portals: PtlGetPhysId failed (return code %d)", rc);
     std::vector<std::string> all;
-    if (!setup().bootstrap->allgather(&mine, sizeof mine, all))
-        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of Portals ids failed");
+    if (Status s = common::allgather_records(setup(), "portals", "a Portals id", &mine, sizeof mine, all); s != Status::ok)
+        return s;
     const Rank n = setup().size;
     id_.assign(n, ptl_process_t{});
-    for (Rank r = 0; r < n; ++r) {
-        if (all[r].size() != sizeof mine)
-            return base::report(Status::state, op, "run the same Sluice build on every rank",
-                                "rank %u sent a Portals id of %zu bytes", r, all[r].size());
-        std::memcpy(&id_[r], all[r].data(), sizeof mine);
-    }
+    for (Rank r = 0; r < n; ++r) std::memcpy(&id_[r], all[r].data(), sizeof mine);
     if (int rc = ptl().SetMap(ni_, n, id_.data()); rc != PTL_OK)
         return base::report(Status::transport, op, nullptr, "portals: PtlSetMap of %u ranks failed (return code %d)", n, rc);
     physical_ = id_;
@@ -223,7 +218,8 @@ Status PortalsTransport::buffers_create() {
     // memory of even an empty Put and aborts on a null one.
     if (Status s = bind(control_bytes_, sizeof control_bytes_, control_iov_, control_md_, "control descriptor"); s != Status::ok) return s;
     mds_ = true;
-    if (Status s = atomics_create(); s != Status::ok) return s;
+    if (atomics_off_.empty())
+        if (Status s = atomics_create(); s != Status::ok) return s;
     ptl_me_t me{};
     me.start = reqsb_bytes_.get();
     me.length = sb * chunk_bytes;
@@ -409,8 +405,7 @@ void PortalsTransport::close_all() {
         ptl().Fini();
         initialized_ = false;
     }
-    atomic_free_ = nullptr;
-    atomic_slot_.reset();
+    atomic_.clear();
 }
 
 // The layer's line (common::stats_line) with portals' own counters after

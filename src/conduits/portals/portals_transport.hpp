@@ -11,6 +11,8 @@
 #pragma once
 
 #include "base/status.hpp"
+#include "conduits/common/atomic_slots.hpp"
+#include "conduits/common/free_list.hpp"
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
@@ -155,18 +157,11 @@ struct Arrival {
 constexpr unsigned stream_request = 0, stream_reply = 1;
 using PeerOrder = common::PeerOrder<Arrival, 2>;
 
-// One NIC atomic in flight (NicAtomics): its operand, the value compared
-// (PtlSwap's operand) and the fetched value live here, in one descriptor
-// bound once over every slot, so the caller's result may be anywhere.
-struct AtomicSlot : Context {
-    std::uint64_t operand = 0, compare = 0, fetched = 0;
-    void *result = nullptr;
-    std::size_t size = 0;
-    Rank peer = 0;
-    std::atomic<std::uint64_t> *counter = nullptr;
+// One NIC atomic in flight (common/atomic_slots.hpp): `compare` is
+// PtlSwap's operand; one descriptor is bound over every slot.
+struct AtomicSlot : Context, common::AtomicSlot {
     AtomicSlot *next = nullptr;  // free list
 };
-constexpr std::size_t atomic_slots = 256;  // NIC atomics in flight at most
 
 // What portals counts besides the layer's common::Counters (where `sent`
 // is every AM put from a chunk, `full` a post without a free send ticket,
@@ -188,17 +183,13 @@ struct Region {
     ptl_iovec_t iov{};  // what the descriptor covers (md_bind)
 };
 
-class PortalsTransport final : public common::RdmaConduit<Arrival>, public NicAtomics {
+class PortalsTransport final : public common::RdmaConduit<Arrival, AtomicSlot> {
 public:
     PortalsTransport();
     ~PortalsTransport() override;
-
     // NIC atomics (atomics.cpp): PtlAtomic, PtlFetchAtomic and PtlSwap on
     // the segment's entry, where the interface's limits allow them.
     std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;
-    Status nic_atomic(Rank peer, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
-                      std::uint64_t op2, void *result, std::atomic<std::uint64_t> &counter) override;
-    const char *nic_atomics_name() const override { return "portals"; }
 
 protected:
     Status init_impl() override;
@@ -206,8 +197,6 @@ protected:
     Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                            const std::uint32_t *args, unsigned nargs) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
-    Status put_impl(Rank peer, void *remote, const void *local, std::size_t n, RmaOp *op, bool &later) override;
-    Status get_impl(void *local, Rank peer, const void *remote, std::size_t n, RmaOp *op, bool &later) override;
     Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
                        bool &later) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
@@ -225,6 +214,12 @@ protected:
     void control_send(Rank peer, std::uint8_t category) override;                   // under lock_
     bool idle() override;                                                           // under lock_
     std::string path(Rank peer) const override;
+    Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                bool &later) override;
+    Status atomics_create() override;                                               // at init
+    bool atomic_room(Rank) override { return tickets_ != 0; }                       // under lock_
+    Status atomic_post(AtomicSlot *slot, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                       std::uint64_t op2) override;                                 // under lock_
 
 private:
     // portals_setup.cpp
@@ -260,8 +255,6 @@ private:
     Status fatal(const char *op, Rank peer, int rc, const char *what);
 
     // atomics.cpp
-    Status atomics_knob();
-    Status atomics_create();
     void atomic_done(AtomicSlot *slot, const ptl_event_t &e);                       // under lock_
 
     // Portals objects, in order of creation.
@@ -280,7 +273,7 @@ private:
     // land), the RplSB, an empty descriptor for control messages.
     std::unique_ptr<std::byte[]> reqsb_bytes_, rplsb_bytes_;
     std::vector<Chunk> reqsb_, rplsb_;
-    Chunk *req_free_ = nullptr, *rpl_free_ = nullptr;
+    common::FreeList<Chunk> req_free_, rpl_free_;
     ptl_handle_md_t reqsb_md_{}, rplsb_md_{}, control_md_{};
     ptl_iovec_t reqsb_iov_{}, rplsb_iov_{}, control_iov_{};
     ptl_handle_me_t reqsb_me_{};
@@ -315,8 +308,6 @@ private:
     // NIC atomics: off (and why) by SLUICE_PORTALS_ATOMICS; else the slots
     // and their descriptor, made at init.
     std::string atomics_off_;
-    std::unique_ptr<AtomicSlot[]> atomic_slot_;
-    AtomicSlot *atomic_free_ = nullptr;
     ptl_handle_md_t atomic_md_{};
     ptl_iovec_t atomic_iov_{};
     bool atomic_md_bound_ = false;
@@ -329,7 +320,6 @@ private:
     std::size_t slot_ = 0;
     std::size_t rma_chunk_ = 0;
     std::size_t rma_outstanding_ = 0;
-    std::vector<RmaOp *> self_done_;  // RDMA to this rank itself, completed at the next poll
     PortalsCounters own_counters_;    // beside the layer's counters_
 };
 

@@ -210,7 +210,7 @@ else
     echo "ok: SLUICE_IBV_ATOMICS=0: the atomic suite over ibv on the AM path"
 fi
 ibv_job SLUICE_IBV_ATOMICS=yes timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "a bad SLUICE_IBV_ATOMICS is refused by name" 1 "SLUICE_IBV_ATOMICS=yes; fix: use auto or 0"
+expect "a bad SLUICE_IBV_ATOMICS is refused by name" 1 "SLUICE_IBV_ATOMICS=yes is out of range: it must be auto, or 0"
 
 echo "=== ibv: the pinnable-memory limit"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4

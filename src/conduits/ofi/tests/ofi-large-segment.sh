@@ -120,7 +120,7 @@ fi
 
 if job "SLUICE_SEGMENT=huge" 60 SLUICE_SEGMENT=huge -- -n 2 "$mp" basic; then
     fail "$label: the job succeeded"
-elif grep -q 'SLUICE_SEGMENT=huge' "$out" && grep -q 'fix: set SLUICE_SEGMENT to fast or large' "$out"; then
+elif grep -q 'SLUICE_SEGMENT=huge' "$out" && grep -q 'SLUICE_SEGMENT=huge is out of range: it must be fast, or large' "$out"; then
     grep 'SLUICE_SEGMENT=huge' "$out" | head -1
 else
     fail "$label: no error naming the knob and the fix"

@@ -1,4 +1,4 @@
-// src/conduits/ibv/connect_file.hpp - connect files, in GASNet-EX's ibv format
+// src/conduits/common/connect_file.hpp - connect files, in GASNet-EX's ibv format
 // (SLUICE_CONNECTFILE_IN / _OUT): which ranks connect at start-up.
 //
 // A file is lines of `node: peer peer ...`, where a peer may be a range
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::conduit::ibv {
+namespace sluice::conduit::common {
 
 // The peers that `text` connects `rank` to (both directions of each line),
 // in a job of `size` ranks: wanted[p] set.  False, and `why` naming the
@@ -30,4 +30,4 @@ std::string connect_file_text(std::uint32_t rank, std::uint32_t size, unsigned b
 // A knob's file name with every '%' replaced by the rank (decimal).
 std::string connect_file_name(const std::string &pattern, std::uint32_t rank);
 
-} // namespace sluice::conduit::ibv
+} // namespace sluice::conduit::common

@@ -1,11 +1,11 @@
-// src/conduits/ibv/connect_file.cpp - connect files, in GASNet-EX's ibv format
+// src/conduits/common/connect_file.cpp - connect files, in GASNet-EX's ibv format
 // (connect_file.hpp has the format).
-#include "conduits/ibv/connect_file.hpp"
+#include "conduits/common/connect_file.hpp"
 
 #include <cctype>
 #include <sstream>
 
-namespace sluice::conduit::ibv {
+namespace sluice::conduit::common {
 namespace {
 
 int digit_value(char c) {
@@ -131,4 +131,4 @@ std::string connect_file_name(const std::string &pattern, std::uint32_t rank) {
     return out;
 }
 
-} // namespace sluice::conduit::ibv
+} // namespace sluice::conduit::common

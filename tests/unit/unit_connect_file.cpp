@@ -1,22 +1,22 @@
-// src/conduits/ibv/tests/unit_connect_file.cpp - connect files in
-// GASNet-EX's ibv format (src/conduits/ibv/connect_file.hpp): its examples, ranges,
+// tests/unit/unit_connect_file.cpp - connect files in
+// GASNet-EX's ibv format (src/conduits/common/connect_file.hpp): its examples, ranges,
 // bases, both directions of a line, what a written file reads back as, and
 // every malformed line refused with its number.
-#include "conduits/ibv/connect_file.hpp"
+#include "conduits/common/connect_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace ibv = sluice::conduit::ibv;
+namespace common = sluice::conduit::common;
 
 namespace {
 
 std::vector<unsigned> peers_of(const std::string &text, unsigned size, unsigned rank) {
     std::vector<bool> wanted;
     std::string why;
-    EXPECT_TRUE(ibv::connect_file_peers(text, size, rank, wanted, why)) << why;
+    EXPECT_TRUE(common::connect_file_peers(text, size, rank, wanted, why)) << why;
     std::vector<unsigned> out;
     for (unsigned p = 0; p < wanted.size(); ++p)
         if (wanted[p]) out.push_back(p);
@@ -26,7 +26,7 @@ std::vector<unsigned> peers_of(const std::string &text, unsigned size, unsigned 
 std::string refused(const std::string &text, unsigned size) {
     std::vector<bool> wanted;
     std::string why;
-    EXPECT_FALSE(ibv::connect_file_peers(text, size, 0, wanted, why)) << text;
+    EXPECT_FALSE(common::connect_file_peers(text, size, 0, wanted, why)) << text;
     return why;
 }
 
@@ -54,7 +54,7 @@ TEST(ConnectFile, RoundTrip) {
         std::vector<bool> used(300, false);
         for (unsigned p : {0u, 1u, 35u, 36u, 99u, 250u, 299u}) used[p] = true;
         used[17] = true;  // the rank itself: never written
-        const std::string text = ibv::connect_file_text(17, 300, base, used);
+        const std::string text = common::connect_file_text(17, 300, base, used);
         EXPECT_EQ(peers_of(text, 300, 17), (std::vector<unsigned>{0, 1, 35, 36, 99, 250, 299})) << text;
         EXPECT_EQ(peers_of(text, 300, 250), (std::vector<unsigned>{17})) << text;
         for (std::size_t at = 0, next; at < text.size(); at = next + 1) {
@@ -63,7 +63,7 @@ TEST(ConnectFile, RoundTrip) {
         }
     }
     // Nothing used: just the base and size lines, which read back as no peer.
-    const std::string none = ibv::connect_file_text(3, 4, 36, std::vector<bool>(4, false));
+    const std::string none = common::connect_file_text(3, 4, 36, std::vector<bool>(4, false));
     EXPECT_EQ(none, "base: 36\nsize: 4\n");
     EXPECT_TRUE(peers_of(none, 4, 3).empty());
 }
@@ -83,9 +83,9 @@ TEST(ConnectFile, Refused) {
 }
 
 TEST(ConnectFile, Name) {
-    EXPECT_EQ(ibv::connect_file_name("/tmp/conn.%", 12), "/tmp/conn.12");
-    EXPECT_EQ(ibv::connect_file_name("%/a%b", 3), "3/a3b");
-    EXPECT_EQ(ibv::connect_file_name("plain", 3), "plain");
+    EXPECT_EQ(common::connect_file_name("/tmp/conn.%", 12), "/tmp/conn.12");
+    EXPECT_EQ(common::connect_file_name("%/a%b", 3), "3/a3b");
+    EXPECT_EQ(common::connect_file_name("plain", 3), "plain");
 }
 
 } // namespace

@@ -1,0 +1,135 @@
+// src/conduits/common/pin_limit.cpp - the pinnable-memory limit
+// (pin_limit.hpp).
+#include "conduits/common/pin_limit.hpp"
+
+#include "base/knobs.hpp"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+namespace sluice::conduit::common {
+namespace {
+
+// Whether this process may lock any amount of memory (CAP_IPC_LOCK, bit
+// 14 of its effective capabilities), so that RLIMIT_MEMLOCK does not bind.
+bool may_lock_any() {
+    std::FILE *f = std::fopen("/proc/self/status", "r");
+    if (!f) return false;
+    char line[256];
+    unsigned long long caps = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
+    std::fclose(f);
+    return (caps >> 14) & 1;
+}
+
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+bool real(const std::string &s, double &out) {
+    if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
+    char *end = nullptr;
+    out = std::strtod(s.c_str(), &end);
+    return *end == '\0';
+}
+
+} // namespace
+
+bool physmem_parse(const std::string &text, std::uint64_t physical, std::uint64_t &bytes, std::string &why) {
+    why = "'" + text + "' is neither a fraction of physical memory (0.5, 2/3) nor a size (12G)";
+    double fraction = -1;
+    if (const auto slash = text.find('/'); slash != std::string::npos) {
+        double a = 0, b = 0;
+        if (!real(text.substr(0, slash), a) || !real(text.substr(slash + 1), b) || b <= 0) return false;
+        fraction = a / b;
+    } else if (double v = 0; real(text, v) && v < 1) {
+        fraction = v;
+    }
+    if (fraction >= 0) {
+        if (fraction <= 0 || fraction > 1) {
+            why = "'" + text + "' is not a fraction between 0 and 1 of physical memory";
+            return false;
+        }
+        bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(physical));
+        return true;
+    }
+    std::string s = text;
+    unsigned tera = 0;
+    if (const auto n = s.size(); n > 1 && (s[n - 1] == 'T' || s[n - 1] == 't')) {
+        s.back() = 'G';
+        tera = 10;
+    }
+    std::size_t size = 0;
+    if (!base::parse_size(s, size) || size == 0 || (tera && size > (~std::size_t{0} >> tera))) return false;
+    bytes = std::uint64_t{size} << tera;
+    return true;
+}
+
+base::Status PinLimit::init(const char *name, std::size_t local_ranks,
+                            const std::function<bool(void *, std::size_t)> &probe) {
+    const std::string op = std::string(name) + " conduit init";
+    const std::uint64_t physical =
+        static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::string &text = base::knob_string(base::Knob::PHYSMEM_MAX);
+    std::uint64_t host = 0;
+    std::string why;
+    if (!physmem_parse(text, physical, host, why))
+        return base::report(base::Status::argument, op.c_str(),
+                            "set SLUICE_PHYSMEM_MAX to a fraction (2/3) or a size (12G)", "SLUICE_PHYSMEM_MAX: %s",
+                            why.c_str());
+    std::uint64_t limit = host / std::max<std::size_t>(1, local_ranks);
+    std::string how = "SLUICE_PHYSMEM_MAX=" + text + " of " + mib(physical) + ", " + std::to_string(local_ranks) +
+                      " rank(s) on this host";
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        if (rl.rlim_cur != rl.rlim_max) {
+            const rlimit up{rl.rlim_max, rl.rlim_max};
+            if (::setrlimit(RLIMIT_MEMLOCK, &up) == 0) {
+                base::say("%s: RLIMIT_MEMLOCK raised from %s to its hard limit %s", name,
+                          rl.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(rl.rlim_cur).c_str(),
+                          up.rlim_cur == RLIM_INFINITY ? "unlimited" : mib(up.rlim_cur).c_str());
+                rl = up;
+            }
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < limit && !may_lock_any()) {
+            limit = rl.rlim_cur;
+            how += ", capped by RLIMIT_MEMLOCK";
+        }
+    }
+    if (!base::knob_is_set(base::Knob::PHYSMEM_MAX) && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
+        std::uint64_t good = 0, bad = limit + 1, next = limit;
+        for (int step = 0; step < 8 && next > good; ++step) {
+            void *p = ::mmap(nullptr, next, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p != MAP_FAILED && probe(p, next)) good = next;
+            else bad = next;
+            if (p != MAP_FAILED) ::munmap(p, next);
+            if (good == limit) break;
+            next = (good + bad) / 2 & ~std::uint64_t{0xfffff};
+        }
+        how += good < limit ? ", probed" : ", probe passed";
+        limit = good;
+    }
+    limit_ = limit;
+    base::say("%s: pinnable memory %s per rank (%s)", name, mib(limit).c_str(), how.c_str());
+    return base::Status::ok;
+}
+
+base::Status PinLimit::take(const char *name, const void *base, std::size_t size) {
+    if (pinned_.fetch_add(size) + size <= limit_) return base::Status::ok;
+    const std::uint64_t before = pinned_.fetch_sub(size) - size;
+    const std::string op = std::string("register memory (") + name + ")";
+    return base::report(base::Status::resource, op.c_str(),
+                        "attach a smaller segment, run fewer ranks per host, or raise SLUICE_PHYSMEM_MAX (and the "
+                        "locked-memory limit, ulimit -l)",
+                        "%s: registering %zu bytes at %p would pin %llu bytes, more than the %llu this rank may "
+                        "(SLUICE_PHYSMEM_MAX)",
+                        name, size, base, static_cast<unsigned long long>(before + size),
+                        static_cast<unsigned long long>(limit_));
+}
+
+} // namespace sluice::conduit::common

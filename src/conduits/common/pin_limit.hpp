@@ -1,0 +1,44 @@
+// src/conduits/common/pin_limit.hpp - the pinnable-memory limit, as
+// GASNet-EX's ibv conduit computes it (SLUICE_PHYSMEM_MAX,
+// SLUICE_PHYSMEM_NOPROBE): how much memory a rank may register, which
+// bounds its segment, and the count of what it has registered.
+#pragma once
+
+#include "base/status.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace sluice::conduit::common {
+
+// SLUICE_PHYSMEM_MAX's value in bytes for this host: a number below 1
+// ("0.5") or a fraction ("2/3") of `physical`, or a size ("12G", "512M",
+// "1T").  False, with `why`, when it is none of these.
+bool physmem_parse(const std::string &text, std::uint64_t physical, std::uint64_t &bytes, std::string &why);
+
+class PinLimit {
+public:
+    // This rank's limit: SLUICE_PHYSMEM_MAX of the host's memory, an equal
+    // share for each of its `local_ranks`, capped by RLIMIT_MEMLOCK (first
+    // raised to its hard limit) unless the process may lock any amount;
+    // then, unless the user set the maximum or SLUICE_PHYSMEM_NOPROBE=1,
+    // checked by `probe`, which registers the memory it is given once and
+    // says whether that worked: the largest that does, found by halving,
+    // is the limit.  `name` ("ibv") starts its messages.
+    base::Status init(const char *name, std::size_t local_ranks, const std::function<bool(void *, std::size_t)> &probe);
+    // `size` bytes at `base` are about to be registered: refused
+    // (Status::resource, reported) when they would pass the limit.
+    base::Status take(const char *name, const void *base, std::size_t size);
+    // A registration of `size` bytes is gone.
+    void give(std::size_t size) { pinned_.fetch_sub(size); }
+    std::uint64_t limit() const { return limit_; }
+
+private:
+    std::uint64_t limit_ = 0;
+    std::atomic<std::uint64_t> pinned_{0};
+};
+
+} // namespace sluice::conduit::common
