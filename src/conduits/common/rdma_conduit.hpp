@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -255,6 +256,17 @@ protected:
         later = true;
         return Status::ok;
     }
+    // An AM of this rank to itself where no network path leads there:
+    // packed into a copy and delivered by a poll, in the order sent.
+    Status self_send(const AmMessage &m) {
+        const std::size_t length = packed_length(m.header);
+        SelfMessage copy{std::make_unique<std::uint64_t[]>((length + 7) / 8), length};
+        packed_encode(m.header, m.args, m.payload, reinterpret_cast<std::byte *>(copy.bytes.get()));
+        Guard g(*this);
+        if (!up()) return Status::transport;
+        self_ready_.push_back(std::move(copy));
+        return Status::ok;
+    }
     // Under lock_: `op` completes at the next poll (a copy, or a transfer
     // that goes on from a bounce buffer).
     void complete_at_poll(RmaOp *op) { poll_done_.push_back(op); }
@@ -271,7 +283,7 @@ protected:
             if (!up()) return 0;
             reap_all();
             poll_more();
-            if (ready_.empty()) return 0;
+            if (ready_.empty() && self_ready_.empty()) return 0;
         }
         if (mode == PollMode::replies_only || delivering()) return 0;
         return deliver_ready();
@@ -340,20 +352,27 @@ protected:
         Arrival a{};
         bool done = false;
         while (n < static_cast<int>(poll_budget)) {
+            SelfMessage self;
             {
                 Guard g(*this);
                 if (done) delivered(a);
                 done = false;
-                if (ready_.empty()) break;
-                if (!take(ready_.front())) {
-                    ++counters_.deferred;
-                    break;
+                if (!self_ready_.empty()) {
+                    self = std::move(self_ready_.front());
+                    self_ready_.pop_front();
+                } else {
+                    if (ready_.empty()) break;
+                    if (!take(ready_.front())) {
+                        ++counters_.deferred;
+                        break;
+                    }
+                    a = ready_.front();
+                    ready_.pop_front();
+                    done = true;
                 }
-                a = ready_.front();
-                ready_.pop_front();
-                done = true;
             }
-            deliver_one(a);
+            if (self.bytes) deliver_packed("poll", reinterpret_cast<const std::byte *>(self.bytes.get()), self.length);
+            else deliver_one(a);
             ++n;
         }
         if (done) {
@@ -378,6 +397,11 @@ protected:
     AtomicSlots<Slot> atomic_;    // NIC atomics in flight
 
 private:
+    struct SelfMessage {
+        std::unique_ptr<std::uint64_t[]> bytes;
+        std::size_t length = 0;
+    };
+
     // Under lock_: the conduit's reap, then what complete_at_poll queued.
     void reap_all() {
         reap();
@@ -406,6 +430,7 @@ private:
     }
 
     std::vector<RmaOp *> poll_done_;  // complete_at_poll's
+    std::deque<SelfMessage> self_ready_;  // self_send's
     LivenessTimer liveness_timer_;
     const char *timeout_knob_ = "";
     ReceiveThread rcv_thread_;

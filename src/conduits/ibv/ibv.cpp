@@ -62,23 +62,8 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     return Status::ok;
 }
 
-// A message of the rank to itself: packed into a copy on the heap and
-// queued for delivery, behind whatever arrived before it.
-Status IbvTransport::loopback(const AmMessage &m) {
-    const std::size_t length = common::packed_length(m.header);
-    auto *copy = new std::uint64_t[length / 8];
-    common::packed_encode(m.header, m.args, m.payload, reinterpret_cast<std::byte *>(copy));
-    Guard g(*this);
-    if (!up_) {
-        delete[] copy;
-        return Status::transport;
-    }
-    ready_.push_back(Arrival{nullptr, length, copy});
-    return Status::ok;
-}
-
 Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
-    if (peer == setup().rank) return loopback(m);
+    if (peer == setup().rank) return self_send(m);
     if (Status s = connection(peer); s != Status::ok) return s;
     return send_packed<Buffer>(
         m, inline_limit_, [&] { return send_buffer_take(); },
@@ -252,13 +237,11 @@ void IbvTransport::completion_error(const ibv_wc &c) {
 
 // ---- delivery ----
 
-void IbvTransport::deliver_one(const Arrival &a) { deliver_packed("poll (ibv)", a.bytes(), a.length); }
+void IbvTransport::deliver_one(const Arrival &a) { deliver_packed("poll (ibv)", a.buffer->bytes, a.length); }
 
-// A receive buffer goes back to its queue; a message of the rank to itself
-// was a copy on the heap.
+// The receive buffer goes back to its queue.
 void IbvTransport::delivered(const Arrival &a) {
-    delete[] a.loop;
-    if (a.buffer && up_) repost(a.buffer);
+    if (up_) repost(a.buffer);
 }
 
 // Everything posted completes before finalize goes on (the layer's
@@ -317,7 +300,7 @@ Status IbvTransport::put_rc_impl(Rank peer, void *remote, const void *local, std
     later = false;
     if (peer == setup().rank) {
         std::memmove(remote, local, n);
-        return loopback(notify);
+        return self_send(notify);
     }
     Buffer *b, *bounce = nullptr;
     {

@@ -694,7 +694,6 @@ void IbvTransport::close_all() {
         if (h.srq) ibv_destroy_srq(h.srq);
         h.srq = nullptr;
     }
-    for (Arrival &a : ready_) delete[] a.loop;
     ready_.clear();
     for (Hca &h : hcas_) {
         if (h.pool_mr) ibv_dereg_mr(h.pool_mr);

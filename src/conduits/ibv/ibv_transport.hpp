@@ -95,8 +95,8 @@ struct ConnectHead {
     RailAddress rail[max_rails];
 };
 
-// Messages and RDMA of a rank to itself never reach the HCA: they are
-// copied in memory (IbvTransport::loopback), in the order they were sent.
+// Messages and RDMA of a rank to itself never reach the HCA: the layer
+// copies them in memory (RdmaConduit::self_send, self_rma).
 
 // Control messages beyond the layer's ping and pong (common::category_ping,
 // category_pong), in PackedHead::category: handled by the conduit in its
@@ -182,13 +182,10 @@ struct Peer {
     ibv_ah *ah = nullptr;        // to the peer's UD queue pair
 };
 
-// An arrived message waiting for delivery: in a receive buffer, or (a
-// message of the rank to itself) in `loop`, a copy on the heap.
+// An arrived message waiting for delivery, in its receive buffer.
 struct Arrival {
     Buffer *buffer = nullptr;
     std::size_t length = 0;
-    std::uint64_t *loop = nullptr;
-    const std::byte *bytes() const { return loop ? reinterpret_cast<const std::byte *>(loop) : buffer->bytes; }
 };
 
 // ibv's counters beyond the layer's (common::Counters), printed after them
@@ -300,7 +297,6 @@ private:
     Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
     Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                     Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
-    Status loopback(const AmMessage &m);
     bool control(Buffer *b, std::size_t length);          // under lock_
     void rma_done(RmaPost *g);                              // under lock_
     void completion(const ibv_wc &c);                       // under lock_

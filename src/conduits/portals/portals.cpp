@@ -77,7 +77,11 @@ Status PortalsTransport::fatal(const char *op, Rank peer, int rc, const char *wh
 
 // ---- sends ----
 
+// A message to this rank itself never goes through Portals (the reference
+// implementation serializes sends to itself with one-second sleeps and
+// aborts on large ones): the layer copies it (self_send).
 Status PortalsTransport::send_impl(Rank peer, const AmMessage &m) {
+    if (peer == setup().rank) return self_send(m);
     const AmHeader &h = m.header;
     return message(peer, Bits::make(h.handler, h.credit, h.flags, h.category, h.nargs), m.args, h.nargs, h.category,
                    h.dest_addr, m.payload, h.category == AmCategory::short_ ? 0 : h.payload_length);
@@ -85,6 +89,16 @@ Status PortalsTransport::send_impl(Rank peer, const AmMessage &m) {
 
 Status PortalsTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                                          const std::uint32_t *args, unsigned nargs) {
+    if (peer == setup().rank) {
+        AmMessage m;
+        m.header.handler = handler;
+        m.header.flags = flags;
+        m.header.credit = credit;
+        m.header.nargs = static_cast<std::uint8_t>(nargs);
+        m.header.source = peer;
+        m.args = args;
+        return self_send(m);
+    }
     return message(peer, Bits::make(handler, credit, flags, AmCategory::short_, nargs), args, nargs, AmCategory::short_,
                    0, nullptr, 0);
 }
@@ -101,7 +115,6 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
                                  std::size_t length) {
     const std::uint8_t flags = Bits::flags(bits);
     const bool reply = flags & am_flag_reply;
-    if (peer == setup().rank) return loopback(bits, args, nargs, category, dest_addr, payload, length);
     Chunk *c;
     {
         Guard g(*this);
@@ -149,30 +162,6 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
         }
     }
     return post(c, reply, peer, pt, bits, at + length, offset);
-}
-
-// A message to this rank itself never goes through Portals (the reference
-// implementation serializes sends to itself with one-second sleeps and
-// aborts on large ones): its body is copied and queued for delivery.
-Status PortalsTransport::loopback(std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
-                                  std::uint64_t dest_addr, const void *payload, std::size_t length) {
-    const std::size_t at = payload_offset(category, nargs);
-    Arrival a;
-    a.bits = bits;
-    a.source = setup().rank;
-    a.length = at + length;
-    a.heap = new std::byte[std::max<std::size_t>(a.length, 1)];
-    if (category == AmCategory::long_) std::memcpy(a.heap, &dest_addr, 8);
-    if (nargs) std::memcpy(a.heap + args_offset(category), args, 4u * nargs);
-    if (length) std::memcpy(a.heap + at, payload, length);
-    a.bytes = a.heap;
-    Guard g(*this);
-    if (!ni_open_) {
-        delete[] a.heap;
-        return Status::transport;
-    }
-    ready_.push_back(a);
-    return Status::ok;
 }
 
 // Under lock_: the Put of the body in `c`, stamped with the next sequence
@@ -545,15 +534,11 @@ Status PortalsTransport::rma_post(Rank peer, bool write, std::uint64_t remote, v
                                    const AmMessage *notify, bool &later) {
     later = false;
     if (peer == setup().rank) {
-        // To this rank itself: a copy within the segment (see loopback).
+        // To this rank itself: a copy within the segment (see send_impl).
         auto *mine = reinterpret_cast<std::byte *>(segment_base_ + remote);
         if (notify) {
             if (n) std::memmove(mine, local, n);
-            const AmHeader &h = notify->header;
-            if (Status s = loopback(Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs), notify->args,
-                                    h.nargs, AmCategory::short_, 0, nullptr, 0);
-                s != Status::ok)
-                return s;
+            if (Status s = self_send(*notify); s != Status::ok) return s;
             n = 0;
         }
         return write ? self_rma(mine, local, n, op, later) : self_rma(local, mine, n, op, later);

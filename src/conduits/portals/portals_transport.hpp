@@ -237,8 +237,6 @@ private:
     // portals.cpp
     Status message(Rank peer, std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
                    std::uint64_t dest_addr, const void *payload, std::size_t length);
-    Status loopback(std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,
-                    std::uint64_t dest_addr, const void *payload, std::size_t length);
     Status post(Chunk *c, bool reply_chunk, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
                 std::uint64_t remote_offset);                                      // under lock_
     Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
