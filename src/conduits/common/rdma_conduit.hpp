@@ -202,7 +202,8 @@ protected:
     // `take()` lends under the lock (null: none free, Status::not_ready)
     // and is encoded outside it, so another thread may poll meanwhile.
     // `post(bytes, length, buffer)` posts it under the lock (buffer null:
-    // inline) and gives the buffer back when it fails.
+    // inline; the bytes may still be stamped) and gives the buffer back
+    // when it fails.
     template <class Buffer, class Take, class Post>
     Status send_packed(const AmMessage &m, std::size_t inline_limit, Take take, Post post) {
         const std::size_t length = packed_length(m.header);
@@ -211,7 +212,7 @@ protected:
             packed_encode(m.header, m.args, m.payload, bytes);
             Guard g(*this);
             if (!up()) return Status::transport;
-            return post(bytes, length, static_cast<Buffer *>(nullptr));
+            return post(static_cast<std::byte *>(bytes), length, static_cast<Buffer *>(nullptr));
         }
         Buffer *b;
         {

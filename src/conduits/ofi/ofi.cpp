@@ -39,51 +39,31 @@ Status OfiTransport::fatal(const char *op, Rank peer, int error, const char *wha
 // ---- sends ----
 
 Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
-    const AmHeader &h = m.header;
-    const std::size_t length = common::packed_length(h);
-    if (length <= inject_limit_) {
-        alignas(8) std::byte bytes[4096 + head_room];
-        common::packed_encode(h, m.args, m.payload, bytes);
-        Guard g(*this);
-        if (!ep_) return Status::transport;
-        stamp(peer, bytes);
-        const ssize_t r = fi_inject(ep_, bytes, length, addr_[peer]);
-        if (__builtin_expect(r == 0, 1)) {
-            ++counters_.small;
-            if (++posts_since_reap_ >= reap_every_) reap();
-            return Status::ok;
-        }
-        peers_[peer].order.unsend();
-        if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_inject failed");
-        ++counters_.full;
-        reap();
-        return Status::not_ready;
-    }
-    SendBuffer *b;
-    {
-        Guard g(*this);
-        if (!ep_) return Status::transport;
-        if (send_free_.empty()) reap();
-        if (!(b = send_free_.take())) return Status::not_ready;
-    }
-    // The copy outside the lock: another thread may poll meanwhile.
-    common::packed_encode(h, m.args, m.payload, b->bytes);
-    Guard g(*this);
-    b->peer = peer;
-    stamp(peer, b->bytes);
-    const ssize_t r = fi_send(ep_, b->bytes, length, send_mr_ ? fi_mr_desc(send_mr_) : nullptr, addr_[peer], &b->fi);
-    if (__builtin_expect(r == 0, 1)) {
-        ++counters_.sent;
-        counters_.packed_longs += h.category == AmCategory::long_;
-        if (++posts_since_reap_ >= reap_every_) reap();
-        return Status::ok;
-    }
-    peers_[peer].order.unsend();
-    send_free_.give(b);
-    if (r != -FI_EAGAIN) return fatal("send (ofi)", peer, static_cast<int>(r), "fi_send failed");
-    ++counters_.full;
-    reap();
-    return Status::not_ready;
+    return send_packed<SendBuffer>(
+        m, inject_limit_,
+        [&] {
+            if (send_free_.empty()) reap();
+            return send_free_.take();
+        },
+        [&](std::byte *bytes, std::size_t length, SendBuffer *b) {
+            stamp(peer, bytes);
+            void *desc = send_mr_ ? fi_mr_desc(send_mr_) : nullptr;
+            const ssize_t r = b ? fi_send(ep_, bytes, length, desc, addr_[peer], &b->fi)
+                                : fi_inject(ep_, bytes, length, addr_[peer]);
+            if (__builtin_expect(r == 0, 1)) {
+                ++(b ? counters_.sent : counters_.small);
+                if (b) b->peer = peer;
+                if (++posts_since_reap_ >= reap_every_) reap();
+                return Status::ok;
+            }
+            peers_[peer].order.unsend();
+            if (b) send_free_.give(b);
+            if (r != -FI_EAGAIN)
+                return fatal("send (ofi)", peer, static_cast<int>(r), b ? "fi_send failed" : "fi_inject failed");
+            ++counters_.full;
+            reap();
+            return Status::not_ready;
+        });
 }
 
 // The message's sequence number, taken under the lock in posting order.
