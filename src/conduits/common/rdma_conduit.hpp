@@ -149,8 +149,9 @@ protected:
     // How `peer` is reached, for messages: "tcp;ofi_rxm, domain lo".
     virtual std::string path(Rank peer) const = 0;
     // The receive thread's sleep: until the network has something, at
-    // most about 100 ms; and what it sleeps on, for SLUICE_VERBOSE.
-    virtual void receive_wait() {}
+    // most about 100 ms (without a wait object: receive_nap); and what it
+    // sleeps on, for SLUICE_VERBOSE.
+    virtual void receive_wait() { receive_nap(); }
     virtual std::string receive_sleeps_on() const { return "a timer"; }
     // Outside the lock: one Put (`write`: `n` bytes from `local` to
     // `remote` in `peer`'s segment) or Get (into `local`) of at most

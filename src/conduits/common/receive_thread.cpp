@@ -18,6 +18,11 @@ void nap(std::uint64_t ns) {
 
 } // namespace
 
+void receive_nap() {
+    const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
+    nap(rate > 1000 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 1'000'000);
+}
+
 void ReceiveThread::start(std::function<void()> wait, std::function<void()> progress) {
     stop_.store(false);
     thread_ = std::thread([this, wait = std::move(wait), progress = std::move(progress)] {

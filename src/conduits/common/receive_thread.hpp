@@ -11,6 +11,10 @@
 
 namespace sluice::conduit::common {
 
+// A receive thread's wait when the network has nothing to sleep on: a
+// millisecond, or SLUICE_RCV_THREAD_RATE's spacing when that is shorter.
+void receive_nap();
+
 class ReceiveThread {
 public:
     ReceiveThread() = default;

@@ -16,20 +16,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
-#include <ctime>
 #include <poll.h>
 #include <cstring>
 
 namespace sluice::conduit::ofi::detail {
-
-namespace {
-
-void nap(std::uint64_t ns) {
-    const timespec t{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    ::nanosleep(&t, nullptr);
-}
-
-} // namespace
 
 Status OfiTransport::fatal(const char *op, Rank peer, int error, const char *what) {
     return base::report(Status::transport, op, "check that the peer is alive and reachable over this provider",
@@ -267,13 +257,9 @@ bool OfiTransport::idle() {
 
 // What the receive thread sleeps on: the completion queue's wait
 // descriptor once fi_trywait says nothing is pending (at most 100 ms, to
-// notice a stop), or, without one, a millisecond (or SLUICE_RCV_THREAD_RATE).
+// notice a stop), or, without one, the layer's timer (common::receive_nap).
 void OfiTransport::receive_wait() {
-    if (wait_fd_ < 0) {
-        const std::int64_t rate = base::knob_int(base::Knob::RCV_THREAD_RATE);
-        nap(rate > 0 ? 1'000'000'000 / static_cast<std::uint64_t>(rate) : 1'000'000);
-        return;
-    }
+    if (wait_fd_ < 0) return RdmaConduit::receive_wait();
     fid *f = &cq_->fid;
     int r;
     {

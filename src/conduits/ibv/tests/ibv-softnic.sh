@@ -57,7 +57,7 @@ else
     suites "an SRQ (default)" 2
     echo "not run: per-peer receive buffers, dynamic connections only, the exit matrix (plain build only)"
 fi
-# Every connection made on first use (the seed's dynamic connections), with
+# Every connection made on first use (GASNet-EX's dynamic connections), with
 # per-peer receive buffers posted as each queue pair is made.
 [ -z "$subset" ] && suites "dynamic connections only, per-peer receive buffers" 2 SLUICE_CONNECT_STATIC=0 SLUICE_USE_SRQ=0
 suites "tiny queues and buffers" 2 SLUICE_RBUF_COUNT=16 SLUICE_IBV_SEND_DEPTH=8 SLUICE_IBV_SEND_BUFFERS=4 \
@@ -210,7 +210,7 @@ else
     echo "ok: SLUICE_IBV_ATOMICS=0: the atomic suite over ibv on the AM path"
 fi
 ibv_job SLUICE_IBV_ATOMICS=yes timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "a bad SLUICE_IBV_ATOMICS is refused by name" 1 "SLUICE_IBV_ATOMICS=yes is out of range: it must be auto, or 0"
+expect "a bad SLUICE_IBV_ATOMICS is refused by name" 2 "SLUICE_IBV_ATOMICS=yes is out of range: it must be auto, or 0"
 
 echo "=== ibv: the pinnable-memory limit"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
@@ -250,7 +250,7 @@ expect "SLUICE_IBV_PORTS=softnic0:2 SLUICE_NUM_QPS=1: one rail" 0 "ibv: softnic0
 ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a filter that selects nothing here is refused, naming what it lacks" 1 "no active port among those SLUICE_IBV_PORTS=mlx5_0+softnic1:3 selects (it names mlx5_0, softnic1:3, not here); ports here: softnic0:1, softnic0:2, softnic1:1, softnic1:2"
 ibv_job SLUICE_IBV_PORTS=mlx5_0+softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "entries not here are ignored (the seed's filter) when others select a port" 0 "ibv: SLUICE_IBV_PORTS names mlx5_0, not here: ignored"
+expect "entries not here are ignored (GASNet-EX's filter) when others select a port" 0 "ibv: SLUICE_IBV_PORTS names mlx5_0, not here: ignored"
 ibv_job SLUICE_IBV_PORTS=softnic0:x timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a malformed port list is refused" 1 "SLUICE_IBV_PORTS: port 'x' of softnic0 is not a port number"
 # The topology-aware family: this machine has one socket, so every rank is
