@@ -96,6 +96,13 @@ fi_info *query(const std::string &provider, std::string &why) {
     // when libfabric first starts: a program that started it before
     // Sluice, or that sets the variable itself, keeps its own value.
     setenv("FI_OFI_RXD_SPIN_COUNT", "0", 0);
+    // sockets' progress thread (FI_PROGRESS_AUTO: another library's sockets
+    // domain in this process, such as the benchmark's bare reference; the
+    // conduit's own progresses manually, open_fabric) spins this many ms
+    // after each wake-up (default 10) on the CPU this rank polls on, and a
+    // ping-pong there stalled in retransmissions of dropped segments.
+    // Sleep as soon as it is idle instead, under the same rule as above.
+    setenv("FI_SOCKETS_PE_WAITTIME", "0", 0);
     fi_info *list = nullptr;
     const int r = fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &list);
     fi_freeinfo(h);
@@ -141,6 +148,12 @@ Status OfiTransport::init_impl() {
     c.key_per_endpoint = false;
     c.needs_credits = true;  // receive buffers are a fixed space
     c.inline_limit = inject_limit_;
+    // With manual progress what this rank posted moves only while it polls
+    // (sockets: an fi_inject waits in the provider's queue; rxd: its
+    // handshakes and retransmissions), so the core polls for it while it
+    // blocks in a bootstrap call (segment attach, finalize): a peer may
+    // still wait there for this rank's last barrier signal.
+    c.acknowledges = manual_progress_;
     if (Status s = exchange_addresses(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
     if (Status s = connect_peers(); s != Status::ok) return s;
@@ -249,6 +262,12 @@ Status OfiTransport::open_fabric() {
         return base::report(Status::transport, op, "SLUICE_OFI_PROVIDER chooses another provider",
                             "provider %s, domain %s: %s: %s", provider_.c_str(), domain_name_.c_str(), call, fi_strerror(-r));
     };
+    // sockets progresses data from a thread of its own by default
+    // (FI_PROGRESS_AUTO), which spins FI_SOCKETS_PE_WAITTIME (10 ms) after
+    // each wake-up on the CPUs the polling ranks spin on: a round trip took
+    // milliseconds.  Manual progress moves its data in this rank's polls.
+    if (provider_ == "sockets") info_->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    manual_progress_ = info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
     if (Status s = check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric"); s != Status::ok) return s;
     if (Status s = check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain"); s != Status::ok) return s;
     fi_av_attr av{};

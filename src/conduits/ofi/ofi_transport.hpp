@@ -204,6 +204,7 @@ private:
     std::size_t reap_every_ = 0;
     std::size_t posts_since_reap_ = 0;
     bool delivery_complete_ = true;
+    bool manual_progress_ = false;    // FI_PROGRESS_MANUAL: data moves in this rank's polls only
     std::size_t min_free_ = 0;        // FI_OPT_MIN_MULTI_RECV
     bool in_order_receives_ = false;  // receives complete in order (FI_ORDER_STRICT)
     bool multi_recv_ = true;          // FI_MULTI_RECV buffers, else one message per buffer

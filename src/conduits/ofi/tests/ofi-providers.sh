@@ -1,11 +1,14 @@
 #!/bin/sh
-# The ofi conduit on each libfabric provider that probes here, and on
-# tcp;ofi_rxm with the registration modes no provider here demands
-# (SLUICE_OFI_MR_MODE_ADD): the conduit conformance suite, then the
+# The ofi conduit on each libfabric provider that probes here (shm,
+# sockets, udp;ofi_rxd, net;ofi_rxm), and on tcp;ofi_rxm with the
+# registration modes no provider here demands (SLUICE_OFI_MR_MODE_ADD) and
+# with a ring of receive buffers: the conduit conformance suite, then the
 # multi-process suites over the network path (tests/mp, Net/*ofi*).  The
-# default provider (tcp;ofi_rxm) runs in those suites already.  Skips (77)
-# without the ofi conduit; a provider fi_info does not list here is named
-# and skipped.  README.md in this folder.
+# default provider (tcp;ofi_rxm) runs in those suites already.  In the
+# plain build, then, sluice-bench's ofi section (--reps 1) over each of the
+# five must finish within a hard time limit.  Skips (77) without the ofi
+# conduit; a provider fi_info does not list here is named and skipped.
+# README.md in this folder.
 set -u
 # The tsan subset leaves this to the plain and asan builds (tests/README.md,
 # Subsets): it keeps .ci/run within its time.
@@ -32,6 +35,7 @@ ran=0
 exclude=
 mp_exclude=$mp_client_families_but_atomics
 mp_suites=yes
+skipped=
 run() {
     name=$1
     shift
@@ -59,9 +63,9 @@ subset=
 # smaller counts and longer time limits (SLUICETEST_SUBSET=slow).
 providers=shm
 if [ -z "$subset" ]; then
-    providers="shm sockets udp;ofi_rxd"
+    providers="shm sockets udp;ofi_rxd net;ofi_rxm"
 else
-    echo "not run: sockets and udp;ofi_rxd (slow providers, plain build only; README, Tests)"
+    echo "not run: sockets, udp;ofi_rxd and net;ofi_rxm (plain build only; README, Tests)"
 fi
 # udp;ofi_rxd connects two ranks on their first message, by a handshake
 # that the sender's polls move; the conduit greets every peer at init
@@ -117,6 +121,7 @@ for p in $providers; do
     if ! fi_info -p "$p" -t FI_EP_RDM > /dev/null 2>&1 && ! SLUICE_OFI_PROVIDER="$p" "$builddir/sluice-info" --conduits 2> /dev/null |
         grep -A3 -E '^ +ofi +' | grep -q 'probe here: ok'; then
         echo "SKIP provider $p: not offered here"
+        skipped="$skipped $p"
         continue
     fi
     case $p in
@@ -131,6 +136,23 @@ for p in $providers; do
         echo "not run over $p: conformance BacklogAndRetry, PerPeerOrderOneHandlerAtATime (floods without credits; README, Limits)"
         exclude='*BacklogAndRetry*:*PerPeerOrderOneHandlerAtATime*'
         run "provider $p" SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow SLUICE_OFI_PEER_TIMEOUT=120 ;;
+    'net;ofi_rxm')
+        # It takes NIC atomics like tcp;ofi_rxm, but the AtomicDomains suite
+        # expects them from tcp;ofi_rxm and shm only
+        # (tests/mp/mp_driver_atomic.cpp): its case runs here by itself,
+        # expecting the ofi path.
+        mp_exclude=$mp_client_families
+        run "provider $p" SLUICE_OFI_PROVIDER="$p"
+        log=$(SLUICE_OFI_PROVIDER="$p" SLUICE_NETWORK=ofi SLUICE_ROUTE=network timeout 240 "$builddir/sluicerun" -n 2 -- \
+            "$builddir/tests/mp/sluice-mp-test" atomic 300 --path=ofi --path32=ofi 2>&1)
+        code=$?
+        if [ "$code" != 0 ] || ! printf '%s\n' "$log" | grep -q '^PASS atomic on 2 ranks'; then
+            echo "FAIL: $p, atomic domains on NIC atomics (sluice-mp-test atomic --path=ofi): code $code"
+            printf '%s\n' "$log" | grep -v '^sluice\[rank [01]\] ad_' | tail -20
+            failed=1
+        else
+            echo "ok: $p, atomic domains on NIC atomics (sluice-mp-test atomic --path=ofi)"
+        fi ;;
     'udp;ofi_rxd')
         # A job over rxd stalls now and then under load (README, Limits):
         # the multi-process suites run over it by hand only
@@ -179,7 +201,48 @@ mp_exclude=$mp_client_families
 run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY and ENDPOINT, with 64 KiB RMA pieces, 4 send buffers and small receive buffers" \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint \
     SLUICE_OFI_RMA_CHUNK=64K SLUICE_OFI_SEND_BUFFERS=4 SLUICE_OFI_RECV_BUFFERS=2 SLUICE_OFI_RECV_BUFFER_SIZE=300K
-[ -n "$subset" ] && exit $failed
+if [ -n "$subset" ]; then
+    echo "not run: tcp;ofi_rxm with a ring of receive buffers, sluice-bench --ofi (plain build only; README, Tests)"
+    exit $failed
+fi
 run "tcp;ofi_rxm with a ring of receive buffers" SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RECV_MODE=ring
+# sluice-bench --ofi --reps 1 over each provider: every job of the section
+# (the 2-rank job beside the bare libfabric reference, the large-segment
+# jobs) within the bench's limit per job, the whole run within this
+# script's, and the AM Short round trip measured.  Before the conduit
+# progressed sockets itself, this job hung there until its limit.
+bench=$builddir/tests/perf/sluice-bench
+bench_check() {
+    p=$1
+    tag=${p%%;*}
+    out=$(mktemp -d)
+    started=$(date +%s)
+    timeout 900 "$bench" --ofi --reps 1 --ofi-providers "$p" --timeout 300 --wait-idle 0 \
+        --sluicerun "$builddir/sluicerun" --csv "$out/bench.csv" > "$out/log" 2>&1
+    code=$?
+    took=$(($(date +%s) - started))
+    rtt=$(awk -v row="ofi_${tag}_am_short_rtt_ns" '$1 == row && $3 ~ /^[0-9.]+$/ { print $3; exit }' "$out/log")
+    put=$(awk -v row="ofi_${tag}_put_lat_ns" '$1 == row && $2 == 8 && $3 ~ /^[0-9.]+$/ { print $3; exit }' "$out/log")
+    get=$(awk -v row="ofi_${tag}_get_lat_ns" '$1 == row && $2 == 8 && $3 ~ /^[0-9.]+$/ { print $3; exit }' "$out/log")
+    if [ "$code" != 0 ] || ! grep -q '; 0 job(s) failed$' "$out/log" || [ -z "$rtt" ]; then
+        echo "FAIL: sluice-bench --ofi over $p: exit $code after ${took}s (every job done and the AM Short round trip measured expected)"
+        tail -40 "$out/log"
+        failed=1
+    else
+        echo "ok: sluice-bench --ofi over $p: every job done in ${took}s; AM Short round trip $rtt ns, 8 B Put $put ns, 8 B Get $get ns"
+    fi
+    rm -rf "$out"
+}
+if [ ! -x "$bench" ]; then
+    echo "FAIL: sluice-bench --ofi: $bench is not built (make builds it)"
+    failed=1
+else
+    for p in 'tcp;ofi_rxm' $providers; do
+        case " $skipped " in
+        *" $p "*) echo "not run: sluice-bench --ofi over $p (not offered here, above)" ;;
+        *) bench_check "$p" ;;
+        esac
+    done
+fi
 [ "$ran" -gt 0 ] || { echo "SKIP: no provider ran"; exit 77; }
 exit $failed
