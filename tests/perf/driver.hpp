@@ -128,9 +128,11 @@ double cacheline_pingpong(long iters, double timeout);
 double pause_cost();
 // The state of the machine a suite job ran in, from its own bare ping-pong
 // (state_pingpong_first and _last, this repetition's values in `now` beyond
-// those in `before`): "near" when both were under near_below_ns, "far" when
-// neither was, "mixed" when the job crossed over, "" when it measured none.
-inline constexpr double near_below_ns = 300;
+// those in `before`): "busy" when either took busy_from_ns or more (other
+// work shared the CPUs), else "near" when both were under near_below_ns,
+// "far" when neither was, "mixed" when the job crossed over, "" when it
+// measured none.
+inline constexpr double near_below_ns = 300, busy_from_ns = 1000;
 std::string job_state(const Samples &now, const Samples &before, double &first, double &last);
 // Appends the values in `now` beyond those in `before` to `into`.
 void add_new(const Samples &now, const Samples &before, Samples &into);

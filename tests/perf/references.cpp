@@ -125,6 +125,8 @@ std::string job_state(const Samples &now, const Samples &before, double &first, 
     last = added(now, before, {"state_pingpong_last", 0});
     if (std::isnan(first) || std::isnan(last))
         return "";
+    if (first >= busy_from_ns || last >= busy_from_ns)
+        return "busy";
     const bool near_first = first < near_below_ns, near_last = last < near_below_ns;
     return near_first != near_last ? "mixed" : near_first ? "near" : "far";
 }

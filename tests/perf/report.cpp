@@ -535,7 +535,9 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     for (const auto &entry : f.by_state)
         states.push_back(entry.first);
     std::stable_sort(states.begin(), states.end(), [&](const std::string &a, const std::string &b) {
-        const auto rank = [&](const std::string &s) { return std::tuple(s != "mixed", reps_in(s), s == "near"); };
+        const auto rank = [&](const std::string &s) {
+            return std::tuple(s == "near" || s == "far", reps_in(s), s == "near");
+        };
         return rank(a) > rank(b);
     });
     std::vector<Samples> views;
@@ -586,7 +588,9 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     for (const Report &other : others) {
         std::printf("\nThe suite in state %s: %zu repetition(s), job ping-pong %s ns%s\n", other.state.c_str(),
                     reps_in(other.state), value_text(other.med("state_pingpong_first", 0)).c_str(),
-                    other.state == "mixed" ? " (the state changed during the job: these ratios mix both)" : "");
+                    other.state == "mixed"  ? " (the state changed during the job: these ratios mix both)"
+                    : other.state == "busy" ? " (other work shared the CPUs)"
+                                            : "");
         other.print_table();
     }
     if (!shm.empty()) {
@@ -640,8 +644,9 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     f.busy_reps, o.reps, f.busiest * 100);
     int failed = report.print_targets();
     for (const Report &other : others) {
-        // A job that changed state mixes both: its table is shown, its targets are not judged.
-        if (other.state != "mixed")
+        // A job that changed state mixes both, a busy one measured the other
+        // work: their tables are shown, their targets are not judged.
+        if (other.state == "near" || other.state == "far")
             failed += other.print_targets(false);
         report.rows.insert(report.rows.end(), other.rows.begin(), other.rows.end());
     }
