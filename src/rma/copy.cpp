@@ -2,29 +2,40 @@
 // SLUICE_COPY_BULK_MIN_ bytes and more (<sluice.h>): the inline blocking
 // path and the library's non-blocking one both come here.
 //
-// Why not memcpy: from 32 KiB up the copy no longer fits the first-level
-// cache, and glibc (2.36 on the CI machine's Cascade Lake) copies such
-// sizes with `rep movsb`, which moved 19 to 34 GB/s at 64 KiB depending on
-// where source and destination start within their pages; a loop of 32-byte
-// loads and destination-aligned 32-byte stores moved 35 to 38 GB/s on the
-// same buffers, and 11.6 to 12.1 against 10.3 to 11.8 GB/s at 4 MiB
-// (docs/performance.md, "Put and Get bandwidth"); around 1 MiB it is the
-// slower, and memcpy copies there (below).  Below 32 KiB glibc's own
-// choice is the faster (114 against 71 GB/s at 16 KiB), so the header calls
-// memcpy there.  Non-temporal stores are not used: at 4 MiB both buffers
-// fit the last-level cache, and bypassing it would send the copy to memory.
+// Past the first-level cache neither glibc's memcpy nor a loop of 32-byte
+// AVX2 loads and destination-aligned stores is the faster on every machine
+// (docs/performance.md, "Put and Get bandwidth"), so each process measures
+// them.  Sizes fall in three bands (below 512 KiB, to 2 MiB, from 2 MiB);
+// the first copy of a band is made with memcpy, then repeated by each
+// candidate in turn, three rounds, the best round of each counting: the
+// candidates are timed on the program's own buffers, size and alignment,
+// once per band (on a quiet 2-vCPU VM 0.1 ms from a 32 KiB first copy, 2 ms
+// from 2 MiB, the first touch of its pages included).  The band then keeps
+// the faster; a lead under 5 % is a tie, and a tie goes to memcpy.
+// SLUICE_COPY=libc or avx2 skips the timing and uses that copy in every
+// band; SLUICE_VERBOSE=1 says each band's choice and figures.  Non-temporal
+// stores are not a candidate: up to 4 MiB both buffers fit the last-level
+// cache, and streaming past it copied at half the speed.
 #include "sluice_config.h"
 
 #include <sluice.h>
 
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define SLUICE_COPY_AVX2 1
 #endif
 
+namespace sluice::rma {
 namespace {
 
 using CopyFn = void (*)(void *, const void *, std::size_t);
@@ -61,28 +72,97 @@ __attribute__((target("avx2"))) void copy_avx2(void *to, const void *from, std::
                            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(s)));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(end - 32), tail);
 }
+
+bool avx2_present() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
 #endif
 
-// Chosen once, when the library is loaded.
-CopyFn choose() {
+// The bands: up to the second-level cache, past it, and past it by far
+// (the last-level cache or memory).
+struct Band {
+    std::size_t below;  // the band's copies are shorter than this
+    const char *name;
+};
+constexpr Band bands[] = {{512 * 1024, "below 512K"}, {2 * 1024 * 1024, "512K to 2M"}, {SIZE_MAX, "from 2M"}};
+constexpr int band_count = sizeof bands / sizeof bands[0];
+
 #ifdef SLUICE_COPY_AVX2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return copy_avx2;
+// ns per copy, best of three rounds, for memcpy (index 0) and the AVX2 loop
+// (1), alternating within a round so that a disturbance reaches both; short
+// copies are timed in batches of about 512 KiB.  Repeating the caller's
+// copy is harmless: the same bytes land in the same place each time.
+void measure(void *to, const void *from, std::size_t n, double ns[2]) {
+    constexpr CopyFn candidates[] = {copy_libc, copy_avx2};
+    const int repeat = static_cast<int>(std::max<std::size_t>(1, 512 * 1024 / n));
+    ns[0] = ns[1] = 1e300;
+    for (int round = 0; round < 3; ++round)
+        for (int c = 0; c < 2; ++c) {
+            const std::uint64_t t0 = base::now_ns();
+            for (int i = 0; i < repeat; ++i) {
+                candidates[c](to, from, n);
+                asm volatile("" ::: "memory");
+            }
+            ns[c] = std::min(ns[c], static_cast<double>(base::now_ns() - t0) / repeat);
+        }
+}
+
+// The band's faster copy, measured on its first copy; SLUICE_COPY=avx2
+// forces the loop.
+CopyFn choose_with_avx2(const Band &band, const std::string &knob, void *to, const void *from, std::size_t n) {
+    if (knob == "avx2") {
+        base::say("copy %s: the AVX2 loop (SLUICE_COPY=avx2)", band.name);
+        return copy_avx2;
+    }
+    const std::uint64_t t0 = base::now_ns();
+    copy_libc(to, from, n);  // first touch: page faults, cold caches
+    double ns[2];
+    measure(to, from, n, ns);
+    const bool loop = ns[1] < 0.95 * ns[0];
+    const double bytes = static_cast<double>(n);  // bytes per ns are GB/s
+    base::say("copy %s: %s; measured in %.2f ms on the first such copy, %zu bytes: memcpy %.1f, avx2 %.1f GB/s",
+              band.name, loop ? "the AVX2 loop" : "memcpy", static_cast<double>(base::now_ns() - t0) / 1e6, n,
+              bytes / ns[0], bytes / ns[1]);
+    return loop ? copy_avx2 : copy_libc;
+}
 #endif
+
+CopyFn choose(const Band &band, [[maybe_unused]] void *to, [[maybe_unused]] const void *from,
+              [[maybe_unused]] std::size_t n) {
+    const std::string &knob = base::knob_string(base::Knob::COPY);
+    if (knob == "libc") {
+        base::say("copy %s: memcpy (SLUICE_COPY=libc)", band.name);
+        return copy_libc;
+    }
+#ifdef SLUICE_COPY_AVX2
+    if (avx2_present()) return choose_with_avx2(band, knob, to, from, n);
+#endif
+    base::say("copy %s: memcpy (%s)", band.name,
+              knob == "avx2" ? "SLUICE_COPY=avx2, but this CPU has no AVX2" : "no AVX2 on this CPU");
     return copy_libc;
 }
-const CopyFn bulk = choose();
 
-// Between these two sizes the copy spills out of the second-level cache
-// (1 MiB a core there) and glibc's rep movsb, which writes whole lines
-// without reading them first, is the faster: 17.5-18.2 against 11.3-12.6
-// GB/s at 1 MiB, equal at 512 KiB and 2 MiB; from 2 MiB the loop is level
-// or ahead again (Get at 4 MiB: 11.7-11.9 against 10.5-10.7 GB/s).
-constexpr std::size_t libc_from = 512 * 1024, libc_below = 2 * 1024 * 1024;
+// Each band's copy: at first one that chooses it (once, whichever thread
+// comes first), then the one chosen.
+template <int b> void first_copy(void *to, const void *from, std::size_t n);
+std::atomic<CopyFn> band_copy[band_count] = {first_copy<0>, first_copy<1>, first_copy<2>};
+std::once_flag band_chosen[band_count];
+template <int b> void first_copy(void *to, const void *from, std::size_t n) {
+    std::call_once(band_chosen[b], [&] { band_copy[b].store(choose(bands[b], to, from, n)); });
+    band_copy[b].load()(to, from, n);
+}
 
 } // namespace
+} // namespace sluice::rma
 
 extern "C" void sluice_copy_bulk_(void *to, const void *from, size_t length) {
-    if (length < 64 || (length >= libc_from && length < libc_below)) std::memcpy(to, from, length);
-    else bulk(to, from, length);
+    using namespace sluice::rma;
+    if (length < 64) {
+        std::memcpy(to, from, length);
+        return;
+    }
+    int b = 0;
+    while (length >= bands[b].below) ++b;
+    band_copy[b].load(std::memory_order_relaxed)(to, from, length);
 }

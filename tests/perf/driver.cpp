@@ -509,6 +509,7 @@ int driver_main(int argc, char **argv) {
     std::fflush(stdout);
 
     Samples samples;
+    Findings findings;
     int job_failures = 0;
     const long pingpong_iters = rtt_iterations(0, common.scale) * 5;
     int busy_reps = 0;
@@ -562,6 +563,7 @@ int driver_main(int argc, char **argv) {
         std::fprintf(stderr, "rep %d/%d (machine %.0f%% busy before):", rep + 1, o.reps,
                      busy * 100);
         const std::string tag = std::to_string(rep);
+        const Samples before = samples;
         if (run_suite) {
             auto cmd = sluice_cmd;
             for (const char *a : {"--worker", "suite"})
@@ -584,6 +586,12 @@ int driver_main(int argc, char **argv) {
             samples[{"pause", 0}].push_back(pause_cost());
             measure_memcpy(common, samples);
             std::fprintf(stderr, ", ping-pong+memcpy %.1fs", (now_ns() - t0) / 1e9);
+            double first = nan_value, last = nan_value;
+            const std::string state = job_state(samples, before, first, last);
+            if (!state.empty()) {
+                std::fprintf(stderr, ", state %s (job ping-pong %.0f then %.0f ns)", state.c_str(), first, last);
+                add_new(samples, before, findings.by_state[state]);
+            }
         }
         if (udp && default_job) {
             auto cmd = sluice_cmd;
@@ -748,7 +756,6 @@ int driver_main(int argc, char **argv) {
         std::fprintf(stderr, "\n");
     }
 
-    Findings findings;
     std::map<int, ShmFigure> &shm = findings.shm;
     if (!o.skip_shm) {
         for (int n : o.shm_ranks) {

@@ -126,6 +126,16 @@ void reap_pair(pid_t responder, pid_t measurer, double timeout);
 double cacheline_pingpong(long iters, double timeout);
 // ns per x86 PAUSE instruction (NaN elsewhere).
 double pause_cost();
+// The state of the machine a suite job ran in, from its own bare ping-pong
+// (state_pingpong_first and _last, this repetition's values in `now` beyond
+// those in `before`): "busy" when either took busy_from_ns or more (other
+// work shared the CPUs), else "near" when both were under near_below_ns,
+// "far" when neither was, "mixed" when the job crossed over, "" when it
+// measured none.
+inline constexpr double near_below_ns = 300, busy_from_ns = 1000;
+std::string job_state(const Samples &now, const Samples &before, double &first, double &last);
+// Appends the values in `now` beyond those in `before` to `into`.
+void add_new(const Samples &now, const Samples &before, Samples &into);
 struct CommonOptions;
 // memcpy ns per copy at every RMA size, into samples["memcpy"].
 void measure_memcpy(const CommonOptions &o, Samples &samples);
@@ -150,6 +160,9 @@ struct Findings {
     std::string ibv_note;
     bool portals = false; // the portals section ran
     std::string portals_note;
+    // The suite's repetitions by the state their job ran in (job_state):
+    // their values and the driver's references of the same repetitions.
+    std::map<std::string, Samples> by_state;
     int busy_reps = 0;   // repetitions that started on a busy machine
     double busiest = 0;  // the busiest share seen
     std::map<int, ShmFigure> shm;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +109,35 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+namespace {
+// The newest value of `key` if `now` has more of them than `before`.
+double added(const Samples &now, const Samples &before, const Key &key) {
+    const auto n = now.find(key), b = before.find(key);
+    const std::size_t old = b == before.end() ? 0 : b->second.size();
+    return n == now.end() || n->second.size() <= old ? nan_value : n->second.back();
+}
+} // namespace
+
+std::string job_state(const Samples &now, const Samples &before, double &first, double &last) {
+    first = added(now, before, {"state_pingpong_first", 0});
+    last = added(now, before, {"state_pingpong_last", 0});
+    if (std::isnan(first) || std::isnan(last))
+        return "";
+    if (first >= busy_from_ns || last >= busy_from_ns)
+        return "busy";
+    const bool near_first = first < near_below_ns, near_last = last < near_below_ns;
+    return near_first != near_last ? "mixed" : near_first ? "near" : "far";
+}
+
+void add_new(const Samples &now, const Samples &before, Samples &into) {
+    for (const auto &[key, values] : now) {
+        const auto b = before.find(key);
+        const std::size_t old = b == before.end() ? 0 : b->second.size();
+        if (values.size() > old)
+            into[key].insert(into[key].end(), values.begin() + static_cast<std::ptrdiff_t>(old), values.end());
+    }
 }
 
 std::vector<int> usable_cpus(std::size_t n) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 namespace sluice::perf {
 namespace {
@@ -27,6 +28,7 @@ struct Row {
     Check check = Check::none;
     double threshold = 0;
     std::string title; // for the targets list
+    std::string state; // the suite's rows: the state their repetitions ran in (README, "States")
 
     double ratio() const {
         return std::isnan(reference) || reference == 0 ? nan_value : sluice / reference;
@@ -89,11 +91,24 @@ std::string csv_number(double v) {
     return b;
 }
 
+// `all` with the values of the repetitions in `state` only, for every
+// figure measured by state; the others (launch, memory, ...) as they are.
+Samples within_state(const Samples &all, const std::map<std::string, Samples> &by_state, const std::string &state) {
+    Samples view = all;
+    for (const auto &entry : by_state)
+        for (const auto &figure : entry.second)
+            view.erase(figure.first);
+    for (const auto &figure : by_state.at(state))
+        view[figure.first] = figure.second;
+    return view;
+}
+
 struct Report {
     const Options &options;
     const Samples &s;
     std::vector<Row> rows;
     bool have_mpi;
+    std::string state; // stamped on the rows build() adds
 
     double med(const std::string &m, std::size_t size) const {
         auto it = s.find({m, size});
@@ -119,6 +134,7 @@ struct Report {
         r.sluice = sluice;
         r.reference_name = std::move(reference_name);
         r.reference = reference;
+        r.state = state;
         rows.push_back(std::move(r));
         return rows.back();
     }
@@ -316,7 +332,8 @@ struct Report {
                provider + " 1 GiB large segment: peers' bytes pinned at most <= 64 MiB budget");
     }
 
-    void build(const std::map<int, ShmFigure> &shm) {
+    // The suite job's rows and the driver's references (ping-pong, memcpy).
+    void build() {
         const std::string am = "Active messages (2 ranks; ns per round trip or per message)";
         const double short_rtt = med("am_short_rtt", 0);
         // The reference is the ping-pong between the two rank processes,
@@ -410,7 +427,9 @@ struct Report {
             target(barrier, Check::ratio_at_most, 0.7, "Barrier <= 0.7 x MPI_Barrier");
         add(coll, "barrier_after_am_ns", 0, med("barrier_after_am", 0), have_mpi ? "mpi_barrier_ns" : "",
             med("mpi_barrier", 0));
+    }
 
+    void build_launch_and_memory(const std::map<int, ShmFigure> &shm) {
         if (!options.skip_launch) {
             const std::string launch = "Launch (empty program, wall time; ms)";
             const int n = options.launch_ranks;
@@ -464,28 +483,30 @@ struct Report {
         std::ofstream f(path);
         if (!f)
             return false;
-        f << "metric,size,sluice,reference_name,reference,ratio,target,pass\n";
+        f << "metric,size,sluice,reference_name,reference,ratio,target,pass,state\n";
         for (const Row &r : rows)
             f << r.metric << ',' << r.size << ',' << csv_number(r.sluice) << ','
               << r.reference_name << ',' << csv_number(r.reference) << ','
-              << csv_number(r.ratio()) << ',' << r.target() << ',' << r.pass() << '\n';
+              << csv_number(r.ratio()) << ',' << r.target() << ',' << r.pass() << ',' << r.state << '\n';
         return static_cast<bool>(f);
     }
 
     // Prints the targets; returns the number that did not pass.
-    int print_targets() const {
+    int print_targets(bool heading = true) const {
         int failed = 0;
-        std::printf("\nTargets (issues 2, 6, 28 to 31 and 43; 2 ranks; medians of %d runs, references in "
-                    "the same run):\n",
-                    options.reps);
+        if (heading)
+            std::printf("\nTargets (issues 2, 6, 28 to 31 and 43; 2 ranks; medians of %d runs, references in "
+                        "the same run):\n",
+                        options.reps);
         for (const Row &r : rows) {
             if (r.check == Check::none)
                 continue;
             const std::string p = r.pass();
             if (p != "PASS")
                 ++failed;
+            const std::string title = r.state.empty() ? r.title : r.title + " [" + r.state + "]";
             std::printf("  %-4s  %-62s %s", p == "n/a" ? "MISS" : p.c_str(),
-                        r.title.c_str(), value_text(r.sluice).c_str());
+                        title.c_str(), value_text(r.sluice).c_str());
             if (r.check == Check::value_at_most)
                 std::printf(" (target %s)\n", r.target().c_str());
             else
@@ -503,10 +524,33 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     const bool have_mpi = f.have_mpi;
     const auto &shm = f.shm;
     const auto &mpi_note = f.mpi_note;
-    Report report{o, samples, {}, have_mpi};
-    if (o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
-        o.portals != Options::Portals::only && client_plan().mode != ClientPlan::Mode::only)
-        report.build(shm);
+    // The suite's rows compare within one state: the state most repetitions
+    // ran in gives the main table, each other state a table of its own.
+    const auto reps_in = [&](const std::string &state) {
+        const auto &v = f.by_state.at(state);
+        const auto it = v.find({"state_pingpong_first", 0});
+        return it == v.end() ? std::size_t{0} : it->second.size();
+    };
+    std::vector<std::string> states; // main first
+    for (const auto &entry : f.by_state)
+        states.push_back(entry.first);
+    std::stable_sort(states.begin(), states.end(), [&](const std::string &a, const std::string &b) {
+        const auto rank = [&](const std::string &s) {
+            return std::tuple(s == "near" || s == "far", reps_in(s), s == "near");
+        };
+        return rank(a) > rank(b);
+    });
+    std::vector<Samples> views;
+    for (const std::string &state : states)
+        views.push_back(within_state(samples, f.by_state, state));
+    Report report{o, views.empty() ? samples : views[0], {}, have_mpi, states.empty() ? "" : states[0]};
+    const bool suite = o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
+                       o.portals != Options::Portals::only && client_plan().mode != ClientPlan::Mode::only;
+    if (suite)
+        report.build();
+    report.state.clear();
+    if (suite)
+        report.build_launch_and_memory(shm);
     if (f.udp)
         report.build_udp();
     for (const auto &p : f.ofi_providers)
@@ -524,11 +568,31 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                                                                              : Check::ratio_at_least,
                                c.threshold, c.title);
         }
-    if (!o.only.empty() || !o.only_size.empty())
-        std::erase_if(report.rows, [](const Row &r) {
-            return std::isnan(r.sluice) && std::isnan(r.reference);
-        });
+    std::vector<Report> others;
+    for (std::size_t i = 1; suite && i < states.size(); ++i) {
+        others.push_back(Report{o, views[i], {}, have_mpi, states[i]});
+        others.back().build();
+    }
+    if (!o.only.empty() || !o.only_size.empty()) {
+        const auto empty = [](const Row &r) { return std::isnan(r.sluice) && std::isnan(r.reference); };
+        std::erase_if(report.rows, empty);
+        for (Report &other : others)
+            std::erase_if(other.rows, empty);
+    }
     report.print_table();
+    if (!states.empty() && suite)
+        std::printf("   (the suite's rows above: its %zu repetition(s) in state %s, job ping-pong %s ns%s)\n",
+                    reps_in(states[0]), states[0].c_str(),
+                    value_text(report.med("state_pingpong_first", 0)).c_str(),
+                    states.size() > 1 ? "; the other states' below" : "");
+    for (const Report &other : others) {
+        std::printf("\nThe suite in state %s: %zu repetition(s), job ping-pong %s ns%s\n", other.state.c_str(),
+                    reps_in(other.state), value_text(other.med("state_pingpong_first", 0)).c_str(),
+                    other.state == "mixed"  ? " (the state changed during the job: these ratios mix both)"
+                    : other.state == "busy" ? " (other work shared the CPUs)"
+                                            : "");
+        other.print_table();
+    }
     if (!shm.empty()) {
         std::printf("   (shm_per_rank: distinct shared-memory objects outside the segments "
                     "/ ranks; shm_mapped: what each rank maps, segments excluded)\n");
@@ -578,7 +642,14 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         std::printf("   WARNING: %d of %d repetitions started while other work kept the "
                     "CPUs up to %.0f%% busy; the figures are unreliable\n",
                     f.busy_reps, o.reps, f.busiest * 100);
-    const int failed = report.print_targets();
+    int failed = report.print_targets();
+    for (const Report &other : others) {
+        // A job that changed state mixes both, a busy one measured the other
+        // work: their tables are shown, their targets are not judged.
+        if (other.state == "near" || other.state == "far")
+            failed += other.print_targets(false);
+        report.rows.insert(report.rows.end(), other.rows.begin(), other.rows.end());
+    }
     if (report.write_csv(o.csv))
         std::printf("\nCSV: %s\n", o.csv.c_str());
     else

@@ -631,6 +631,13 @@ struct Suite {
         if (options.wanted(metric, size))
             phase([&] { results.add(metric, size, how()); });
     }
+    // The job's state (tests/perf/README.md, "States"): 20,000 bare round
+    // trips, whatever --only keeps; the driver reads `state_pingpong_first`
+    // and `_last` (ns per round trip), measured as the suite starts and ends.
+    void state_pingpong(const char *metric) {
+        constexpr std::uint32_t n = 20000, lead = 2000;
+        phase([&] { results.add(metric, 0, pingpong_chunk(n + lead, lead) / n); });
+    }
 
     // What both kinds start with: 2 ranks, handlers, segments, buffers.
     bool start(std::size_t &peer_size) {
@@ -697,6 +704,7 @@ struct Suite {
             results.add("route_udp_sockets", 0, udp_sockets_open());
         pingpong_page_open();
         check(sluice_barrier(), "sluice_barrier");
+        state_pingpong("state_pingpong_first");
 
         const std::size_t max_medium = sluice_am_max_medium();
         const std::size_t max_long = std::min(sluice_am_max_long(), peer_size);
@@ -742,6 +750,7 @@ struct Suite {
             measure("put_bw", s, [&] { return put_bandwidth_ns(s); });
             measure("get_bw", s, [&] { return get_bandwidth_ns(s); });
         }
+        state_pingpong("state_pingpong_last");
         if (!options.wanted("barrier")) {
             check(sluice_finalize(), "sluice_finalize");
             return 0;
