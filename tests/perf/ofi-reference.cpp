@@ -289,10 +289,6 @@ bool OfiReference::open(const std::string &provider, std::size_t region_bytes,
         return false;
     }
     fi_info *info = s->info = loopback_or_first(s->list);
-    // As the conduit asks (src/conduits/ofi, ofi_setup.cpp): sockets moves
-    // data in this side's own polls, not from its progress thread.
-    if (std::string(info->fabric_attr->prov_name) == "sockets")
-        info->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     if (delivery_complete)
         s->write_flags |= FI_DELIVERY_COMPLETE;
     s->mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
