@@ -10,6 +10,12 @@
 #   slurm_cluster_stop    cancels what is left, waits for the job steps to
 #                         end, stops the daemons by PID and removes the folder.
 #   slurm_cluster_dir     the folder (logs, configuration, TmpFS).
+#   slurm_cluster_cases CASES TRAP
+#                         starts the cluster, runs the function CASES under
+#                         it (the EXIT trap stops it, then runs TRAP), stops
+#                         it and sets the EXIT trap back to TRAP; a machine
+#                         without Slurm is a SKIP line, a cluster that did not
+#                         come up a failure (`fail`, from the script).
 # See /work/shared/RECIPES.md "Slurm on localhost" and spawners/pmi/README.md.
 
 slurm_cluster_dir=
@@ -200,4 +206,20 @@ slurm_cluster_stop() {
     fi
     rm -rf "$slurm_cluster_dir"
     slurm_cluster_dir=
+}
+
+slurm_cluster_cases() {
+    slurm_cluster_start
+    case $? in
+    0)
+        # shellcheck disable=SC2064 # TRAP is the caller's, expanded now
+        trap "slurm_cluster_stop; $2" EXIT
+        "$1"
+        slurm_cluster_stop
+        # shellcheck disable=SC2064
+        trap "$2" EXIT
+        ;;
+    77) echo "SKIP: srun: $slurm_cluster_why"; slurm_cluster_stop ;;
+    *) fail "srun: Slurm did not start on this host (logs above)"; slurm_cluster_stop ;;
+    esac
 }

@@ -349,6 +349,16 @@ fail() {
     failed=$((failed + 1))
 }
 show() { sed 's/^/    /' "$@" | tail -25; }
+# ssh_hosts_verdict NAME: the last lines of NAME-hosts.sh (its time since
+# $script_start, the failures) and its exit when a check failed.
+ssh_hosts_verdict() {
+    echo "$1-hosts.sh took $(elapsed "$script_start" 0) s"
+    if [ "$failed" -gt 0 ]; then
+        echo "$failed check(s) failed"
+        exit 1
+    fi
+    echo "all $1 conduit checks across hosts passed"
+}
 
 # For a conduit's script across hosts (ofi-hosts.sh, portals-hosts.sh),
 # which defines run_job LIMIT [ENV-ARGS...] -- ARGS... (a job under

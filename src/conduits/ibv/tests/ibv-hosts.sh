@@ -147,9 +147,4 @@ else
     grep -E '^\[  FAILED|Failure|FAIL' "$out" | show
 fi
 
-echo "ibv-hosts.sh took $(elapsed "$script_start" 0) s"
-if [ "$failed" -gt 0 ]; then
-    echo "$failed check(s) failed"
-    exit 1
-fi
-echo "all ibv conduit checks across hosts passed"
+ssh_hosts_verdict ibv

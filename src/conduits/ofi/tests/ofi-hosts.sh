@@ -1,5 +1,5 @@
 #!/bin/bash
-# The ofi conduit between hosts (issue 29, item 6): three network namespaces
+# The ofi conduit between hosts: three network namespaces
 # A, B, C with their own host names (sluice-a, -b, -c), each with its own sshd
 # and a veth link (eth0) to a bridge in the hub, where `sluicerun
 # -spawner=ssh` runs (tests/spawn/ssh/hosts.sh).  For each libfabric
@@ -59,7 +59,7 @@ default_providers='tcp;ofi_rxm udp;ofi_rxd'
 providers=()
 for p in ${SLUICETEST_OFI_PROVIDERS:-$default_providers}; do
     if ! command -v fi_info > /dev/null; then
-        [ "$p" = 'tcp;ofi_rxm' ] && providers+=("$p")  # unprobed: the one issue 29 requires
+        [ "$p" = 'tcp;ofi_rxm' ] && providers+=("$p")  # unprobed: the provider every host test requires
     elif in_host A timeout 20 fi_info -p "$p" -t FI_EP_RDM -c 'FI_MSG|FI_RMA' 2> /dev/null | grep -q 'domain: eth0$'; then
         providers+=("$p")
     else
@@ -200,21 +200,6 @@ srun_cases() {
         done
     done
 }
-slurm_cluster_start
-case $? in
-0)
-    trap 'slurm_cluster_stop; ssh_hosts_stop' EXIT
-    srun_cases
-    slurm_cluster_stop
-    trap 'ssh_hosts_stop' EXIT
-    ;;
-77) echo "SKIP: srun: $slurm_cluster_why"; slurm_cluster_stop ;;
-*) fail "srun: Slurm did not start on this host (logs above)"; slurm_cluster_stop ;;
-esac
+slurm_cluster_cases srun_cases 'ssh_hosts_stop'
 
-echo "ofi-hosts.sh took $(elapsed "$script_start" 0) s"
-if [ "$failed" -gt 0 ]; then
-    echo "$failed check(s) failed"
-    exit 1
-fi
-echo "all ofi conduit checks across hosts passed"
+ssh_hosts_verdict ofi

@@ -178,21 +178,6 @@ srun_cases() {
         fi
     done
 }
-slurm_cluster_start
-case $? in
-0)
-    trap 'slurm_cluster_stop; portals_udp_restore; ssh_hosts_stop' EXIT
-    srun_cases
-    slurm_cluster_stop
-    trap 'portals_udp_restore; ssh_hosts_stop' EXIT
-    ;;
-77) echo "SKIP: srun: $slurm_cluster_why"; slurm_cluster_stop ;;
-*) fail "srun: Slurm did not start on this host (logs above)"; slurm_cluster_stop ;;
-esac
+slurm_cluster_cases srun_cases 'portals_udp_restore; ssh_hosts_stop'
 
-echo "portals-hosts.sh took $(elapsed "$script_start" 0) s"
-if [ "$failed" -gt 0 ]; then
-    echo "$failed check(s) failed"
-    exit 1
-fi
-echo "all portals conduit checks across hosts passed"
+ssh_hosts_verdict portals

@@ -18,7 +18,7 @@
 #     still arrives once, in order;
 #   - sluice-bench's bare Portals 4 reference (tests/perf) on its own;
 #   - knobs refused by name; receive memory per rank at 2, 8 and 32 ranks
-#     with the seed's credit defaults (printed, for the note and docs).
+#     with GASNet's Portals conduit's credit defaults (printed, for the note and docs).
 # The reference implementation has no retransmission over UDP: a datagram
 # dropped by a full socket receive buffer hangs the job.  The script needs
 # net.core.rmem_default of at least 64 MiB; as root it raises it for its
@@ -124,7 +124,7 @@ for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PO
     fi
 done
 
-echo "=== portals: receive memory per rank (the seed's credit defaults)"
+echo "=== portals: receive memory per rank (GASNet's Portals conduit's credit defaults)"
 for n in 2 8 32; do
     job 600 "$n" -- basic
     line=$(printf '%s\n' "$log" | grep '^\[0\] portals: receive memory' | head -1)

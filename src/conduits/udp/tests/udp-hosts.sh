@@ -1,5 +1,5 @@
 #!/bin/bash
-# The udp conduit between hosts (issue 6, item 5): three network namespaces
+# The udp conduit between hosts: three network namespaces
 # A, B, C with their own host names (sluice-a, -b, -c), each with its own
 # sshd, and `sluicerun -spawner=ssh` in the hub (tests/spawn/ssh/hosts.sh).
 # Ranks on different hosts talk over udp, ranks on one host over smp, every
@@ -499,9 +499,4 @@ else
     bg_abort "$label"
 fi
 
-echo "udp-hosts.sh took $(elapsed "$script_start" 0) s"
-if [ "$failed" -gt 0 ]; then
-    echo "$failed check(s) failed"
-    exit 1
-fi
-echo "all udp conduit checks across hosts passed"
+ssh_hosts_verdict udp

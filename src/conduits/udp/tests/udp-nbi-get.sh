@@ -1,5 +1,5 @@
 #!/bin/sh
-# Many outstanding Gets over udp on this host (issue 28): two ranks with
+# Many outstanding Gets over udp on this host: two ranks with
 # SLUICE_ROUTE=network, rank 0 issues 16 sluice_get_nbi of 4 MiB from rank 1
 # without polling between them, and the first must be complete when the
 # last call returns (sluice-udp-check nbi-get, src/conduits/udp/tests/README.md).  Skips
