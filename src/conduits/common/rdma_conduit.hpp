@@ -22,9 +22,10 @@
 //
 // Hooks a conduit implements: up, reap, deliver_one, delivered,
 // control_send, idle, path, and receive_wait if it runs a receive thread;
-// take and poll_more where it needs them; nic_atomics_support,
-// atomics_create, atomic_room and atomic_post for NIC atomics.  src/conduits/common/README.md
-// lists the kit; docs/conduits.md walks a message through the layers.
+// take and poll_more where it needs them; rdma for Put and Get;
+// nic_atomics_support, atomics_create, atomic_room and atomic_post for
+// NIC atomics.  src/conduits/common/README.md lists the kit;
+// docs/conduits.md walks a message through the layers.
 #pragma once
 
 #include "base/flag.hpp"

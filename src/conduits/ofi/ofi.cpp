@@ -37,9 +37,9 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
         },
         [&](std::byte *bytes, std::size_t length, SendBuffer *b) {
             stamp(peer, bytes);
-            void *desc = send_mr_ ? fi_mr_desc(send_mr_) : nullptr;
-            const ssize_t r = b ? fi_send(ep_, bytes, length, desc, addr_[peer], &b->fi)
-                                : fi_inject(ep_, bytes, length, addr_[peer]);
+            const ssize_t r =
+                b ? fi_send(ep_, bytes, length, send_mr_ ? fi_mr_desc(send_mr_) : nullptr, addr_[peer], &b->fi)
+                  : fi_inject(ep_, bytes, length, addr_[peer]);
             if (__builtin_expect(r == 0, 1)) {
                 ++(b ? counters_.sent : counters_.small);
                 if (b) b->peer = peer;
