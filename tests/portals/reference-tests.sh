@@ -7,8 +7,13 @@
 # unexpected and oversize messages, flow control, persistent search);
 # each must exit 0 within 60 s.  `known` are reported only: test_ME_unlink
 # fails here (the conduit unlinks a match entry only by PtlMEUnlink of its
-# own, never relying on that case).  Exits 77 when with-portals4 cannot
-# build (no tarball, no libev-dev).
+# own, never relying on that case).  `timed` tests depend on the pace of
+# the two processes: test_ME_flowctl_nohdr's target waits for half the
+# sender's Puts (10 ms apart) and then wants the count to be exactly half,
+# which a target slowed by a loaded machine overshoots (a quarter of the
+# runs with two busy loops beside it); such a test gets up to three runs and
+# fails only if all three do.  Exits 77 when with-portals4
+# cannot build (no tarball, no libev-dev).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 run=$here/with-portals4
@@ -27,12 +32,21 @@ test_ME_put_multiple test_ME_put_multiple_large test_ME_get test_LE_get test_ME_
 test_event test_ct_ack test_ME_unexpected_put test_ME_oversize_put test_ME_oversize_get test_ME_flowctl_norecv
 test_ME_flowctl_noeq test_ME_flowctl_nohdr test_LE_unlink test_PA_ME_persistent_search test_manage_local_only"
 known="test_ME_unlink"
+timed="test_ME_flowctl_nohdr"
 work=$(mktemp -d)
 trap 'rm -rf "$work"; portals_udp_restore' EXIT
 failed=0
+# run_one TEST: the test's two processes, its output in $work/TEST.
+run_one() {
+    (cd "$tests" && timeout -k 5 60 "$yod" -np 2 "./$1") > "$work/$1" 2>&1
+}
 for t in $required $known; do
-    if (cd "$tests" && timeout -k 5 60 "$yod" -np 2 "./$t") > "$work/$t" 2>&1; then
+    if run_one "$t"; then
         echo "ok: $t"
+    elif echo " $timed " | grep -q " $t " && cp "$work/$t" "$work/$t.first" &&
+         { run_one "$t" || run_one "$t"; }; then
+        echo "ok: $t (on a later run; the first, slowed by the machine's load, ended:)"
+        sed 's/^/    /' "$work/$t.first" | tail -5
     elif echo " $known " | grep -q " $t "; then
         echo "known failure (not used by the conduit): $t"
     else
