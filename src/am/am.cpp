@@ -131,7 +131,8 @@ Status AmEngine::handler_register(std::uint8_t index, sluice_handler_fn fn, AmCa
                             "handler %u: unknown category %d", index, static_cast<int>(category));
     if (nargs > SLUICE_AM_MAX_ARGS)
         return base::report(Status::argument, op, "pass at most 16 arguments", "handler %u: %u arguments", index, nargs);
-    user_[index] = Entry{fn, signature(category, nargs)};
+    user_[index].fn_.store(fn, std::memory_order_relaxed);
+    user_[index].signature_.store(signature(category, nargs), std::memory_order_release);
     return Status::ok;
 }
 
@@ -171,13 +172,13 @@ Status AmEngine::check_send_slow(Rank dest, const Send &m, const char *op) const
     if (m.nargs && !m.args)
         return base::report(Status::argument, op, "pass the argument array", "%u arguments but a null array", m.nargs);
     const Entry &e = user_[m.handler];
-    if (!e.fn)
+    if (!e.fn())
         return base::report(Status::handler, op, "register the handler on every rank (sluice_handler_register) before sending",
                             "handler %u is not registered", m.handler);
-    if (e.signature != signature(m.category, m.nargs))
+    if (e.signature() != signature(m.category, m.nargs))
         return base::report(Status::handler, op, "send with the category and argument count the handler was registered with",
                             "handler %u is registered as %s with %u arguments, sent as %s with %u", m.handler,
-                            category_name(static_cast<AmCategory>(e.signature >> 8)), e.signature & 0xffu,
+                            category_name(static_cast<AmCategory>(e.signature() >> 8)), e.signature() & 0xffu,
                             category_name(m.category), m.nargs);
     if (m.category == AmCategory::short_) return Status::ok;
     if (m.length && !m.payload)
@@ -437,14 +438,14 @@ void AmEngine::deliver_short(void *context, Rank source, std::uint8_t handler, s
                              std::uint8_t credit, const std::uint32_t *args, unsigned nargs) {
     AmEngine &self = *static_cast<AmEngine *>(context);
     const Entry &e = self.user_[handler];
-    if (__builtin_expect(!(flags & conduit::am_flag_system) && e.signature == signature(AmCategory::short_, nargs) &&
+    if (__builtin_expect(!(flags & conduit::am_flag_system) && e.signature() == signature(AmCategory::short_, nargs) &&
                              self.user_enabled_.load(std::memory_order_relaxed), 1)) {
         Token token{source,
                     static_cast<std::uint8_t>((flags ^ conduit::am_flag_reply) &
                                               (Token::token_request | Token::token_credit)),
                     credit};
         if (token.credit()) self.credit_arrived(token);
-        handler_run(e.fn, token, nullptr, 0, args, nargs, self.rank_, handler);
+        handler_run(e.fn(), token, nullptr, 0, args, nargs, self.rank_, handler);
         self.credit_settle(token);
         return;
     }
@@ -461,8 +462,8 @@ sluice_handler_fn AmEngine::dispatch_resolve(const conduit::AmHeader &h) const {
     if (__builtin_expect(!(h.flags & conduit::am_flag_system), 1)) {
         if (__builtin_expect(!user_enabled_.load(std::memory_order_relaxed), 0)) return nullptr;
         const Entry &e = user_[h.handler];
-        if (__builtin_expect(e.signature != signature(h.category, h.nargs), 0)) dispatch_refuse(h);
-        return e.fn;
+        if (__builtin_expect(e.signature() != signature(h.category, h.nargs), 0)) dispatch_refuse(h);
+        return e.fn();
     }
     sluice_handler_fn fn = h.handler < sys_count ? system_[h.handler] : nullptr;
     if (!fn) dispatch_refuse(h);
@@ -489,13 +490,13 @@ void AmEngine::dispatch_refuse(const conduit::AmHeader &h) const {
     if (h.flags & conduit::am_flag_system)
         base::fatal("AM dispatch", "this is a Sluice bug", "unknown internal handler %u from rank %u", h.handler, h.source);
     const Entry &e = user_[h.handler];
-    if (!e.fn)
+    if (!e.fn())
         base::fatal("AM dispatch", "register every handler on every rank before any rank sends to it",
                     "message from rank %u for handler %u, which is not registered here", h.source, h.handler);
     base::fatal("AM dispatch", "register the handler identically on every rank",
                 "message from rank %u for handler %u as %s with %u arguments; registered here as %s with %u",
                 h.source, h.handler, category_name(h.category), h.nargs,
-                category_name(static_cast<AmCategory>(e.signature >> 8)), e.signature & 0xffu);
+                category_name(static_cast<AmCategory>(e.signature() >> 8)), e.signature() & 0xffu);
 }
 
 } // namespace sluice::am

@@ -286,9 +286,16 @@ private:
         return static_cast<std::uint16_t>(static_cast<unsigned>(c) << 8 | nargs);
     }
     static constexpr std::uint16_t unregistered = 0xffff;
+    // A handler may be registered while the progress thread delivers: the
+    // signature is stored after the function (release) and read before it
+    // (acquire), so a message that matches the signature runs that function.
+    // Registering a handler anew while messages for it arrive is the
+    // caller's race.
     struct Entry {
-        sluice_handler_fn fn = nullptr;
-        std::uint16_t signature = unregistered;
+        std::atomic<sluice_handler_fn> fn_{nullptr};
+        std::atomic<std::uint16_t> signature_{unregistered};
+        std::uint16_t signature() const { return signature_.load(std::memory_order_acquire); }
+        sluice_handler_fn fn() const { return fn_.load(std::memory_order_relaxed); }
     };
 
     // A user request to `dest` is on its way: the next flush includes it.
@@ -302,7 +309,7 @@ private:
     }
     bool short_ok(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) const {
         return nargs <= SLUICE_AM_MAX_ARGS && (args || !nargs) &&
-               user_[handler].signature == signature(AmCategory::short_, nargs);
+               user_[handler].signature() == signature(AmCategory::short_, nargs);
     }
     static Send short_send(std::uint8_t handler, const std::uint32_t *args, unsigned nargs) {
         Send m;

@@ -1,5 +1,6 @@
 // tests/mp/mp_threads.cpp - 4 threads per rank issue AMs and RMA at once;
-// each thread checks its own data.
+// each thread checks its own data.  A fifth registers the two handlers
+// again, as they are, all the while: registration races no delivery.
 #include "tests/mp/mp_cases.hpp"
 
 #include <algorithm>
@@ -118,7 +119,17 @@ int case_threads(int argc, char **argv) {
     TOK(sluice_barrier());
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads_per_rank; ++t) pool.emplace_back(worker, t, rma_iterations);
+    std::atomic<bool> workers_done{false};
+    std::thread registrar([&] {
+        while (!workers_done.load()) {
+            TOK(sluice_handler_register(h_thread_request, on_request, SLUICE_AM_MEDIUM, 3));
+            TOK(sluice_handler_register(h_thread_reply, on_reply, SLUICE_AM_SHORT, 3));
+            std::this_thread::yield();
+        }
+    });
     for (auto &th : pool) th.join();
+    workers_done.store(true);
+    registrar.join();
     // Every rank gets threads x iterations requests in total.
     std::uint64_t expected = static_cast<std::uint64_t>(threads_per_rank) * am_iterations;
     WAIT_UNTIL(requests_handled.load() == expected);
