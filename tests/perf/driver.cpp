@@ -474,7 +474,11 @@ int driver_main(int argc, char **argv) {
     sluice_cmd.push_back(self);
     std::vector<std::string> mpi_cmd{o.mpirun, "-n", "2", o.mpi_reference, "--suite"};
     // The udp jobs print the conduit's counters at finalize (into their logs).
-    const std::vector<std::string> network_route{"SLUICE_ROUTE=network", "SLUICE_UDP_STATS=1"};
+    // They name the network: the first that probes may be another (ibv under
+    // softnic-run).
+    std::vector<std::string> network_route{"SLUICE_ROUTE=network", "SLUICE_UDP_STATS=1"};
+    if (!o.udp_any_transport)
+        network_route.push_back("SLUICE_NETWORK=udp");
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
@@ -485,8 +489,8 @@ int driver_main(int argc, char **argv) {
     else if (!mpi_note.empty())
         std::printf("  %s\n", mpi_note.c_str());
     if (udp)
-        std::printf("  udp:    SLUICE_ROUTE=network %s --worker udp (and exactly-once)\n",
-                    describe(sluice_cmd).c_str());
+        std::printf("  udp:    SLUICE_ROUTE=network%s %s --worker udp (and exactly-once)\n",
+                    o.udp_any_transport ? "" : " SLUICE_NETWORK=udp", describe(sluice_cmd).c_str());
     // On one host the conduit and the bare reference both take the
     // provider's loopback domain where it has one (tcp's "lo").
     // The conduit's counters go to the job logs (--keep).
