@@ -59,7 +59,7 @@ FRAGMENT
     echo "// $generated"
     echo "// SLUICE_CONDUIT_IN_LIBRARY(name): in libsluice; SLUICE_CONDUIT_IN_TESTS(name):"
     echo "// built for the test programs only; each conduit's knobs.def, if any, when"
-    echo "// SLUICE_CONDUIT_KNOBS is defined (for src/base/knobs.def)."
+    echo "// SLUICE_CONDUIT_KNOBS is defined (for src/conduits/knobs.hpp and knobs.cpp)."
     for c in $conduits; do
         C=$(echo "$c" | tr a-z A-Z)
         echo "#ifdef SLUICE_CONDUIT_$C"

@@ -9,6 +9,7 @@
 #include "spawners/ssh/node.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "conduits/registry.hpp"
 #include "sluice_config.h"
 
@@ -345,6 +346,7 @@ int not_built(const JobSpec &job) {
 } // namespace sluice::spawner
 
 int main(int argc, char **argv) {
+    sluice::conduit::knobs_register();
     // A host's control process of the ssh spawner (started over ssh by its parent).
     if (argc > 1 && std::strcmp(argv[1], "--ssh-node") == 0) return spawner::ssh::node_main(argc, argv);
     stdio_ensure();

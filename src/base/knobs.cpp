@@ -23,8 +23,9 @@ struct KnobValue {
     double real = 0;
 };
 
-KnobValue values[static_cast<int>(Knob::count_)];
+std::vector<KnobValue> values;  // one per knob of the table, once read
 std::once_flag loaded_once;
+int added_knobs = 0;
 
 bool parse_bool(const std::string &t, bool &out) {
     std::string s = t;
@@ -120,13 +121,11 @@ void ensure_loaded() {
 
 const KnobValue &value(Knob k) {
     ensure_loaded();
-    return values[static_cast<int>(k)];
+    return values[static_cast<std::size_t>(k)];
 }
 
-} // namespace
-
-const std::vector<KnobInfo> &knob_table() {
-    static const std::vector<KnobInfo> table = {
+std::vector<KnobInfo> &table_mutable() {
+    static std::vector<KnobInfo> table = {
 #define SLUICE_KNOB(id, type, def, range, doc) {"SLUICE_" #id, KnobType::type, def, range, doc, false},
 #define SLUICE_INTERNAL(id, doc) {"SLUICE_" #id, KnobType::String, "", "", doc, true},
 #include "base/knobs.def"
@@ -134,6 +133,28 @@ const std::vector<KnobInfo> &knob_table() {
 #undef SLUICE_INTERNAL
     };
     return table;
+}
+
+// The knob's value from the environment, else its default; a message in
+// `errors` for a value that is malformed or out of range.
+KnobValue knob_read(const KnobInfo &info, std::vector<std::string> &errors);
+
+} // namespace
+
+const std::vector<KnobInfo> &knob_table() { return table_mutable(); }
+
+int knob_count() { return static_cast<int>(Knob::count_) + added_knobs; }
+
+int knobs_add(const KnobInfo *infos, std::size_t n) {
+    std::vector<KnobInfo> &table = table_mutable();
+    const int first = knob_count();
+    table.insert(table.begin() + first, infos, infos + n);
+    added_knobs += static_cast<int>(n);
+    if (!values.empty()) {
+        std::vector<std::string> ignored;  // the next knobs_load() reports them
+        for (std::size_t i = 0; i < n; ++i) values.push_back(knob_read(infos[i], ignored));
+    }
+    return first;
 }
 
 const char *knob_type_name(KnobType type) {
@@ -167,34 +188,41 @@ bool knob_value_valid(const KnobInfo &info, const std::string &text) {
     return parse_value(info, text, v) && in_range(info, v);
 }
 
+namespace {
+
+KnobValue knob_read(const KnobInfo &info, std::vector<std::string> &errors) {
+    KnobValue v;
+    const char *env = std::getenv(info.name);
+    const bool parsed = env && parse_value(info, env, v);
+    if (parsed && in_range(info, v)) {
+        v.from_env = true;
+        return v;
+    }
+    if (env) {
+        const std::string range = knob_range_text(info);
+        std::string e = std::string(info.name) + "=" + env;
+        if (!parsed)
+            e += std::string(" is not a valid ") + knob_type_name(info.type) +
+                 (range.empty() ? "" : "; it must be " + range);
+        else
+            e += " is out of range: it must be " + range;
+        e += std::string(" (default ") + (*info.default_value ? info.default_value : "empty") + "). " + info.name +
+             ": " + info.doc;
+        errors.push_back(e);
+    }
+    v = KnobValue{};
+    (void)parse_value(info, info.default_value, v);
+    return v;
+}
+
+} // namespace
+
 std::vector<std::string> knobs_load() {
     std::vector<std::string> errors;
     const auto &table = knob_table();
-    for (int i = 0; i < static_cast<int>(Knob::count_); ++i) {
-        const KnobInfo &info = table[i];
-        KnobValue v;
-        const char *env = std::getenv(info.name);
-        const bool parsed = env && parse_value(info, env, v);
-        if (parsed && in_range(info, v)) {
-            v.from_env = true;
-        } else {
-            if (env) {
-                const std::string range = knob_range_text(info);
-                std::string e = std::string(info.name) + "=" + env;
-                if (!parsed)
-                    e += std::string(" is not a valid ") + knob_type_name(info.type) +
-                         (range.empty() ? "" : "; it must be " + range);
-                else
-                    e += " is out of range: it must be " + range;
-                e += std::string(" (default ") + (*info.default_value ? info.default_value : "empty") + "). " +
-                     info.name + ": " + info.doc;
-                errors.push_back(e);
-            }
-            v = KnobValue{};
-            (void)parse_value(info, info.default_value, v);
-        }
-        values[i] = v;
-    }
+    // In place: a reference knob_string() returned stays valid.
+    values.resize(static_cast<std::size_t>(knob_count()));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = knob_read(table[i], errors);
     return errors;
 }
 
@@ -227,7 +255,7 @@ bool knob_is_set(Knob k) { return value(k).from_env; }
 std::string knobs_listing() {
     std::string out;
     const auto &table = knob_table();
-    for (int i = 0; i < static_cast<int>(Knob::count_); ++i) {
+    for (int i = 0; i < knob_count(); ++i) {
         const KnobValue &v = value(static_cast<Knob>(i));
         out += table[i].name;
         out += " = ";

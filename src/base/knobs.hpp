@@ -28,8 +28,18 @@ struct KnobInfo {
     bool internal;      // set by the launcher, not a user knob
 };
 
-// Every declared name, knobs first, then internal variables.
+// Every declared name: this file's knobs (numbered as Knob), the knobs
+// added by the layers above (numbered from Knob::count_ on, in the order
+// added), then the internal variables.
 const std::vector<KnobInfo> &knob_table();
+// The number of knobs in the table, added ones included.
+int knob_count();
+// Adds the knobs of a layer above this one (src/conduits/knobs.cpp: each
+// conduit's knobs.def) and returns the number of the first, a Knob value
+// from Knob::count_ on; a later knobs_load() reads them with the others
+// (and so does this call, if the table was read already).  Not while
+// another thread reads knobs.
+int knobs_add(const KnobInfo *infos, std::size_t n);
 const char *knob_type_name(KnobType type);
 
 // Reads the environment (again).  Returns one message per malformed or

@@ -6,6 +6,7 @@
 #include "rma/vis.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "conduits/firehose/monitor.hpp"
 #include "sluice_config.h"
 
@@ -61,6 +62,7 @@ Status Runtime::init(int *, char ***) {
     if (state_.load() != State::none)
         return base::report(Status::state, op, "call sluice_init once per process",
                             state_.load() == State::running ? "already initialized" : "Sluice cannot start again after finalize");
+    conduit::knobs_register();
     std::vector<std::string> knob_errors = base::knobs_load();
 
     std::string error;

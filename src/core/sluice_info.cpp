@@ -6,6 +6,7 @@
 
 #include "atomic/atomic.hpp"
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "conduits/registry.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -224,6 +225,7 @@ int usage_error(const char *message, const char *arg) {
 } // namespace
 
 int main(int argc, char **argv) {
+    sluice::conduit::knobs_register();
     enum Section { knobs, conduits, spawners, limits, atomics, markdown, version };
     std::vector<Section> sections;
     for (int i = 1; i < argc; ++i) {

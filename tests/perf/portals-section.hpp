@@ -18,6 +18,7 @@
 #include "tests/perf/worker.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 
 #include <sluice.h>
 
@@ -58,7 +59,7 @@ inline void portals_serve(PortalsReference &p, std::uint32_t what, std::uint32_t
 // its burst of datagrams overflows the receiver's socket buffer.
 inline std::size_t portals_rma_piece() {
 #ifdef SLUICE_CONDUIT_PORTALS
-    const std::size_t piece = base::knob_size(base::Knob::PORTALS_RMA_PIECE);
+    const std::size_t piece = base::knob_size(conduit::knob(conduit::Knob::PORTALS_RMA_PIECE));
     return piece == 0 ? ~std::size_t{0} : piece;  // 0: whole
 #else
     return ~std::size_t{0};
@@ -67,7 +68,7 @@ inline std::size_t portals_rma_piece() {
 inline std::uint32_t portals_in_flight() {
 #ifdef SLUICE_CONDUIT_PORTALS
     return static_cast<std::uint32_t>(
-        std::min<std::int64_t>(base::knob_int(base::Knob::PORTALS_MSG_LIMIT), PortalsReference::largest_window));
+        std::min<std::int64_t>(base::knob_int(conduit::knob(conduit::Knob::PORTALS_MSG_LIMIT)), PortalsReference::largest_window));
 #else
     return rma_window;
 #endif

@@ -2,6 +2,7 @@
 // malformed values, the listing, edit distance and "did you mean".
 #include "sluice_config.h"  // SLUICE_CONDUIT_*: which conduits' knobs the table has
 
+#include "conduits/knobs.hpp"
 #include "tests/unit/unit_env.hpp"
 
 #include <algorithm>
@@ -11,6 +12,9 @@ using namespace sluice::base;
 using sluice_test::CleanEnvironment;
 
 namespace {
+
+// The conduits' knobs join the table as the runtime adds them.
+const bool conduit_knobs_added = (sluice::conduit::knobs_register(), true);
 
 std::size_t parsed(const char *text) {
     std::size_t out = 0;
@@ -93,7 +97,8 @@ TEST(EditDistance, Symmetric) {
 
 TEST_F(CleanEnvironment, TableIsWellFormed) {
     const auto &table = knob_table();
-    ASSERT_GE(table.size(), static_cast<std::size_t>(Knob::count_));
+    ASSERT_GE(table.size(), static_cast<std::size_t>(knob_count()));
+    EXPECT_TRUE(conduit_knobs_added);
     std::set<std::string> names;
     for (const auto &k : table) {
         EXPECT_EQ(std::strncmp(k.name, "SLUICE_", 7), 0) << k.name;
@@ -103,7 +108,7 @@ TEST_F(CleanEnvironment, TableIsWellFormed) {
     }
     // Knobs first, internal variables after them.
     for (std::size_t i = 0; i < table.size(); ++i)
-        EXPECT_EQ(table[i].internal, i >= static_cast<std::size_t>(Knob::count_)) << table[i].name;
+        EXPECT_EQ(table[i].internal, i >= static_cast<std::size_t>(knob_count())) << table[i].name;
     for (const char *internal : {"SLUICE_RANK", "SLUICE_SIZE", "SLUICE_LOCAL_FD"}) {
         const KnobInfo *k = find_knob(internal);
         ASSERT_NE(k, nullptr) << internal;
@@ -114,13 +119,56 @@ TEST_F(CleanEnvironment, TableIsWellFormed) {
         EXPECT_NE(find_knob(knob), nullptr) << knob << " is not declared";
 }
 
+// The conduits' knobs come after base's own, before the internal
+// variables, numbered on from Knob::count_; base names none of them.
+TEST_F(CleanEnvironment, ConduitKnobsAreAddedAfterBaseKnobs) {
+    EXPECT_GE(knob_count(), static_cast<int>(Knob::count_) + static_cast<int>(sluice::conduit::Knob::count_));
+#ifdef SLUICE_CONDUIT_SMP
+    const int ring = static_cast<int>(sluice::conduit::knob(sluice::conduit::Knob::SMP_RING_SIZE));
+    EXPECT_GE(ring, static_cast<int>(Knob::count_));
+    EXPECT_LT(ring, knob_count());
+    EXPECT_STREQ(knob_table()[static_cast<std::size_t>(ring)].name, "SLUICE_SMP_RING_SIZE");
+    set("SLUICE_SMP_RING_SIZE", "1M");
+    EXPECT_TRUE(knobs_load().empty());
+    EXPECT_EQ(knob_size(sluice::conduit::knob(sluice::conduit::Knob::SMP_RING_SIZE)), 1u << 20);
+    set("SLUICE_SMP_RING_SIZE", "lots");
+    const std::vector<std::string> errors = knobs_load();
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("SLUICE_SMP_RING_SIZE=lots is not a valid size"), std::string::npos) << errors[0];
+#endif
+}
+
+// A layer adds knobs after the table was read: they are read at once, and
+// again by every later knobs_load().
+TEST_F(CleanEnvironment, KnobsAddedLateAreRead) {
+    static const KnobInfo late[] = {
+        {"SLUICE_UNIT_LATE_SIZE", KnobType::Size, "4K", "1K..1M", "unit test: a knob added after the first read",
+         false}};
+    set("SLUICE_UNIT_LATE_SIZE", "64K");
+    (void)knobs_load();
+    const int before = knob_count();
+    const auto first = static_cast<Knob>(knobs_add(late, 1));
+    EXPECT_EQ(static_cast<int>(first), before);
+    EXPECT_EQ(knob_count(), before + 1);
+    EXPECT_EQ(knob_size(first), 64u * 1024);
+    EXPECT_TRUE(knob_is_set(first));
+    const auto &table = knob_table();
+    for (auto i = static_cast<std::size_t>(knob_count()); i < table.size(); ++i)
+        EXPECT_TRUE(table[i].internal) << table[i].name << " after the added knob";
+    set("SLUICE_UNIT_LATE_SIZE", "2M");
+    const std::vector<std::string> errors = knobs_load();
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("out of range"), std::string::npos) << errors[0];
+    EXPECT_EQ(knob_size(first), 4u * 1024);
+}
+
 TEST_F(CleanEnvironment, DefaultsParseAndAreNotSet) {
     EXPECT_TRUE(knobs_load().empty()) << "a declared default does not parse";
-    for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
+    for (int i = 0; i < knob_count(); ++i)
         EXPECT_FALSE(knob_is_set(static_cast<Knob>(i))) << knob_table()[i].name;
     EXPECT_EQ(knob_size(Knob::CREDIT_RECV_SPACE), default_size("SLUICE_CREDIT_RECV_SPACE"));
 #ifdef SLUICE_CONDUIT_SMP
-    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+    EXPECT_EQ(knob_size(sluice::conduit::knob(sluice::conduit::Knob::SMP_MAX_MEDIUM)), 16u * 1024);
 #endif
     EXPECT_TRUE(knob_bool(Knob::NATIVE_RMA));
     EXPECT_FALSE(knob_bool(Knob::QUIET_ERRORS));
@@ -279,15 +327,15 @@ TEST_F(CleanEnvironment, OutOfRangeValuesAreRefusedWithRangeAndDoc) {
     EXPECT_FALSE(knob_is_set(Knob::CREDIT_MIN));
 #ifdef SLUICE_CONDUIT_SMP
     EXPECT_NE(find("SLUICE_SMP_MAX_MEDIUM=100 ").find("512 to 1M"), std::string::npos);
-    EXPECT_EQ(knob_size(Knob::SMP_MAX_MEDIUM), 16u * 1024);
+    EXPECT_EQ(knob_size(sluice::conduit::knob(sluice::conduit::Knob::SMP_MAX_MEDIUM)), 16u * 1024);
 #endif
 #ifdef SLUICE_CONDUIT_UDP
     const std::string window = find("SLUICE_UDP_WINDOW=5 ");
     EXPECT_NE(window.find("8 to 1024"), std::string::npos) << window;
     EXPECT_NE(window.find("datagrams sent to one peer"), std::string::npos) << window;
     EXPECT_NE(find("SLUICE_UDP_MTU=65536 ").find("0, or 576 to 65535"), std::string::npos);
-    EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 64);
-    EXPECT_FALSE(knob_is_set(Knob::UDP_WINDOW));
+    EXPECT_EQ(knob_int(sluice::conduit::knob(sluice::conduit::Knob::UDP_WINDOW)), 64);
+    EXPECT_FALSE(knob_is_set(sluice::conduit::knob(sluice::conduit::Knob::UDP_WINDOW)));
 #endif
     // The bounds themselves are accepted.
     set("SLUICE_EXIT_TIMEOUT", "0");
@@ -302,7 +350,7 @@ TEST_F(CleanEnvironment, OutOfRangeValuesAreRefusedWithRangeAndDoc) {
     EXPECT_TRUE(knobs_load().empty());
     EXPECT_EQ(knob_int(Knob::CREDIT_MIN), 15);
 #ifdef SLUICE_CONDUIT_UDP
-    EXPECT_EQ(knob_int(Knob::UDP_WINDOW), 1024);
+    EXPECT_EQ(knob_int(sluice::conduit::knob(sluice::conduit::Knob::UDP_WINDOW)), 1024);
 #endif
 }
 
@@ -333,7 +381,7 @@ TEST_F(CleanEnvironment, ListingNamesEveryKnobAndItsSource) {
     set("SLUICE_CREDIT_PER_PEER", "4");
     (void)knobs_load();
     std::string listing = knobs_listing();
-    for (int i = 0; i < static_cast<int>(Knob::count_); ++i)
+    for (int i = 0; i < knob_count(); ++i)
         EXPECT_NE(listing.find(knob_table()[i].name), std::string::npos) << knob_table()[i].name;
     auto line_of = [&](const std::string &name) {
         std::size_t at = listing.find(name + " ");
@@ -388,9 +436,9 @@ TEST_F(CleanEnvironment, FamilyMembersAreKnownAndRead) {
     set("SLUICE_IBV_PORTS_0", "mlx5_0");
     set("SLUICE_IBV_PORTS_12", "mlx5_1:2");
     EXPECT_TRUE(knobs_unknown().empty());
-    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 0), "mlx5_0");
-    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 12), "mlx5_1:2");
-    EXPECT_EQ(knob_family_string(Knob::IBV_PORTS_n, 1), "");
+    EXPECT_EQ(knob_family_string(sluice::conduit::knob(sluice::conduit::Knob::IBV_PORTS_n), 0), "mlx5_0");
+    EXPECT_EQ(knob_family_string(sluice::conduit::knob(sluice::conduit::Knob::IBV_PORTS_n), 12), "mlx5_1:2");
+    EXPECT_EQ(knob_family_string(sluice::conduit::knob(sluice::conduit::Knob::IBV_PORTS_n), 1), "");
     set("SLUICE_IBV_PORTS_X", "mlx5_0");
     const auto warnings = knobs_unknown();
     ASSERT_EQ(warnings.size(), 1u);

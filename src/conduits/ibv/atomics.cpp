@@ -10,6 +10,7 @@
 #include "conduits/ibv/ibv_transport.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "base/status.hpp"
 
 #include <cstring>
@@ -41,7 +42,7 @@ const char *atomic_fix(ibv_wc_status st) {
 
 // SLUICE_IBV_ATOMICS (auto or 0) and every HCA's atomic_cap decide, once.
 Status IbvTransport::atomics_setup() {
-    if (base::knob_string(base::Knob::IBV_ATOMICS) == "0") {
+    if (base::knob_string(knob(Knob::IBV_ATOMICS)) == "0") {
         atomics_off_ = "SLUICE_IBV_ATOMICS=0";
         return Status::ok;
     }

@@ -20,6 +20,7 @@
 #include "conduits/ibv/ibv_transport.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "base/status.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -59,8 +60,8 @@ Status IbvTransport::connect_wanted(std::vector<bool> &wanted) {
     std::vector<bool> here(n, false);
     for (Rank r : setup().peers) here[r] = r != me;
     wanted.assign(n, false);
-    if (!base::knob_bool(base::Knob::CONNECT_STATIC)) return Status::ok;
-    const std::string pattern = base::knob_string(base::Knob::CONNECTFILE_IN);
+    if (!base::knob_bool(knob(Knob::CONNECT_STATIC))) return Status::ok;
+    const std::string pattern = base::knob_string(knob(Knob::CONNECTFILE_IN));
     if (pattern.empty()) {
         wanted = here;
         return Status::ok;
@@ -86,12 +87,12 @@ Status IbvTransport::connect_setup() {
     const char *op = "ibv conduit init";
     std::size_t remote = 0;
     for (Rank r : setup().peers) remote += r != setup().rank;
-    conn_rcvs_ = static_cast<unsigned>(base::knob_int(base::Knob::CONNECT_RCVS));
+    conn_rcvs_ = static_cast<unsigned>(base::knob_int(knob(Knob::CONNECT_RCVS)));
     if (conn_rcvs_ == 0)
         conn_rcvs_ = std::max(6u, 4u + 2u * static_cast<unsigned>(std::bit_width(remote > 1 ? remote - 1 : 0)));
-    const auto snds = static_cast<unsigned>(base::knob_int(base::Knob::CONNECT_SNDS));
-    retrans_min_ns_ = static_cast<std::uint64_t>(base::knob_int(base::Knob::CONNECT_RETRANS_MIN)) * 1000;
-    retrans_max_ns_ = static_cast<std::uint64_t>(base::knob_int(base::Knob::CONNECT_RETRANS_MAX)) * 1000;
+    const auto snds = static_cast<unsigned>(base::knob_int(knob(Knob::CONNECT_SNDS)));
+    retrans_min_ns_ = static_cast<std::uint64_t>(base::knob_int(knob(Knob::CONNECT_RETRANS_MIN))) * 1000;
+    retrans_max_ns_ = static_cast<std::uint64_t>(base::knob_int(knob(Knob::CONNECT_RETRANS_MAX))) * 1000;
     if (retrans_max_ns_ < retrans_min_ns_)
         return base::report(Status::argument, op, "make SLUICE_CONNECT_RETRANS_MAX at least SLUICE_CONNECT_RETRANS_MIN",
                             "SLUICE_CONNECT_RETRANS_MAX (%llu us) is below SLUICE_CONNECT_RETRANS_MIN (%llu us)",
@@ -150,9 +151,9 @@ Status IbvTransport::connect_all() {
     const Rank n = setup().size, me = setup().rank;
     std::vector<bool> wanted;
     if (Status s = connect_wanted(wanted); s != Status::ok) return s;
-    const std::string file = base::knob_string(base::Knob::CONNECTFILE_IN);
-    const bool everyone = base::knob_bool(base::Knob::CONNECT_STATIC) && file.empty();
-    dynamic_ = base::knob_bool(base::Knob::CONNECT_DYNAMIC) && !everyone;
+    const std::string file = base::knob_string(knob(Knob::CONNECTFILE_IN));
+    const bool everyone = base::knob_bool(knob(Knob::CONNECT_STATIC)) && file.empty();
+    dynamic_ = base::knob_bool(knob(Knob::CONNECT_DYNAMIC)) && !everyone;
     if (dynamic_)
         if (Status s = connect_setup(); s != Status::ok) return s;
     ConnectHead head{};
@@ -223,7 +224,7 @@ Status IbvTransport::connect_all() {
         base::say("ibv: connected at start-up to %zu of %zu peers%s%s; dynamic connections %s", made, remote,
                   file.empty() ? "" : " (SLUICE_CONNECTFILE_IN=", file.empty() ? "" : (file + ")").c_str(),
                   dynamic_ ? "on" : made == remote ? "not needed" : "off");
-    const std::string out = base::knob_string(base::Knob::CONNECTFILE_OUT);
+    const std::string out = base::knob_string(knob(Knob::CONNECTFILE_OUT));
     if (!out.empty() && out.find('%') == std::string::npos && me == 0) {
         // One file for every rank: emptied here, before any rank appends.
         const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -436,12 +437,12 @@ void IbvTransport::connect_thread_wait() {
 
 // SLUICE_CONNECTFILE_OUT: this rank's line of the peers it used.
 void IbvTransport::connect_file_write() {
-    const std::string pattern = base::knob_string(base::Knob::CONNECTFILE_OUT);
+    const std::string pattern = base::knob_string(knob(Knob::CONNECTFILE_OUT));
     if (pattern.empty()) return;
     std::vector<bool> used(setup().size, false);
     for (Rank r = 0; r < peers_.size(); ++r) used[r] = peers_[r].used;
     const std::string text = common::connect_file_text(setup().rank, setup().size,
-                                               static_cast<unsigned>(base::knob_int(base::Knob::CONNECTFILE_BASE)), used);
+                                               static_cast<unsigned>(base::knob_int(knob(Knob::CONNECTFILE_BASE))), used);
     const bool shared = pattern.find('%') == std::string::npos;
     const std::string path = common::connect_file_name(pattern, setup().rank);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (shared ? O_APPEND : O_TRUNC), 0644);

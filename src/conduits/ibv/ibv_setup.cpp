@@ -8,6 +8,7 @@
 #include "conduits/common/pin_limit.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "base/status.hpp"
 #include "credit/knobs.hpp"
 
@@ -103,10 +104,10 @@ struct PortsSetting {
 };
 PortsSetting ports_setting() {
     if (const int socket = bound_socket(); socket >= 0) {
-        std::string v = base::knob_family_string(base::Knob::IBV_PORTS_n, static_cast<unsigned>(socket));
+        std::string v = base::knob_family_string(knob(Knob::IBV_PORTS_n), static_cast<unsigned>(socket));
         if (!v.empty()) return {"SLUICE_IBV_PORTS_" + std::to_string(socket), v};
     }
-    return {"SLUICE_IBV_PORTS", base::knob_string(base::Knob::IBV_PORTS)};
+    return {"SLUICE_IBV_PORTS", base::knob_string(knob(Knob::IBV_PORTS))};
 }
 
 bool selected(const std::vector<PortSpec> &specs, const std::string &device, unsigned port) {
@@ -193,7 +194,7 @@ std::vector<PortInfo> rails_choose(const std::vector<PortInfo> &ports, const std
         if (!known) hcas.push_back(p.device);
         rails.push_back(p);
     }
-    if (const auto n = static_cast<std::size_t>(base::knob_int(base::Knob::NUM_QPS)); n && !rails.empty()) {
+    if (const auto n = static_cast<std::size_t>(base::knob_int(knob(Knob::NUM_QPS))); n && !rails.empty()) {
         const std::vector<PortInfo> ports_chosen = rails;
         rails.clear();
         for (std::size_t i = 0; i < n; ++i) rails.push_back(ports_chosen[i % ports_chosen.size()]);
@@ -235,11 +236,11 @@ int IbvTransport::remote_access(unsigned hca) const {
 }
 
 Status IbvTransport::init_impl() {
-    buffer_size_ = base::knob_size(base::Knob::IBV_BUFFER_SIZE);
-    std::size_t packed = base::knob_size(base::Knob::PACKEDLONG_LIMIT);
+    buffer_size_ = base::knob_size(knob(Knob::IBV_BUFFER_SIZE));
+    std::size_t packed = base::knob_size(knob(Knob::PACKEDLONG_LIMIT));
     if (packed == 0 || packed > buffer_size_) packed = buffer_size_;
-    send_depth_ = static_cast<unsigned>(base::knob_int(base::Knob::IBV_SEND_DEPTH));
-    use_srq_ = base::knob_bool(base::Knob::USE_SRQ);
+    send_depth_ = static_cast<unsigned>(base::knob_int(knob(Knob::IBV_SEND_DEPTH)));
+    use_srq_ = base::knob_bool(knob(Knob::USE_SRQ));
     if (Status s = open_port(); s != Status::ok) return s;
     if (Status s = atomics_setup(); s != Status::ok) return s;
     std::size_t local = 0;
@@ -284,7 +285,7 @@ Status IbvTransport::init_impl() {
     if (rails_.size() > 1)
         base::say("ibv: %zu rails (SLUICE_NUM_QPS=%lld) on %zu HCA(s): AMs to a peer on one rail, RDMA of %zu bytes or "
                   "more striped over all%s",
-                  rails_.size(), static_cast<long long>(base::knob_int(base::Knob::NUM_QPS)), hcas_.size(), stripe_min_,
+                  rails_.size(), static_cast<long long>(base::knob_int(knob(Knob::NUM_QPS))), hcas_.size(), stripe_min_,
                   fenced_puts_ ? ", Puts fenced (SLUICE_USE_FENCED_PUTS)" : "");
     return Status::ok;
 }
@@ -300,7 +301,7 @@ Status IbvTransport::open_port() {
     std::vector<PortInfo> ports;
     std::string why, ignored, dropped;
     const bool listed = port_list(ports, why, ignored);
-    if (base::knob_bool(base::Knob::IBV_LIST_PORTS)) {
+    if (base::knob_bool(knob(Knob::IBV_LIST_PORTS))) {
         const std::string by = ", selected by " + ports_setting().name;
         for (const PortInfo &p : ports)
             std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
@@ -342,13 +343,13 @@ Status IbvTransport::open_port() {
             return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind",
                                 "ibv: rails %s and %s are of different kinds (InfiniBand and RoCE)", rail_name(0).c_str(),
                                 r.port.device.c_str());
-    fenced_puts_ = hcas_.size() > 1 && base::knob_bool(base::Knob::USE_FENCED_PUTS);
-    stripe_min_ = base::knob_size(base::Knob::IBV_STRIPE_MIN);
+    fenced_puts_ = hcas_.size() > 1 && base::knob_bool(knob(Knob::USE_FENCED_PUTS));
+    stripe_min_ = base::knob_size(knob(Knob::IBV_STRIPE_MIN));
     const ibv_device_attr &attr = hcas_[0].attr;
 
     std::size_t peers = 0;  // other ranks: the rank itself needs no queue pair
     for (Rank r : setup().peers) peers += r != setup().rank;
-    recv_count_ = static_cast<std::size_t>(base::knob_int(base::Knob::RBUF_COUNT));
+    recv_count_ = static_cast<std::size_t>(base::knob_int(knob(Knob::RBUF_COUNT)));
     if (recv_count_ == 0) {
         // As src/am sizes credits: a min_credits-th of the largest request.
         std::vector<std::string> notes;
@@ -403,13 +404,13 @@ Status IbvTransport::open_port() {
     rma_chunk_ = std::size_t{1} << 30;
     for (const Rail &r : rails_)
         if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
-    if (const std::size_t k = base::knob_size(base::Knob::IBV_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
+    if (const std::size_t k = base::knob_size(knob(Knob::IBV_RMA_CHUNK)); k) rma_chunk_ = std::min(rma_chunk_, k);
     capabilities_mutable().rma_piece = rma_chunk_;
-    inline_limit_ = base::knob_size(base::Knob::INLINESEND_LIMIT);
+    inline_limit_ = base::knob_size(knob(Knob::INLINESEND_LIMIT));
     if (Status s = inline_probe(); s != Status::ok) return s;
     peers_.assign(setup().size, Peer{});
     peer_rkey_.assign(setup().size, 0);
-    liveness_setup(setup().size, std::max(0.1, base::knob_double(base::Knob::IBV_PEER_TIMEOUT)),
+    liveness_setup(setup().size, std::max(0.1, base::knob_double(knob(Knob::IBV_PEER_TIMEOUT))),
                    "SLUICE_IBV_PEER_TIMEOUT");
     connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
     Guard g(*this);
@@ -565,7 +566,7 @@ Status IbvTransport::pool_map(std::size_t bytes, const char *what, const char *f
 // recv_count_ for each HCA), then the send buffers.
 Status IbvTransport::buffers_create() {
     const std::size_t slot = (buffer_size_ + head_room + 63) & ~std::size_t{63};
-    send_count_ = static_cast<std::size_t>(base::knob_int(base::Knob::IBV_SEND_BUFFERS));
+    send_count_ = static_cast<std::size_t>(base::knob_int(knob(Knob::IBV_SEND_BUFFERS)));
     const std::size_t receives = use_srq_ ? recv_count_ * hcas_.size() : recv_count_;
     const std::size_t total = receives + send_count_;
     pool_bytes_ = slot * total;
@@ -599,7 +600,7 @@ Status IbvTransport::buffers_create() {
 // The bounce buffers of two-part Longs (SLUICE_NONBULKPUT_BOUNCE_LIMIT).
 Status IbvTransport::bounces_create() {
     constexpr std::size_t count = 16;
-    bounce_limit_ = base::knob_size(base::Knob::NONBULKPUT_BOUNCE_LIMIT);
+    bounce_limit_ = base::knob_size(knob(Knob::NONBULKPUT_BOUNCE_LIMIT));
     if (bounce_limit_ == 0) return Status::ok;
     bounce_pool_bytes_ = count * bounce_limit_;
     if (Status s = pool_map(bounce_pool_bytes_, "bounce buffers", "lower SLUICE_NONBULKPUT_BOUNCE_LIMIT", bounce_pool_,
@@ -669,7 +670,7 @@ void IbvTransport::fini_impl() {
     receive_thread_stop();
     conn_thread_.stop();
     if (!hcas_.empty()) connect_file_write();
-    if (!hcas_.empty() && base::knob_bool(base::Knob::IBV_STATS)) stats_print();
+    if (!hcas_.empty() && base::knob_bool(knob(Knob::IBV_STATS))) stats_print();
     close_all();
 }
 

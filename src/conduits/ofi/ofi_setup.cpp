@@ -6,6 +6,7 @@
 #include "conduits/ofi/ofi_transport.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "base/status.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -132,8 +133,8 @@ OfiTransport::~OfiTransport() { close_all(); }
 Status OfiTransport::init_impl() {
     const char *op = "ofi conduit init";
     Capabilities &c = capabilities_mutable();
-    eager_limit_ = base::knob_size(base::Knob::OFI_EAGER_LIMIT);
-    std::size_t packed = base::knob_size(base::Knob::OFI_PACKED_LONG);
+    eager_limit_ = base::knob_size(knob(Knob::OFI_EAGER_LIMIT));
+    std::size_t packed = base::knob_size(knob(Knob::OFI_PACKED_LONG));
     if (packed == 0 || packed > eager_limit_) packed = eager_limit_;
     if (Status s = open_fabric(); s != Status::ok) return s;
     c.max_medium = eager_limit_;
@@ -168,7 +169,7 @@ Status OfiTransport::init_impl() {
 
 Status OfiTransport::open_fabric() {
     const char *op = "ofi conduit init";
-    const std::string &wanted = base::knob_string(base::Knob::OFI_PROVIDER);
+    const std::string &wanted = base::knob_string(knob(Knob::OFI_PROVIDER));
     std::string why;
     fi_info *list = query(wanted, why);
     if (!list)
@@ -178,7 +179,7 @@ Status OfiTransport::open_fabric() {
                             "%s", why.c_str());
     bool one_host = true;
     for (std::uint32_t h : setup().host_of) one_host &= h == setup().host_of[setup().rank];
-    const std::string &domain = base::knob_string(base::Knob::OFI_DOMAIN);
+    const std::string &domain = base::knob_string(knob(Knob::OFI_DOMAIN));
     std::string provider;
     const fi_info *pick = choose(list, domain, one_host, &provider);
     if (!pick) {
@@ -194,8 +195,8 @@ Status OfiTransport::open_fabric() {
     // NIC atomics for atomic domains, where the chosen provider offers them
     // on the chosen domain: asked separately, so they never change the choice.
     const bool shaky = provider_ == "sockets" || provider_ == "udp;ofi_rxd";
-    if (!base::knob_switch(base::Knob::OFI_ATOMICS, true)) atomics_off_ = "SLUICE_OFI_ATOMICS=0";
-    else if (!base::knob_switch(base::Knob::OFI_ATOMICS, !shaky))
+    if (!base::knob_switch(knob(Knob::OFI_ATOMICS), true)) atomics_off_ = "SLUICE_OFI_ATOMICS=0";
+    else if (!base::knob_switch(knob(Knob::OFI_ATOMICS), !shaky))
         atomics_off_ = "SLUICE_OFI_ATOMICS=auto leaves " + provider_ +
                        " out (libfabric 1.17's atomics there lost completions or crashed a rank here; 1 forces them)";
     if (atomics_off_.empty()) {
@@ -229,7 +230,7 @@ Status OfiTransport::open_fabric() {
     mr_.prov_key = mr_.real_prov_key = mode & FI_MR_PROV_KEY;
     mr_.endpoint = mr_.real_endpoint = mode & FI_MR_ENDPOINT;
     mr_.allocated = mode & FI_MR_ALLOCATED;
-    std::stringstream add(base::knob_string(base::Knob::OFI_MR_MODE_ADD));
+    std::stringstream add(base::knob_string(knob(Knob::OFI_MR_MODE_ADD)));
     for (std::string word; std::getline(add, word, ',');) {
         if (word == "local") mr_.local = true;
         else if (word == "prov_key") mr_.prov_key = true;
@@ -239,23 +240,23 @@ Status OfiTransport::open_fabric() {
                                 "SLUICE_OFI_MR_MODE_ADD: unknown mode '%s'", word.c_str());
     }
 
-    const std::size_t inject_knob = base::knob_size(base::Knob::OFI_INJECT_LIMIT);
+    const std::size_t inject_knob = base::knob_size(knob(Knob::OFI_INJECT_LIMIT));
     inject_limit_ = info_->tx_attr->inject_size;
     if (inject_knob) inject_limit_ = std::min(inject_limit_, inject_knob);
     inject_limit_ = std::min<std::size_t>(inject_limit_, 4096);  // send_impl's stack buffer
     rma_chunk_ = info_->ep_attr->max_msg_size;
-    if (const std::size_t k = base::knob_size(base::Knob::OFI_RMA_CHUNK); k) rma_chunk_ = std::min(rma_chunk_, k);
+    if (const std::size_t k = base::knob_size(knob(Knob::OFI_RMA_CHUNK)); k) rma_chunk_ = std::min(rma_chunk_, k);
     if (rma_chunk_ < 4096)
         return base::report(Status::transport, op, nullptr, "provider %s: max_msg_size %zu is too small", provider_.c_str(),
                             rma_chunk_);
     capabilities_mutable().rma_piece = rma_chunk_;
-    peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::OFI_PEER_TIMEOUT));
+    peer_timeout_s_ = std::max(0.1, base::knob_double(knob(Knob::OFI_PEER_TIMEOUT)));
     if (base::knob_bool(base::Knob::RCV_THREAD)) receive_thread_want();
     tx_depth_ = std::max<std::size_t>(16, info_->tx_attr->size ? info_->tx_attr->size : 256);
     reap_every_ = std::max<std::size_t>(8, tx_depth_ / 8);
     // shm moves a write's bytes into the target before it completes it,
     // and in libfabric 1.17 never completes one asked FI_DELIVERY_COMPLETE.
-    delivery_complete_ = base::knob_switch(base::Knob::OFI_DELIVERY_COMPLETE, provider_ != "shm");
+    delivery_complete_ = base::knob_switch(knob(Knob::OFI_DELIVERY_COMPLETE), provider_ != "shm");
 
     auto check = [&](int r, const char *call) -> Status {
         if (r == 0) return Status::ok;
@@ -277,7 +278,7 @@ Status OfiTransport::open_fabric() {
     fi_cq_attr cq{};
     cq.format = FI_CQ_FORMAT_DATA;
     cq.wait_obj = FI_WAIT_NONE;
-    cq.size = std::max<std::size_t>(4096, 2 * tx_depth_ + 2 * base::knob_int(base::Knob::OFI_SEND_BUFFERS));
+    cq.size = std::max<std::size_t>(4096, 2 * tx_depth_ + 2 * base::knob_int(knob(Knob::OFI_SEND_BUFFERS)));
     // The receive thread sleeps on a file descriptor where the provider
     // has one; without, it polls at its rate.
     if (base::knob_bool(base::Knob::RCV_THREAD)) {
@@ -313,7 +314,7 @@ Status OfiTransport::open_fabric() {
     // Multi-receive only where a released buffer can be told: the rxm
     // providers report it, in-order ones are inferred.  Others (udp;ofi_rxd,
     // which does neither) get a ring of buffers of one message each.
-    const std::string &recv_mode = base::knob_string(base::Knob::OFI_RECV_MODE);  // auto, multi or ring
+    const std::string &recv_mode = base::knob_string(knob(Knob::OFI_RECV_MODE));  // auto, multi or ring
     multi_recv_ = recv_mode == "multi" || (recv_mode != "ring" && (in_order_receives_ || provider_.ends_with(";ofi_rxm")));
     if (!multi_recv_) return Status::ok;
     return check(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free_, sizeof min_free_),
@@ -328,7 +329,7 @@ Status OfiTransport::open_fabric() {
 // to a peer and then computes without polling leaves that message
 // half-sent.  The greetings are control messages, outside the order of AMs.
 Status OfiTransport::connect_peers() {
-    const bool on = base::knob_switch(base::Knob::OFI_CONNECT, provider_.ends_with(";ofi_rxd"));
+    const bool on = base::knob_switch(knob(Knob::OFI_CONNECT), provider_.ends_with(";ofi_rxd"));
     const Rank n = setup().size, me = setup().rank;
     if (!on || n == 1) return Status::ok;
     const std::uint64_t deadline = base::now_ns() + static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
@@ -421,7 +422,7 @@ Status OfiTransport::register_raw(void *base, std::size_t size, std::uint64_t ac
 
 Status OfiTransport::buffers_create() {
     const std::size_t slot = eager_limit_ + head_room;
-    const std::size_t count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_SEND_BUFFERS));
+    const std::size_t count = static_cast<std::size_t>(base::knob_int(knob(Knob::OFI_SEND_BUFFERS)));
     send_bytes_ = std::make_unique<std::byte[]>(slot * count);
     send_.assign(count, SendBuffer{});
     if (mr_.local) {
@@ -434,8 +435,8 @@ Status OfiTransport::buffers_create() {
         send_[i].bytes = send_bytes_.get() + i * slot;
     }
     send_free_.fill(send_.data(), count);
-    std::size_t recv_size = std::max(base::knob_size(base::Knob::OFI_RECV_BUFFER_SIZE), 4 * slot);
-    std::size_t recv_count = static_cast<std::size_t>(base::knob_int(base::Knob::OFI_RECV_BUFFERS));
+    std::size_t recv_size = std::max(base::knob_size(knob(Knob::OFI_RECV_BUFFER_SIZE)), 4 * slot);
+    std::size_t recv_count = static_cast<std::size_t>(base::knob_int(knob(Knob::OFI_RECV_BUFFERS)));
     if (!multi_recv_) {
         // The same memory as buffers of one message each.
         recv_count *= recv_size / slot;
@@ -511,7 +512,7 @@ std::string OfiTransport::receive_sleeps_on() const {
 
 void OfiTransport::fini_impl() {
     receive_thread_stop();
-    if (ep_ && base::knob_bool(base::Knob::OFI_STATS)) stats_print();
+    if (ep_ && base::knob_bool(knob(Knob::OFI_STATS))) stats_print();
     close_all();
 }
 
@@ -568,7 +569,7 @@ std::unique_ptr<Transport> make_ofi_transport() { return std::make_unique<detail
 
 std::string probe() {
     std::string why;
-    fi_info *list = detail::query(base::knob_string(base::Knob::OFI_PROVIDER), why);
+    fi_info *list = detail::query(base::knob_string(knob(Knob::OFI_PROVIDER)), why);
     if (!list) return why;
     fi_freeinfo(list);
     return "";
@@ -576,10 +577,10 @@ std::string probe() {
 
 std::string limits() {
     std::string why;
-    const std::string &wanted = base::knob_string(base::Knob::OFI_PROVIDER);
+    const std::string &wanted = base::knob_string(knob(Knob::OFI_PROVIDER));
     fi_info *list = detail::query(wanted, why);
     if (!list) return "  ofi provider            none: " + why + "\n";
-    const fi_info *pick = detail::choose(list, base::knob_string(base::Knob::OFI_DOMAIN), true);
+    const fi_info *pick = detail::choose(list, base::knob_string(knob(Knob::OFI_DOMAIN)), true);
     std::string out;
     if (pick) {
         char line[256];

@@ -3,6 +3,7 @@
 #include "conduits/portals/portals_api.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "sluice_config.h"
 
 #include <dlfcn.h>
@@ -42,7 +43,7 @@ void *open_library(std::string &why, std::string &opened) {
         }
         return lib;
     };
-    const std::string &chosen = base::knob_string(base::Knob::PORTALS_LIBRARY);
+    const std::string &chosen = base::knob_string(knob(Knob::PORTALS_LIBRARY));
     void *lib = nullptr;
     if (!chosen.empty()) {
         lib = attempt(chosen);

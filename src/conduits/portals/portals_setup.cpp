@@ -7,6 +7,7 @@
 #include "conduits/portals/portals_transport.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "base/status.hpp"
 #include "credit/knobs.hpp"
 #include "spawners/bootstrap.hpp"
@@ -30,10 +31,10 @@ PortalsTransport::~PortalsTransport() { close_all(); }
 void PortalsTransport::credit_preferences() {
     credit::Preferences &p = capabilities_mutable().credit_prefs;
     p.set = true;
-    p.flow = base::knob_bool(base::Knob::PORTALS_FLOW_CONTROL);
-    p.policy = base::knob_bool(base::Knob::PORTALS_DYNAMIC_CREDITS) ? credit::Policy::dynamic : credit::Policy::fixed;
-    p.max_per_peer = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_MAX_CRED_PER_NODE));
-    p.epoch_length = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_EPOCH_DURATION));
+    p.flow = base::knob_bool(knob(Knob::PORTALS_FLOW_CONTROL));
+    p.policy = base::knob_bool(knob(Knob::PORTALS_DYNAMIC_CREDITS)) ? credit::Policy::dynamic : credit::Policy::fixed;
+    p.max_per_peer = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_MAX_CRED_PER_NODE)));
+    p.epoch_length = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_EPOCH_DURATION)));
 }
 
 // GASNet's rule: the credits this rank lends, at 256 bytes each, fill
@@ -41,7 +42,7 @@ void PortalsTransport::credit_preferences() {
 // request in it was processed), each less one chunk (a buffer is unlinked
 // when less than a chunk is left).
 std::size_t PortalsTransport::reqrb_count() const {
-    const std::size_t least = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_REQRB_MIN));
+    const std::size_t least = static_cast<std::size_t>(base::knob_int(knob(Knob::PORTALS_REQRB_MIN)));
     const credit::Preferences &p = capabilities().credit_prefs;
     if (credit::flow_from_knobs(&p) == credit::Flow::disabled) return least;
     std::vector<std::string> notes;
@@ -53,15 +54,15 @@ std::size_t PortalsTransport::reqrb_count() const {
 
 Status PortalsTransport::init_impl() {
     Capabilities &c = capabilities_mutable();
-    msg_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_MSG_LIMIT));
+    msg_limit_ = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_MSG_LIMIT)));
     tickets_ = msg_limit_;
-    safe_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_SAFE_LIMIT));
-    am_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_AM_LIMIT));
-    sys_limit_ = static_cast<unsigned>(base::knob_int(base::Knob::PORTALS_SYS_LIMIT));
-    packed_long_ = base::knob_bool(base::Knob::PORTALS_PACKED_LONG);
-    reqrb_size_ = base::knob_size(base::Knob::PORTALS_REQRB_SIZE);
-    peer_timeout_s_ = base::knob_double(base::Knob::PORTALS_PEER_TIMEOUT);
-    max_message_ = base::knob_size(base::Knob::PORTALS_MAX_MESSAGE) & ~std::size_t{7};
+    safe_limit_ = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_SAFE_LIMIT)));
+    am_limit_ = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_AM_LIMIT)));
+    sys_limit_ = static_cast<unsigned>(base::knob_int(knob(Knob::PORTALS_SYS_LIMIT)));
+    packed_long_ = base::knob_bool(knob(Knob::PORTALS_PACKED_LONG));
+    reqrb_size_ = base::knob_size(knob(Knob::PORTALS_REQRB_SIZE));
+    peer_timeout_s_ = base::knob_double(knob(Knob::PORTALS_PEER_TIMEOUT));
+    max_message_ = base::knob_size(knob(Knob::PORTALS_MAX_MESSAGE)) & ~std::size_t{7};
     max_medium_ = max_message_ - body_room;
     slot_ = ((max_message_ + 16) / 4 + 7) & ~std::size_t{7};
     credit_preferences();
@@ -76,7 +77,7 @@ Status PortalsTransport::init_impl() {
     c.remote_offsets = true;
     c.needs_credits = true;      // the request buffers are a fixed space
     c.inline_limit = 0;
-    if (base::knob_string(base::Knob::PORTALS_ATOMICS) == "0") atomics_off_ = "SLUICE_PORTALS_ATOMICS=0";
+    if (base::knob_string(knob(Knob::PORTALS_ATOMICS)) == "0") atomics_off_ = "SLUICE_PORTALS_ATOMICS=0";
     if (Status s = open_interface(); s != Status::ok) return s;
     if (Status s = exchange_ids(); s != Status::ok) return s;
     if (Status s = buffers_create(); s != Status::ok) return s;
@@ -113,7 +114,7 @@ Status PortalsTransport::open_interface() {
                             "portals: PtlNIInit (matching, logical addresses) failed (return code %d)", rc);
     ni_open_ = true;
     const std::size_t largest = std::min<std::size_t>(limits_.max_msg_size, std::size_t{1} << 30);
-    rma_chunk_ = base::knob_size(base::Knob::PORTALS_RMA_PIECE);
+    rma_chunk_ = base::knob_size(knob(Knob::PORTALS_RMA_PIECE));
     if (rma_chunk_ == 0 || rma_chunk_ > largest) rma_chunk_ = largest;
     // Above the largest message, no piece between it and rma_min_large.
     if (rma_chunk_ > max_message_ && rma_chunk_ < 2 * rma_min_large) rma_chunk_ = 2 * rma_min_large;
@@ -155,10 +156,10 @@ Status PortalsTransport::exchange_ids() {
 // request and SYS receive buffers with their catch-basins.
 Status PortalsTransport::buffers_create() {
     const char *op = "portals conduit init";
-    const std::size_t sb = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_SB_CHUNKS));
-    const std::size_t rpl = static_cast<std::size_t>(base::knob_int(base::Knob::PORTALS_RPL_CHUNKS));
+    const std::size_t sb = static_cast<std::size_t>(base::knob_int(knob(Knob::PORTALS_SB_CHUNKS)));
+    const std::size_t rpl = static_cast<std::size_t>(base::knob_int(knob(Knob::PORTALS_RPL_CHUNKS)));
     const std::size_t nreq = reqrb_count();
-    const std::size_t nsys = std::max<std::size_t>(2, base::knob_size(base::Knob::PORTALS_SYS_SPACE) / reqrb_size_);
+    const std::size_t nsys = std::max<std::size_t>(2, base::knob_size(knob(Knob::PORTALS_SYS_SPACE)) / reqrb_size_);
     // Room for every event that can be pending.  SAFE: one per send ticket,
     // one per reply landing in a ReqSB chunk.  AM and SYS: a message per
     // slot of their buffers (every message takes at least one) and an
@@ -348,7 +349,7 @@ void PortalsTransport::mem_deregister_impl(std::uint64_t handle) {
 }
 
 void PortalsTransport::fini_impl() {
-    if (ni_open_ && base::knob_bool(base::Knob::PORTALS_STATS)) stats_print();
+    if (ni_open_ && base::knob_bool(knob(Knob::PORTALS_STATS))) stats_print();
     close_all();
 }
 

@@ -4,6 +4,7 @@
 #include "conduits/smp/smp.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -37,8 +38,8 @@ std::string size_text(std::size_t bytes) {
 // The figures are its knobs as set now (a value outside their range is
 // refused); each ring grows to hold two of the largest Medium messages.
 std::string limits() {
-    const std::size_t ring = base::knob_size(base::Knob::SMP_RING_SIZE);
-    const std::size_t medium = base::knob_size(base::Knob::SMP_MAX_MEDIUM);
+    const std::size_t ring = base::knob_size(knob(Knob::SMP_RING_SIZE));
+    const std::size_t medium = base::knob_size(knob(Knob::SMP_MAX_MEDIUM));
     return "  smp max Medium payload   " + size_text(medium) + ", SLUICE_SMP_MAX_MEDIUM (512 bytes to 1M)\n" +
            "  smp max Long payload     1M per message (Put and Get have no limit)\n" +
            "  smp AM ring size         " + size_text(ring) + " per queue, SLUICE_SMP_RING_SIZE (grown to hold\n" +

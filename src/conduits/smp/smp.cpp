@@ -14,6 +14,7 @@
 
 #include "base/flag.hpp"
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "conduits/smp/ring.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -188,9 +189,9 @@ thread_local InRing *current_dispatch = nullptr;
 // Mediums; Shorts pass through the four-line ring, four at a time), and at
 // most 256 MiB (ring.hpp's size field).
 std::size_t ring_bytes_from_knobs(std::size_t &max_medium) {
-    max_medium = std::clamp<std::size_t>(base::knob_size(base::Knob::SMP_MAX_MEDIUM), 512, max_medium_limit);
+    max_medium = std::clamp<std::size_t>(base::knob_size(knob(Knob::SMP_MAX_MEDIUM)), 512, max_medium_limit);
     const std::size_t largest_record = line_align(record_header + 4 * 16 + 8 + max_medium);
-    std::size_t ring = std::max(base::knob_size(base::Knob::SMP_RING_SIZE), 2 * largest_record);
+    std::size_t ring = std::max(base::knob_size(knob(Knob::SMP_RING_SIZE)), 2 * largest_record);
     std::size_t pow2 = SLUICE_PAGE_SIZE;
     while (pow2 < ring && pow2 < max_ring_bytes) pow2 <<= 1;
     return pow2;

@@ -7,6 +7,7 @@
 #include "conduits/udp/udp_transport.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
 #include "conduits/udp/source_filter.hpp"
 #include "spawners/bootstrap.hpp"
 
@@ -39,7 +40,7 @@ std::string address_text(const sockaddr_in &a) {
 
 // The local IPv4 address to use and the interface it is on.
 static bool address_pick(bool one_host, in_addr &address, std::string &interface, std::string &error) {
-    const std::string &want = base::knob_string(base::Knob::UDP_ADDRESS);
+    const std::string &want = base::knob_string(knob(Knob::UDP_ADDRESS));
     if (want.empty() && one_host) {
         address.s_addr = htonl(INADDR_LOOPBACK);
         interface = "lo";
@@ -98,12 +99,12 @@ Status UdpTransport::init_impl() {
     caps.acknowledges = true;
 
     common::reliable::Config &c = protocol_;
-    c.window = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_WINDOW), 8, 1024));
-    c.ack_delay_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_ACK_DELAY))) * 1000;
-    c.rto_min_ns = static_cast<std::uint64_t>(std::clamp<std::int64_t>(base::knob_int(base::Knob::UDP_RTO_MIN), 10, 1'000'000)) * 1000;
+    c.window = static_cast<unsigned>(std::clamp<std::int64_t>(base::knob_int(knob(Knob::UDP_WINDOW)), 8, 1024));
+    c.ack_delay_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, base::knob_int(knob(Knob::UDP_ACK_DELAY)))) * 1000;
+    c.rto_min_ns = static_cast<std::uint64_t>(std::clamp<std::int64_t>(base::knob_int(knob(Knob::UDP_RTO_MIN)), 10, 1'000'000)) * 1000;
     c.rto_max_ns = rto_max_ns;
     c.rto_initial_ns = 10'000'000;  // before any round trip is measured (at least rto_min)
-    peer_timeout_s_ = std::max(0.1, base::knob_double(base::Knob::UDP_PEER_TIMEOUT));
+    peer_timeout_s_ = std::max(0.1, base::knob_double(knob(Knob::UDP_PEER_TIMEOUT)));
     c.peer_timeout_ns = static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
 
     bool one_host = true;
@@ -123,7 +124,7 @@ Status UdpTransport::init_impl() {
     socklen_t length = sizeof mine;
     // A peer socket will share the receiving port (peer_socket_open).
     const int on = 1;
-    const bool peer_socket = base::knob_bool(base::Knob::UDP_PEER_SOCKET) && s.peers.size() == 1 &&
+    const bool peer_socket = base::knob_bool(knob(Knob::UDP_PEER_SOCKET)) && s.peers.size() == 1 &&
                              ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0;
     if (::bind(fd_, reinterpret_cast<sockaddr *>(&mine), sizeof mine) != 0 ||
         ::getsockname(fd_, reinterpret_cast<sockaddr *>(&mine), &length) != 0)
@@ -133,7 +134,7 @@ Status UdpTransport::init_impl() {
     std::uint16_t send_port = 0;
     connected_socket_open(ip, send_port);
 
-    int mtu = static_cast<int>(base::knob_int(base::Knob::UDP_MTU));
+    int mtu = static_cast<int>(base::knob_int(knob(Knob::UDP_MTU)));
     const bool mtu_given = mtu != 0;
     if (!mtu_given) mtu = std::min(interface_mtu(fd_, interface), 65535);  // lo says 65536
     if (mtu < 576 || mtu > 65535)
@@ -234,7 +235,7 @@ Status UdpTransport::segment_connect_impl(const std::vector<SegmentRecord> &all)
 }
 
 void UdpTransport::fini_impl() {
-    if (fd_ >= 0 && base::knob_bool(base::Knob::UDP_STATS)) stats_print();
+    if (fd_ >= 0 && base::knob_bool(knob(Knob::UDP_STATS))) stats_print();
     close_socket();
     Guard g(lock_);
     peers_.clear();
@@ -258,7 +259,7 @@ void UdpTransport::close_socket() {
 }
 
 void UdpTransport::connected_socket_open(in_addr ip, std::uint16_t &port) {
-    connected_limit_ = static_cast<unsigned>(std::max<std::int64_t>(0, base::knob_int(base::Knob::UDP_CONNECTED_PEERS)));
+    connected_limit_ = static_cast<unsigned>(std::max<std::int64_t>(0, base::knob_int(knob(Knob::UDP_CONNECTED_PEERS))));
     port = 0;
     if (connected_limit_ == 0) return;
     sockaddr_in a{};
@@ -346,7 +347,7 @@ void UdpTransport::peer_socket_follow(std::uint16_t port) {
 
 void UdpTransport::source_filter_try(in_addr ip) {
     std::string why = "SLUICE_UDP_SOURCE_FILTER=0";
-    if (base::knob_bool(base::Knob::UDP_SOURCE_FILTER)) {
+    if (base::knob_bool(knob(Knob::UDP_SOURCE_FILTER))) {
         std::vector<Source> sources;
         for (Rank r : setup().peers) {
             const Peer &p = peers_[r];
@@ -363,7 +364,7 @@ void UdpTransport::source_filter_try(in_addr ip) {
 }
 
 void UdpTransport::socket_buffers_set(int fd) {
-    const int want = static_cast<int>(std::min<std::size_t>(base::knob_size(base::Knob::UDP_SOCKET_BUFFER), 1u << 30));
+    const int want = static_cast<int>(std::min<std::size_t>(base::knob_size(knob(Knob::UDP_SOCKET_BUFFER)), 1u << 30));
     // Root may go beyond net.core.[rw]mem_max; anyone else gets at most that.
     if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
         (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
