@@ -29,6 +29,9 @@
 # otherwise, or without sshd, `ip netns` or the portals conduit.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# ASan builds: the reference implementation's own leftovers at exit are
+# not Sluice's leaks (lsan.supp).
+export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 ssh_hosts_own_names=1
 # shellcheck source=../../../../tests/spawn/ssh/hosts.sh
 . "$here/../../../../tests/spawn/ssh/hosts.sh"
