@@ -137,7 +137,30 @@ std::vector<KnobInfo> &table_mutable() {
 
 // The knob's value from the environment, else its default; a message in
 // `errors` for a value that is malformed or out of range.
-KnobValue knob_read(const KnobInfo &info, std::vector<std::string> &errors);
+KnobValue knob_read(const KnobInfo &info, std::vector<std::string> &errors) {
+    KnobValue v;
+    const char *env = std::getenv(info.name);
+    const bool parsed = env && parse_value(info, env, v);
+    if (parsed && in_range(info, v)) {
+        v.from_env = true;
+        return v;
+    }
+    if (env) {
+        const std::string range = knob_range_text(info);
+        std::string e = std::string(info.name) + "=" + env;
+        if (!parsed)
+            e += std::string(" is not a valid ") + knob_type_name(info.type) +
+                 (range.empty() ? "" : "; it must be " + range);
+        else
+            e += " is out of range: it must be " + range;
+        e += std::string(" (default ") + (*info.default_value ? info.default_value : "empty") + "). " + info.name +
+             ": " + info.doc;
+        errors.push_back(e);
+    }
+    v = KnobValue{};
+    (void)parse_value(info, info.default_value, v);
+    return v;
+}
 
 } // namespace
 
@@ -187,35 +210,6 @@ bool knob_value_valid(const KnobInfo &info, const std::string &text) {
     KnobValue v;
     return parse_value(info, text, v) && in_range(info, v);
 }
-
-namespace {
-
-KnobValue knob_read(const KnobInfo &info, std::vector<std::string> &errors) {
-    KnobValue v;
-    const char *env = std::getenv(info.name);
-    const bool parsed = env && parse_value(info, env, v);
-    if (parsed && in_range(info, v)) {
-        v.from_env = true;
-        return v;
-    }
-    if (env) {
-        const std::string range = knob_range_text(info);
-        std::string e = std::string(info.name) + "=" + env;
-        if (!parsed)
-            e += std::string(" is not a valid ") + knob_type_name(info.type) +
-                 (range.empty() ? "" : "; it must be " + range);
-        else
-            e += " is out of range: it must be " + range;
-        e += std::string(" (default ") + (*info.default_value ? info.default_value : "empty") + "). " + info.name +
-             ": " + info.doc;
-        errors.push_back(e);
-    }
-    v = KnobValue{};
-    (void)parse_value(info, info.default_value, v);
-    return v;
-}
-
-} // namespace
 
 std::vector<std::string> knobs_load() {
     std::vector<std::string> errors;
