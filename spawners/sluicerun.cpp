@@ -346,7 +346,7 @@ int not_built(const JobSpec &job) {
 } // namespace sluice::spawner
 
 int main(int argc, char **argv) {
-    sluice::conduit::knobs_register();
+    sluice::conduit::knobs_register();  // before any knob is read, here or in --ssh-node
     // A host's control process of the ssh spawner (started over ssh by its parent).
     if (argc > 1 && std::strcmp(argv[1], "--ssh-node") == 0) return spawner::ssh::node_main(argc, argv);
     stdio_ensure();

@@ -4,7 +4,6 @@
 #include "spawners/ssh/node.hpp"
 
 #include "base/knobs.hpp"
-#include "conduits/knobs.hpp"
 #include "spawners/local/launcher.hpp"
 #include "spawners/local/protocol.hpp"
 #include "spawners/ssh/tree.hpp"
@@ -45,7 +44,6 @@ int node_main(int argc, char **argv) {
     payload.assign(payload.size(), '\0');  // the secret stays in `job` only
 
     for (const auto &[name, value] : job.environment) ::setenv(name.c_str(), value.c_str(), 1);
-    conduit::knobs_register();
     (void)base::knobs_load();  // the root already warned about bad values
     local::say_prefix_set("sluicerun[host " + std::to_string(job.host) + " " + job.names.front() + "]",
                           job.verbose ? job.origin_ns : 0);
