@@ -2,6 +2,7 @@
 #include "am/am.hpp"
 
 #include "base/knobs.hpp"
+#include "base/tsan.hpp"
 #include "credit/knobs.hpp"
 #include "sluice_config.h"
 
@@ -401,6 +402,7 @@ inline void handler_run(sluice_handler_fn fn, Token &token, void *payload, std::
     const std::uint64_t started = base::now_ns();
 #endif
     fn(&token, payload, length, args, nargs);
+    base::tsan_release(&AmEngine::handlers_done);
     if (__builtin_expect(AmEngine::prepared_ != outer_prepared, 0)) AmEngine::prepared_restore(outer_prepared);
 #ifdef SLUICE_DEBUG
     const std::uint64_t took = base::now_ns() - started;

@@ -270,6 +270,9 @@ public:
     // constinit: no dynamic initialization, so other files read it without
     // a call to a TLS wrapper.
     static constinit thread_local Token *current_token;
+    // What every handler has done before a barrier completes happens before
+    // the code after it (through the peers; base/tsan.hpp).
+    static inline char handlers_done;
 
     static void deliver(void *context, const conduit::AmHeader &h, const std::uint32_t *args,
                         void *payload);

@@ -1,5 +1,6 @@
 // src/core/collectives.cpp - barrier and allgather over the conduits.
 #include "core/runtime.hpp"
+#include "base/tsan.hpp"
 
 #include <cstring>
 
@@ -54,7 +55,11 @@ Status Runtime::barrier() {
     std::uint64_t flushed;
     if (Status s = am.flush_begin(flushed); s != Status::ok) return s;
     while (!am.flush_done(flushed)) poll();
-    if (native_barrier_) return transports_[0]->barrier(poll_for_barrier, this);
+    if (native_barrier_) {
+        const Status s = transports_[0]->barrier(poll_for_barrier, this);
+        base::tsan_acquire(&am::AmEngine::handlers_done);
+        return s;
+    }
     const std::uint64_t epoch = ++barrier_epoch_;
     for (std::uint32_t k = 0; (Rank{1} << k) < size_; ++k) {
         const Rank partner = static_cast<Rank>((rank_ + (std::uint64_t{1} << k)) % size_);
@@ -67,6 +72,7 @@ Status Runtime::barrier() {
             return base::report(s, op, nullptr, "could not signal rank %u", partner);
         while (barrier_heard_[k].load(std::memory_order_acquire) < epoch) poll();
     }
+    base::tsan_acquire(&am::AmEngine::handlers_done);
     return Status::ok;
 }
 

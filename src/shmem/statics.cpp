@@ -51,7 +51,19 @@ char *local_at(std::uint64_t offset, std::size_t n) {
     return state.data_begin + offset;
 }
 
-void done(std::uint32_t lo, std::uint32_t hi) { join<std::atomic<long>>(lo, hi)->fetch_sub(1); }
+// Each requesting thread counts its outstanding pieces in one counter that
+// is never re-initialised, and a handler acquires that counter before it
+// writes the requester's memory.  The chain through the peer's process
+// already orders the request before its answer; ThreadSanitizer sees only
+// this process, and this keeps the order visible to it too.
+thread_local std::atomic<long> t_pending{0};
+
+std::atomic<long> &counter(std::uint32_t lo, std::uint32_t hi) {
+    auto &c = *join<std::atomic<long>>(lo, hi);
+    (void)c.load(std::memory_order_acquire);
+    return c;
+}
+void done(std::uint32_t lo, std::uint32_t hi) { counter(lo, hi).fetch_sub(1, std::memory_order_release); }
 
 void on_put(sluice_token_t t, void *payload, std::size_t n, const std::uint32_t *a, unsigned) {
     std::memcpy(local_at((static_cast<std::uint64_t>(a[1]) << 32) | a[0], n), payload, n);
@@ -65,8 +77,9 @@ void on_get(sluice_token_t t, void *, std::size_t, const std::uint32_t *a, unsig
     (void)sluice_am_reply_medium(t, h_get_reply, from, a[2], a + 3, 4);
 }
 void on_get_reply(sluice_token_t, void *payload, std::size_t n, const std::uint32_t *a, unsigned) {
+    auto &c = counter(a[2], a[3]);
     std::memcpy(join<char>(a[0], a[1]), payload, n);
-    done(a[2], a[3]);
+    c.fetch_sub(1, std::memory_order_release);
 }
 
 void on_amo(sluice_token_t t, void *payload, std::size_t, const std::uint32_t *, unsigned) {
@@ -81,8 +94,9 @@ void on_amo(sluice_token_t t, void *payload, std::size_t, const std::uint32_t *,
 void on_amo_reply(sluice_token_t, void *payload, std::size_t, const std::uint32_t *, unsigned) {
     AmoReply r;
     std::memcpy(&r, payload, sizeof r);
+    auto &c = counter(static_cast<std::uint32_t>(r.cookie), static_cast<std::uint32_t>(r.cookie >> 32));
     *reinterpret_cast<std::uint64_t *>(static_cast<std::uintptr_t>(r.result)) = r.old;
-    reinterpret_cast<std::atomic<long> *>(static_cast<std::uintptr_t>(r.cookie))->fetch_sub(1);
+    c.fetch_sub(1, std::memory_order_release);
 }
 
 void wait_zero(std::atomic<long> &pending) {
@@ -105,9 +119,9 @@ void statics_init() {
 template <class F>
 void in_pieces(std::size_t n, F send) {
     const std::size_t most = sluice_am_max_medium();
-    std::atomic<long> pending{0};
+    std::atomic<long> &pending = t_pending;
     for (std::size_t at = 0; at < n; at += most) {
-        pending.fetch_add(1);
+        pending.fetch_add(1, std::memory_order_release);
         send(at, std::min(most, n - at), pending);
     }
     wait_zero(pending);
@@ -142,8 +156,9 @@ void statics_get(void *dest, int pe, std::size_t offset, std::size_t n) {
 
 std::uint64_t statics_amo(int pe, std::size_t offset, sluice_dt_t dt, sluice_aop_t op, std::uint64_t op1,
                           std::uint64_t op2) {
-    std::atomic<long> pending{1};
+    std::atomic<long> &pending = t_pending;
     std::uint64_t result = 0;
+    pending.fetch_add(1, std::memory_order_release);
     AmoWire w{offset, op1, op2, reinterpret_cast<std::uintptr_t>(&result), reinterpret_cast<std::uintptr_t>(&pending),
               static_cast<std::uint32_t>(dt), static_cast<std::uint32_t>(op)};
     check_status(sluice_am_request_medium(static_cast<sluice_rank_t>(pe), h_amo, &w, sizeof w, nullptr, 0),
