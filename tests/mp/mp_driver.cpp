@@ -61,6 +61,20 @@ TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
 }
 INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, nullptr}), config_name);
 
+// The smp payload pool (src/conduits/smp/README.md): Mediums of every size
+// up to the largest, with a pool of two blocks per half, so senders find it
+// full and wait for receivers to free blocks, and with no pool (through the
+// queues' rings).
+class SmpPayloadPool : public MpTest {};
+TEST_P(SmpPayloadPool, TwoBlocksPerHalfAndNone) {
+    for (const char *pool : {"64K", "0"}) {
+        SCOPED_TRACE(std::string("SLUICE_SMP_PAYLOAD_POOL=") + pool);
+        expect_success(run({"flood", std::to_string(scaled(3000, 1000, 600))}, 120, {{"SLUICE_SMP_PAYLOAD_POOL", pool}}));
+        expect_success(run({"am", "--max-medium=16384"}, 120, {{"SLUICE_SMP_PAYLOAD_POOL", pool}}));
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Mp, SmpPayloadPool, ::testing::Values(Config{4, true, nullptr}), config_name);
+
 class AmArguments : public MpTest {};
 TEST_P(AmArguments, ZeroToSixteenInEveryCategoryThroughCAndCpp) { expect_success(run({"args"})); }
 INSTANTIATE_TEST_SUITE_P(Mp, AmArguments, ::testing::ValuesIn(by_ranks_and_credits()), config_name);

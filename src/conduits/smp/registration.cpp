@@ -40,10 +40,13 @@ std::string size_text(std::size_t bytes) {
 std::string limits() {
     const std::size_t ring = base::knob_size(knob(Knob::SMP_RING_SIZE));
     const std::size_t medium = base::knob_size(knob(Knob::SMP_MAX_MEDIUM));
+    const std::size_t pool = base::knob_size(knob(Knob::SMP_PAYLOAD_POOL));
     return "  smp max Medium payload   " + size_text(medium) + ", SLUICE_SMP_MAX_MEDIUM (512 bytes to 1M)\n" +
            "  smp max Long payload     1M per message (Put and Get have no limit)\n" +
            "  smp AM ring size         " + size_text(ring) + " per queue, SLUICE_SMP_RING_SIZE (grown to hold\n" +
-           "                           two of the largest Medium messages when smaller)\n";
+           "                           two of the largest Medium messages when smaller)\n" +
+           "  smp payload pool         " + (pool ? size_text(pool) + " per rank" : std::string("none")) +
+           ", SLUICE_SMP_PAYLOAD_POOL (Medium payloads over 4K)\n";
 }
 
 } // namespace
