@@ -62,15 +62,16 @@ TEST_P(AmMaxMediumKnob, FollowsSluiceSmpMaxMedium) {
 INSTANTIATE_TEST_SUITE_P(Mp, AmMaxMediumKnob, ::testing::Values(Config{2, true, nullptr}), config_name);
 
 // The smp payload pool (src/conduits/smp/README.md): Mediums of every size
-// up to the largest, with a pool of two blocks per half, so senders find it
-// full and wait for receivers to free blocks, and with no pool (through the
-// queues' rings).
+// up to the largest, sent and prepared (committed shorter, cancelled), with
+// a pool of two blocks per half, so senders find it full and wait for
+// receivers to free blocks, and with no pool (through the queues' rings).
 class SmpPayloadPool : public MpTest {};
 TEST_P(SmpPayloadPool, TwoBlocksPerHalfAndNone) {
     for (const char *pool : {"64K", "0"}) {
         SCOPED_TRACE(std::string("SLUICE_SMP_PAYLOAD_POOL=") + pool);
         expect_success(run({"flood", std::to_string(scaled(3000, 1000, 600))}, 120, {{"SLUICE_SMP_PAYLOAD_POOL", pool}}));
         expect_success(run({"am", "--max-medium=16384"}, 120, {{"SLUICE_SMP_PAYLOAD_POOL", pool}}));
+        expect_success(run({"prepare"}, 120, {{"SLUICE_SMP_PAYLOAD_POOL", pool}}));
     }
 }
 INSTANTIATE_TEST_SUITE_P(Mp, SmpPayloadPool, ::testing::Values(Config{4, true, nullptr}), config_name);

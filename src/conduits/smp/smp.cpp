@@ -439,6 +439,7 @@ protected:
         Outgoing *o;
         RingSlot raw;
         const std::size_t line = record_header + 4u * p.nargs;
+        if (most > pool_least && pool_.bytes) return prepare_pooled(p, most, line);
         std::size_t size = most;
         // A raw run of 0 bytes would be no run: reserve a byte at least.
         RingSlot slot = record_begin(p.peer, p.flags, line, o, raw, std::max<std::size_t>(size, 1));
@@ -454,6 +455,28 @@ protected:
         p.state[2] = reinterpret_cast<std::uintptr_t>(raw.at);
         p.state[3] = std::uint64_t{raw.span} << 32 | raw.control;
         p.state[4] = std::max<std::size_t>(size, 1);
+        p.state[5] = 0;
+        return Status::ok;
+    }
+    // The same with the payload in a block of my pool (state[5] set): the
+    // line is reserved first, then the block, which holds `most` bytes.
+    Status prepare_pooled(PreparedSend &p, std::size_t most, std::size_t line) {
+        Outgoing *o;
+        RingSlot none;
+        const RingSlot slot = record_begin(p.peer, p.flags, line, o, none);
+        if (!slot.at) return Status::not_ready;
+        const unsigned kind = p.flags & am_flag_reply;
+        const std::size_t block = pool_take(kind);
+        if (block == no_block) {
+            if (kind == 0) o->lock.unlock();
+            return Status::not_ready;
+        }
+        p.buffer = pool_block(pool_mine_.base(), block);
+        p.size = most;
+        p.state[0] = reinterpret_cast<std::uintptr_t>(slot.at);
+        p.state[1] = std::uint64_t{slot.span} << 32 | slot.control;
+        p.state[4] = block;
+        p.state[5] = 1;
         return Status::ok;
     }
     void commit_impl(PreparedSend &p, const AmMessage &m) override {
@@ -461,7 +484,8 @@ protected:
         prepared_publish(p, h.handler, h.flags, h.credit, static_cast<std::uint32_t>(h.payload_length), m.args, h.nargs);
     }
     // A record the receiver skips keeps both rings in step: the raw run,
-    // and any filler its reservation wrote, are consumed as usual.
+    // and any filler its reservation wrote, are consumed as usual (a pool
+    // block is freed by the receiver, as after a handler).
     void cancel_impl(PreparedSend &p) override {
         prepared_publish(p, 0, static_cast<std::uint8_t>((p.flags & am_flag_reply) | flag_skip), 0, 0, nullptr, 0);
     }
@@ -474,11 +498,15 @@ protected:
         char *r = slot.at;
         std::memcpy(r + 8, &length, 4);
         r[12] = static_cast<char>(credit);
+        // Bytes 13..15: the raw run reserved (at most 1 MiB), or the block.
         const auto reserved = static_cast<std::uint32_t>(p.state[4]);
-        for (int i = 0; i < 3; ++i) r[13 + i] = static_cast<char>(reserved >> 8 * i);  // at most 1 MiB
+        for (int i = 0; i < 3; ++i) r[13 + i] = static_cast<char>(reserved >> 8 * i);
         record_args(r, args, nargs);
         Outgoing &o = out_[static_cast<std::size_t>(local_index_[p.peer])];
-        record_end(o, flags, slot, raw, record_info(handler, prepared_category, nargs, flags), true);
+        if (p.state[5])
+            record_end(o, flags, slot, RingSlot{}, record_info(handler, pooled_category, nargs, flags));
+        else
+            record_end(o, flags, slot, raw, record_info(handler, prepared_category, nargs, flags), true);
     }
 
     // The latency path, kept to what a Short of one line to another rank
@@ -791,6 +819,12 @@ private:
         std::size_t block = no_block;
         if (is_pooled(info)) {
             block = record_block(r);
+            if (info >> 24 & flag_skip) {  // a cancelled prepared Medium
+                pool_free(in.pool, block);
+                in.line.release(line_bytes);
+                in.busy.store(false, std::memory_order_release);
+                return 1;
+            }
             aside = pool_block(in.pool, block);
             info = (info & ~0xff00u) | std::uint32_t{static_cast<std::uint8_t>(AmCategory::medium)} << 8;
         } else if (is_marker(info)) {
