@@ -36,51 +36,14 @@ std::string fabric_path() {
     return path;
 }
 
-[[noreturn]] void die(const char *what, const char *path) {
-    std::fprintf(stderr, "softnic: %s %s: %s\n", what, path, std::strerror(errno));
-    std::abort();
-}
 
 void map_fabric() {
     const std::string path = fabric_path();
-    bool creator = false;
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd >= 0) {
-        creator = true;
-        if (::ftruncate(fd, sizeof(Fabric)) != 0) die("cannot size", path.c_str());
-    } else if (errno == EEXIST) {
-        fd = ::open(path.c_str(), O_RDWR);
-        if (fd < 0) die("cannot open", path.c_str());
-        // The creator may still be sizing it.
-        for (int i = 0; i < 5000; ++i) {
-            struct stat st {};
-            if (::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) >= sizeof(Fabric)) break;
-            ::usleep(1000);
-        }
-    } else {
-        die("cannot create", path.c_str());
-    }
-    void *p = ::mmap(nullptr, sizeof(Fabric), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) die("cannot map", path.c_str());
-    auto *f = static_cast<Fabric *>(p);
-    if (creator) {
-        pthread_mutexattr_t a;
-        pthread_mutexattr_init(&a);
-        pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-        pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-        pthread_mutex_init(&f->lock, &a);
-        pthread_mutexattr_destroy(&a);
-        f->key_generation = static_cast<std::uint32_t>(::getpid()) & 0xffff;
-        __atomic_store_n(&f->magic, fabric_magic, __ATOMIC_RELEASE);
-    } else {
-        for (int i = 0; i < 5000 && __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != fabric_magic; ++i) ::usleep(1000);
-        if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != fabric_magic) {
-            std::fprintf(stderr, "softnic: %s is not a software NIC fabric of this version; remove it\n", path.c_str());
-            std::abort();
-        }
-    }
-    mapped = f;
+    softnic_common::FabricHead *h = softnic_common::map_fabric(path, sizeof(Fabric), fabric_magic, "softnic", [](softnic_common::FabricHead *h) {
+        // Start generations apart from a previous fabric's handles.
+        reinterpret_cast<Fabric *>(h)->key_generation = static_cast<std::uint32_t>(::getpid()) & 0xffff;
+    });
+    mapped = reinterpret_cast<Fabric *>(h);
 }
 
 } // namespace
@@ -89,8 +52,6 @@ Fabric &fabric() {
     std::call_once(mapped_once, map_fabric);
     return *mapped;
 }
-
-bool alive(std::int32_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
 
 void collect_dead() {
     Fabric &f = fabric();
@@ -105,19 +66,9 @@ void collect_dead() {
         if (m.used && gone(m.pid)) m.used = 0;
 }
 
-void lock() {
-    Fabric &f = fabric();
-    const int r = pthread_mutex_lock(&f.lock);
-    if (r == EOWNERDEAD) {
-        pthread_mutex_consistent(&f.lock);
-        collect_dead();
-    } else if (r != 0) {
-        errno = r;
-        die("cannot lock", "the fabric");
-    }
-}
+void lock() { softnic_common::lock(fabric().head, "softnic", collect_dead); }
 
-void unlock() { pthread_mutex_unlock(&fabric().lock); }
+void unlock() { softnic_common::unlock(fabric().head); }
 
 void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::size_t size, std::size_t &length) {
     // Abstract (leading NUL): nothing to remove when the process ends.

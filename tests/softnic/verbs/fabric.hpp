@@ -16,6 +16,8 @@
 // them.  README.md says what is and is not modelled.
 #pragma once
 
+#include "../common/shared_fabric.hpp"
+
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -116,8 +118,7 @@ struct Mr {
 };
 
 struct Fabric {
-    std::uint64_t magic;
-    pthread_mutex_t lock;
+    softnic_common::FabricHead head;  // magic and lock
     std::uint32_t key_generation;
     std::uint32_t pad;
     Qp qp[max_qp];
@@ -135,7 +136,7 @@ void lock();
 void unlock();
 // Frees every object of processes that no longer exist.
 void collect_dead();
-bool alive(std::int32_t pid);
+using softnic_common::alive;  // whether process `pid` exists
 
 // The process's abstract socket name for completion channel `channel` of
 // process `pid`.

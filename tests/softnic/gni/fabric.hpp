@@ -1,0 +1,124 @@
+// tests/softnic/gni/fabric.hpp - the software GNI NIC's shared state.
+//
+// Every process of the host that attaches a communication domain maps one
+// file (SOFTNIC_GNI_FABRIC, default /dev/shm/softnic-gni-<uid>): the
+// fabric.  It holds, under one robust process-shared mutex, the tables an
+// Aries NIC and its driver keep and that a peer's operations must reach:
+// communication domains, completion queues (a peer writes remote events
+// into them), memory registrations and SMSG mailboxes.  Objects of a
+// process that died are freed when next seen.  README.md says what is and
+// is not modelled.
+#pragma once
+
+#include "../common/shared_fabric.hpp"
+
+#include <pthread.h>
+
+#include <cstdint>
+
+namespace softnic_gni {
+
+// Table sizes (the whole host's).
+constexpr std::uint32_t max_cdm = 256;
+constexpr std::uint32_t max_cq = 256;
+constexpr std::uint32_t max_cq_entries = 4096;
+constexpr std::uint32_t max_reg = 4096;
+constexpr std::uint32_t max_mailbox = 1024;
+// Registrations per NIC (memory domain descriptors) unless
+// SOFTNIC_GNI_MDD_LIMIT says otherwise.
+constexpr std::uint32_t default_mdd_limit = 1024;
+
+// A communication domain attached to the NIC (GNI_CdmAttach).
+struct Cdm {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t inst_id;
+    std::uint32_t ptag;
+    std::uint32_t cookie;
+    std::uint32_t registrations;  // against the MDD limit
+};
+
+// A completion queue: [head, tail) hold events; an event that finds it full
+// is lost and sets overrun, which the next GNI_CqGetEvent reports.
+struct Cq {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t generation;
+    std::uint32_t cap;
+    std::uint64_t head, tail;
+    std::uint32_t overrun;
+    std::uint32_t pad;
+    std::uint64_t e[max_cq_entries];
+};
+
+// A memory registration.  Handles carry (generation, index) and the owner's
+// pid, so that a stale handle matches nothing.
+struct Reg {
+    std::uint32_t used;
+    std::int32_t pid;
+    std::uint32_t cdm;  // the NIC (index in cdm[]) it was registered with
+    std::uint32_t generation;
+    std::uint64_t addr, length;
+    std::uint32_t flags;
+    std::int32_t dst_cq;  // remote events (SMSG, REMOTE_EVENT posts), -1: none
+    std::uint32_t dst_cq_generation;
+    std::uint32_t pad;
+};
+
+// An SMSG mailbox: one receiver's slots for one peer, in the receiver's
+// registered memory.  Messages [released, sent) are in slots
+// index % maxcredit; sent - released is the credit in use.
+struct Mailbox {
+    std::uint32_t used;
+    std::int32_t pid;  // the receiver
+    std::uint32_t reg, reg_generation;
+    std::uint64_t addr;  // the mailbox's first byte in the receiver
+    std::uint32_t maxcredit, maxsize, slot_size;
+    std::uint32_t pad;
+    std::uint64_t sent, released;
+};
+
+struct Fabric {
+    softnic_common::FabricHead head;  // magic and lock
+    std::uint32_t generation;
+    std::uint32_t pad;
+    Cdm cdm[max_cdm];
+    Cq cq[max_cq];
+    Reg reg[max_reg];
+    Mailbox mailbox[max_mailbox];
+};
+
+constexpr std::uint64_t fabric_magic = 0x31696e67666e7373ull;  // "ssnfgni1"
+
+// The mapped fabric (opened on first use) and its lock.  lock() frees the
+// objects of processes that died, if one died holding it.
+Fabric &fabric();
+void lock();
+void unlock();
+struct Locked {
+    Locked() { lock(); }
+    ~Locked() { unlock(); }
+    Locked(const Locked &) = delete;
+    Locked &operator=(const Locked &) = delete;
+};
+
+using softnic_common::alive;  // whether process `pid` exists
+// Frees every object of processes that no longer exist (under the lock).
+void collect_dead();
+std::uint32_t next_generation();  // under the lock
+
+// Under the lock: appends an event to CQ `index` if it is still the one of
+// `generation`; a full CQ loses it and is marked overrun.
+void cq_post(std::int32_t index, std::uint32_t generation, std::uint64_t event);
+
+// Knobs, read once.
+std::uint32_t mdd_limit();        // SOFTNIC_GNI_MDD_LIMIT
+std::uint32_t bte_delay_us();     // SOFTNIC_GNI_BTE_DELAY_US
+// The job's credentials and address, as ALPS sets them (PMI_GNI_*); false
+// when one is missing.
+struct Job {
+    std::uint32_t ptag, cookie, loc_addr, dev_id;
+};
+bool job(Job &out);
+
+} // namespace softnic_gni

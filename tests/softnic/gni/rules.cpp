@@ -1,0 +1,539 @@
+// tests/softnic/gni/rules.cpp - the software GNI NIC's rules, checked
+// through the uGNI API as a conduit sees it.  First two processes (forked
+// before either touches the NIC) exchange SMSG messages, FMA and BTE puts
+// and gets and atomics; then one process with several domains checks each
+// modelled limit: registration on both sides, the MDD limit, SMSG credits
+// and message size, CQ overrun, FMA done at post and BTE after it, and
+// argument checks.  Built by rules.sh against gni_pub.h and libugni.so.0,
+// run under softnic-run.  Prints "ok: ..." per rule, exits non-zero if one
+// is broken.
+#include <gni_pub.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+const char *role = "";
+
+void check(bool ok, const char *rule, const std::string &detail = "") {
+    std::printf("%s: %s%s%s%s\n", ok ? "ok" : "FAIL", role, rule, detail.empty() ? "" : ": ", detail.c_str());
+    if (!ok) ++failures;
+}
+
+std::string rc_name(gni_return_t rc) { return GNI_GetErrorString(rc); }
+
+[[noreturn]] void die(const char *what, gni_return_t rc) {
+    std::printf("FAIL: %s%s: %s\n", role, what, GNI_GetErrorString(rc));
+    std::exit(1);
+}
+
+void must(gni_return_t rc, const char *what) {
+    if (rc != GNI_RC_SUCCESS) die(what, rc);
+}
+
+struct Job {
+    std::uint8_t ptag;
+    std::uint32_t cookie;
+};
+Job job;
+
+constexpr std::uint16_t credits = 4;
+constexpr std::uint32_t max_message = 128;
+
+// One communication domain with its NIC, two CQs (posts' local events; the
+// remote events of its registered memory), a 64 KiB registered buffer and
+// a registered mailbox for one peer.
+struct Nic {
+    std::uint32_t inst = 0, addr = 0;
+    gni_cdm_handle_t cdm = nullptr;
+    gni_nic_handle_t nic = nullptr;
+    gni_cq_handle_t cq = nullptr, rx = nullptr;
+    std::vector<std::uint64_t> buf = std::vector<std::uint64_t>(8192);
+    gni_mem_handle_t buf_h{};
+    std::vector<std::uint64_t> mbox;
+    gni_smsg_attr_t smsg{};
+    char *bytes() { return reinterpret_cast<char *>(buf.data()); }
+    std::uint64_t at(std::size_t offset) { return reinterpret_cast<std::uint64_t>(bytes() + offset); }
+};
+
+// What a peer needs to know of a Nic, exchanged out of band.
+struct Card {
+    std::uint32_t inst, addr;
+    gni_mem_handle_t buf_h;
+    std::uint64_t buf;
+    gni_smsg_attr_t smsg;
+};
+
+Card card_of(Nic &n) { return Card{n.inst, n.addr, n.buf_h, n.at(0), n.smsg}; }
+
+void open_nic(Nic &n, std::uint32_t inst, std::uint32_t cq_entries = 256) {
+    n.inst = inst;
+    must(GNI_CdmCreate(inst, job.ptag, job.cookie, 0, &n.cdm), "GNI_CdmCreate");
+    must(GNI_CdmAttach(n.cdm, 0, &n.addr, &n.nic), "GNI_CdmAttach");
+    must(GNI_CqCreate(n.nic, cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &n.cq), "GNI_CqCreate");
+    must(GNI_CqCreate(n.nic, 256, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &n.rx), "GNI_CqCreate (rx)");
+    must(GNI_MemRegister(n.nic, n.at(0), n.buf.size() * 8, n.rx, GNI_MEM_READWRITE, 0, &n.buf_h), "GNI_MemRegister");
+    n.smsg.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+    n.smsg.mbox_maxcredit = credits;
+    n.smsg.msg_maxsize = max_message;
+    unsigned size = 0;
+    must(GNI_SmsgBufferSizeNeeded(&n.smsg, &size), "GNI_SmsgBufferSizeNeeded");
+    n.mbox.assign(size / 8 + 1, 0);
+    n.smsg.msg_buffer = n.mbox.data();
+    n.smsg.buff_size = size;
+    n.smsg.mbox_offset = 0;
+    must(GNI_MemRegister(n.nic, reinterpret_cast<std::uint64_t>(n.mbox.data()), size, n.rx, GNI_MEM_READWRITE, 0,
+                         &n.smsg.mem_hndl),
+         "GNI_MemRegister (mailbox)");
+}
+
+gni_ep_handle_t connect(Nic &n, Card &peer, bool smsg = true) {
+    gni_ep_handle_t ep = nullptr;
+    must(GNI_EpCreate(n.nic, n.cq, &ep), "GNI_EpCreate");
+    must(GNI_EpBind(ep, peer.addr, peer.inst), "GNI_EpBind");
+    if (smsg) must(GNI_SmsgInit(ep, &n.smsg, &peer.smsg), "GNI_SmsgInit");
+    return ep;
+}
+
+gni_post_descriptor_t descriptor(gni_post_type_t type, std::uint64_t local, gni_mem_handle_t local_h,
+                                 std::uint64_t remote, gni_mem_handle_t remote_h, std::uint64_t length) {
+    gni_post_descriptor_t d{};
+    d.type = type;
+    d.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+    d.dlvr_mode = GNI_DLVMODE_PERFORMANCE;
+    d.local_addr = local;
+    d.local_mem_hndl = local_h;
+    d.remote_addr = remote;
+    d.remote_mem_hndl = remote_h;
+    d.length = length;
+    d.post_id = 0x5100 + static_cast<std::uint64_t>(type);
+    return d;
+}
+
+// The next post event on `cq` (SMSG send completions are skipped);
+// returns GetCompleted's code and sets `done` to its descriptor.
+gni_return_t wait_post(gni_cq_handle_t cq, gni_post_descriptor_t **done, gni_cq_entry_t *event = nullptr) {
+    for (;;) {
+        gni_cq_entry_t e = 0;
+        const gni_return_t rc = GNI_CqWaitEvent(cq, 5000, &e);
+        if (rc == GNI_RC_TIMEOUT) return rc;
+        if (GNI_CQ_GET_TYPE(e) != GNI_CQ_EVENT_TYPE_POST) continue;
+        if (event) *event = e;
+        return GNI_GetCompleted(cq, e, done);
+    }
+}
+
+gni_return_t post_and_wait(Nic &n, gni_ep_handle_t ep, gni_post_descriptor_t &d, bool rdma) {
+    const gni_return_t rc = rdma ? GNI_PostRdma(ep, &d) : GNI_PostFma(ep, &d);
+    if (rc != GNI_RC_SUCCESS) return rc;
+    gni_post_descriptor_t *done = nullptr;
+    const gni_return_t c = wait_post(n.cq, &done);
+    return c == GNI_RC_SUCCESS && done != &d ? GNI_RC_DESCRIPTOR_ERROR : c;
+}
+
+// Waits for the next SMSG message; copies its bytes out and releases it.
+bool receive(gni_ep_handle_t ep, std::string &message, std::uint8_t &tag) {
+    for (int i = 0; i < 100000; ++i) {
+        void *header = nullptr;
+        tag = GNI_SMSG_ANY_TAG;
+        const gni_return_t rc = GNI_SmsgGetNextWTag(ep, &header, &tag);
+        if (rc == GNI_RC_SUCCESS) {
+            message = static_cast<const char *>(header);
+            return GNI_SmsgRelease(ep) == GNI_RC_SUCCESS;
+        }
+        if (rc != GNI_RC_NOT_DONE) return false;
+        ::usleep(50);
+    }
+    return false;
+}
+
+gni_return_t send(gni_ep_handle_t ep, const std::string &m, std::uint32_t msg_id, std::uint8_t tag = 0) {
+    return GNI_SmsgSendWTag(ep, const_cast<char *>(m.c_str()), static_cast<std::uint32_t>(m.size() + 1), nullptr, 0,
+                            msg_id, tag);
+}
+
+std::string expect(gni_ep_handle_t ep) {
+    std::string m;
+    std::uint8_t tag = 0;
+    return receive(ep, m, tag) ? m : "(nothing)";
+}
+
+// Counts the events of `type` from `inst` waiting on `cq`.
+int drain(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst) {
+    int n = 0;
+    gni_cq_entry_t e = 0;
+    while (GNI_CqGetEvent(cq, &e) == GNI_RC_SUCCESS)
+        if (GNI_CQ_GET_TYPE(e) == type && GNI_CQ_GET_INST_ID(e) == inst && GNI_CQ_REMOTE(e)) ++n;
+    return n;
+}
+
+constexpr int fadds = 500;
+constexpr std::size_t counter = 32768;  // B's counter word, in its buffer
+
+// Process B (instance 2): receives, serves as the target, counts along.
+int run_b(int in, int out) {
+    role = "B: ";
+    Nic n;
+    open_nic(n, 2);
+    for (int i = 0; i < 1024; ++i) n.buf[512 + i] = 0xb0000000u + i;  // what A gets
+    Card mine = card_of(n), peer{};
+    if (write(out, &mine, sizeof mine) != sizeof mine || read(in, &peer, sizeof peer) != sizeof peer) return 1;
+    gni_ep_handle_t ep = connect(n, peer);
+    std::string m;
+    std::uint8_t tag = 0;
+    bool in_order = true;
+    for (int i = 1; i <= 3; ++i)
+        in_order = in_order && receive(ep, m, tag) && m == "message " + std::to_string(i) && tag == i;
+    check(in_order, "three SMSG messages arrive in order with their tags");
+    must(send(ep, "ready", 10), "GNI_SmsgSendWTag");
+    // Half the atomics on our own counter through a loopback endpoint.
+    Card self = card_of(n);
+    gni_ep_handle_t loop = connect(n, self, false);
+    bool fadd_ok = true;
+    for (int i = 0; i < fadds; ++i) {
+        gni_post_descriptor_t d = descriptor(GNI_POST_AMO, n.at(16), n.buf_h, n.at(counter), n.buf_h, 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        d.first_operand = 1;
+        fadd_ok = fadd_ok && post_and_wait(n, loop, d, false) == GNI_RC_SUCCESS;
+    }
+    const std::string done = expect(ep);
+    check(fadd_ok && done == "fadd done" && n.buf[counter / 8] == 2 * fadds,
+          "fetch-adds of two processes on one word all count", std::to_string(n.buf[counter / 8]));
+    must(send(ep, "counted", 11), "GNI_SmsgSendWTag");
+    const std::string end = expect(ep);
+    bool fma = true, bte = true;
+    for (int i = 0; i < 32; ++i) fma = fma && n.buf[i + 64] == 0xa0000000u + i;
+    for (int i = 0; i < 1024; ++i) bte = bte && n.buf[i + 2048] == 0xa1000000u + i;
+    check(end == "end", "the last message", end);
+    check(fma, "A's FMA put is in B's memory");
+    check(bte, "A's BTE put is in B's memory");
+    check(n.buf[counter / 8] == 77, "A's compare-and-swap is in B's memory", std::to_string(n.buf[counter / 8]));
+    const int smsg_events = drain(n.rx, GNI_CQ_EVENT_TYPE_SMSG, 1);
+    check(smsg_events == 5, "each message raised an SMSG event with the sender's instance id on the mailbox's CQ",
+          std::to_string(smsg_events));
+    GNI_EpDestroy(loop);
+    GNI_EpDestroy(ep);
+    GNI_CdmDestroy(n.cdm);
+    return failures ? 1 : 0;
+}
+
+// Process A (instance 1): sends, puts, gets, and the atomics' other half.
+void run_a(int in, int out) {
+    role = "A: ";
+    Nic n;
+    open_nic(n, 1);
+    Card mine = card_of(n), peer{};
+    if (read(in, &peer, sizeof peer) != sizeof peer || write(out, &mine, sizeof mine) != sizeof mine) die("exchange", GNI_RC_ERROR_RESOURCE);
+    gni_ep_handle_t ep = connect(n, peer);
+    for (std::uint8_t i = 1; i <= 3; ++i) must(send(ep, "message " + std::to_string(i), 100 + i, i), "GNI_SmsgSendWTag");
+    // Each send raised a local SMSG event with its message id.
+    int ids = 0;
+    gni_cq_entry_t e = 0;
+    while (GNI_CqGetEvent(n.cq, &e) == GNI_RC_SUCCESS)
+        if (GNI_CQ_GET_TYPE(e) == GNI_CQ_EVENT_TYPE_SMSG && GNI_CQ_GET_MSG_ID(e) == 100u + ids + 1) ++ids;
+    check(ids == 3, "each SMSG send raised a local event with its message id", std::to_string(ids));
+    check(expect(ep) == "ready", "B's answer arrives");
+
+    for (int i = 0; i < 32; ++i) n.buf[i] = 0xa0000000u + i;
+    gni_post_descriptor_t put = descriptor(GNI_POST_FMA_PUT, n.at(0), n.buf_h, peer.buf + 512, peer.buf_h, 256);
+    check(post_and_wait(n, ep, put, false) == GNI_RC_SUCCESS, "FMA put to the other process");
+    gni_post_descriptor_t get = descriptor(GNI_POST_FMA_GET, n.at(8192), n.buf_h, peer.buf + 4096, peer.buf_h, 512);
+    bool got = post_and_wait(n, ep, get, false) == GNI_RC_SUCCESS;
+    for (int i = 0; i < 64; ++i) got = got && n.buf[1024 + i] == 0xb0000000u + i;
+    check(got, "FMA get from the other process");
+    for (int i = 0; i < 1024; ++i) n.buf[2048 + i] = 0xa1000000u + i;
+    gni_post_descriptor_t rput = descriptor(GNI_POST_RDMA_PUT, n.at(16384), n.buf_h, peer.buf + 16384, peer.buf_h, 8192);
+    check(post_and_wait(n, ep, rput, true) == GNI_RC_SUCCESS, "BTE put to the other process");
+    std::memset(n.bytes() + 40000, 0, 8192);
+    gni_post_descriptor_t rget = descriptor(GNI_POST_RDMA_GET, n.at(40000), n.buf_h, peer.buf + 4096, peer.buf_h, 8192);
+    got = post_and_wait(n, ep, rget, true) == GNI_RC_SUCCESS;
+    for (int i = 0; i < 1024; ++i) got = got && n.buf[5000 + i] == 0xb0000000u + i;
+    check(got, "BTE get from the other process");
+
+    bool fadd_ok = true;
+    for (int i = 0; i < fadds; ++i) {
+        gni_post_descriptor_t d = descriptor(GNI_POST_AMO, n.at(24), n.buf_h, peer.buf + counter, peer.buf_h, 8);
+        d.amo_cmd = GNI_FMA_ATOMIC_FADD;
+        d.first_operand = 1;
+        fadd_ok = fadd_ok && post_and_wait(n, ep, d, false) == GNI_RC_SUCCESS;
+    }
+    check(fadd_ok, "fetch-adds on the other process's word");
+    must(send(ep, "fadd done", 12), "GNI_SmsgSendWTag");
+    check(expect(ep) == "counted", "B has counted");
+    gni_post_descriptor_t cas = descriptor(GNI_POST_AMO, n.at(32), n.buf_h, peer.buf + counter, peer.buf_h, 8);
+    cas.amo_cmd = GNI_FMA_ATOMIC_CSWAP;
+    cas.first_operand = 2 * fadds;
+    cas.second_operand = 77;
+    bool swapped = post_and_wait(n, ep, cas, false) == GNI_RC_SUCCESS;
+    check(swapped && n.buf[4] == 2 * fadds, "compare-and-swap that matches returns the old value",
+          std::to_string(n.buf[4]));
+    cas.second_operand = 5;
+    swapped = post_and_wait(n, ep, cas, false) == GNI_RC_SUCCESS;
+    check(swapped && n.buf[4] == 77, "compare-and-swap that does not match returns the value and leaves it",
+          std::to_string(n.buf[4]));
+    must(send(ep, "end", 13), "GNI_SmsgSendWTag");
+    GNI_EpDestroy(ep);
+    GNI_CdmDestroy(n.cdm);
+}
+
+// One process: the modelled limits, each shown enforced.
+void run_limits() {
+    role = "";
+    // Credentials: only the job's ptag and cookie.
+    gni_cdm_handle_t cdm = nullptr;
+    check(GNI_CdmCreate(50, static_cast<std::uint8_t>(job.ptag + 1), job.cookie, 0, &cdm) == GNI_RC_PERMISSION_ERROR,
+          "GNI_CdmCreate with another ptag: PERMISSION_ERROR");
+    check(GNI_CdmCreate(50, job.ptag, job.cookie + 1, 0, &cdm) == GNI_RC_PERMISSION_ERROR,
+          "GNI_CdmCreate with another cookie: PERMISSION_ERROR");
+    check(GNI_CdmCreate(50, job.ptag, job.cookie, 0, nullptr) == GNI_RC_INVALID_PARAM,
+          "GNI_CdmCreate without a handle: INVALID_PARAM");
+
+    Nic a, b;
+    open_nic(a, 100);
+    open_nic(b, 101);
+    {
+        gni_cdm_handle_t twin = nullptr;
+        gni_nic_handle_t nic = nullptr;
+        std::uint32_t addr = 0;
+        must(GNI_CdmCreate(101, job.ptag, job.cookie, 0, &twin), "GNI_CdmCreate (twin)");
+        check(GNI_CdmAttach(twin, 0, &addr, &nic) == GNI_RC_INVALID_PARAM,
+              "GNI_CdmAttach of an instance id already attached: INVALID_PARAM");
+        GNI_CdmDestroy(twin);
+    }
+    Card ca = card_of(a), cb = card_of(b);
+    gni_ep_handle_t ab = connect(a, cb);
+    gni_ep_handle_t ba = connect(b, ca);
+    gni_post_descriptor_t *done = nullptr;
+    gni_cq_entry_t e = 0;
+
+    // Bad arguments.
+    gni_cq_handle_t cq = nullptr;
+    check(GNI_CqCreate(a.nic, 0, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &cq) == GNI_RC_INVALID_PARAM,
+          "GNI_CqCreate of 0 entries: INVALID_PARAM");
+    check(GNI_PostFma(ab, nullptr) == GNI_RC_INVALID_PARAM, "GNI_PostFma without a descriptor: INVALID_PARAM");
+    gni_post_descriptor_t fput = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, b.at(0), b.buf_h, 64);
+    check(GNI_PostFma(nullptr, &fput) == GNI_RC_INVALID_PARAM, "GNI_PostFma without an endpoint: INVALID_PARAM");
+    check(GNI_PostRdma(ab, &fput) == GNI_RC_INVALID_PARAM, "GNI_PostRdma of an FMA type: INVALID_PARAM");
+    gni_mem_handle_t h{};
+    check(GNI_MemRegister(a.nic, a.at(0), 0, nullptr, 0, 0, &h) == GNI_RC_INVALID_PARAM,
+          "GNI_MemRegister of 0 bytes: INVALID_PARAM");
+    check(GNI_EpBind(nullptr, 0, 0) == GNI_RC_INVALID_PARAM, "GNI_EpBind without an endpoint: INVALID_PARAM");
+    check(GNI_SmsgGetNextWTag(ba, nullptr, nullptr) == GNI_RC_INVALID_PARAM,
+          "GNI_SmsgGetNextWTag without outputs: INVALID_PARAM");
+    gni_ep_handle_t bare = connect(a, cb, false);
+    check(send(bare, "x", 1) == GNI_RC_INVALID_STATE, "GNI_SmsgSendWTag before GNI_SmsgInit: INVALID_STATE");
+    gni_post_descriptor_t amo = descriptor(GNI_POST_AMO, a.at(0), a.buf_h, b.at(4), b.buf_h, 8);
+    amo.amo_cmd = GNI_FMA_ATOMIC_FADD;
+    check(GNI_PostFma(ab, &amo) == GNI_RC_ALIGNMENT_ERROR, "an atomic at an address not 8-byte aligned: ALIGNMENT_ERROR");
+    gni_post_descriptor_t uget = descriptor(GNI_POST_RDMA_GET, a.at(0), a.buf_h, b.at(2), b.buf_h, 64);
+    check(GNI_PostRdma(ab, &uget) == GNI_RC_ALIGNMENT_ERROR, "a BTE get not 4-byte aligned: ALIGNMENT_ERROR");
+    check(GNI_CqWaitEvent(a.cq, 20, &e) == GNI_RC_TIMEOUT, "GNI_CqWaitEvent on an empty CQ: TIMEOUT");
+
+    // Registration on both sides of every transfer.
+    std::vector<std::uint64_t> loose(64, 0x1111);
+    gni_post_descriptor_t d = descriptor(GNI_POST_FMA_PUT, reinterpret_cast<std::uint64_t>(loose.data()), a.buf_h,
+                                         b.at(0), b.buf_h, 64);
+    b.buf[0] = 0;
+    check(GNI_PostFma(ab, &d) == GNI_RC_INVALID_PARAM && b.buf[0] == 0,
+          "FMA put from an unregistered local buffer: INVALID_PARAM, nothing moved");
+    gni_post_descriptor_t r = descriptor(GNI_POST_RDMA_PUT, a.at(0), gni_mem_handle_t{}, b.at(0), b.buf_h, 64);
+    check(GNI_PostRdma(ab, &r) == GNI_RC_INVALID_PARAM, "BTE put with no local handle: INVALID_PARAM");
+    a.buf[0] = 0x2222;
+    d = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, reinterpret_cast<std::uint64_t>(loose.data()), b.buf_h, 64);
+    gni_return_t rc = post_and_wait(a, ab, d, false);
+    check(rc == GNI_RC_TRANSACTION_ERROR && loose[0] == 0x1111,
+          "FMA put to an unregistered remote buffer: TRANSACTION_ERROR, nothing moved", rc_name(rc));
+    d = descriptor(GNI_POST_FMA_GET, a.at(0), a.buf_h, b.at(0), gni_mem_handle_t{}, 64);
+    rc = post_and_wait(a, ab, d, false);
+    check(rc == GNI_RC_TRANSACTION_ERROR && a.buf[0] == 0x2222, "FMA get with no remote handle: TRANSACTION_ERROR",
+          rc_name(rc));
+    d = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, b.at(65536 - 32), b.buf_h, 64);
+    rc = post_and_wait(a, ab, d, false);
+    check(rc == GNI_RC_TRANSACTION_ERROR, "FMA put past the end of the remote registration: TRANSACTION_ERROR",
+          rc_name(rc));
+    r = descriptor(GNI_POST_RDMA_PUT, a.at(0), a.buf_h, reinterpret_cast<std::uint64_t>(loose.data()), b.buf_h, 64);
+    rc = post_and_wait(a, ab, r, true);
+    check(rc == GNI_RC_TRANSACTION_ERROR && loose[0] == 0x1111, "BTE put to an unregistered remote buffer: "
+          "TRANSACTION_ERROR", rc_name(rc));
+    {
+        std::vector<std::uint64_t> gone(64, 0x3333);
+        gni_mem_handle_t stale{};
+        must(GNI_MemRegister(b.nic, reinterpret_cast<std::uint64_t>(gone.data()), 512, nullptr, 0, 0, &stale),
+             "GNI_MemRegister");
+        must(GNI_MemDeregister(b.nic, &stale), "GNI_MemDeregister");
+        d = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, reinterpret_cast<std::uint64_t>(gone.data()), stale, 64);
+        rc = post_and_wait(a, ab, d, false);
+        check(rc == GNI_RC_TRANSACTION_ERROR && gone[0] == 0x3333, "FMA put with a deregistered handle: "
+              "TRANSACTION_ERROR", rc_name(rc));
+        gni_mem_handle_t ro{};
+        must(GNI_MemRegister(b.nic, reinterpret_cast<std::uint64_t>(gone.data()), 512, nullptr, GNI_MEM_READ_ONLY, 0,
+                             &ro), "GNI_MemRegister (read-only)");
+        d = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, reinterpret_cast<std::uint64_t>(gone.data()), ro, 64);
+        rc = post_and_wait(a, ab, d, false);
+        check(rc == GNI_RC_TRANSACTION_ERROR && gone[0] == 0x3333, "FMA put into read-only memory: TRANSACTION_ERROR",
+              rc_name(rc));
+        GNI_MemDeregister(b.nic, &ro);
+    }
+
+    // The MDD limit: registrations past it fail until one is released.
+    {
+        const char *env = std::getenv("SOFTNIC_GNI_MDD_LIMIT");
+        const int limit = env ? std::atoi(env) : 1024;
+        Nic c;
+        c.inst = 102;
+        must(GNI_CdmCreate(102, job.ptag, job.cookie, 0, &c.cdm), "GNI_CdmCreate");
+        must(GNI_CdmAttach(c.cdm, 0, &c.addr, &c.nic), "GNI_CdmAttach");
+        std::vector<gni_mem_handle_t> handles;
+        gni_return_t last = GNI_RC_SUCCESS;
+        for (int i = 0; i <= limit; ++i) {
+            gni_mem_handle_t one{};
+            last = GNI_MemRegister(c.nic, c.at(8 * (i % 1024)), 8, nullptr, 0, 0, &one);
+            if (last != GNI_RC_SUCCESS) break;
+            handles.push_back(one);
+        }
+        check(static_cast<int>(handles.size()) == limit && last == GNI_RC_ERROR_RESOURCE,
+              "registration past SOFTNIC_GNI_MDD_LIMIT: ERROR_RESOURCE",
+              std::to_string(handles.size()) + " registered, then " + rc_name(last));
+        gni_mem_handle_t again{};
+        check(GNI_MemDeregister(c.nic, &handles.back()) == GNI_RC_SUCCESS &&
+                  GNI_MemRegister(c.nic, c.at(0), 8, nullptr, 0, 0, &again) == GNI_RC_SUCCESS,
+              "a deregistration frees one MDD");
+        GNI_CdmDestroy(c.cdm);
+    }
+
+    // SMSG: a mailbox of `credits` slots per peer, each message refused
+    // above msg_maxsize.
+    {
+        int sent = 0;
+        while (sent < credits + 2 && send(ab, "credit " + std::to_string(sent), 200 + sent) == GNI_RC_SUCCESS) ++sent;
+        const gni_return_t full = send(ab, "one too many", 300);
+        check(sent == credits && full == GNI_RC_NOT_DONE, "a send past mbox_maxcredit unreleased messages: NOT_DONE",
+              std::to_string(sent) + " sent, then " + rc_name(full));
+        void *header = nullptr;
+        std::uint8_t tag = 9;
+        check(GNI_SmsgGetNextWTag(ba, &header, &tag) == GNI_RC_NO_MATCH, "GNI_SmsgGetNextWTag of another tag: NO_MATCH");
+        tag = GNI_SMSG_ANY_TAG;
+        const gni_return_t g1 = GNI_SmsgGetNextWTag(ba, &header, &tag);
+        const gni_return_t still = send(ab, "after get", 301);
+        check(g1 == GNI_RC_SUCCESS && std::strcmp(static_cast<char *>(header), "credit 0") == 0 &&
+                  still == GNI_RC_NOT_DONE,
+              "a message read but not released keeps its credit");
+        check(GNI_SmsgRelease(ba) == GNI_RC_SUCCESS && send(ab, "after release", 302) == GNI_RC_SUCCESS,
+              "GNI_SmsgRelease returns one credit: the send succeeds");
+        bool order = true;
+        for (int i = 1; i < credits; ++i) order = order && expect(ba) == "credit " + std::to_string(i);
+        order = order && expect(ba) == "after release";
+        check(order, "messages stay in order across the full mailbox");
+        std::vector<char> big(max_message + 1, 'x');
+        big.back() = 0;
+        const gni_return_t too_big = GNI_SmsgSendWTag(ab, big.data(), static_cast<std::uint32_t>(big.size()), nullptr,
+                                                      0, 400, 0);
+        const gni_return_t split = GNI_SmsgSendWTag(ab, big.data(), 64, big.data(), max_message - 63, 401, 0);
+        check(too_big == GNI_RC_INVALID_PARAM && split == GNI_RC_INVALID_PARAM,
+              "a message above msg_maxsize (header plus data): INVALID_PARAM", rc_name(too_big) + ", " + rc_name(split));
+        std::uint8_t t = GNI_SMSG_ANY_TAG;
+        check(GNI_SmsgGetNextWTag(ba, &header, &t) == GNI_RC_NOT_DONE, "a refused message is not delivered");
+        check(GNI_SmsgRelease(ba) == GNI_RC_INVALID_STATE, "GNI_SmsgRelease with nothing read: INVALID_STATE");
+        while (GNI_CqGetEvent(a.cq, &e) != GNI_RC_NOT_DONE) {
+        }
+        while (GNI_CqGetEvent(b.rx, &e) != GNI_RC_NOT_DONE) {
+        }
+    }
+
+    // FMA completes at post; the BTE after the post has returned.
+    {
+        b.buf[100] = 0;
+        a.buf[0] = 0x4444;
+        d = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, b.at(800), b.buf_h, 8);
+        const gni_return_t p = GNI_PostFma(ab, &d);
+        const std::uint64_t there = b.buf[100];
+        const gni_return_t now = GNI_CqGetEvent(a.cq, &e);
+        check(p == GNI_RC_SUCCESS && there == 0x4444 && now == GNI_RC_SUCCESS &&
+                  GNI_GetCompleted(a.cq, e, &done) == GNI_RC_SUCCESS && done == &d && done->post_id == d.post_id,
+              "FMA: the bytes and the completion are there when GNI_PostFma returns");
+        b.buf[101] = 0;
+        a.buf[1] = 0x5555;
+        r = descriptor(GNI_POST_RDMA_PUT, a.at(8), a.buf_h, b.at(808), b.buf_h, 8);
+        const gni_return_t pr = GNI_PostRdma(ab, &r);
+        const std::uint64_t early = __atomic_load_n(&b.buf[101], __ATOMIC_ACQUIRE);
+        const gni_return_t none = GNI_CqGetEvent(a.cq, &e);
+        const gni_return_t later = GNI_CqWaitEvent(a.cq, 5000, &e);
+        check(pr == GNI_RC_SUCCESS && none == GNI_RC_NOT_DONE && early == 0 && later == GNI_RC_SUCCESS &&
+                  b.buf[101] == 0x5555 && GNI_GetCompleted(a.cq, e, &done) == GNI_RC_SUCCESS && done == &r,
+              "BTE: the completion arrives after GNI_PostRdma returned",
+              rc_name(none) + " at first, then " + rc_name(later));
+        gni_post_descriptor_t silent = descriptor(GNI_POST_FMA_PUT, a.at(0), a.buf_h, b.at(800), b.buf_h, 8);
+        silent.cq_mode = GNI_CQMODE_REMOTE_EVENT;
+        must(GNI_PostFma(ab, &silent), "GNI_PostFma (remote event)");
+        check(GNI_CqGetEvent(a.cq, &e) == GNI_RC_NOT_DONE && GNI_CqGetEvent(b.rx, &e) == GNI_RC_SUCCESS &&
+                  GNI_CQ_REMOTE(e) && GNI_CQ_GET_INST_ID(e) == a.inst,
+              "a remote event lands on the target registration's CQ with the poster's instance id");
+    }
+
+    // CQ overrun: more events than entry_count.
+    {
+        Nic c;
+        open_nic(c, 103, 4);
+        gni_ep_handle_t cb2 = connect(c, cb, false);
+        for (int i = 0; i < 6; ++i) {
+            d = descriptor(GNI_POST_FMA_PUT, c.at(0), c.buf_h, b.at(0), b.buf_h, 8);
+            must(GNI_PostFma(cb2, &d), "GNI_PostFma");
+        }
+        const gni_return_t first = GNI_CqGetEvent(c.cq, &e);
+        check(first == GNI_RC_ERROR_RESOURCE && GNI_CQ_OVERRUN(e),
+              "six events into a CQ of four entries: ERROR_RESOURCE with GNI_CQ_OVERRUN", rc_name(first));
+        int rest = 0;
+        while (GNI_CqGetEvent(c.cq, &e) == GNI_RC_SUCCESS) ++rest;
+        check(rest == 3 && !GNI_CQ_OVERRUN(e), "the CQ keeps its four events, overrun reported once",
+              std::to_string(rest + 1) + " events");
+        GNI_EpDestroy(cb2);
+        GNI_CdmDestroy(c.cdm);
+    }
+    GNI_EpDestroy(bare);
+    GNI_EpDestroy(ab);
+    GNI_EpDestroy(ba);
+    GNI_CdmDestroy(a.cdm);
+    GNI_CdmDestroy(b.cdm);
+}
+
+} // namespace
+
+int main() {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    // The job's credentials come from ALPS (here softnic-run); without them
+    // there is no NIC to run on.
+    const char *ptag = std::getenv("PMI_GNI_PTAG");
+    const char *cookie = std::getenv("PMI_GNI_COOKIE");
+    if (!ptag || !cookie || !std::getenv("PMI_GNI_LOC_ADDR") || !std::getenv("PMI_GNI_DEV_ID")) {
+        std::printf("FAIL: PMI_GNI_PTAG, PMI_GNI_COOKIE, PMI_GNI_LOC_ADDR or PMI_GNI_DEV_ID not set "
+                    "(run under softnic-run)\n");
+        return 1;
+    }
+    job.ptag = static_cast<std::uint8_t>(std::strtoul(ptag, nullptr, 0));
+    job.cookie = static_cast<std::uint32_t>(std::strtoul(cookie, nullptr, 0));
+    // A BTE transfer waits this long, so the rule that its completion
+    // comes after the post cannot pass by luck.
+    setenv("SOFTNIC_GNI_BTE_DELAY_US", "100000", 1);
+
+    int ab[2], ba[2];
+    if (pipe(ab) || pipe(ba)) return 1;
+    const pid_t child = fork();
+    if (child < 0) return 1;
+    if (child == 0) _exit(run_b(ab[0], ba[1]));
+    run_a(ba[0], ab[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    role = "";
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "process B's rules hold");
+    run_limits();
+    std::printf("%d rule(s) broken\n", failures);
+    return failures ? 1 : 0;
+}
