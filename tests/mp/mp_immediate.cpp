@@ -123,9 +123,13 @@ int case_immediate(int argc, char **argv) {
     if (fills) TCHECK(full, "%llu immediate 64 KiB Puts went to rank %u over %s without one not ready",
                       static_cast<unsigned long long>(puts), next, net);
     if (!network) TCHECK(!full, "an immediate Put to a mapped segment answered not ready");
+    // The Get lands apart from `source`: the Puts may still be reading it
+    // until sluice_nbi_sync (a NIC's engine, such as uGNI's BTE, reads it
+    // after the call returned).
     sluice_event_t ev = SLUICE_EVENT_DONE;
     sluice_status_t s;
-    while ((s = sluice_get_nb_f(source.data(), next, segments[next].base + put_bytes, 8, &ev, SLUICE_FLAG_IMMEDIATE)) ==
+    std::uint64_t got = 0;
+    while ((s = sluice_get_nb_f(&got, next, segments[next].base + put_bytes, 8, &ev, SLUICE_FLAG_IMMEDIATE)) ==
            SLUICE_NOT_READY)
         TOK(sluice_poll());
     TOK(s);

@@ -3,6 +3,7 @@
 #include "conduits/portals/portals_api.hpp"
 
 #include "base/knobs.hpp"
+#include "conduits/common/run_time_library.hpp"
 #include "conduits/knobs.hpp"
 #include "sluice_config.h"
 
@@ -14,22 +15,8 @@ namespace sluice::conduit::portals {
 
 namespace {
 
-struct Loaded {
-    Api api{};
-    bool ok = false;
-    std::string why;
-};
-
-template <typename F>
-bool bind(void *lib, const char *name, F &slot, std::string &why) {
-    void *p = ::dlsym(lib, name);
-    if (p == nullptr) {
-        if (why.empty()) why = std::string("it has no ") + name;
-        return false;
-    }
-    slot = reinterpret_cast<F>(p);
-    return true;
-}
+using Loaded = common::RunTimeLibrary<Api>;
+using common::dl_bind;
 
 void *open_library(std::string &why, std::string &opened) {
     std::string tried;
@@ -63,30 +50,23 @@ Loaded load() {
     void *lib = open_library(l.why, path);
     if (lib == nullptr) return l;
     Api &a = l.api;
-    l.ok = bind(lib, "PtlInit", a.Init, l.why) & bind(lib, "PtlFini", a.Fini, l.why) &
-           bind(lib, "PtlNIInit", a.NIInit, l.why) & bind(lib, "PtlNIFini", a.NIFini, l.why) &
-           bind(lib, "PtlGetPhysId", a.GetPhysId, l.why) & bind(lib, "PtlSetMap", a.SetMap, l.why) &
-           bind(lib, "PtlEQAlloc", a.EQAlloc, l.why) & bind(lib, "PtlEQFree", a.EQFree, l.why) &
-           bind(lib, "PtlEQGet", a.EQGet, l.why) & bind(lib, "PtlPTAlloc", a.PTAlloc, l.why) &
-           bind(lib, "PtlPTFree", a.PTFree, l.why) & bind(lib, "PtlMDBind", a.MDBind, l.why) &
-           bind(lib, "PtlMDRelease", a.MDRelease, l.why) & bind(lib, "PtlMEAppend", a.MEAppend, l.why) &
-           bind(lib, "PtlMEUnlink", a.MEUnlink, l.why) & bind(lib, "PtlPut", a.Put, l.why) &
-           bind(lib, "PtlGet", a.Get, l.why) & bind(lib, "PtlAtomic", a.Atomic, l.why) &
-           bind(lib, "PtlFetchAtomic", a.FetchAtomic, l.why) & bind(lib, "PtlSwap", a.Swap, l.why);
+    l.ok = dl_bind(lib, "PtlInit", a.Init, l.why) & dl_bind(lib, "PtlFini", a.Fini, l.why) &
+           dl_bind(lib, "PtlNIInit", a.NIInit, l.why) & dl_bind(lib, "PtlNIFini", a.NIFini, l.why) &
+           dl_bind(lib, "PtlGetPhysId", a.GetPhysId, l.why) & dl_bind(lib, "PtlSetMap", a.SetMap, l.why) &
+           dl_bind(lib, "PtlEQAlloc", a.EQAlloc, l.why) & dl_bind(lib, "PtlEQFree", a.EQFree, l.why) &
+           dl_bind(lib, "PtlEQGet", a.EQGet, l.why) & dl_bind(lib, "PtlPTAlloc", a.PTAlloc, l.why) &
+           dl_bind(lib, "PtlPTFree", a.PTFree, l.why) & dl_bind(lib, "PtlMDBind", a.MDBind, l.why) &
+           dl_bind(lib, "PtlMDRelease", a.MDRelease, l.why) & dl_bind(lib, "PtlMEAppend", a.MEAppend, l.why) &
+           dl_bind(lib, "PtlMEUnlink", a.MEUnlink, l.why) & dl_bind(lib, "PtlPut", a.Put, l.why) &
+           dl_bind(lib, "PtlGet", a.Get, l.why) & dl_bind(lib, "PtlAtomic", a.Atomic, l.why) &
+           dl_bind(lib, "PtlFetchAtomic", a.FetchAtomic, l.why) & dl_bind(lib, "PtlSwap", a.Swap, l.why);
     if (!l.ok) l.why = path + " is not a Portals 4 library: " + l.why;
     return l;
 }
 
 } // namespace
 
-const Api *api(std::string *why) {
-    static const Loaded loaded = load();
-    if (!loaded.ok) {
-        if (why != nullptr) *why = loaded.why;
-        return nullptr;
-    }
-    return &loaded.api;
-}
+const Api *api(std::string *why) { return common::run_time_api<Api, load>(why); }
 
 const Api &ptl() {
     const Api *a = api();

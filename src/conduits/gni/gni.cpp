@@ -1,0 +1,294 @@
+// src/conduits/gni/gni.cpp - the gni conduit's traffic: AMs as packed
+// messages by SMSG into the peer's mailbox for this rank, copied out and
+// released on every poll; Put and Get by FMA up to the cutover, by the BTE
+// above it, between the registered segment (or a buffer registered for
+// the transfer) and the peer's registered segment; completions reaped
+// from the local CQ.  README.md has the design.
+#include "conduits/gni/gni_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+
+#include <cstring>
+
+namespace sluice::conduit::gni::detail {
+
+// ---- sends ----
+
+// One packed message by SMSG.  A mailbox that is full (GNI_RC_NOT_DONE:
+// every credit in use until the peer polls) answers not_ready: the wrapper
+// polls and sends again, so nothing is lost.
+Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
+    if (peer == setup().rank) return self_send(m);
+    const std::size_t length = common::packed_length(m.header);
+    if (length > msg_max_)
+        return base::report(Status::argument, "send (gni)", "raise SLUICE_GNI_MAX_MEDIUM",
+                            "gni: an AM of %zu bytes to rank %u exceeds the %zu-byte SMSG message", length, peer, msg_max_);
+    thread_local std::vector<std::uint64_t> scratch;
+    if (scratch.size() * 8 < length) scratch.resize((length + 7) / 8);
+    auto *bytes = reinterpret_cast<std::byte *>(scratch.data());
+    common::packed_encode(m.header, m.args, m.payload, bytes);
+    Guard g(*this);
+    if (!up()) return Status::transport;
+    const gni_return_t rc =
+        ugni().SmsgSendWTag(ep_[peer], bytes, static_cast<std::uint32_t>(length), nullptr, 0, 0, 0);
+    if (__builtin_expect(rc == GNI_RC_SUCCESS, 1)) {
+        sent_to(peer);
+        ++counters_.sent;
+        counters_.packed_longs += m.header.category == AmCategory::long_;
+        if (++sends_since_reap_ >= reap_every) reap();
+        return Status::ok;
+    }
+    if (rc == GNI_RC_NOT_DONE) {
+        ++counters_.full;
+        reap();
+        return Status::not_ready;
+    }
+    return base::report(Status::transport, "send (gni)", "check that the peer is alive",
+                        "gni: GNI_SmsgSendWTag of %zu bytes to rank %u: %s", length, peer, rc_name(rc));
+}
+
+// A bare ping or pong; one the mailbox has no room for leaves a pong owed.
+void GniTransport::control_send(Rank peer, std::uint8_t category) {
+    if (peer >= ep_.size() || !ep_[peer]) return;
+    WireHead w{};
+    w.category = category;
+    w.source = setup().rank;
+    const gni_return_t rc = ugni().SmsgSendWTag(ep_[peer], &w, sizeof w, nullptr, 0, 0, 0);
+    if (category == common::category_pong) life_[peer].pong_owed = rc != GNI_RC_SUCCESS;
+    if (rc == GNI_RC_SUCCESS) ++sends_since_reap_;
+}
+
+std::string GniTransport::path(Rank) const {
+    return "uGNI device " + std::to_string(dev_id_) + ", NIC address " + std::to_string(nic_address_);
+}
+
+// ---- completions and arrivals ----
+
+void GniTransport::reap() {
+    sends_since_reap_ = 0;
+    reap_local();
+    reap_arrivals();
+}
+
+// The local CQ: SMSG send events (nothing to do) and posts' completions,
+// each handing back its descriptor (GNI_GetCompleted).
+void GniTransport::reap_local() {
+    for (;;) {
+        gni_cq_entry_t e = 0;
+        gni_return_t rc = ugni().CqGetEvent(cq_, &e);
+        if (rc == GNI_RC_NOT_DONE) return;
+        if (rc == GNI_RC_ERROR_RESOURCE && GNI_CQ_OVERRUN(e)) {
+            // Lost events would be lost completions: the sizes in
+            // gni_transport.hpp are meant to make this impossible.
+            if (!overrun_reported_)
+                base::report(Status::transport, "poll (gni)", "this is a Sluice bug",
+                             "gni: the local CQ overran (%u events): completions were lost", cq_entries);
+            overrun_reported_ = true;
+            continue;
+        }
+        if (rc != GNI_RC_SUCCESS && rc != GNI_RC_TRANSACTION_ERROR) {
+            base::report(Status::transport, "poll (gni)", nullptr, "gni: GNI_CqGetEvent: %s", rc_name(rc));
+            return;
+        }
+        ++counters_.completions;
+        if (GNI_CQ_GET_TYPE(e) != GNI_CQ_EVENT_TYPE_POST) continue;  // an SMSG send
+        gni_post_descriptor_t *d = nullptr;
+        const gni_return_t done = ugni().GetCompleted(cq_, e, &d);
+        if (!d) {
+            base::report(Status::transport, "poll (gni)", "this is a Sluice bug",
+                         "gni: GNI_GetCompleted gave no descriptor: %s", rc_name(done));
+            continue;
+        }
+        rma_done(reinterpret_cast<RmaPost *>(d), done == GNI_RC_SUCCESS && GNI_CQ_STATUS_OK(e));
+    }
+}
+
+// A post completed: its transient registration goes, its piece completes
+// (reported first when it failed: the caller must not wait for ever).
+void GniTransport::rma_done(RmaPost *p, bool ok) {
+    if (!ok)
+        base::report(Status::transport, p->write ? "put (gni)" : "get (gni)",
+                     "check that the peer is alive and that the address lies in its segment",
+                     "gni: %s %s of %llu bytes with rank %u completed in error", p->bte ? "BTE" : "FMA",
+                     p->write ? "put" : "get", static_cast<unsigned long long>(p->d.length), p->peer);
+    if (p->transient) ugni().MemDeregister(nic_, &p->d.local_mem_hndl);
+    RmaOp *op = p->op;
+    p->op = nullptr;
+    p->transient = false;
+    --rma_outstanding_;
+    post_free_.give(p);
+    rma_complete(op);
+}
+
+// The rx CQ: each SMSG event names the sender (its instance id is its
+// rank), whose mailbox is then emptied; an overrun lost some, so every
+// mailbox is looked at.
+void GniTransport::reap_arrivals() {
+    bool all = false;
+    for (;;) {
+        gni_cq_entry_t e = 0;
+        const gni_return_t rc = ugni().CqGetEvent(rx_cq_, &e);
+        if (rc == GNI_RC_NOT_DONE) break;
+        if (rc == GNI_RC_ERROR_RESOURCE) {
+            all = true;
+            continue;
+        }
+        if (rc != GNI_RC_SUCCESS) {
+            base::report(Status::transport, "poll (gni)", nullptr, "gni: GNI_CqGetEvent (rx): %s", rc_name(rc));
+            break;
+        }
+        if (GNI_CQ_GET_TYPE(e) != GNI_CQ_EVENT_TYPE_SMSG) continue;
+        const Rank source = GNI_CQ_GET_INST_ID(e);
+        if (source < ep_.size()) drain(source);
+        else all = true;
+    }
+    if (all)
+        for (Rank r = 0; r < ep_.size(); ++r) drain(r);
+}
+
+// Every message in `peer`'s mailbox, in order: copied out and released at
+// once.  Releasing before the handler runs is what keeps two ranks whose
+// handlers reply to each other from waiting on each other's full mailbox
+// (README.md, Design).
+void GniTransport::drain(Rank peer) {
+    if (!ep_[peer]) return;
+    for (;;) {
+        void *header = nullptr;
+        std::uint8_t tag = GNI_SMSG_ANY_TAG;
+        const gni_return_t rc = ugni().SmsgGetNextWTag(ep_[peer], &header, &tag);
+        if (rc == GNI_RC_NOT_DONE) return;
+        if (rc != GNI_RC_SUCCESS) {
+            base::report(Status::transport, "poll (gni)", nullptr, "gni: GNI_SmsgGetNextWTag from rank %u: %s", peer,
+                         rc_name(rc));
+            return;
+        }
+        WireHead w;
+        std::memcpy(&w, header, sizeof w);
+        ++counters_.received;
+        if (w.category == common::category_ping || w.category == common::category_pong) {
+            ugni().SmsgRelease(ep_[peer]);
+            control_arrived(peer, w.category);
+            continue;
+        }
+        heard(peer);
+        // The length follows from the head; deliver_packed checks the rest.
+        std::size_t length = msg_max_;
+        if (w.category <= static_cast<std::uint8_t>(AmCategory::long_) && w.nargs <= common::packed_max_args) {
+            const auto c = static_cast<AmCategory>(w.category);
+            length = common::packed_align(common::packed_payload_offset(c, w.nargs) +
+                                          (c == AmCategory::short_ ? 0 : std::size_t{w.length}));
+            if (length > msg_max_) length = msg_max_;  // malformed: deliver_packed refuses it
+        }
+        std::byte *copy = buffer_take();
+        std::memcpy(copy, header, length);
+        ugni().SmsgRelease(ep_[peer]);
+        ready_.push_back(Arrival{copy, length});
+    }
+}
+
+std::byte *GniTransport::buffer_take() {
+    if (!spare_.empty()) {
+        std::byte *b = spare_.back();
+        spare_.pop_back();
+        return b;
+    }
+    owned_.push_back(std::make_unique<std::byte[]>(msg_max_));
+    return owned_.back().get();
+}
+
+// ---- delivery ----
+
+void GniTransport::deliver_one(const Arrival &a) { deliver_packed("poll (gni)", a.bytes, a.length); }
+
+void GniTransport::delivered(const Arrival &a) { spare_.push_back(a.bytes); }
+
+// ---- RDMA ----
+
+const Registration *GniTransport::covering(const void *p, std::size_t n) const {
+    const auto a = reinterpret_cast<std::uint64_t>(p);
+    for (const Registration &r : regs_)
+        if (r.live && a >= r.base && n <= r.size && a - r.base <= r.size - n) return &r;
+    return nullptr;
+}
+
+// One Put or Get piece: FMA up to its cutover, the BTE above (a Get the
+// BTE cannot take, not 4-byte aligned, by FMA).  A local buffer outside
+// every registration is registered for this post alone; a NIC out of
+// memory domain descriptors (GNI_RC_ERROR_RESOURCE) answers not_ready,
+// and the wrapper retries once completions freed some.
+Status GniTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                          bool &later) {
+    later = false;
+    if (n == 0) return Status::ok;
+    if (peer == setup().rank) {
+        void *mine = reinterpret_cast<void *>(remote);
+        return write ? self_rma(mine, local, n, op, later) : self_rma(local, mine, n, op, later);
+    }
+    const char *what = write ? "put (gni)" : "get (gni)";
+    Guard g(*this);
+    if (!up()) return Status::transport;
+    if (post_free_.empty()) reap();
+    if (post_free_.empty()) {
+        ++counters_.full;
+        return Status::not_ready;
+    }
+    RmaPost *p = post_free_.take();
+    p->op = op;
+    p->peer = peer;
+    p->write = write;
+    p->transient = false;
+    gni_post_descriptor_t &d = p->d;
+    d = gni_post_descriptor_t{};
+    if (const Registration *r = covering(local, n)) {
+        d.local_mem_hndl = r->handle;
+    } else {
+        const gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(local), n, nullptr,
+                                                   GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &d.local_mem_hndl);
+        if (rc != GNI_RC_SUCCESS) {
+            post_free_.give(p);
+            if (rc == GNI_RC_ERROR_RESOURCE) {
+                ++gni_counters_.transient_refused;
+                ++counters_.full;
+                return Status::not_ready;
+            }
+            return base::report(Status::resource, what, "use a buffer in the segment",
+                                "gni: GNI_MemRegister of the local buffer %p (%zu bytes) for a transfer with rank %u: %s",
+                                local, n, peer, rc_name(rc));
+        }
+        p->transient = true;
+        ++gni_counters_.transient;
+    }
+    const bool aligned = ((reinterpret_cast<std::uint64_t>(local) | remote | n) & 3) == 0;
+    p->bte = write ? n > put_cutover_ : (n > get_cutover_ && aligned);
+    d.type = write ? (p->bte ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT) : (p->bte ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET);
+    d.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+    d.dlvr_mode = GNI_DLVMODE_PERFORMANCE;
+    d.local_addr = reinterpret_cast<std::uint64_t>(local);
+    d.remote_addr = remote;
+    d.remote_mem_hndl = peer_segment_[peer];
+    d.length = n;
+    d.src_cq_hndl = cq_;
+    d.post_id = reinterpret_cast<std::uint64_t>(p);
+    const gni_return_t rc = p->bte ? ugni().PostRdma(ep_[peer], &d) : ugni().PostFma(ep_[peer], &d);
+    if (rc != GNI_RC_SUCCESS) {
+        if (p->transient) ugni().MemDeregister(nic_, &d.local_mem_hndl);
+        p->op = nullptr;
+        p->transient = false;
+        post_free_.give(p);
+        if (rc == GNI_RC_ERROR_RESOURCE) {  // the BTE queue or FMA window is full
+            ++counters_.full;
+            return Status::not_ready;
+        }
+        return base::report(Status::transport, what, "check that the address lies in the peer's segment",
+                            "gni: %s of %zu bytes with rank %u: %s", p->bte ? "GNI_PostRdma" : "GNI_PostFma", n, peer,
+                            rc_name(rc));
+    }
+    ++rma_outstanding_;
+    ++(write ? counters_.writes : counters_.reads);
+    ++(p->bte ? gni_counters_.bte : gni_counters_.fma);
+    later = true;
+    return Status::ok;
+}
+
+} // namespace sluice::conduit::gni::detail

@@ -1,0 +1,328 @@
+// src/conduits/gni/gni_setup.cpp - the gni conduit's set-up and tear-down:
+// the job's credentials, the communication domain and its CQs, the
+// mailboxes and their exchange, one endpoint per peer, registrations,
+// finalize and the counters.
+#include "conduits/gni/gni.hpp"
+#include "conduits/gni/gni_transport.hpp"
+
+#include "base/knobs.hpp"
+#include "base/status.hpp"
+#include "conduits/knobs.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace sluice::conduit::gni {
+
+namespace detail {
+namespace {
+
+// The job's uGNI credentials as ALPS sets them: PMI_GNI_PTAG and
+// PMI_GNI_COOKIE (colon-separated lists; the first entry is the job's),
+// PMI_GNI_DEV_ID.  False and `why` naming the variable when one is
+// missing or not a number.
+struct Credentials {
+    std::uint32_t ptag = 0, cookie = 0, dev_id = 0;
+};
+
+bool number(const char *name, std::uint32_t &out, std::string &why) {
+    const char *v = std::getenv(name);
+    if (!v || !*v) {
+        why = std::string(name) + " is not set (ALPS sets it for a job's processes; run under aprun or srun)";
+        return false;
+    }
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long n = std::strtoul(v, &end, 0);
+    if (end == v || (*end != '\0' && *end != ':') || errno || n > std::numeric_limits<std::uint32_t>::max()) {
+        why = std::string(name) + "='" + v + "' is not a number";
+        return false;
+    }
+    out = static_cast<std::uint32_t>(n);
+    return true;
+}
+
+bool credentials(Credentials &c, std::string &why) {
+    return number("PMI_GNI_PTAG", c.ptag, why) && number("PMI_GNI_COOKIE", c.cookie, why) &&
+           number("PMI_GNI_DEV_ID", c.dev_id, why);
+}
+
+} // namespace
+
+GniTransport::GniTransport() : RdmaConduit("gni", Capabilities{}) {}
+
+GniTransport::~GniTransport() { close_all(); }
+
+Status GniTransport::failed(const char *op, const char *call, gni_return_t rc, const char *fix) {
+    return base::report(Status::transport, op, fix, "gni (device %u): %s: %s", dev_id_, call, rc_name(rc));
+}
+
+Status GniTransport::init_impl() {
+    const char *op = "gni conduit init";
+    std::string why;
+    if (!api(&why)) return base::report(Status::transport, op, "set SLUICE_GNI_LIBRARY, or use another SLUICE_NETWORK", "%s", why.c_str());
+    max_medium_ = base::knob_size(knob(Knob::GNI_MAX_MEDIUM));
+    if (max_medium_ % 64)
+        return base::report(Status::argument, op, "use a multiple of 64", "SLUICE_GNI_MAX_MEDIUM=%zu is not a multiple of 64",
+                            max_medium_);
+    credits_ = static_cast<std::uint16_t>(base::knob_int(knob(Knob::GNI_MBOX_CREDITS)));
+    put_cutover_ = base::knob_size(knob(Knob::GNI_PUT_FMA_RDMA_CUTOVER));
+    get_cutover_ = base::knob_size(knob(Knob::GNI_GET_FMA_RDMA_CUTOVER));
+    msg_max_ = max_medium_ + head_room;
+    peer_timeout_s_ = std::max(0.1, base::knob_double(knob(Knob::GNI_PEER_TIMEOUT)));
+    if (base::knob_bool(base::Knob::RCV_THREAD)) receive_thread_want();
+
+    if (Status s = open_domain(); s != Status::ok) return s;
+    if (Status s = mailboxes_create(); s != Status::ok) return s;
+    if (Status s = endpoints_create(); s != Status::ok) return s;
+    posts_.assign(rma_depth, RmaPost{});
+    post_free_.fill(posts_.data(), posts_.size());
+
+    Capabilities &c = capabilities_mutable();
+    c.max_medium = max_medium_;
+    c.max_long = std::numeric_limits<std::size_t>::max();
+    c.max_packed_long = max_medium_;  // the Long's address is in head_room
+    c.native_rma = true;
+    c.remote_completion = false;      // the wrapper writes, then sends the header
+    c.needs_registration = false;     // the conduit registers what lies outside the segment itself
+    c.remote_keys = false;            // the segment is registered whole and its handle published
+    c.remote_offsets = false;         // remote virtual addresses
+    c.provider_keys = true;
+    c.key_per_endpoint = false;
+    c.needs_credits = false;          // arrivals are copied out of the mailboxes at every poll
+    liveness_setup(setup().size, peer_timeout_s_, "SLUICE_GNI_PEER_TIMEOUT");
+    base::say("gni: device %u, NIC address %u, ptag %u, cookie 0x%x; SMSG messages of %zu bytes, %u credits per "
+              "mailbox; FMA up to %zu (put) and %zu (get) bytes, the BTE above",
+              dev_id_, nic_address_, ptag_, cookie_, msg_max_, credits_, put_cutover_, get_cutover_);
+    return Status::ok;
+}
+
+// The communication domain (instance id = rank) on the job's credentials,
+// attached to PMI_GNI_DEV_ID, and its two CQs.
+Status GniTransport::open_domain() {
+    const char *op = "gni conduit init";
+    Credentials cr;
+    std::string why;
+    if (!credentials(cr, why)) return base::report(Status::transport, op, "run the job under ALPS (aprun) or Slurm on the Cray", "%s", why.c_str());
+    ptag_ = cr.ptag;
+    cookie_ = cr.cookie;
+    dev_id_ = cr.dev_id;
+    const Api &u = ugni();
+    gni_return_t rc = u.CdmCreate(setup().rank, static_cast<std::uint8_t>(ptag_), cookie_, GNI_CDM_MODE_ERR_NO_KILL, &cdm_);
+    if (rc != GNI_RC_SUCCESS)
+        return failed(op, "GNI_CdmCreate", rc, "check PMI_GNI_PTAG and PMI_GNI_COOKIE: they must be the job's");
+    rc = u.CdmAttach(cdm_, dev_id_, &nic_address_, &nic_);
+    if (rc != GNI_RC_SUCCESS) {
+        nic_ = nullptr;
+        return failed(op, "GNI_CdmAttach", rc, "check PMI_GNI_DEV_ID, and that no other rank of the job has this rank's number");
+    }
+    if ((rc = u.CqCreate(nic_, cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &cq_)) != GNI_RC_SUCCESS)
+        return failed(op, "GNI_CqCreate (local)", rc);
+    if ((rc = u.CqCreate(nic_, cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &rx_cq_)) != GNI_RC_SUCCESS)
+        return failed(op, "GNI_CqCreate (rx)", rc);
+    return Status::ok;
+}
+
+// One mailbox per sender, by rank, in one registration whose arrivals
+// raise events on the rx CQ.
+Status GniTransport::mailboxes_create() {
+    const char *op = "gni conduit init";
+    gni_smsg_attr_t a{};
+    a.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+    a.mbox_maxcredit = credits_;
+    a.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
+    unsigned size = 0;
+    if (gni_return_t rc = ugni().SmsgBufferSizeNeeded(&a, &size); rc != GNI_RC_SUCCESS)
+        return failed(op, "GNI_SmsgBufferSizeNeeded", rc, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS");
+    mbox_bytes_ = (size + 63) / 64 * 64;
+    mbox_total_ = std::size_t{mbox_bytes_} * setup().size;
+    void *p = ::mmap(nullptr, mbox_total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        mbox_total_ = 0;
+        return base::report(Status::resource, op, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS",
+                            "gni: cannot map %zu bytes of mailboxes: %s", mbox_total_, std::strerror(errno));
+    }
+    mbox_ = static_cast<std::byte *>(p);
+    if (gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(mbox_), mbox_total_, rx_cq_,
+                                             GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &mbox_handle_);
+        rc != GNI_RC_SUCCESS)
+        return failed(op, "GNI_MemRegister (mailboxes)", rc);
+    mbox_registered_ = true;
+    return Status::ok;
+}
+
+// The records exchanged, then an endpoint per peer bound to its NIC
+// address and instance id, with SMSG between this rank's mailbox for the
+// peer and the peer's for this rank.
+Status GniTransport::endpoints_create() {
+    const char *op = "gni conduit init";
+    const Rank n = setup().size, me = setup().rank;
+    Record mine{};
+    mine.nic_address = nic_address_;
+    mine.inst_id = me;
+    mine.mbox_bytes = mbox_bytes_;
+    mine.credits = credits_;
+    mine.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
+    mine.mbox_base = reinterpret_cast<std::uint64_t>(mbox_);
+    mine.mbox_handle = mbox_handle_;
+    std::vector<std::string> all;
+    if (Status s = common::allgather_records(setup(), "gni", "a mailbox record", &mine, sizeof mine, all); s != Status::ok)
+        return s;
+    ep_.assign(n, nullptr);
+    peer_segment_.assign(n, gni_mem_handle_t{});
+    for (Rank r = 0; r < n; ++r) {
+        if (r == me) continue;
+        Record theirs;
+        std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        if (theirs.credits != mine.credits || theirs.msg_maxsize != mine.msg_maxsize)
+            return base::report(Status::state, op, "set SLUICE_GNI_MBOX_CREDITS and SLUICE_GNI_MAX_MEDIUM alike on every rank",
+                                "rank %u's mailboxes hold %u messages of %u bytes, this rank's %u of %u", r,
+                                theirs.credits, theirs.msg_maxsize, mine.credits, mine.msg_maxsize);
+        gni_ep_handle_t ep = nullptr;
+        gni_return_t rc = ugni().EpCreate(nic_, cq_, &ep);
+        if (rc != GNI_RC_SUCCESS) return failed(op, "GNI_EpCreate", rc);
+        ep_[r] = ep;
+        if ((rc = ugni().EpBind(ep, theirs.nic_address, theirs.inst_id)) != GNI_RC_SUCCESS)
+            return failed(op, "GNI_EpBind", rc);
+        gni_smsg_attr_t local{}, remote{};
+        local.msg_type = remote.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+        local.mbox_maxcredit = remote.mbox_maxcredit = credits_;
+        local.msg_maxsize = remote.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
+        local.buff_size = mbox_bytes_;
+        local.msg_buffer = mbox_;
+        local.mem_hndl = mbox_handle_;
+        local.mbox_offset = mbox_bytes_ * r;
+        remote.buff_size = theirs.mbox_bytes;
+        remote.msg_buffer = reinterpret_cast<void *>(theirs.mbox_base);
+        remote.mem_hndl = theirs.mbox_handle;
+        remote.mbox_offset = theirs.mbox_bytes * me;
+        if ((rc = ugni().SmsgInit(ep, &local, &remote)) != GNI_RC_SUCCESS) return failed(op, "GNI_SmsgInit", rc);
+    }
+    return Status::ok;
+}
+
+Status GniTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
+                                       std::string &rkey) {
+    gni_mem_handle_t h{};
+    Guard g(*this);
+    if (!up()) return Status::transport;
+    const gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(base), size, nullptr,
+                                               GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &h);
+    if (rc != GNI_RC_SUCCESS)
+        return base::report(Status::resource, "register memory", "check the NIC's memory domain descriptors (GNI_RC_ERROR_RESOURCE: all in use)",
+                            "gni: cannot register %zu bytes at %p: %s", size, base, rc_name(rc));
+    std::size_t i = 0;
+    while (i < regs_.size() && regs_[i].live) ++i;
+    if (i == regs_.size()) regs_.emplace_back();
+    regs_[i] = Registration{reinterpret_cast<std::uint64_t>(base), size, h, true};
+    handle = i + 1;
+    rkey.assign(reinterpret_cast<const char *>(&h), sizeof h);
+    return Status::ok;
+}
+
+void GniTransport::mem_deregister_impl(std::uint64_t handle) {
+    Guard g(*this);
+    if (handle == 0 || handle > regs_.size() || !regs_[handle - 1].live) return;
+    Registration &r = regs_[handle - 1];
+    if (nic_) ugni().MemDeregister(nic_, &r.handle);
+    r.live = false;
+}
+
+Status GniTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
+    if (size == 0) return Status::ok;
+    if (rkey.size() != sizeof(gni_mem_handle_t))
+        return base::report(Status::state, "segment_attach (gni)", "run the same Sluice build on every rank",
+                            "rank %u published a gni memory handle of %zu bytes", peer, rkey.size());
+    std::memcpy(&peer_segment_[peer], rkey.data(), sizeof(gni_mem_handle_t));
+    return Status::ok;
+}
+
+void GniTransport::fini_impl() {
+    receive_thread_stop();
+    if (nic_ && base::knob_bool(knob(Knob::GNI_STATS))) stats_print();
+    close_all();
+}
+
+// In reverse order of creation: endpoints, registrations, mailboxes, CQs,
+// the domain.
+void GniTransport::close_all() {
+    if (api() == nullptr) return;
+    const Api &u = ugni();
+    for (gni_ep_handle_t &ep : ep_)
+        if (ep) {
+            u.EpUnbind(ep);
+            u.EpDestroy(ep);
+            ep = nullptr;
+        }
+    ep_.clear();
+    if (nic_) {
+        for (RmaPost &p : posts_)
+            if (p.transient && p.op) u.MemDeregister(nic_, &p.d.local_mem_hndl);
+        for (Registration &r : regs_)
+            if (r.live) u.MemDeregister(nic_, &r.handle);
+        if (mbox_registered_) u.MemDeregister(nic_, &mbox_handle_);
+    }
+    regs_.clear();
+    posts_.clear();
+    post_free_.clear();
+    mbox_registered_ = false;
+    if (mbox_) ::munmap(mbox_, mbox_total_);
+    mbox_ = nullptr;
+    if (rx_cq_) u.CqDestroy(rx_cq_);
+    rx_cq_ = nullptr;
+    if (cq_) u.CqDestroy(cq_);
+    cq_ = nullptr;
+    if (cdm_) u.CdmDestroy(cdm_);  // detaches the NIC too
+    cdm_ = nullptr;
+    nic_ = nullptr;
+    ready_.clear();
+    life_.clear();
+    spare_.clear();
+    owned_.clear();
+    own_segment_.release();
+}
+
+void GniTransport::stats_print() const {
+    const std::string extra = "FMA posts " + std::to_string(gni_counters_.fma) + ", BTE posts " +
+                              std::to_string(gni_counters_.bte) + ", transient registrations " +
+                              std::to_string(gni_counters_.transient) + " (refused " +
+                              std::to_string(gni_counters_.transient_refused) + ")";
+    common::stats_line(setup().rank, "gni", path(setup().rank), counters_, receive_wakeups(), extra);
+}
+
+} // namespace detail
+
+std::unique_ptr<Transport> make_gni_transport() { return std::make_unique<detail::GniTransport>(); }
+
+std::string probe() {
+    detail::Credentials c;
+    std::string why;
+    if (!detail::credentials(c, why)) return why;
+    if (!api(&why)) return why;
+    return "";
+}
+
+std::string limits() {
+    std::string why;
+    const bool opened = api(&why) != nullptr;
+    const std::string &lib = base::knob_string(knob(Knob::GNI_LIBRARY));
+    std::string out = "  gni library             " + (lib.empty() ? std::string("libugni.so.0") : lib) +
+                      (opened ? ": opens\n" : ": " + why + "\n");
+    detail::Credentials c;
+    if (detail::credentials(c, why)) {
+        char line[160];
+        std::snprintf(line, sizeof line, "  gni credentials         ptag %u, cookie 0x%x, device %u\n", c.ptag, c.cookie,
+                      c.dev_id);
+        out += line;
+    } else {
+        out += "  gni credentials         none: " + why + "\n";
+    }
+    return out;
+}
+
+} // namespace sluice::conduit::gni

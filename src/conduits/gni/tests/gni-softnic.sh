@@ -1,0 +1,161 @@
+#!/bin/sh
+# The gni conduit on the software uGNI NIC (tests/softnic/gni): the
+# conduit conformance suite and the multi-process suites at 2 and 3
+# ranks, the exit matrix and the receive thread; then, at 2 ranks,
+# mailboxes of one credit (sends find the peer's mailbox full and wait),
+# every transfer on the BTE and every one on FMA (the cutovers at 0 and
+# 16 KiB), a NIC with so few memory domain descriptors that transient
+# registrations are refused and retried; bad knob values, a missing
+# PMI_GNI_* variable and a library that does not open, each refused by
+# name.  The NIC's fabric file is this script's own, removed at the end.
+# Skips (77) without the gni conduit.  src/conduits/gni/README.md, Tests.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+srcdir=${SLUICETEST_SRCDIR:?}
+if ! "$builddir/sluice-info" --conduits 2> /dev/null | grep -qE '^ +gni +'; then
+    echo "SKIP: the gni conduit is not in this build"
+    exit 77
+fi
+run=$srcdir/tests/softnic/gni/softnic-run
+# shellcheck source=../../../../tests/mp/families.sh
+. "$srcdir/tests/mp/families.sh"
+"$run" --lib-dir > /dev/null || { echo "FAIL: the software uGNI NIC does not build"; exit 1; }
+SOFTNIC_GNI_FABRIC=/dev/shm/softnic-gni-test-$$
+export SOFTNIC_GNI_FABRIC
+trap 'rm -f "$SOFTNIC_GNI_FABRIC"' EXIT
+trap 'exit 130' INT TERM HUP
+conformance=$builddir/tests/conduit/sluice-conduit-conformance
+mp=$builddir/tests/mp/sluice-mp-gtest
+job=$builddir/tests/mp/sluice-mp-test
+failed=0
+
+# suites NAME SCOPE ENV...: the conformance suite, then the multi-process
+# suites over gni at 2 and 3 ranks (SCOPE full) or at 2 ranks without the
+# client families (SCOPE 2, tests/mp/families.sh).
+suites() {
+    name=$1 scope=$2
+    shift 2
+    echo "=== gni: $name"
+    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter='*/gni:*/gni_alone' --gtest_brief=1; then
+        echo "FAIL: conformance suite over gni ($name)"
+        failed=1
+    fi
+    filter='Net/*_gni:Net/*/gni'
+    [ "$scope" = 2 ] && filter=$(mp_filter 'Net/*N2_native_gni' "$mp_client_families")
+    if ! gtest_ran env "$@" timeout 1200 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
+        echo "FAIL: multi-process suites over gni ($name)"
+        failed=1
+    fi
+}
+
+# gni_job ENV... -- ARGS: a 2-rank job, every peer over gni, on the NIC;
+# its code in $code, its output in $log.
+gni_job() {
+    log=$(env SLUICE_NETWORK=gni SLUICE_ROUTE=network SLUICE_GNI_STATS=1 "$@" 2>&1)
+    code=$?
+}
+expect() {  # expect WHAT CODE PATTERN
+    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
+        printf '%s\n' "$log" | tail -15
+        failed=1
+    fi
+}
+# counter NAME: the sum over the ranks' SLUICE_GNI_STATS lines of the
+# counter NAME ("network full", "BTE posts", ...).
+counter() {
+    printf '%s\n' "$log" | sed -n "s/.*gni (.*$1 \([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'
+}
+at_least_one() {  # at_least_one WHAT COUNTER
+    n=$(counter "$2")
+    if [ "$n" -gt 0 ]; then
+        echo "ok: $1 ($2: $n)"
+    else
+        echo "FAIL: $1: $2 is 0"
+        failed=1
+    fi
+}
+
+suites "defaults" full
+
+echo "=== gni: the exit matrix, every peer over gni"
+if ! gtest_ran timeout 900 "$run" "$builddir/tests/exit/sluice-exit-gtest" --gtest_filter='Net/*_gni' --gtest_brief=1; then
+    echo "FAIL: exit matrix over gni"
+    failed=1
+fi
+
+echo "=== gni: the receive thread"
+# Rank 1 computes for 3 s without calling Sluice while rank 0 makes 200
+# round trips to it: its receive thread (napping, uGNI's CQ wait is not
+# used) answers them within half of that.
+check=$builddir/tests/sluice-rcv-thread-check
+gni_job SLUICE_RCV_THREAD=1 SLUICE_VERBOSE=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 thread
+expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 0 "PASS rcv-thread"
+expect "SLUICE_RCV_THREAD=1: the thread started" 0 "gni: receive thread started"
+
+suites "mailboxes of one credit" 2 SLUICE_GNI_MBOX_CREDITS=1
+gni_job SLUICE_GNI_MBOX_CREDITS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
+expect "SLUICE_GNI_MBOX_CREDITS=1: the AM case passes" 0 "PASS am"
+at_least_one "SLUICE_GNI_MBOX_CREDITS=1: sends found the mailbox full and were sent again" "network full"
+
+suites "every transfer on the BTE (cutovers 0)" 2 SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0
+gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0 \
+    timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "cutovers 0: the RMA case passes" 0 "PASS rma"
+at_least_one "cutovers 0: the BTE carried the transfers" "BTE posts"
+if [ "$(counter 'FMA posts')" -ge "$(counter 'BTE posts')" ]; then
+    echo "FAIL: cutovers 0: FMA carried as many transfers as the BTE (only unaligned Gets should go by FMA)"
+    failed=1
+fi
+suites "every transfer by FMA (cutovers 16 KiB)" 2 SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=16K SLUICE_GNI_GET_FMA_RDMA_CUTOVER=16K
+gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=16K SLUICE_GNI_GET_FMA_RDMA_CUTOVER=16K SLUICE_GNI_MAX_MEDIUM=512 \
+    timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "cutovers 16 KiB: the RMA case passes" 0 "PASS rma"
+at_least_one "cutovers 16 KiB: FMA carried the transfers" "FMA posts"
+
+# Two descriptors for the mailboxes and the segment, the rest for
+# transient registrations of buffers outside the segment.
+suites "4 memory domain descriptors" 2 SOFTNIC_GNI_MDD_LIMIT=4
+gni_job SOFTNIC_GNI_MDD_LIMIT=4 timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "SOFTNIC_GNI_MDD_LIMIT=4: the RMA case passes" 0 "PASS rma"
+at_least_one "SOFTNIC_GNI_MDD_LIMIT=4: transient registrations were refused and retried" "refused"
+
+echo "=== gni: knobs and errors"
+gni_job SLUICE_GNI_MBOX_CREDITS=0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_GNI_MBOX_CREDITS=0 is refused by name" 2 "SLUICE_GNI_MBOX_CREDITS=0 is out of range"
+gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=32K timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=32K is refused by name" 2 "SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=32K is out of range"
+gni_job SLUICE_GNI_MAX_MEDIUM=1000 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_GNI_MAX_MEDIUM=1000 (not a multiple of 64) is refused by name" 1 \
+    "SLUICE_GNI_MAX_MEDIUM=1000 is not a multiple of 64"
+gni_job timeout 60 "$run" env -u PMI_GNI_COOKIE "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "without PMI_GNI_COOKIE the job is refused, naming the variable" 1 "PMI_GNI_COOKIE is not set"
+gni_job SLUICE_GNI_LIBRARY=/nonexistent/libugni.so.0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a uGNI library that does not open is refused with the reason" 1 "cannot open the uGNI library"
+if "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +gni ' | grep -q "probe here: fails: PMI_GNI_PTAG is not set"; then
+    echo "ok: sluice-info says why gni cannot run outside a job with uGNI credentials"
+else
+    echo "FAIL: sluice-info --conduits does not say why gni cannot run"
+    failed=1
+fi
+if SLUICE_GNI_LIBRARY=/nonexistent/libugni.so.0 "$run" "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +gni ' |
+    grep -q "probe here: fails: cannot open the uGNI library"; then
+    echo "ok: sluice-info says when libugni does not open"
+else
+    echo "FAIL: sluice-info --conduits does not say that libugni does not open"
+    failed=1
+fi
+
+echo "=== gni: libsluice opens libugni at run time"
+lib=$(ls "$builddir"/.libs/libsluice.so.*.*.* 2> /dev/null | head -1)
+if [ -z "$lib" ]; then
+    echo "not run: no shared libsluice in this build"
+elif objdump -p "$lib" | grep -q 'NEEDED *libugni'; then
+    echo "FAIL: $(basename "$lib") links libugni (it must open it with dlopen)"
+    failed=1
+else
+    echo "ok: $(basename "$lib") does not link libugni"
+fi
+exit $failed
