@@ -34,7 +34,12 @@ std::atomic<unsigned> notices{0};
 int exit_code = 3;
 sluice_rank_t me = 0, nranks = 1;
 
-void on_notice(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) { notices.fetch_add(1); }
+std::atomic<std::uint64_t> noticed_by{0};  // senders of notices, a bit per rank (the first 64)
+void on_notice(sluice_token_t token, void *, std::size_t, const std::uint32_t *, unsigned) {
+    notices.fetch_add(1);
+    sluice_rank_t src = 0;
+    if (sluice_token_source(token, &src) == SLUICE_OK && src < 64) noticed_by.fetch_or(std::uint64_t{1} << src);
+}
 void on_exit_in_request(sluice_token_t, void *, std::size_t, const std::uint32_t *args, unsigned) {
     sluice_exit(static_cast<int>(args[0]));
 }
@@ -221,6 +226,12 @@ int main(int argc, char **argv) {
     if (which == "stopped") {
         setup();
         if (me == exiter) {
+            // Stopped only once every other rank has left the barrier: a
+            // rank stopped with its own barrier message still queued in
+            // its (software) NIC would leave the others waiting in the
+            // barrier, never sending to it, so never timing it out.
+            const std::uint64_t others = ((nranks >= 64 ? 0 : std::uint64_t{1} << nranks) - 1) & ~(std::uint64_t{1} << me);
+            WAIT_UNTIL((noticed_by.load() & others) == others);
             std::fflush(nullptr);
             ::raise(SIGSTOP);  // a hung peer: alive, but it never answers
             fail_at(__FILE__, __LINE__, "stopped", "rank %u was continued", me);
