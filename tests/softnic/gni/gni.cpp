@@ -98,9 +98,7 @@ gni_return_t post_check(gni_ep_handle_t ep, const gni_post_descriptor_t *d, bool
                               : d->type == GNI_POST_FMA_PUT || d->type == GNI_POST_FMA_GET || d->type == GNI_POST_AMO;
     if (!ok_type) return GNI_RC_INVALID_PARAM;
     const bool amo = d->type == GNI_POST_AMO;
-    if (amo && d->amo_cmd != GNI_FMA_ATOMIC_ADD && d->amo_cmd != GNI_FMA_ATOMIC_FADD &&
-        d->amo_cmd != GNI_FMA_ATOMIC_CSWAP)
-        return GNI_RC_INVALID_PARAM;
+    if (amo && !amo_known(d->amo_cmd)) return GNI_RC_INVALID_PARAM;
     if (!amo && d->length == 0) return GNI_RC_INVALID_PARAM;
     if (amo && (d->remote_addr % 8 || d->local_addr % 8)) return GNI_RC_ALIGNMENT_ERROR;
     // The BTE reads in 4-byte units: a GET's addresses and length must be
@@ -109,7 +107,7 @@ gni_return_t post_check(gni_ep_handle_t ep, const gni_post_descriptor_t *d, bool
         return GNI_RC_ALIGNMENT_ERROR;
     cq = d->src_cq_hndl ? d->src_cq_hndl : ep->src_cq;
     if (wants_local_event(*d) && !cq) return GNI_RC_INVALID_PARAM;
-    const bool fetches = !amo || d->amo_cmd != GNI_FMA_ATOMIC_ADD;
+    const bool fetches = !amo || amo_fetches(d->amo_cmd);
     if (fetches) {
         Locked l;
         if (!local_registered(d->local_mem_hndl, ep->nic->slot, d->local_addr, amo ? 8 : d->length))

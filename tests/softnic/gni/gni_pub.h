@@ -111,12 +111,27 @@ typedef enum gni_post_type {
 #define GNI_RDMAMODE_PHYS_ADDR 0x0001u
 #define GNI_RDMAMODE_FENCE 0x0002u
 
-/* Atomic memory operations, on 64-bit words (first_operand: the addend,
- * or the compare value of CSWAP; second_operand: CSWAP's new value). */
+/* Atomic memory operations, on 64-bit words.  first_operand is the addend,
+ * the mask of AND / OR / XOR, the compare value of CSWAP, the AND mask of
+ * AX (the word becomes (word & first) ^ second); second_operand is CSWAP's
+ * new value and AX's XOR value.  IMIN and IMAX compare as signed 64-bit
+ * integers (Aries).  The F forms fetch the old word into local_addr. */
 typedef enum gni_fma_cmd_type {
     GNI_FMA_ATOMIC_ADD = 1,   /* no fetch */
     GNI_FMA_ATOMIC_FADD,      /* fetch-and-add */
-    GNI_FMA_ATOMIC_CSWAP      /* fetching compare-and-swap */
+    GNI_FMA_ATOMIC_CSWAP,     /* fetching compare-and-swap */
+    GNI_FMA_ATOMIC_AND,
+    GNI_FMA_ATOMIC_FAND,
+    GNI_FMA_ATOMIC_OR,
+    GNI_FMA_ATOMIC_FOR,
+    GNI_FMA_ATOMIC_XOR,
+    GNI_FMA_ATOMIC_FXOR,
+    GNI_FMA_ATOMIC_AX,        /* and-xor */
+    GNI_FMA_ATOMIC_FAX,
+    GNI_FMA_ATOMIC_IMIN,
+    GNI_FMA_ATOMIC_FIMIN,
+    GNI_FMA_ATOMIC_IMAX,
+    GNI_FMA_ATOMIC_FIMAX
 } gni_fma_cmd_type_t;
 
 typedef struct gni_post_descriptor {

@@ -215,7 +215,7 @@ int run_b(int in, int out) {
     check(end == "end", "the last message", end);
     check(fma, "A's FMA put is in B's memory");
     check(bte, "A's BTE put is in B's memory");
-    check(n.buf[counter / 8] == 77, "A's compare-and-swap is in B's memory", std::to_string(n.buf[counter / 8]));
+    check(n.buf[counter / 8] == 0x16, "A's atomics left their value in B's memory", std::to_string(n.buf[counter / 8]));
     const int smsg_events = drain(n.rx, GNI_CQ_EVENT_TYPE_SMSG, 1);
     check(smsg_events == 5, "each message raised an SMSG event with the sender's instance id on the mailbox's CQ",
           std::to_string(smsg_events));
@@ -279,6 +279,45 @@ void run_a(int in, int out) {
     swapped = post_and_wait(n, ep, cas, false) == GNI_RC_SUCCESS;
     check(swapped && n.buf[4] == 77, "compare-and-swap that does not match returns the value and leaves it",
           std::to_string(n.buf[4]));
+    // The other commands on the same word (77), each fetching form
+    // returning what the one before left.
+    struct Step {
+        gni_fma_cmd_type_t cmd;
+        std::uint64_t first, second, fetched;
+        const char *what;
+    };
+    const Step steps[] = {
+        {GNI_FMA_ATOMIC_FOR, 0x100, 0, 77, "FOR"},
+        {GNI_FMA_ATOMIC_FXOR, 0x1, 0, 0x14d, "FXOR"},
+        {GNI_FMA_ATOMIC_FAND, 0xf0f, 0, 0x14c, "FAND"},
+        {GNI_FMA_ATOMIC_FAX, 0, 5, 0x10c, "FAX (a swap)"},
+        {GNI_FMA_ATOMIC_FIMIN, static_cast<std::uint64_t>(-3), 0, 5, "FIMIN"},
+        {GNI_FMA_ATOMIC_FIMAX, 2, 0, static_cast<std::uint64_t>(-3), "FIMAX (signed)"},
+        {GNI_FMA_ATOMIC_IMIN, 9, 0, 0, "IMIN"},          // 2 stays
+        {GNI_FMA_ATOMIC_OR, 0x40, 0, 0, "OR"},            // 0x42
+        {GNI_FMA_ATOMIC_XOR, 0x3, 0, 0, "XOR"},           // 0x41
+        {GNI_FMA_ATOMIC_AND, 0x1, 0, 0, "AND"},           // 1
+        {GNI_FMA_ATOMIC_IMAX, 6, 0, 0, "IMAX"},           // 6
+        {GNI_FMA_ATOMIC_AX, 0xff, 0x10, 0, "AX"},         // 0x16
+        {GNI_FMA_ATOMIC_FADD, 0, 0, 0x16, "FADD of 0 reads what they left"},
+    };
+    for (const Step &st : steps) {
+        gni_post_descriptor_t d = descriptor(GNI_POST_AMO, n.at(40), n.buf_h, peer.buf + counter, peer.buf_h, 8);
+        d.amo_cmd = st.cmd;
+        d.first_operand = st.first;
+        d.second_operand = st.second;
+        n.buf[5] = 0xdead;
+        const bool posted = post_and_wait(n, ep, d, false) == GNI_RC_SUCCESS;
+        const bool fetches = st.cmd == GNI_FMA_ATOMIC_FADD || st.cmd == GNI_FMA_ATOMIC_FOR ||
+                             st.cmd == GNI_FMA_ATOMIC_FXOR || st.cmd == GNI_FMA_ATOMIC_FAND ||
+                             st.cmd == GNI_FMA_ATOMIC_FAX || st.cmd == GNI_FMA_ATOMIC_FIMIN ||
+                             st.cmd == GNI_FMA_ATOMIC_FIMAX;
+        check(posted && n.buf[5] == (fetches ? st.fetched : 0xdead), (std::string("AMO ") + st.what).c_str(),
+              std::to_string(n.buf[5]));
+    }
+    gni_post_descriptor_t bad = descriptor(GNI_POST_AMO, n.at(40), n.buf_h, peer.buf + counter, peer.buf_h, 8);
+    bad.amo_cmd = static_cast<gni_fma_cmd_type_t>(200);
+    check(GNI_PostFma(ep, &bad) == GNI_RC_INVALID_PARAM, "an unknown AMO command: INVALID_PARAM");
     must(send(ep, "end", 13), "GNI_SmsgSendWTag");
     GNI_EpDestroy(ep);
     GNI_CdmDestroy(n.cdm);

@@ -67,6 +67,31 @@ bool local_registered(const gni_mem_handle_t &h, std::uint32_t cdm, std::uint64_
     return r && covers(*r, addr, length);
 }
 
+bool amo_known(gni_fma_cmd_type_t cmd) { return cmd >= GNI_FMA_ATOMIC_ADD && cmd <= GNI_FMA_ATOMIC_FIMAX; }
+
+bool amo_fetches(gni_fma_cmd_type_t cmd) {
+    switch (cmd) {
+    case GNI_FMA_ATOMIC_ADD: case GNI_FMA_ATOMIC_AND: case GNI_FMA_ATOMIC_OR: case GNI_FMA_ATOMIC_XOR:
+    case GNI_FMA_ATOMIC_AX: case GNI_FMA_ATOMIC_IMIN: case GNI_FMA_ATOMIC_IMAX: return false;
+    default: return true;
+    }
+}
+
+std::uint64_t amo_apply(gni_fma_cmd_type_t cmd, std::uint64_t old, std::uint64_t first, std::uint64_t second) {
+    const auto sold = static_cast<std::int64_t>(old), sfirst = static_cast<std::int64_t>(first);
+    switch (cmd) {
+    case GNI_FMA_ATOMIC_ADD: case GNI_FMA_ATOMIC_FADD: return old + first;
+    case GNI_FMA_ATOMIC_CSWAP: return old == first ? second : old;
+    case GNI_FMA_ATOMIC_AND: case GNI_FMA_ATOMIC_FAND: return old & first;
+    case GNI_FMA_ATOMIC_OR: case GNI_FMA_ATOMIC_FOR: return old | first;
+    case GNI_FMA_ATOMIC_XOR: case GNI_FMA_ATOMIC_FXOR: return old ^ first;
+    case GNI_FMA_ATOMIC_AX: case GNI_FMA_ATOMIC_FAX: return (old & first) ^ second;
+    case GNI_FMA_ATOMIC_IMIN: case GNI_FMA_ATOMIC_FIMIN: return sfirst < sold ? first : old;
+    case GNI_FMA_ATOMIC_IMAX: case GNI_FMA_ATOMIC_FIMAX: return sfirst > sold ? first : old;
+    }
+    return old;
+}
+
 std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std::uint32_t remote_event) {
     const bool amo = d.type == GNI_POST_AMO;
     const bool put = d.type == GNI_POST_RDMA_PUT || d.type == GNI_POST_FMA_PUT;
@@ -79,12 +104,10 @@ std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std:
         // the fabric lock), not to the target's CPU.
         std::uint64_t old = 0;
         if (!move(peer.pid, false, reinterpret_cast<std::uint64_t>(&old), d.remote_addr, 8)) return status_move_failed;
-        std::uint64_t now = old;
-        if (d.amo_cmd == GNI_FMA_ATOMIC_ADD || d.amo_cmd == GNI_FMA_ATOMIC_FADD) now = old + d.first_operand;
-        else if (old == d.first_operand) now = d.second_operand;
+        std::uint64_t now = amo_apply(d.amo_cmd, old, d.first_operand, d.second_operand);
         if (now != old && !move(peer.pid, true, reinterpret_cast<std::uint64_t>(&now), d.remote_addr, 8))
             return status_move_failed;
-        if (d.amo_cmd != GNI_FMA_ATOMIC_ADD) std::memcpy(reinterpret_cast<void *>(d.local_addr), &old, 8);
+        if (amo_fetches(d.amo_cmd)) std::memcpy(reinterpret_cast<void *>(d.local_addr), &old, 8);
     } else if (!move(peer.pid, put, d.local_addr, d.remote_addr, length)) {
         return status_move_failed;
     }

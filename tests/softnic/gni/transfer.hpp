@@ -30,6 +30,12 @@ struct Peer {
     std::int32_t pid;
     std::uint32_t cdm;
 };
+// AMO commands: whether `cmd` is one, whether it fetches the old word, and
+// the word it leaves.
+bool amo_known(gni_fma_cmd_type_t cmd);
+bool amo_fetches(gni_fma_cmd_type_t cmd);
+std::uint64_t amo_apply(gni_fma_cmd_type_t cmd, std::uint64_t old, std::uint64_t first, std::uint64_t second);
+
 bool peer_find(std::uint32_t inst_id, std::uint32_t ptag, std::uint32_t cookie, Peer &out);
 
 // Whether `h` is a live registration of this process's domain `cdm`
