@@ -56,7 +56,7 @@ Status Runtime::barrier() {
     if (Status s = am.flush_begin(flushed); s != Status::ok) return s;
     while (!am.flush_done(flushed)) poll();
     if (native_barrier_) {
-        const Status s = transports_[0]->barrier(poll_for_barrier, this);
+        const Status s = native_barrier_->barrier(poll_for_barrier, this);
         base::tsan_acquire(&am::AmEngine::handlers_done);
         return s;
     }

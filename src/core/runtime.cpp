@@ -284,7 +284,17 @@ Status Runtime::init_transports(const conduit::ConduitChoice &network, const std
         if (base::knob_bool(base::Knob::FIREHOSE_MEMHOOKS)) (void)rma::firehose::monitor::install();
         if (Status s = start(*network.chosen, remote); s != Status::ok) return s;
     }
-    native_barrier_ = transports_.size() == 1 && transports_[0]->capabilities().native_barrier;
+    // One transport reaches every other rank: the only one, or the network
+    // conduit when the same-host one carries this rank's own AMs alone.
+    conduit::Transport *all = transports_.size() == 1 ? transports_[0].get()
+                              : all_network && transports_.size() == 2 ? transports_[1].get()
+                                                                       : nullptr;
+    native_barrier_ = all && all->capabilities().native_barrier && base::knob_string(base::Knob::BARRIER) != "am"
+                          ? all
+                          : nullptr;
+    if (all)
+        base::say("barrier: %s", native_barrier_ ? (std::string(all->name()) + "'s own").c_str()
+                                                  : "a dissemination of AMs");
     if (network_only) base::say("routing: all %zu ranks over %s", remote.size(), transports_[0]->name());
     else
         base::say("routing: %zu peers over %s, %zu over %s", local.size(), transports_[0]->name(), remote.size(),

@@ -127,7 +127,10 @@ private:
     std::uint32_t host_count_ = 1;
     std::vector<Rank> local_ranks_;
     std::string job_id_;
-    bool native_barrier_ = false;
+    // The transport whose own barrier sluice_barrier runs: one that reaches
+    // every other rank, when it has one and SLUICE_BARRIER allows (null:
+    // the AM dissemination).
+    conduit::Transport *native_barrier_ = nullptr;
 
     // barrier over AM: highest epoch heard per dissemination round
     std::uint64_t barrier_epoch_ = 0;

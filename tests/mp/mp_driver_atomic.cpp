@@ -23,6 +23,8 @@ std::string expected_path(const Config &c, bool nic, bool wide = true) {
     if (c.ranks == 1) return "cpu";
     const char *ibv_atomics = std::getenv("SLUICE_IBV_ATOMICS");
     if (c.network == "ibv" && nic && wide && !(ibv_atomics && std::string(ibv_atomics) == "0")) return "ibv";
+    // gni's AMOs act on 64-bit words.
+    if (c.network == "gni" && nic && wide) return "gni";
     // SLUICE_OFI_ATOMICS=auto leaves sockets and udp;ofi_rxd on the AM path
     // (tests/ofi-providers.sh runs this suite over them).
     const char *provider = std::getenv("SLUICE_OFI_PROVIDER");

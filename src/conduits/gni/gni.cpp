@@ -24,22 +24,28 @@ Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
     if (length > msg_max_)
         return base::report(Status::argument, "send (gni)", "raise SLUICE_GNI_MAX_MEDIUM",
                             "gni: an AM of %zu bytes to rank %u exceeds the %zu-byte SMSG message", length, peer, msg_max_);
-    thread_local std::vector<std::uint64_t> scratch;
-    if (scratch.size() * 8 < length) scratch.resize((length + 7) / 8);
-    auto *bytes = reinterpret_cast<std::byte *>(scratch.data());
-    common::packed_encode(m.header, m.args, m.payload, bytes);
+    // Encoded under the lock into the transport's one send buffer (a
+    // thread_local one would be gone when an exit handler sends).
     Guard g(*this);
     if (!up()) return Status::transport;
+    std::byte *bytes = send_buffer_ptr();
+    common::packed_encode(m.header, m.args, m.payload, bytes);
     const gni_return_t rc =
         ugni().SmsgSendWTag(ep_[peer], bytes, static_cast<std::uint32_t>(length), nullptr, 0, 0, 0);
     if (__builtin_expect(rc == GNI_RC_SUCCESS, 1)) {
         sent_to(peer);
+        // A credit came back to a mailbox that was full: the peer polled.
+        if (__builtin_expect(mailbox_full_[peer], 0)) {
+            mailbox_full_[peer] = false;
+            heard(peer);
+        }
         ++counters_.sent;
         counters_.packed_longs += m.header.category == AmCategory::long_;
         if (++sends_since_reap_ >= reap_every) reap();
         return Status::ok;
     }
     if (rc == GNI_RC_NOT_DONE) {
+        mailbox_full_[peer] = true;
         ++counters_.full;
         reap();
         return Status::not_ready;
@@ -83,7 +89,7 @@ void GniTransport::reap_local() {
             // gni_transport.hpp are meant to make this impossible.
             if (!overrun_reported_)
                 base::report(Status::transport, "poll (gni)", "this is a Sluice bug",
-                             "gni: the local CQ overran (%u events): completions were lost", cq_entries);
+                             "gni: the local CQ overran: completions were lost");
             overrun_reported_ = true;
             continue;
         }
@@ -100,25 +106,35 @@ void GniTransport::reap_local() {
                          "gni: GNI_GetCompleted gave no descriptor: %s", rc_name(done));
             continue;
         }
-        rma_done(reinterpret_cast<RmaPost *>(d), done == GNI_RC_SUCCESS && GNI_CQ_STATUS_OK(e));
+        const bool ok = done == GNI_RC_SUCCESS && GNI_CQ_STATUS_OK(e);
+        auto *posted = reinterpret_cast<Posted *>(d);
+        if (posted->atomic) atomic_done(static_cast<GniAtomicSlot *>(posted), ok);
+        else rma_done(static_cast<RmaPost *>(posted), ok);
     }
 }
 
-// A post completed: its transient registration goes, its piece completes
-// (reported first when it failed: the caller must not wait for ever).
+// A post completed: a staged Get's bytes go to the caller, its transient
+// registration or bounce buffer goes, its piece completes (reported first
+// when it failed: the caller must not wait for ever).
 void GniTransport::rma_done(RmaPost *p, bool ok) {
     if (!ok)
         base::report(Status::transport, p->write ? "put (gni)" : "get (gni)",
                      "check that the peer is alive and that the address lies in its segment",
                      "gni: %s %s of %llu bytes with rank %u completed in error", p->bte ? "BTE" : "FMA",
                      p->write ? "put" : "get", static_cast<unsigned long long>(p->d.length), p->peer);
-    if (p->transient) ugni().MemDeregister(nic_, &p->d.local_mem_hndl);
+    if (!p->write && ok && (p->local == Local::immediate || p->local == Local::bounce))
+        std::memcpy(p->user, reinterpret_cast<const void *>(p->d.local_addr), p->d.length);
+    if (p->local == Local::transient) {
+        ugni().MemDeregister(nic_, &p->d.local_mem_hndl);
+        --transients_;
+    }
+    if (p->local == Local::bounce) bounce_free_.push_back(p->staging);
     RmaOp *op = p->op;
     p->op = nullptr;
-    p->transient = false;
+    p->local = Local::registered;
     --rma_outstanding_;
     post_free_.give(p);
-    rma_complete(op);
+    if (op) rma_complete(op);
 }
 
 // The rx CQ: each SMSG event names the sender (its instance id is its
@@ -212,11 +228,51 @@ const Registration *GniTransport::covering(const void *p, std::size_t n) const {
     return nullptr;
 }
 
+// Where a local buffer outside every registration goes: a Put's bytes
+// copied, a Get landing, in the post's immediate buffer up to
+// immediate_bytes, in a bounce buffer up to the *_BOUNCE_REGISTER_CUTOVER
+// while one is free; else the buffer is registered for this post, while
+// fewer than SLUICE_GNI_MEMREG are.  False: none of these now.
+bool GniTransport::stage(RmaPost *p, bool write, void *local, std::size_t n) {
+    gni_post_descriptor_t &d = p->d;
+    std::byte *to = nullptr;
+    if (n <= immediate_bytes) {
+        to = p->immediate;
+        p->local = Local::immediate;
+        ++gni_counters_.immediate;
+    } else if (n <= (write ? put_bounce_ : get_bounce_) && !bounce_free_.empty()) {
+        to = p->staging = bounce_free_.back();
+        bounce_free_.pop_back();
+        p->local = Local::bounce;
+        ++gni_counters_.bounced;
+    }
+    if (to) {
+        if (write) std::memcpy(to, local, n);
+        p->user = local;
+        d.local_addr = reinterpret_cast<std::uint64_t>(to);
+        d.local_mem_hndl = scratch_handle_;
+        return true;
+    }
+    if (transients_ >= memreg_) return false;
+    const gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(local), n, nullptr,
+                                               GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &d.local_mem_hndl);
+    if (rc != GNI_RC_SUCCESS) {
+        ++gni_counters_.transient_refused;
+        return false;
+    }
+    d.local_addr = reinterpret_cast<std::uint64_t>(local);
+    p->local = Local::transient;
+    ++transients_;
+    ++gni_counters_.transient;
+    return true;
+}
+
 // One Put or Get piece: FMA up to its cutover, the BTE above (a Get the
 // BTE cannot take, not 4-byte aligned, by FMA).  A local buffer outside
-// every registration is registered for this post alone; a NIC out of
-// memory domain descriptors (GNI_RC_ERROR_RESOURCE) answers not_ready,
-// and the wrapper retries once completions freed some.
+// every registration is staged (stage()); one that cannot be now answers
+// not_ready and the wrapper retries once completions freed room.  When
+// nothing of this rank's is in flight to free any, a refused registration
+// is an error (the NIC's memory domain descriptors are all taken).
 Status GniTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                           bool &later) {
     later = false;
@@ -237,57 +293,115 @@ Status GniTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
     p->op = op;
     p->peer = peer;
     p->write = write;
-    p->transient = false;
+    p->local = Local::registered;
     gni_post_descriptor_t &d = p->d;
     d = gni_post_descriptor_t{};
     if (const Registration *r = covering(local, n)) {
         d.local_mem_hndl = r->handle;
-    } else {
-        const gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(local), n, nullptr,
-                                                   GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &d.local_mem_hndl);
-        if (rc != GNI_RC_SUCCESS) {
-            post_free_.give(p);
-            if (rc == GNI_RC_ERROR_RESOURCE) {
-                ++gni_counters_.transient_refused;
-                ++counters_.full;
-                return Status::not_ready;
-            }
-            return base::report(Status::resource, what, "use a buffer in the segment",
-                                "gni: GNI_MemRegister of the local buffer %p (%zu bytes) for a transfer with rank %u: %s",
-                                local, n, peer, rc_name(rc));
-        }
-        p->transient = true;
-        ++gni_counters_.transient;
+        d.local_addr = reinterpret_cast<std::uint64_t>(local);
+    } else if (!stage(p, write, local, n)) {
+        post_free_.give(p);
+        ++counters_.full;
+        if (rma_outstanding_ == 0 && transients_ == 0)
+            return base::report(Status::resource, what, "use a buffer in the segment, or raise the NIC's limit",
+                                "gni: the NIC registers no more memory (GNI_RC_ERROR_RESOURCE) for the %zu bytes at %p "
+                                "of a transfer with rank %u, and nothing of this rank's is in flight to free one",
+                                n, local, peer);
+        return Status::not_ready;
     }
-    const bool aligned = ((reinterpret_cast<std::uint64_t>(local) | remote | n) & 3) == 0;
-    p->bte = write ? n > put_cutover_ : (n > get_cutover_ && aligned);
-    d.type = write ? (p->bte ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT) : (p->bte ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET);
-    d.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
-    d.dlvr_mode = GNI_DLVMODE_PERFORMANCE;
-    d.local_addr = reinterpret_cast<std::uint64_t>(local);
     d.remote_addr = remote;
     d.remote_mem_hndl = peer_segment_[peer];
     d.length = n;
+    const bool aligned = ((d.local_addr | remote | n) & 3) == 0;
+    p->bte = write ? n > put_cutover_ : (n > get_cutover_ && aligned);
+    d.type = write ? (p->bte ? GNI_POST_RDMA_PUT : GNI_POST_FMA_PUT) : (p->bte ? GNI_POST_RDMA_GET : GNI_POST_FMA_GET);
+    const Status s = post(p, peer, what);
+    if (s == Status::ok) {
+        ++(write ? counters_.writes : counters_.reads);
+        later = true;
+    }
+    return s;
+}
+
+// Posts `p` (its type, addresses, handles and length set) to `peer`:
+// Status::not_ready when the BTE queue or FMA window is full, the post
+// freed either way it fails.
+Status GniTransport::post(RmaPost *p, Rank peer, const char *what) {
+    gni_post_descriptor_t &d = p->d;
+    d.cq_mode = GNI_CQMODE_GLOBAL_EVENT;
+    d.dlvr_mode = dlvr_mode_;
     d.src_cq_hndl = cq_;
     d.post_id = reinterpret_cast<std::uint64_t>(p);
     const gni_return_t rc = p->bte ? ugni().PostRdma(ep_[peer], &d) : ugni().PostFma(ep_[peer], &d);
-    if (rc != GNI_RC_SUCCESS) {
-        if (p->transient) ugni().MemDeregister(nic_, &d.local_mem_hndl);
-        p->op = nullptr;
-        p->transient = false;
-        post_free_.give(p);
-        if (rc == GNI_RC_ERROR_RESOURCE) {  // the BTE queue or FMA window is full
-            ++counters_.full;
-            return Status::not_ready;
-        }
-        return base::report(Status::transport, what, "check that the address lies in the peer's segment",
-                            "gni: %s of %zu bytes with rank %u: %s", p->bte ? "GNI_PostRdma" : "GNI_PostFma", n, peer,
-                            rc_name(rc));
+    if (rc == GNI_RC_SUCCESS) {
+        ++rma_outstanding_;
+        ++(p->bte ? gni_counters_.bte : gni_counters_.fma);
+        return Status::ok;
     }
-    ++rma_outstanding_;
-    ++(write ? counters_.writes : counters_.reads);
-    ++(p->bte ? gni_counters_.bte : gni_counters_.fma);
-    later = true;
+    if (p->local == Local::transient) {
+        ugni().MemDeregister(nic_, &d.local_mem_hndl);
+        --transients_;
+    }
+    if (p->local == Local::bounce) bounce_free_.push_back(p->staging);
+    p->op = nullptr;
+    p->local = Local::registered;
+    post_free_.give(p);
+    if (rc == GNI_RC_ERROR_RESOURCE) {
+        ++counters_.full;
+        return Status::not_ready;
+    }
+    return base::report(Status::transport, what, "check that the address lies in the peer's segment",
+                        "gni: %s of %llu bytes with rank %u: %s", p->bte ? "GNI_PostRdma" : "GNI_PostFma",
+                        static_cast<unsigned long long>(d.length), peer, rc_name(rc));
+}
+
+// ---- the barrier ----
+
+// A dissemination barrier of FMA writes (capabilities().native_barrier,
+// SLUICE_BARRIER=auto): in round k this rank writes the barrier's epoch,
+// one byte, into line k of the flags of rank + 2^k, and waits for rank -
+// 2^k's in its own.  A partner is at most one barrier ahead, so the byte
+// compared modulo 256 cannot be mistaken; one byte is written whole.
+Status GniTransport::barrier_impl(bool (*poll_fn)(void *), void *context) {
+    const Rank n = setup().size, me = setup().rank;
+    const std::uint64_t epoch = ++barrier_epoch_;
+    const auto mark = static_cast<std::uint8_t>(epoch);
+    // One poll whatever happens: it starts the receive thread when wanted,
+    // as an AM barrier's polls would.
+    if (!poll_fn(context)) return Status::transport;
+    for (unsigned k = 0; (Rank{1} << k) < n; ++k) {
+        const Rank partner = static_cast<Rank>((me + (std::uint64_t{1} << k)) % n);
+        for (;;) {
+            {
+                Guard g(*this);
+                if (!up()) return Status::transport;
+                if (post_free_.empty()) reap();
+                if (!post_free_.empty()) {
+                    RmaPost *p = post_free_.take();
+                    p->op = nullptr;
+                    p->peer = partner;
+                    p->write = true;
+                    p->bte = false;
+                    p->local = Local::immediate;
+                    p->d = gni_post_descriptor_t{};
+                    *p->immediate = static_cast<std::byte>(mark);
+                    p->d.type = GNI_POST_FMA_PUT;
+                    p->d.local_addr = reinterpret_cast<std::uint64_t>(p->immediate);
+                    p->d.local_mem_hndl = scratch_handle_;
+                    p->d.remote_addr = peer_flags_[partner] + 64 * k;
+                    p->d.remote_mem_hndl = peer_scratch_[partner];
+                    p->d.length = 1;
+                    const Status s = post(p, partner, "barrier (gni)");
+                    if (s == Status::ok) break;
+                    if (s != Status::not_ready) return s;
+                }
+            }
+            if (!poll_fn(context)) return Status::transport;
+        }
+        const auto *flag = reinterpret_cast<const std::uint8_t *>(flags_) + 64 * k;
+        while (static_cast<std::int8_t>(__atomic_load_n(flag, __ATOMIC_ACQUIRE) - mark) < 0)
+            if (!poll_fn(context)) return Status::transport;
+    }
     return Status::ok;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 namespace sluice::conduit::gni {
@@ -73,15 +74,45 @@ Status GniTransport::init_impl() {
     credits_ = static_cast<std::uint16_t>(base::knob_int(knob(Knob::GNI_MBOX_CREDITS)));
     put_cutover_ = base::knob_size(knob(Knob::GNI_PUT_FMA_RDMA_CUTOVER));
     get_cutover_ = base::knob_size(knob(Knob::GNI_GET_FMA_RDMA_CUTOVER));
+    put_bounce_ = base::knob_size(knob(Knob::GNI_PUT_BOUNCE_REGISTER_CUTOVER));
+    get_bounce_ = base::knob_size(knob(Knob::GNI_GET_BOUNCE_REGISTER_CUTOVER));
+    const std::size_t bounce_total = base::knob_size(knob(Knob::GNI_BOUNCE_SIZE));
+    bounce_bytes_ = (std::max(put_bounce_, get_bounce_) + 63) / 64 * 64;
+    if (bounce_bytes_ > bounce_total)
+        return base::report(Status::argument, op, "raise SLUICE_GNI_BOUNCE_SIZE or lower the bounce cutovers",
+                            "SLUICE_GNI_BOUNCE_SIZE=%zu holds no buffer of the %zu bytes SLUICE_GNI_PUT_BOUNCE_REGISTER_CUTOVER "
+                            "and SLUICE_GNI_GET_BOUNCE_REGISTER_CUTOVER ask for", bounce_total, bounce_bytes_);
+    bounce_count_ = bounce_bytes_ ? bounce_total / bounce_bytes_ : 0;
+    num_pd_ = static_cast<std::size_t>(base::knob_int(knob(Knob::GNI_NUM_PD)));
+    memreg_ = static_cast<std::size_t>(base::knob_int(knob(Knob::GNI_MEMREG)));
+    const std::string &consistency = base::knob_string(knob(Knob::GNI_MEM_CONSISTENCY));
+    dlvr_mode_ = consistency == "strict" ? GNI_DLVMODE_IN_ORDER : GNI_DLVMODE_PERFORMANCE;
     msg_max_ = max_medium_ + head_room;
+    send_buffer_words_ = std::make_unique<std::uint64_t[]>((msg_max_ + 7) / 8);
     peer_timeout_s_ = std::max(0.1, base::knob_double(knob(Knob::GNI_PEER_TIMEOUT)));
     if (base::knob_bool(base::Knob::RCV_THREAD)) receive_thread_want();
 
     if (Status s = open_domain(); s != Status::ok) return s;
-    if (Status s = mailboxes_create(); s != Status::ok) return s;
+    std::size_t local = 0;
+    for (std::uint32_t h : setup().host_of) local += h == setup().host_of[setup().rank];
+    if (Status s = pin_.init("gni", local,
+                             [&](void *p, std::size_t n) {
+                                 gni_mem_handle_t h{};
+                                 if (ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(p), n, nullptr,
+                                                        GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &h) != GNI_RC_SUCCESS)
+                                     return false;
+                                 ugni().MemDeregister(nic_, &h);
+                                 return true;
+                             });
+        s != Status::ok)
+        return s;
+    if (Status s = scratch_create(); s != Status::ok) return s;
     if (Status s = endpoints_create(); s != Status::ok) return s;
-    posts_.assign(rma_depth, RmaPost{});
+    posts_.assign(num_pd_, RmaPost{});
+    for (std::size_t i = 0; i < num_pd_; ++i) posts_[i].immediate = immediates_ + i * immediate_bytes;
     post_free_.fill(posts_.data(), posts_.size());
+    bounce_free_.clear();
+    for (std::size_t i = 0; i < bounce_count_; ++i) bounce_free_.push_back(bounce_ + i * bounce_bytes_);
 
     Capabilities &c = capabilities_mutable();
     c.max_medium = max_medium_;
@@ -95,10 +126,14 @@ Status GniTransport::init_impl() {
     c.provider_keys = true;
     c.key_per_endpoint = false;
     c.needs_credits = false;          // arrivals are copied out of the mailboxes at every poll
+    c.rma_piece = std::size_t{1} << 20;  // larger transfers in pieces of 1 MiB
+    c.native_barrier = true;          // FMA writes of flags (barrier_impl), when gni reaches every peer
     liveness_setup(setup().size, peer_timeout_s_, "SLUICE_GNI_PEER_TIMEOUT");
     base::say("gni: device %u, NIC address %u, ptag %u, cookie 0x%x; SMSG messages of %zu bytes, %u credits per "
-              "mailbox; FMA up to %zu (put) and %zu (get) bytes, the BTE above",
-              dev_id_, nic_address_, ptag_, cookie_, msg_max_, credits_, put_cutover_, get_cutover_);
+              "mailbox; FMA up to %zu (put) and %zu (get) bytes, the BTE above; %zu post descriptors, %zu bounce "
+              "buffers of %zu bytes, %zu transient registrations at most",
+              dev_id_, nic_address_, ptag_, cookie_, msg_max_, credits_, put_cutover_, get_cutover_, num_pd_,
+              bounce_count_, bounce_bytes_, memreg_);
     return Status::ok;
 }
 
@@ -121,16 +156,21 @@ Status GniTransport::open_domain() {
         nic_ = nullptr;
         return failed(op, "GNI_CdmAttach", rc, "check PMI_GNI_DEV_ID, and that no other rank of the job has this rank's number");
     }
-    if ((rc = u.CqCreate(nic_, cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &cq_)) != GNI_RC_SUCCESS)
+    // Room for an event of every post and atomic in flight and of the
+    // SMSG sends between two reaps.
+    const auto local_entries = static_cast<std::uint32_t>(num_pd_ + common::AtomicSlots<GniAtomicSlot>::count +
+                                                          reap_every + 64);
+    if ((rc = u.CqCreate(nic_, local_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &cq_)) != GNI_RC_SUCCESS)
         return failed(op, "GNI_CqCreate (local)", rc);
-    if ((rc = u.CqCreate(nic_, cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &rx_cq_)) != GNI_RC_SUCCESS)
+    if ((rc = u.CqCreate(nic_, rx_cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &rx_cq_)) != GNI_RC_SUCCESS)
         return failed(op, "GNI_CqCreate (rx)", rc);
     return Status::ok;
 }
 
-// One mailbox per sender, by rank, in one registration whose arrivals
-// raise events on the rx CQ.
-Status GniTransport::mailboxes_create() {
+// The scratch region (gni_transport.hpp): one mapping, one registration
+// (one memory domain descriptor) whose SMSG arrivals raise events on the
+// rx CQ.
+Status GniTransport::scratch_create() {
     const char *op = "gni conduit init";
     gni_smsg_attr_t a{};
     a.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
@@ -140,19 +180,35 @@ Status GniTransport::mailboxes_create() {
     if (gni_return_t rc = ugni().SmsgBufferSizeNeeded(&a, &size); rc != GNI_RC_SUCCESS)
         return failed(op, "GNI_SmsgBufferSizeNeeded", rc, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS");
     mbox_bytes_ = (size + 63) / 64 * 64;
-    mbox_total_ = std::size_t{mbox_bytes_} * setup().size;
-    void *p = ::mmap(nullptr, mbox_total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const auto round = [](std::size_t n) { return (n + 4095) / 4096 * 4096; };
+    const std::size_t mboxes = round(std::size_t{mbox_bytes_} * setup().size);
+    const std::size_t immediates = round(num_pd_ * immediate_bytes);
+    const std::size_t landings = round(common::AtomicSlots<GniAtomicSlot>::count * sizeof(std::uint64_t));
+    const std::size_t bounce = round(bounce_count_ * bounce_bytes_);
+    const std::size_t flags = round(max_barrier_rounds * 64);
+    scratch_total_ = mboxes + immediates + landings + bounce + flags;
+    void *p = ::mmap(nullptr, scratch_total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        mbox_total_ = 0;
-        return base::report(Status::resource, op, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS",
-                            "gni: cannot map %zu bytes of mailboxes: %s", mbox_total_, std::strerror(errno));
+        const std::size_t wanted = scratch_total_;
+        scratch_total_ = 0;
+        return base::report(Status::resource, op,
+                            "lower SLUICE_GNI_MAX_MEDIUM, SLUICE_GNI_MBOX_CREDITS, SLUICE_GNI_NUM_PD or SLUICE_GNI_BOUNCE_SIZE",
+                            "gni: cannot map %zu bytes of mailboxes and buffers: %s", wanted, std::strerror(errno));
     }
-    mbox_ = static_cast<std::byte *>(p);
-    if (gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(mbox_), mbox_total_, rx_cq_,
-                                             GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &mbox_handle_);
-        rc != GNI_RC_SUCCESS)
-        return failed(op, "GNI_MemRegister (mailboxes)", rc);
-    mbox_registered_ = true;
+    scratch_ = static_cast<std::byte *>(p);
+    mbox_ = scratch_;
+    immediates_ = mbox_ + mboxes;
+    landings_ = reinterpret_cast<std::uint64_t *>(immediates_ + immediates);
+    bounce_ = immediates_ + immediates + landings;
+    flags_ = reinterpret_cast<std::uint64_t *>(bounce_ + bounce);
+    if (Status s = pin_.take("gni", scratch_, scratch_total_); s != Status::ok) return s;
+    if (gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(scratch_), scratch_total_, rx_cq_,
+                                             GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &scratch_handle_);
+        rc != GNI_RC_SUCCESS) {
+        pin_.give(scratch_total_);
+        return failed(op, "GNI_MemRegister (mailboxes and buffers)", rc);
+    }
+    scratch_registered_ = true;
     return Status::ok;
 }
 
@@ -169,16 +225,24 @@ Status GniTransport::endpoints_create() {
     mine.credits = credits_;
     mine.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
     mine.mbox_base = reinterpret_cast<std::uint64_t>(mbox_);
-    mine.mbox_handle = mbox_handle_;
+    mine.flags_base = reinterpret_cast<std::uint64_t>(flags_);
+    mine.mbox_handle = scratch_handle_;
     std::vector<std::string> all;
     if (Status s = common::allgather_records(setup(), "gni", "a mailbox record", &mine, sizeof mine, all); s != Status::ok)
         return s;
     ep_.assign(n, nullptr);
+    mailbox_full_.assign(n, false);
     peer_segment_.assign(n, gni_mem_handle_t{});
+    peer_flags_.assign(n, 0);
+    peer_scratch_.assign(n, gni_mem_handle_t{});
+    peer_flags_[me] = mine.flags_base;
+    peer_scratch_[me] = scratch_handle_;
     for (Rank r = 0; r < n; ++r) {
         if (r == me) continue;
         Record theirs;
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        peer_flags_[r] = theirs.flags_base;
+        peer_scratch_[r] = theirs.mbox_handle;
         if (theirs.credits != mine.credits || theirs.msg_maxsize != mine.msg_maxsize)
             return base::report(Status::state, op, "set SLUICE_GNI_MBOX_CREDITS and SLUICE_GNI_MAX_MEDIUM alike on every rank",
                                 "rank %u's mailboxes hold %u messages of %u bytes, this rank's %u of %u", r,
@@ -195,7 +259,7 @@ Status GniTransport::endpoints_create() {
         local.msg_maxsize = remote.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
         local.buff_size = mbox_bytes_;
         local.msg_buffer = mbox_;
-        local.mem_hndl = mbox_handle_;
+        local.mem_hndl = scratch_handle_;
         local.mbox_offset = mbox_bytes_ * r;
         remote.buff_size = theirs.mbox_bytes;
         remote.msg_buffer = reinterpret_cast<void *>(theirs.mbox_base);
@@ -211,11 +275,14 @@ Status GniTransport::mem_register_impl(void *base, std::size_t size, std::uint64
     gni_mem_handle_t h{};
     Guard g(*this);
     if (!up()) return Status::transport;
+    if (Status s = pin_.take("gni", base, size); s != Status::ok) return s;
     const gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(base), size, nullptr,
                                                GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &h);
-    if (rc != GNI_RC_SUCCESS)
+    if (rc != GNI_RC_SUCCESS) {
+        pin_.give(size);
         return base::report(Status::resource, "register memory", "check the NIC's memory domain descriptors (GNI_RC_ERROR_RESOURCE: all in use)",
                             "gni: cannot register %zu bytes at %p: %s", size, base, rc_name(rc));
+    }
     std::size_t i = 0;
     while (i < regs_.size() && regs_[i].live) ++i;
     if (i == regs_.size()) regs_.emplace_back();
@@ -230,6 +297,7 @@ void GniTransport::mem_deregister_impl(std::uint64_t handle) {
     if (handle == 0 || handle > regs_.size() || !regs_[handle - 1].live) return;
     Registration &r = regs_[handle - 1];
     if (nic_) ugni().MemDeregister(nic_, &r.handle);
+    pin_.give(r.size);
     r.live = false;
 }
 
@@ -260,19 +328,28 @@ void GniTransport::close_all() {
             ep = nullptr;
         }
     ep_.clear();
+    if (ep_self_) {
+        u.EpUnbind(ep_self_);
+        u.EpDestroy(ep_self_);
+        ep_self_ = nullptr;
+    }
     if (nic_) {
         for (RmaPost &p : posts_)
-            if (p.transient && p.op) u.MemDeregister(nic_, &p.d.local_mem_hndl);
+            if (p.local == Local::transient && p.op) u.MemDeregister(nic_, &p.d.local_mem_hndl);
         for (Registration &r : regs_)
             if (r.live) u.MemDeregister(nic_, &r.handle);
-        if (mbox_registered_) u.MemDeregister(nic_, &mbox_handle_);
+        if (scratch_registered_) u.MemDeregister(nic_, &scratch_handle_);
     }
     regs_.clear();
     posts_.clear();
     post_free_.clear();
-    mbox_registered_ = false;
-    if (mbox_) ::munmap(mbox_, mbox_total_);
-    mbox_ = nullptr;
+    bounce_free_.clear();
+    atomic_.clear();
+    transients_ = 0;
+    scratch_registered_ = false;
+    if (scratch_) ::munmap(scratch_, scratch_total_);
+    scratch_ = mbox_ = immediates_ = bounce_ = nullptr;
+    landings_ = flags_ = nullptr;
     if (rx_cq_) u.CqDestroy(rx_cq_);
     rx_cq_ = nullptr;
     if (cq_) u.CqDestroy(cq_);
@@ -288,10 +365,11 @@ void GniTransport::close_all() {
 }
 
 void GniTransport::stats_print() const {
-    const std::string extra = "FMA posts " + std::to_string(gni_counters_.fma) + ", BTE posts " +
-                              std::to_string(gni_counters_.bte) + ", transient registrations " +
-                              std::to_string(gni_counters_.transient) + " (refused " +
-                              std::to_string(gni_counters_.transient_refused) + ")";
+    const GniCounters &g = gni_counters_;
+    const std::string extra = "FMA posts " + std::to_string(g.fma) + ", BTE posts " + std::to_string(g.bte) +
+                              ", AMOs " + std::to_string(g.amo) + ", immediate " + std::to_string(g.immediate) +
+                              ", bounced " + std::to_string(g.bounced) + ", transient registrations " +
+                              std::to_string(g.transient) + " (refused " + std::to_string(g.transient_refused) + ")";
     common::stats_line(setup().rank, "gni", path(setup().rank), counters_, receive_wakeups(), extra);
 }
 

@@ -12,6 +12,7 @@
 #include "base/status.hpp"
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/gni/gni_api.hpp"
 #include "conduits/transport.hpp"
@@ -29,23 +30,50 @@ namespace sluice::conduit::gni::detail {
 using WireHead = common::PackedHead;
 constexpr std::size_t head_room = common::packed_head_room;
 
-constexpr std::uint32_t cq_entries = 4096;  // each CQ's events
-constexpr std::size_t rma_depth = 1024;     // FMA and BTE posts in flight at most
 // SMSG sends between two reads of the local CQ, at most: each raises a
-// local event, and with rma_depth posts they must not overrun it.
+// local event, and with the posts and atomics in flight they must not
+// overrun it (local CQ: SLUICE_GNI_NUM_PD + atomic slots + this + slack).
 constexpr std::size_t reap_every = 1024;
+constexpr std::uint32_t rx_cq_entries = 4096;  // arrivals' events; an overrun drains every mailbox
+// A post's own registered bytes: a Put's data or a Get's landing up to
+// this size need no other buffer (the descriptor's immediate buffer).
+constexpr std::size_t immediate_bytes = 128;
+constexpr std::size_t max_barrier_rounds = 32;
 
-// One FMA or BTE post in flight: its descriptor (which uGNI hands back
-// from GNI_GetCompleted), the operation it completes, and the transient
-// registration of a local buffer outside the segment.
-struct RmaPost {
+// What GNI_GetCompleted hands back: the descriptor, first, of an RMA post
+// or of an atomic.
+struct Posted {
     gni_post_descriptor_t d{};
-    RmaOp *op = nullptr;
+    bool atomic = false;
+};
+
+// Where a post's local bytes are.
+enum class Local : std::uint8_t {
+    registered,  // in a registration of the core's (the segment) or the scratch region
+    immediate,   // copied to or from the post's immediate buffer
+    bounce,      // copied to or from a bounce buffer
+    transient,   // the caller's buffer, registered for this post alone
+};
+
+// One FMA or BTE post in flight: its descriptor, the operation it
+// completes, and where its local bytes are.
+struct RmaPost : Posted {
+    RmaOp *op = nullptr;         // null: the barrier's flag write
     Rank peer = 0;
     bool write = true;
     bool bte = false;
-    bool transient = false;      // local_mem_hndl was registered for this post alone
-    RmaPost *next = nullptr;     // free list
+    Local local = Local::registered;
+    std::byte *immediate = nullptr;  // this post's immediate buffer (in the scratch region)
+    std::byte *staging = nullptr;    // the bounce buffer in use
+    void *user = nullptr;            // a staged Get's destination
+    RmaPost *next = nullptr;         // free list
+};
+
+// A NIC atomic in flight: the layer's slot, its descriptor, and the
+// registered word its old value lands in.
+struct GniAtomicSlot : common::AtomicSlot, Posted {
+    std::uint64_t *landing = nullptr;
+    GniAtomicSlot *next = nullptr;  // free list
 };
 
 // A message copied out of its mailbox, waiting for delivery.
@@ -63,9 +91,10 @@ struct Record {
     std::uint32_t msg_maxsize;  // from SLUICE_GNI_MAX_MEDIUM
     std::uint32_t pad;
     std::uint64_t mbox_base;    // mailboxes by sender rank, mbox_bytes apart
+    std::uint64_t flags_base;   // the barrier's flags, a line per round, in the same registration
     gni_mem_handle_t mbox_handle;
 };
-static_assert(sizeof(Record) == 48);
+static_assert(sizeof(Record) == 56);
 
 // A registration of this rank's (the segment, or another region the core
 // registers), found by the local buffers RDMA reads or writes.
@@ -77,16 +106,14 @@ struct Registration {
 
 // Counters beyond the layer's.
 struct GniCounters {
-    std::uint64_t fma = 0, bte = 0, transient = 0, transient_refused = 0;
+    std::uint64_t fma = 0, bte = 0, transient = 0, transient_refused = 0, immediate = 0, bounced = 0, amo = 0;
 };
 
-class GniTransport final : public common::RdmaConduit<Arrival> {
+class GniTransport final : public common::RdmaConduit<Arrival, GniAtomicSlot> {
 public:
     GniTransport();
     ~GniTransport() override;
-    std::string nic_atomics_support(sluice_dt_t, std::uint64_t) override {
-        return "gni: NIC atomics are not built yet (README.md, Not built yet); the AM path applies them";
-    }
+    std::string nic_atomics_support(sluice_dt_t type, std::uint64_t ops) override;  // atomics.cpp
 
 protected:
     Status init_impl() override;
@@ -96,6 +123,7 @@ protected:
     void mem_deregister_impl(std::uint64_t handle) override;
     Status key_unpack_impl(Rank peer, std::uint64_t base, std::uint64_t size, const std::string &rkey) override;
     void fini_impl() override;
+    Status barrier_impl(bool (*poll_fn)(void *), void *context) override;  // gni.cpp
 
     // The layer's hooks (common/rdma_conduit.hpp).
     bool up() const override { return nic_ != nullptr; }
@@ -103,15 +131,21 @@ protected:
     void deliver_one(const Arrival &a) override;
     void delivered(const Arrival &a) override;                     // under lock_
     void control_send(Rank peer, std::uint8_t category) override;  // under lock_
-    bool idle() override { return rma_outstanding_ == 0; }         // under lock_
+    bool idle() override { return rma_outstanding_ == 0; }         // under lock_ (posts and atomics)
     std::string path(Rank peer) const override;
     Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                 bool &later) override;
+    // atomics.cpp
+    Status atomics_create() override;
+    bool atomic_room(Rank) override { return true; }  // the slots bound them; the local CQ has room for all
+    Status atomic_post(GniAtomicSlot *s, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
+                       std::uint64_t op2) override;
 
 private:
     // gni_setup.cpp
     Status open_domain();
     Status mailboxes_create();
+    Status scratch_create();
     Status endpoints_create();
     Status failed(const char *op, const char *call, gni_return_t rc, const char *fix = nullptr);
     void close_all();
@@ -122,7 +156,10 @@ private:
     void reap_arrivals();                             // under lock_
     void drain(Rank peer);                            // under lock_
     void rma_done(RmaPost *p, bool ok);               // under lock_
+    void atomic_done(GniAtomicSlot *s, bool ok);      // under lock_ (atomics.cpp)
     const Registration *covering(const void *p, std::size_t n) const;  // under lock_
+    bool stage(RmaPost *p, bool write, void *local, std::size_t n);    // under lock_
+    Status post(RmaPost *p, Rank peer, const char *what);              // under lock_
     std::byte *buffer_take();                         // under lock_
 
     // uGNI objects, in order of creation.
@@ -130,12 +167,25 @@ private:
     gni_nic_handle_t nic_ = nullptr;
     gni_cq_handle_t cq_ = nullptr;     // local completions: posts, SMSG sends
     gni_cq_handle_t rx_cq_ = nullptr;  // SMSG arrivals in this rank's mailboxes
-    std::byte *mbox_ = nullptr;        // this rank's mailboxes, one per sender
-    std::size_t mbox_total_ = 0;
-    gni_mem_handle_t mbox_handle_{};
-    bool mbox_registered_ = false;
+    // The scratch region, one registration (raising the rx CQ's events
+    // for SMSG): the mailboxes, one per sender; the posts' immediate
+    // buffers; the atomics' landing words; the bounce buffers; the
+    // barrier's flags and its sources.
+    std::byte *scratch_ = nullptr;
+    std::size_t scratch_total_ = 0;
+    gni_mem_handle_t scratch_handle_{};
+    bool scratch_registered_ = false;
+    std::byte *mbox_ = nullptr;            // scratch_'s start
+    std::byte *immediates_ = nullptr;      // immediate_bytes per post
+    std::uint64_t *landings_ = nullptr;    // a word per atomic slot
+    std::byte *bounce_ = nullptr;          // bounce_count_ buffers of bounce_bytes_
+    std::uint64_t *flags_ = nullptr;       // max_barrier_rounds lines of 64 bytes: the byte peers write
     std::vector<gni_ep_handle_t> ep_;       // by rank (null: this rank)
+    std::vector<bool> mailbox_full_;        // by rank: the last send to it found its mailbox full
+    gni_ep_handle_t ep_self_ = nullptr;     // this rank's atomics on its own words (made with the atomics)
     std::vector<gni_mem_handle_t> peer_segment_;  // by rank
+    std::vector<std::uint64_t> peer_flags_;       // by rank: its barrier flags (in its scratch registration)
+    std::vector<gni_mem_handle_t> peer_scratch_;  // by rank
     std::vector<Registration> regs_;        // handle = index + 1
 
     std::uint32_t ptag_ = 0, cookie_ = 0, dev_id_ = 0, nic_address_ = 0;
@@ -144,11 +194,20 @@ private:
     std::uint32_t mbox_bytes_ = 0;
     std::uint16_t credits_ = 0;
     std::size_t put_cutover_ = 0, get_cutover_ = 0;
+    std::size_t put_bounce_ = 0, get_bounce_ = 0;  // *_BOUNCE_REGISTER_CUTOVER
+    std::size_t bounce_bytes_ = 0, bounce_count_ = 0;
+    std::size_t num_pd_ = 0, memreg_ = 0, transients_ = 0;
+    std::uint16_t dlvr_mode_ = GNI_DLVMODE_PERFORMANCE;  // SLUICE_GNI_MEM_CONSISTENCY
+    std::uint64_t barrier_epoch_ = 0;
+    common::PinLimit pin_;             // registered for RDMA, against SLUICE_PHYSMEM_MAX
 
     std::vector<RmaPost> posts_;
     common::FreeList<RmaPost> post_free_;
     std::size_t rma_outstanding_ = 0;
     std::size_t sends_since_reap_ = 0;
+    std::unique_ptr<std::uint64_t[]> send_buffer_words_;  // msg_max_ bytes: send_impl encodes there
+    std::byte *send_buffer_ptr() const { return reinterpret_cast<std::byte *>(send_buffer_words_.get()); }
+    std::vector<std::byte *> bounce_free_;
     std::vector<std::byte *> spare_;                   // message buffers of msg_max_ bytes, free
     std::vector<std::unique_ptr<std::byte[]>> owned_;  // every one made (freed at close)
     bool overrun_reported_ = false;

@@ -9,7 +9,7 @@ SLUICE_CONDUIT_REGISTER(gni, {
     .priority = 15,  // above udp: a Cray XC's ranks have a NIC when ALPS gave them credentials
     .network = true,
     .capabilities = "AMs by SMSG into a mailbox per peer; Put/Get by FMA (small) or the BTE (large); two-part Long; "
-                    "no NIC atomics yet",
+                    "NIC atomics on 64-bit integers (AMOs); a barrier of FMA writes",
     .probe = sluice::conduit::gni::probe,
     .create = sluice::conduit::gni::make_gni_transport,
     .limits = sluice::conduit::gni::limits,

@@ -5,7 +5,10 @@
 # mailboxes of one credit (sends find the peer's mailbox full and wait),
 # every transfer on the BTE and every one on FMA (the cutovers at 0 and
 # 16 KiB), a NIC with so few memory domain descriptors that transient
-# registrations are refused and retried; bad knob values, a missing
+# registrations are refused and retried, and with two (only the scratch
+# region and the segment), 32 post descriptors, one bounce buffer and one
+# transient registration; the FMA barrier and SLUICE_BARRIER=am; bad
+# knob values, a missing
 # PMI_GNI_* variable and a library that does not open, each refused by
 # name.  The NIC's fabric file is this script's own, removed at the end.
 # Skips (77) without the gni conduit.  src/conduits/gni/README.md, Tests.
@@ -25,6 +28,7 @@ export SOFTNIC_GNI_FABRIC
 trap 'rm -f "$SOFTNIC_GNI_FABRIC"' EXIT
 trap 'exit 130' INT TERM HUP
 conformance=$builddir/tests/conduit/sluice-conduit-conformance
+conformance_exclude=
 mp=$builddir/tests/mp/sluice-mp-gtest
 job=$builddir/tests/mp/sluice-mp-test
 failed=0
@@ -36,7 +40,7 @@ suites() {
     name=$1 scope=$2
     shift 2
     echo "=== gni: $name"
-    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter='*/gni:*/gni_alone' --gtest_brief=1; then
+    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter="*/gni:*/gni_alone${conformance_exclude:+-$conformance_exclude}" --gtest_brief=1; then
         echo "FAIL: conformance suite over gni ($name)"
         failed=1
     fi
@@ -95,18 +99,23 @@ gni_job SLUICE_RCV_THREAD=1 SLUICE_VERBOSE=1 timeout 60 "$run" "$builddir/sluice
 expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 0 "PASS rcv-thread"
 expect "SLUICE_RCV_THREAD=1: the thread started" 0 "gni: receive thread started"
 
+# BacklogAndRetry's 20000 Shorts, one credit each way, are a handoff of
+# the CPU per message: on a loaded machine more than its 20 s.  The flood
+# and AM jobs below fill the one-credit mailboxes instead.
+conformance_exclude='*BacklogAndRetry*'
 suites "mailboxes of one credit" 2 SLUICE_GNI_MBOX_CREDITS=1
+conformance_exclude=
 gni_job SLUICE_GNI_MBOX_CREDITS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
 expect "SLUICE_GNI_MBOX_CREDITS=1: the AM case passes" 0 "PASS am"
 at_least_one "SLUICE_GNI_MBOX_CREDITS=1: sends found the mailbox full and were sent again" "network full"
 
 suites "every transfer on the BTE (cutovers 0)" 2 SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0
-gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0 \
+gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0 SLUICE_BARRIER=am \
     timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "cutovers 0: the RMA case passes" 0 "PASS rma"
 at_least_one "cutovers 0: the BTE carried the transfers" "BTE posts"
 if [ "$(counter 'FMA posts')" -ge "$(counter 'BTE posts')" ]; then
-    echo "FAIL: cutovers 0: FMA carried as many transfers as the BTE (only unaligned Gets should go by FMA)"
+    echo "FAIL: cutovers 0: FMA carried as many transfers as the BTE (only unaligned Gets should go by FMA; the barrier is AMs here)"
     failed=1
 fi
 suites "every transfer by FMA (cutovers 16 KiB)" 2 SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=16K SLUICE_GNI_GET_FMA_RDMA_CUTOVER=16K
@@ -122,7 +131,45 @@ gni_job SOFTNIC_GNI_MDD_LIMIT=4 timeout 300 "$run" "$builddir/sluicerun" -n 2 --
 expect "SOFTNIC_GNI_MDD_LIMIT=4: the RMA case passes" 0 "PASS rma"
 at_least_one "SOFTNIC_GNI_MDD_LIMIT=4: transient registrations were refused and retried" "refused"
 
+# 32 post descriptors: transfers wait for a free one.
+suites "32 post descriptors" 2 SLUICE_GNI_NUM_PD=32
+gni_job SLUICE_GNI_NUM_PD=32 timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "SLUICE_GNI_NUM_PD=32: the RMA case passes" 0 "PASS rma"
+at_least_one "SLUICE_GNI_NUM_PD=32: transfers found every descriptor in flight and waited" "network full"
+
+# One bounce buffer, one transient registration at a time: staged
+# transfers and registered ones queue for them.
+gni_job SLUICE_GNI_BOUNCE_SIZE=4K SLUICE_GNI_MEMREG=1 timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "a bounce pool of one buffer and SLUICE_GNI_MEMREG=1: the RMA case passes" 0 "PASS rma"
+at_least_one "one bounce buffer: transfers were copied through it" "bounced"
+at_least_one "one bounce buffer: transfers of up to 128 bytes went in their descriptors" "immediate"
+
+# Two memory domain descriptors: the scratch region and the segment take
+# both.  Transfers within the segment, or staged, pass; a Put from a
+# larger buffer outside the segment is refused, saying why.
+gni_job SOFTNIC_GNI_MDD_LIMIT=2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SOFTNIC_GNI_MDD_LIMIT=2: the basic case passes" 0 "PASS basic"
+gni_job SOFTNIC_GNI_MDD_LIMIT=2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "SOFTNIC_GNI_MDD_LIMIT=2: a large Put from outside the segment is refused by name" 1 \
+    "the NIC registers no more memory"
+
+echo "=== gni: the FMA barrier and SLUICE_BARRIER=am"
+gni_job SLUICE_VERBOSE=1 timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" basic
+expect "the barrier is gni's own when gni reaches every peer" 0 "barrier: gni's own"
+gni_job SLUICE_VERBOSE=1 SLUICE_BARRIER=am timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" basic
+expect "SLUICE_BARRIER=am: the barrier is AMs" 0 "barrier: a dissemination of AMs"
+gni_job SLUICE_BARRIER=fast timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_BARRIER=fast is refused by name" 2 "SLUICE_BARRIER=fast"
+
 echo "=== gni: knobs and errors"
+gni_job SLUICE_GNI_NUM_PD=16 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_GNI_NUM_PD=16 is refused by name" 2 "SLUICE_GNI_NUM_PD=16 is out of range"
+gni_job SLUICE_GNI_BOUNCE_SIZE=1K timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a bounce pool smaller than one buffer is refused by name" 1 "SLUICE_GNI_BOUNCE_SIZE=1024 holds no buffer"
+gni_job SLUICE_GNI_MEM_CONSISTENCY=sloppy timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_GNI_MEM_CONSISTENCY=sloppy is refused by name" 2 "SLUICE_GNI_MEM_CONSISTENCY=sloppy"
+gni_job SLUICE_GNI_MEM_CONSISTENCY=strict timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "SLUICE_GNI_MEM_CONSISTENCY=strict: the RMA case passes" 0 "PASS rma"
 gni_job SLUICE_GNI_MBOX_CREDITS=0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_GNI_MBOX_CREDITS=0 is refused by name" 2 "SLUICE_GNI_MBOX_CREDITS=0 is out of range"
 gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=32K timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
