@@ -83,10 +83,20 @@ picks "PMIX_DIR adds Slurm's PMIx; SPAWNER changes sluicerun's default" \
     --with-pmix=/opt/slurm/pmix --with-default-spawner=ssh -- pe env PMIX_DIR=/opt/slurm/pmix SPAWNER=ssh "$ex"
 picks "configure arguments after the script's come last" --enable-debug -- pe "$ex" --enable-debug
 picks "without cray-mpich: no libsluice-mpi" --disable-mpi-interop -- pe env -u CRAY_MPICH_DIR "$ex"
-picks "XC, Aries: the ofi conduit with libfabric's gni provider" \
+picks "XC, Aries, no cray-gni-headers: the ofi conduit with libfabric's gni provider" \
     --host=x86_64-cray-linux-gnu --enable-ofi --with-default-network=ofi --with-ofi-provider=gni \
     "--with-mpi=$tmp/cray-mpich" --with-default-spawner=pmi -- \
     pe env CRAYPE_NETWORK_TARGET=aries CRAY_CPU_TARGET=haswell "$xc"
+mkdir -p "$tmp/gni-headers/include"
+: > "$tmp/gni-headers/include/gni_pub.h"
+picks "XC, Aries, cray-gni-headers: the gni conduit as the network, ofi beside it" \
+    --enable-gni "--with-gni=$tmp/gni-headers/include" --with-default-network=gni --enable-ofi --with-ofi-provider=gni -- \
+    pe env CRAYPE_NETWORK_TARGET=aries CRAY_CPU_TARGET=haswell \
+    CRAY_GNI_HEADERS_INCLUDE_OPTS="-I$tmp/gni-headers/include" "$xc"
+picks "XC: GNI_HEADERS_DIR names gni_pub.h's folder" "--with-gni=$tmp/gni-headers/include" -- \
+    pe env CRAYPE_NETWORK_TARGET=aries CRAY_CPU_TARGET=haswell GNI_HEADERS_DIR="$tmp/gni-headers/include" "$xc"
+refused "XC: a gni headers folder without gni_pub.h" 'has no gni_pub.h: reload cray-gni-headers' \
+    pe env CRAYPE_NETWORK_TARGET=aries CRAY_CPU_TARGET=haswell GNI_HEADERS_DIR="$tmp" "$xc"
 picks "aarch64 Linux: the cross compilers, the target's pkg-config folders only" \
     --host=aarch64-linux-gnu CXX=aarch64-linux-gnu-g++ \
     PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig --disable-mpi-interop \
