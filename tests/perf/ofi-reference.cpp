@@ -231,7 +231,7 @@ struct OfiReference::State {
                 if (since == 0)
                     since = t;
                 else if (t - since > stall_ns) {
-                    error = "the peer went silent (no completion for 10 s)";
+                    error = "the peer went silent (no completion for 60 s)";
                     return false;
                 }
             }

@@ -97,8 +97,10 @@ public:
     char *target_region() const;
     char *local_region() const;
 
-    // A peer silent this long has stopped: the loops give up.
-    static constexpr double stall_ns = 10e9;
+    // A peer silent this long has stopped: the loops give up.  The serving
+    // rank waits out a whole measured phase, tens of seconds on a loaded
+    // machine.
+    static constexpr double stall_ns = 60e9;
 
 private:
     struct State;

@@ -100,7 +100,7 @@ public:
 
     char *region() const;
 
-    static constexpr double stall_ns = 10e9;
+    static constexpr double stall_ns = 60e9;
     // The most operations rma() keeps outstanding (its event queue's room).
     static constexpr std::uint32_t largest_window = 1016;
 

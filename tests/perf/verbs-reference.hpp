@@ -70,7 +70,7 @@ public:
 
     char *region() const;
 
-    static constexpr double stall_ns = 10e9;
+    static constexpr double stall_ns = 60e9;
 
 private:
     struct State;
