@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gni_pub.h"
+#include "transfer.hpp"
 
 #include <cstdint>
 
@@ -12,7 +13,7 @@ namespace softnic_gni {
 // A posted transfer with what its completion needs, copied at post time.
 struct Post {
     gni_post_descriptor_t descriptor;
-    std::uint32_t ptag, cookie, remote_id;
+    Target target;
     std::uint32_t local_event, remote_event;
     std::uint16_t token;  // 0: no local event
     std::int32_t cq_slot;

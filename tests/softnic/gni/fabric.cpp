@@ -17,11 +17,13 @@ namespace {
 Fabric *mapped = nullptr;
 std::once_flag mapped_once;
 
+// /dev/shm is one for all network namespaces: each host needs its own name.
 std::string fabric_path() {
     const char *p = std::getenv("SOFTNIC_GNI_FABRIC");
-    return p && *p ? p : "/dev/shm/softnic-gni-" + std::to_string(::getuid());
+    std::string path = p && *p ? p : "/dev/shm/softnic-gni-" + std::to_string(::getuid());
+    if (several_hosts()) path += "-h" + std::to_string(host_index());
+    return path;
 }
-
 
 void map_fabric() {
     const std::string path = fabric_path();
@@ -38,6 +40,12 @@ std::uint32_t env_number(const char *name, std::uint32_t fallback) {
     char *end = nullptr;
     const unsigned long n = std::strtoul(p, &end, 0);
     return end != p ? static_cast<std::uint32_t>(n) : fallback;
+}
+
+// Never destroyed: detached threads may ask while the process exits.
+const softnic_common::Hosts &hosts() {
+    static const softnic_common::Hosts &h = *new softnic_common::Hosts(softnic_common::hosts_read("softnic-gni"));
+    return h;
 }
 
 } // namespace
@@ -74,11 +82,12 @@ void cq_post(std::int32_t index, std::uint32_t generation, std::uint64_t event) 
     Cq &q = fabric().cq[index];
     if (!q.used || q.generation != generation) return;
     if (q.tail - q.head >= q.cap) {
-        q.overrun = 1;
+        __atomic_store_n(&q.overrun, 1u, __ATOMIC_RELEASE);
         return;
     }
     q.e[q.tail % q.cap] = event;
-    ++q.tail;
+    // Published last: GNI_CqGetEvent reads tail without the lock.
+    __atomic_store_n(&q.tail, q.tail + 1, __ATOMIC_RELEASE);
 }
 
 std::uint32_t mdd_limit() {
@@ -92,9 +101,9 @@ std::uint32_t bte_delay_us() {
 }
 
 bool job(Job &out) {
-    const char *names[] = {"PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_LOC_ADDR", "PMI_GNI_DEV_ID"};
-    std::uint32_t v[4];
-    for (int i = 0; i < 4; ++i) {
+    const char *names[] = {"PMI_GNI_PTAG", "PMI_GNI_COOKIE", "PMI_GNI_DEV_ID"};
+    std::uint32_t v[3];
+    for (int i = 0; i < 3; ++i) {
         // ALPS sets colon-separated lists (one entry per domain); the first
         // is the job's.
         const char *p = std::getenv(names[i]);
@@ -103,8 +112,38 @@ bool job(Job &out) {
         v[i] = static_cast<std::uint32_t>(std::strtoul(p, &end, 0));
         if (end == p) return false;
     }
-    out = Job{v[0], v[1], v[2], v[3]};
+    out = Job{v[0], v[1], v[2]};
     return true;
+}
+
+bool several_hosts() { return !hosts().address.empty(); }
+int host_index() { return hosts().self; }
+std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
+in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
+std::uint16_t wire_port() { return softnic_common::port_read("SOFTNIC_GNI_WIRE_PORT", default_wire_port); }
+
+bool local_address(std::uint32_t &out) {
+    if (several_hosts()) {
+        if (host_index() < 0) return false;
+        out = static_cast<std::uint32_t>(host_index()) + 1;
+        return true;
+    }
+    const char *p = std::getenv("PMI_GNI_LOC_ADDR");
+    char *end = nullptr;
+    if (!p || !*p) return false;
+    const unsigned long n = std::strtoul(p, &end, 0);
+    if (end == p) return false;
+    out = static_cast<std::uint32_t>(n);
+    return true;
+}
+
+int host_of(std::uint32_t address) {
+    // One host: every address is looked up on its fabric, where only the
+    // domains attached with it match.
+    if (!several_hosts()) return this_host;
+    if (address == 0 || address > host_count()) return no_host;
+    const int host = static_cast<int>(address - 1);
+    return host == host_index() ? this_host : host;
 }
 
 } // namespace softnic_gni

@@ -1,16 +1,22 @@
 // tests/softnic/gni/fabric.hpp - the software GNI NIC's shared state.
 //
 // Every process of the host that attaches a communication domain maps one
-// file (SOFTNIC_GNI_FABRIC, default /dev/shm/softnic-gni-<uid>): the
+// file (SOFTNIC_GNI_FABRIC, default /dev/shm/softnic-gni-<uid>, with
+// "-h<host>" after it when SOFTNIC_HOSTS names several hosts): the host's
 // fabric.  It holds, under one robust process-shared mutex, the tables an
 // Aries NIC and its driver keep and that a peer's operations must reach:
 // communication domains, completion queues (a peer writes remote events
 // into them), memory registrations and SMSG mailboxes.  Objects of a
-// process that died are freed when next seen.  README.md says what is and
-// is not modelled.
+// process that died are freed when next seen.  A transfer to a domain of
+// another host goes over the wire (wire.hpp) to a process of that host,
+// which carries it out on its fabric.  README.md says what is and is not
+// modelled.
 #pragma once
 
+#include "../common/hosts.hpp"
 #include "../common/shared_fabric.hpp"
+
+#include <netinet/in.h>
 
 #include <pthread.h>
 
@@ -32,10 +38,12 @@ constexpr std::uint32_t default_mdd_limit = 1024;
 struct Cdm {
     std::uint32_t used;
     std::int32_t pid;
+    std::uint32_t address;  // the NIC address it attached with
     std::uint32_t inst_id;
     std::uint32_t ptag;
     std::uint32_t cookie;
     std::uint32_t registrations;  // against the MDD limit
+    std::uint32_t pad;
 };
 
 // A completion queue: [head, tail) hold events; an event that finds it full
@@ -66,8 +74,10 @@ struct Reg {
 };
 
 // An SMSG mailbox: one receiver's slots for one peer, in the receiver's
-// registered memory.  Messages [released, sent) are in slots
-// index % maxcredit; sent - released is the credit in use.
+// registered memory.  Messages [released, written) are in slots
+// index % maxcredit, written - released is the credit in use, and the
+// receiver sees [released, sent): a message that came over the wire is
+// written, then seen once its sender has the answer (transfer.hpp).
 struct Mailbox {
     std::uint32_t used;
     std::int32_t pid;  // the receiver
@@ -75,7 +85,7 @@ struct Mailbox {
     std::uint64_t addr;  // the mailbox's first byte in the receiver
     std::uint32_t maxcredit, maxsize, slot_size;
     std::uint32_t pad;
-    std::uint64_t sent, released;
+    std::uint64_t written, sent, released;
 };
 
 struct Fabric {
@@ -88,7 +98,7 @@ struct Fabric {
     Mailbox mailbox[max_mailbox];
 };
 
-constexpr std::uint64_t fabric_magic = 0x31696e67666e7373ull;  // "ssnfgni1"
+constexpr std::uint64_t fabric_magic = 0x32696e67666e7373ull;  // "ssnfgni2"
 
 // The mapped fabric (opened on first use) and its lock.  lock() frees the
 // objects of processes that died, if one died holding it.
@@ -114,11 +124,31 @@ void cq_post(std::int32_t index, std::uint32_t generation, std::uint64_t event);
 // Knobs, read once.
 std::uint32_t mdd_limit();        // SOFTNIC_GNI_MDD_LIMIT
 std::uint32_t bte_delay_us();     // SOFTNIC_GNI_BTE_DELAY_US
-// The job's credentials and address, as ALPS sets them (PMI_GNI_*); false
-// when one is missing.
+// The job's credentials, as ALPS sets them (PMI_GNI_PTAG, PMI_GNI_COOKIE,
+// PMI_GNI_DEV_ID); false when one is missing.
 struct Job {
-    std::uint32_t ptag, cookie, loc_addr, dev_id;
+    std::uint32_t ptag, cookie, dev_id;
 };
 bool job(Job &out);
+
+// Hosts (SOFTNIC_HOSTS, common/hosts.hpp: one IPv4 address per host, the
+// same list for every process).  Unset: one host.
+constexpr std::uint16_t default_wire_port = 4792;  // the verbs NIC's is 4791
+bool several_hosts();
+// This process's host: its index in the list; -1 (said once on stderr)
+// when no address of the list is local to it.
+int host_index();
+std::uint32_t host_count();
+in_addr host_address(std::uint32_t host);
+std::uint16_t wire_port();  // SOFTNIC_GNI_WIRE_PORT
+// This host's NIC address: with SOFTNIC_HOSTS its index + 1, else
+// PMI_GNI_LOC_ADDR.  False when there is none (no host of the list, or
+// PMI_GNI_LOC_ADDR unset).
+bool local_address(std::uint32_t &out);
+// Where NIC address `address` is: this_host, another host of the list
+// (its index), or no_host.
+constexpr int this_host = -1;
+constexpr int no_host = -2;
+int host_of(std::uint32_t address);
 
 } // namespace softnic_gni

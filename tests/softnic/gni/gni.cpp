@@ -1,12 +1,14 @@
 // tests/softnic/gni/gni.cpp - the uGNI functions (gni_pub.h): the
 // process's own objects (domains, NICs, endpoints, CQ handles), argument
 // checks, FMA carried out by the caller and RDMA handed to the BTE thread
-// (bte.cpp).  Semantics follow Cray's "Using the GNI and DMAPP APIs"
+// (bte.cpp); a transfer to a peer of another host goes over the wire
+// (wire.cpp).  Semantics follow Cray's "Using the GNI and DMAPP APIs"
 // (S-2446); README.md lists where this NIC differs.
 #include "bte.hpp"
 #include "fabric.hpp"
 #include "gni_pub.h"
 #include "transfer.hpp"
+#include "wire.hpp"
 
 #include <unistd.h>
 
@@ -121,13 +123,19 @@ gni_return_t post_check(gni_ep_handle_t ep, const gni_post_descriptor_t *d, bool
 namespace softnic_gni {
 
 // Carries out one posted transfer and raises its local event (the FMA
-// caller, or the BTE thread for RDMA).
+// caller, or the BTE thread for RDMA): on this host's fabric, or over the
+// wire without holding the lock.
 void post_complete(const Post &p) {
+    const int host = host_of(p.target.address);
+    std::uint8_t status = status_no_peer;
+    if (host >= 0) status = wire_post(static_cast<std::uint32_t>(host), p.target, p.descriptor, p.remote_event);
     Locked l;
     Peer peer{};
-    const std::uint8_t status = peer_find(p.remote_id, p.ptag, p.cookie, peer)
-                                    ? post_execute(peer, p.descriptor, p.remote_event)
-                                    : std::uint8_t{status_no_peer};
+    if (host == this_host && peer_find(p.target, peer)) {
+        Arrival later;
+        status = post_execute(peer, p.descriptor, p.remote_event, later);
+        arrive(later);
+    }
     if (p.token)
         cq_post(p.cq_slot, p.cq_generation, make_event(GNI_CQ_EVENT_TYPE_POST, status, p.local_event, p.token, false));
 }
@@ -143,9 +151,7 @@ gni_return_t post(gni_ep_handle_t ep, gni_post_descriptor_t *d, bool rdma) {
     Post p{};
     p.descriptor = *d;
     const gni_cdm_struct &cdm = *ep->nic->cdm;
-    p.ptag = cdm.ptag;
-    p.cookie = cdm.cookie;
-    p.remote_id = ep->remote_id;
+    p.target = Target{ep->remote_addr, ep->remote_id, cdm.ptag, cdm.cookie};
     p.local_event = ep->local_event;
     p.remote_event = ep->remote_event;
     if (wants_local_event(*d)) {
@@ -193,13 +199,18 @@ gni_return_t GNI_CdmAttach(gni_cdm_handle_t cdm, uint32_t device_id, uint32_t *l
     Job j{};
     if (!cdm || !local_addr || !nic_hndl || !job(j) || device_id != j.dev_id) return GNI_RC_INVALID_PARAM;
     if (cdm->nic) return GNI_RC_INVALID_STATE;
-    auto *n = new (std::nothrow) gni_nic_struct{cdm, 0, j.loc_addr};
+    // With SOFTNIC_HOSTS, a process on no host of the list has no NIC
+    // (host_index said why on stderr).
+    if (several_hosts() && host_index() < 0) return GNI_RC_NO_MATCH;
+    std::uint32_t address = 0;
+    if (!local_address(address)) return GNI_RC_INVALID_PARAM;  // PMI_GNI_LOC_ADDR unset
+    auto *n = new (std::nothrow) gni_nic_struct{cdm, 0, address};
     if (!n) return GNI_RC_ERROR_NOMEM;
     {
         Locked l;
         Fabric &f = fabric();
         Peer twin{};
-        if (peer_find(cdm->inst_id, cdm->ptag, cdm->cookie, twin)) {
+        if (peer_find(Target{address, cdm->inst_id, cdm->ptag, cdm->cookie}, twin)) {
             delete n;
             return GNI_RC_INVALID_PARAM;  // the instance id is taken in this job
         }
@@ -213,9 +224,10 @@ gni_return_t GNI_CdmAttach(gni_cdm_handle_t cdm, uint32_t device_id, uint32_t *l
             delete n;
             return GNI_RC_ERROR_RESOURCE;
         }
-        f.cdm[slot] = Cdm{1, ::getpid(), cdm->inst_id, cdm->ptag, cdm->cookie, 0};
+        f.cdm[slot] = Cdm{1, ::getpid(), address, cdm->inst_id, cdm->ptag, cdm->cookie, 0, 0};
         n->slot = static_cast<std::uint32_t>(slot);
     }
+    serving_start();
     cdm->nic = n;
     *local_addr = n->address;
     *nic_hndl = n;
@@ -225,6 +237,9 @@ gni_return_t GNI_CdmAttach(gni_cdm_handle_t cdm, uint32_t device_id, uint32_t *l
 gni_return_t GNI_CdmDestroy(gni_cdm_handle_t cdm) {
     if (!cdm) return GNI_RC_INVALID_PARAM;
     if (cdm->nic) {
+        // The last domain stops serving other hosts: a request being
+        // served gets its answer first.
+        serving_stop();
         Locked l;
         Fabric &f = fabric();
         const std::uint32_t slot = cdm->nic->slot;
@@ -282,8 +297,16 @@ gni_return_t GNI_CqDestroy(gni_cq_handle_t cq) {
 
 gni_return_t GNI_CqGetEvent(gni_cq_handle_t cq, gni_cq_entry_t *event_data) {
     if (!cq || !event_data) return GNI_RC_INVALID_PARAM;
-    Locked l;
     Cq &q = fabric().cq[cq->slot];
+    // An empty queue of this handle is seen without the lock, so that a
+    // process polling its CQs does not hold off the peers (and the wire's
+    // serving threads) that post into them.
+    const bool ours = __atomic_load_n(&q.used, __ATOMIC_ACQUIRE) &&
+                      __atomic_load_n(&q.generation, __ATOMIC_ACQUIRE) == cq->generation;
+    if (ours && __atomic_load_n(&q.head, __ATOMIC_ACQUIRE) == __atomic_load_n(&q.tail, __ATOMIC_ACQUIRE) &&
+        !__atomic_load_n(&q.overrun, __ATOMIC_ACQUIRE))
+        return GNI_RC_NOT_DONE;
+    Locked l;
     if (!q.used || q.generation != cq->generation) return GNI_RC_INVALID_PARAM;
     const bool overrun = q.overrun;
     if (q.head == q.tail && !overrun) return GNI_RC_NOT_DONE;
@@ -419,11 +442,22 @@ gni_return_t GNI_SmsgSendWTag(gni_ep_handle_t ep, void *header, uint32_t header_
     if (!ep || (header_length && !header) || (data_length && !data)) return GNI_RC_INVALID_PARAM;
     if (!ep->smsg) return GNI_RC_INVALID_STATE;
     const gni_cdm_struct &cdm = *ep->nic->cdm;
+    const Target target{ep->remote_addr, ep->remote_id, cdm.ptag, cdm.cookie};
+    const int host = host_of(target.address);
+    gni_return_t rc = GNI_RC_TRANSACTION_ERROR;
+    // The target's host decides, a credit included: a send over the wire
+    // waits for its verdict, holding no lock.
+    if (host >= 0)
+        rc = wire_smsg(static_cast<std::uint32_t>(host), target, ep->remote, header, header_length, data, data_length,
+                       tag, ep->remote_event);
     Locked l;
     Peer peer{};
-    if (!peer_find(ep->remote_id, cdm.ptag, cdm.cookie, peer)) return GNI_RC_TRANSACTION_ERROR;
-    const gni_return_t rc =
-        smsg_deliver(peer, ep->remote, header, header_length, data, data_length, tag, ep->remote_event);
+    if (host == this_host) {
+        if (!peer_find(target, peer)) return GNI_RC_TRANSACTION_ERROR;
+        Arrival later;
+        rc = smsg_deliver(peer, ep->remote, header, header_length, data, data_length, tag, ep->remote_event, later);
+        arrive(later);
+    }
     if (rc == GNI_RC_SUCCESS && ep->src_cq)
         cq_post(ep->src_cq->slot, ep->src_cq->generation, make_event(GNI_CQ_EVENT_TYPE_SMSG, status_ok, msg_id, 0, false));
     return rc;

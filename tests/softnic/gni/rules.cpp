@@ -1,12 +1,18 @@
 // tests/softnic/gni/rules.cpp - the software GNI NIC's rules, checked
 // through the uGNI API as a conduit sees it.  First two processes (forked
 // before either touches the NIC) exchange SMSG messages, FMA and BTE puts
-// and gets and atomics; then one process with several domains checks each
-// modelled limit: registration on both sides, the MDD limit, SMSG credits
-// and message size, CQ overrun, FMA done at post and BTE after it, and
-// argument checks.  Built by rules.sh against gni_pub.h and libugni.so.0,
-// run under softnic-run.  Prints "ok: ..." per rule, exits non-zero if one
-// is broken.
+// and gets and atomics, and check the rules between them: remote access
+// errors, remote events, a BTE completion after its post, a full mailbox,
+// peers that do not exist; then one process with several domains checks
+// each modelled limit: registration on both sides, the MDD limit, SMSG
+// credits and message size, CQ overrun, FMA done at post and BTE after it,
+// and argument checks.  Built by rules.sh against gni_pub.h and
+// libugni.so.0, run under softnic-run.  Prints "ok: ..." per rule, exits
+// non-zero if one is broken.
+//
+// hosts.sh runs the two processes' rules between two hosts: `rules A DIR`
+// on one, `rules B DIR` on the other, meeting through files in DIR; and
+// `rules attach` prints what GNI_CdmAttach answers (exit 0 on success).
 #include <gni_pub.h>
 
 #include <sys/wait.h>
@@ -64,15 +70,67 @@ struct Nic {
     std::uint64_t at(std::size_t offset) { return reinterpret_cast<std::uint64_t>(bytes() + offset); }
 };
 
-// What a peer needs to know of a Nic, exchanged out of band.
+// What a peer needs to know of a Nic, exchanged out of band; B adds a
+// read-only registration and a deregistered handle.
 struct Card {
     std::uint32_t inst, addr;
     gni_mem_handle_t buf_h;
     std::uint64_t buf;
     gni_smsg_attr_t smsg;
+    std::uint64_t read_only, gone;
+    gni_mem_handle_t read_only_h, gone_h;
 };
 
-Card card_of(Nic &n) { return Card{n.inst, n.addr, n.buf_h, n.at(0), n.smsg}; }
+Card card_of(Nic &n) { return Card{n.inst, n.addr, n.buf_h, n.at(0), n.smsg, 0, 0, {}, {}}; }
+
+// How the two processes tell each other what they need out of band: a
+// pair of pipes (forked on one host), or numbered files in a folder both
+// hosts see (hosts.sh), each written whole before it appears.
+class Channel {
+public:
+    Channel(int in, int out) : in_(in), out_(out) {}
+    Channel(std::string dir, std::string me, std::string other)
+        : dir_(std::move(dir)), me_(std::move(me)), other_(std::move(other)) {}
+
+    template <class T> void tell(const T &v) {
+        if (dir_.empty()) {
+            if (write(out_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) fail_exchange();
+            return;
+        }
+        const std::string name = dir_ + "/" + me_ + "-" + std::to_string(told_++), tmp = name + ".tmp";
+        FILE *f = std::fopen(tmp.c_str(), "wb");
+        if (!f || std::fwrite(&v, sizeof v, 1, f) != 1 || std::fclose(f) != 0 ||
+            std::rename(tmp.c_str(), name.c_str()) != 0)
+            fail_exchange();
+    }
+    // Waits 20 s at most.
+    template <class T> T hear() {
+        T v{};
+        if (dir_.empty()) {
+            if (read(in_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) fail_exchange();
+            return v;
+        }
+        const std::string name = dir_ + "/" + other_ + "-" + std::to_string(heard_++);
+        for (int i = 0; i < 2000; ++i) {
+            if (FILE *f = std::fopen(name.c_str(), "rb")) {
+                const bool got = std::fread(&v, sizeof v, 1, f) == 1;
+                std::fclose(f);
+                if (got) return v;
+            }
+            ::usleep(10000);
+        }
+        fail_exchange();
+    }
+
+private:
+    [[noreturn]] static void fail_exchange() {
+        std::printf("FAIL: %sthe exchange with the other process broke\n", role);
+        std::exit(1);
+    }
+    int in_ = -1, out_ = -1;
+    std::string dir_, me_, other_;
+    int told_ = 0, heard_ = 0;
+};
 
 void open_nic(Nic &n, std::uint32_t inst, std::uint32_t cq_entries = 256) {
     n.inst = inst;
@@ -131,11 +189,12 @@ gni_return_t wait_post(gni_cq_handle_t cq, gni_post_descriptor_t **done, gni_cq_
     }
 }
 
-gni_return_t post_and_wait(Nic &n, gni_ep_handle_t ep, gni_post_descriptor_t &d, bool rdma) {
+gni_return_t post_and_wait(Nic &n, gni_ep_handle_t ep, gni_post_descriptor_t &d, bool rdma,
+                           gni_cq_entry_t *event = nullptr) {
     const gni_return_t rc = rdma ? GNI_PostRdma(ep, &d) : GNI_PostFma(ep, &d);
     if (rc != GNI_RC_SUCCESS) return rc;
     gni_post_descriptor_t *done = nullptr;
-    const gni_return_t c = wait_post(n.cq, &done);
+    const gni_return_t c = wait_post(n.cq, &done, event);
     return c == GNI_RC_SUCCESS && done != &d ? GNI_RC_DESCRIPTOR_ERROR : c;
 }
 
@@ -166,7 +225,7 @@ std::string expect(gni_ep_handle_t ep) {
     return receive(ep, m, tag) ? m : "(nothing)";
 }
 
-// Counts the events of `type` from `inst` waiting on `cq`.
+// Counts the remote events of `type` from `inst` waiting on `cq`.
 int drain(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst) {
     int n = 0;
     gni_cq_entry_t e = 0;
@@ -175,17 +234,56 @@ int drain(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst) {
     return n;
 }
 
+// Counts them until there are `want` (5 s at most): an event that came
+// over the wire is raised after its poster had the answer.
+int await_events(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst, int want) {
+    int n = 0;
+    for (int i = 0; i < 500 && n < want; ++i) {
+        n += drain(cq, type, inst);
+        if (n < want) ::usleep(10000);
+    }
+    return n + drain(cq, type, inst);
+}
+
+// Whether `n` 64-bit words from `p` all hold `v`.
+bool all_are(const std::uint64_t *p, std::size_t n, std::uint64_t v) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (p[i] != v) return false;
+    return true;
+}
+
 constexpr int fadds = 500;
 constexpr std::size_t counter = 32768;  // B's counter word, in its buffer
 
+constexpr std::size_t last_words = 8188;  // B's buffer's last 4 words, which no put may reach
+
+// The NIC address GNI_CdmAttach gave is the one the job's environment
+// names (softnic-run sets PMI_GNI_LOC_ADDR to the host's).
+void check_address(const Nic &n) {
+    const char *loc = std::getenv("PMI_GNI_LOC_ADDR");
+    check(loc && std::strtoul(loc, nullptr, 0) == n.addr, "GNI_CdmAttach gives PMI_GNI_LOC_ADDR's NIC address",
+          std::to_string(n.addr) + ", PMI_GNI_LOC_ADDR=" + (loc ? loc : "(unset)"));
+}
+
 // Process B (instance 2): receives, serves as the target, counts along.
-int run_b(int in, int out) {
+int run_b(Channel &c) {
     role = "B: ";
     Nic n;
     open_nic(n, 2);
+    check_address(n);
     for (int i = 0; i < 1024; ++i) n.buf[512 + i] = 0xb0000000u + i;  // what A gets
+    for (std::size_t i = last_words; i < n.buf.size(); ++i) n.buf[i] = 0xe0e0;
+    // For A's rules: memory A may only read, and a handle that is gone.
+    std::vector<std::uint64_t> read_only(64, 0x0b0b), gone(64, 0x0c0c);
     Card mine = card_of(n), peer{};
-    if (write(out, &mine, sizeof mine) != sizeof mine || read(in, &peer, sizeof peer) != sizeof peer) return 1;
+    mine.read_only = reinterpret_cast<std::uint64_t>(read_only.data());
+    mine.gone = reinterpret_cast<std::uint64_t>(gone.data());
+    must(GNI_MemRegister(n.nic, mine.read_only, 512, n.rx, GNI_MEM_READ_ONLY, 0, &mine.read_only_h),
+         "GNI_MemRegister (read-only)");
+    must(GNI_MemRegister(n.nic, mine.gone, 512, n.rx, GNI_MEM_READWRITE, 0, &mine.gone_h), "GNI_MemRegister");
+    must(GNI_MemDeregister(n.nic, &mine.gone_h), "GNI_MemDeregister");
+    c.tell(mine);
+    peer = c.hear<Card>();
     gni_ep_handle_t ep = connect(n, peer);
     std::string m;
     std::uint8_t tag = 0;
@@ -219,20 +317,129 @@ int run_b(int in, int out) {
     const int smsg_events = drain(n.rx, GNI_CQ_EVENT_TYPE_SMSG, 1);
     check(smsg_events == 5, "each message raised an SMSG event with the sender's instance id on the mailbox's CQ",
           std::to_string(smsg_events));
+
+    c.tell(1);  // A goes on: what B's registrations refuse, remote events
+    (void)c.hear<int>();
+    check(all_are(read_only.data(), read_only.size(), 0x0b0b) && all_are(gone.data(), gone.size(), 0x0c0c) &&
+              all_are(&n.buf[last_words], n.buf.size() - last_words, 0xe0e0),
+          "the puts and atomics B's registrations refused moved nothing");
+    const int posts = await_events(n.rx, GNI_CQ_EVENT_TYPE_POST, 1, 2);
+    check(posts == 2, "A's FMA and BTE puts with GNI_CQMODE_REMOTE_EVENT raised remote events with A's instance id",
+          std::to_string(posts));
+    (void)c.hear<int>();  // A found the mailbox full
+    const std::string first = expect(ep);
+    c.tell(2);  // one message released
+    (void)c.hear<int>();  // A sent one more and found the mailbox full again
+    bool order = first == "fill 0";
+    for (int i = 1; i <= credits; ++i) order = order && expect(ep) == "fill " + std::to_string(i);
+    void *header = nullptr;
+    std::uint8_t any = GNI_SMSG_ANY_TAG;
+    check(order && GNI_SmsgGetNextWTag(ep, &header, &any) == GNI_RC_NOT_DONE,
+          "A's messages arrive in order across the full mailbox, the refused ones not at all");
+    (void)c.hear<int>();  // A is done
     GNI_EpDestroy(loop);
     GNI_EpDestroy(ep);
     GNI_CdmDestroy(n.cdm);
     return failures ? 1 : 0;
 }
 
-// Process A (instance 1): sends, puts, gets, and the atomics' other half.
-void run_a(int in, int out) {
+// A: what B's registrations refuse (the transfer completes in error, its
+// event's status not OK); remote events; a BTE completion after its post.
+void rules_refused(Nic &n, gni_ep_handle_t ep, const Card &peer) {
+    gni_cq_entry_t e = 0;
+    auto refused = [&](gni_post_descriptor_t d, bool rdma, const char *rule) {
+        const gni_return_t rc = post_and_wait(n, ep, d, rdma, &e);
+        check(rc == GNI_RC_TRANSACTION_ERROR && !GNI_CQ_STATUS_OK(e), rule, rc_name(rc));
+    };
+    refused(descriptor(GNI_POST_FMA_PUT, n.at(0), n.buf_h, peer.buf + 65536 - 32, peer.buf_h, 64), false,
+            "FMA put past the end of the other process's registration: TRANSACTION_ERROR");
+    refused(descriptor(GNI_POST_FMA_GET, n.at(0), n.buf_h, peer.buf, gni_mem_handle_t{}, 64), false,
+            "FMA get with no remote handle: TRANSACTION_ERROR");
+    refused(descriptor(GNI_POST_RDMA_PUT, n.at(0), n.buf_h, peer.gone, peer.gone_h, 64), true,
+            "BTE put with the other process's deregistered handle: TRANSACTION_ERROR");
+    refused(descriptor(GNI_POST_FMA_PUT, n.at(0), n.buf_h, peer.read_only, peer.read_only_h, 64), false,
+            "FMA put into the other process's read-only memory: TRANSACTION_ERROR");
+    gni_post_descriptor_t amo = descriptor(GNI_POST_AMO, n.at(48), n.buf_h, peer.read_only, peer.read_only_h, 8);
+    amo.amo_cmd = GNI_FMA_ATOMIC_FADD;
+    amo.first_operand = 1;
+    n.buf[6] = 0xdead;
+    refused(amo, false, "an atomic on the other process's read-only memory: TRANSACTION_ERROR");
+    check(n.buf[6] == 0xdead, "the refused atomic fetched nothing", std::to_string(n.buf[6]));
+    gni_post_descriptor_t ro = descriptor(GNI_POST_RDMA_GET, n.at(0), n.buf_h, peer.read_only, peer.read_only_h, 64);
+    const gni_return_t got = post_and_wait(n, ep, ro, true);
+    check(got == GNI_RC_SUCCESS && all_are(n.buf.data(), 8, 0x0b0b),
+          "BTE get from the other process's read-only memory", rc_name(got));
+
+    gni_post_descriptor_t fput = descriptor(GNI_POST_FMA_PUT, n.at(0), n.buf_h, peer.buf + 49152, peer.buf_h, 64);
+    fput.cq_mode = GNI_CQMODE_DUAL_EVENTS;
+    check(post_and_wait(n, ep, fput, false) == GNI_RC_SUCCESS, "FMA put with a remote event");
+    gni_post_descriptor_t bput = descriptor(GNI_POST_RDMA_PUT, n.at(0), n.buf_h, peer.buf + 49216, peer.buf_h, 64);
+    bput.cq_mode = GNI_CQMODE_DUAL_EVENTS;
+    const gni_return_t posted = GNI_PostRdma(ep, &bput);
+    const gni_return_t none = GNI_CqGetEvent(n.cq, &e);
+    gni_post_descriptor_t *done = nullptr;
+    const gni_return_t later = wait_post(n.cq, &done);
+    check(posted == GNI_RC_SUCCESS && none == GNI_RC_NOT_DONE && later == GNI_RC_SUCCESS && done == &bput,
+          "BTE put with a remote event to the other process: its completion after GNI_PostRdma returned",
+          rc_name(none) + " at first, then " + rc_name(later));
+}
+
+// A: B's mailbox for A holds `credits` messages; B releases one when told.
+void rules_full_mailbox(Channel &c, gni_ep_handle_t ep) {
+    int sent = 0;
+    while (sent < credits && send(ep, "fill " + std::to_string(sent), 500 + sent) == GNI_RC_SUCCESS) ++sent;
+    const gni_return_t full = send(ep, "refused", 520);
+    check(sent == credits && full == GNI_RC_NOT_DONE, "a send to the other process's full mailbox: NOT_DONE",
+          std::to_string(sent) + " sent, then " + rc_name(full));
+    c.tell(2);
+    (void)c.hear<int>();  // B released one
+    const gni_return_t again = send(ep, "fill " + std::to_string(credits), 500 + credits);
+    const gni_return_t full_again = send(ep, "refused", 521);
+    check(again == GNI_RC_SUCCESS && full_again == GNI_RC_NOT_DONE,
+          "the receiver's release gives one credit back: one more send, then NOT_DONE again",
+          rc_name(again) + ", " + rc_name(full_again));
+    c.tell(3);
+}
+
+// A: endpoints to peers that do not exist: transfers and sends complete in
+// error.
+void rules_no_peer(Nic &n, const Card &peer, bool far) {
+    Card nobody = peer;
+    nobody.inst = 99;
+    gni_ep_handle_t ghost = connect(n, nobody);
+    gni_post_descriptor_t d = descriptor(GNI_POST_FMA_PUT, n.at(0), n.buf_h, peer.buf, peer.buf_h, 8);
+    const gni_return_t put = post_and_wait(n, ghost, d, false);
+    const gni_return_t sent = send(ghost, "nobody", 600);
+    check(put == GNI_RC_TRANSACTION_ERROR && sent == GNI_RC_TRANSACTION_ERROR,
+          far ? "an instance id the other host does not have: TRANSACTION_ERROR"
+              : "an instance id no process attached: TRANSACTION_ERROR",
+          rc_name(put) + ", " + rc_name(sent));
+    Card nowhere = peer;
+    nowhere.addr = peer.addr + 100;
+    gni_ep_handle_t lost = connect(n, nowhere, false);
+    d = descriptor(GNI_POST_RDMA_PUT, n.at(0), n.buf_h, peer.buf, peer.buf_h, 8);
+    const gni_return_t bte = post_and_wait(n, lost, d, true);
+    check(bte == GNI_RC_TRANSACTION_ERROR, "a BTE put to an address that is no host's: TRANSACTION_ERROR",
+          rc_name(bte));
+    GNI_EpDestroy(lost);
+    GNI_EpDestroy(ghost);
+}
+
+// Process A (instance 1): sends, puts, gets, and the atomics' other half;
+// then what B refuses.  `far`: B is on another host.
+void run_a(Channel &c, bool far) {
     role = "A: ";
     Nic n;
     open_nic(n, 1);
-    Card mine = card_of(n), peer{};
-    if (read(in, &peer, sizeof peer) != sizeof peer || write(out, &mine, sizeof mine) != sizeof mine) die("exchange", GNI_RC_ERROR_RESOURCE);
-    gni_ep_handle_t ep = connect(n, peer);
+    check_address(n);
+    Card mine = card_of(n);
+    const Card peer = c.hear<Card>();
+    c.tell(mine);
+    check(far ? n.addr != peer.addr : n.addr == peer.addr,
+          far ? "the two hosts' NIC addresses differ" : "the two processes of one host share its NIC address",
+          std::to_string(n.addr) + " and " + std::to_string(peer.addr));
+    Card b = peer;
+    gni_ep_handle_t ep = connect(n, b);
     for (std::uint8_t i = 1; i <= 3; ++i) must(send(ep, "message " + std::to_string(i), 100 + i, i), "GNI_SmsgSendWTag");
     // Each send raised a local SMSG event with its message id.
     int ids = 0;
@@ -319,6 +526,12 @@ void run_a(int in, int out) {
     bad.amo_cmd = static_cast<gni_fma_cmd_type_t>(200);
     check(GNI_PostFma(ep, &bad) == GNI_RC_INVALID_PARAM, "an unknown AMO command: INVALID_PARAM");
     must(send(ep, "end", 13), "GNI_SmsgSendWTag");
+    (void)c.hear<int>();  // B has checked
+    rules_refused(n, ep, peer);
+    c.tell(1);
+    rules_full_mailbox(c, ep);
+    rules_no_peer(n, peer, far);
+    c.tell(4);
     GNI_EpDestroy(ep);
     GNI_CdmDestroy(n.cdm);
 }
@@ -543,31 +756,62 @@ void run_limits() {
     GNI_CdmDestroy(b.cdm);
 }
 
+// `rules attach`: one domain attached, its NIC address printed.
+int attach_only() {
+    gni_cdm_handle_t cdm = nullptr;
+    gni_nic_handle_t nic = nullptr;
+    std::uint32_t addr = 0;
+    must(GNI_CdmCreate(7, job.ptag, job.cookie, 0, &cdm), "GNI_CdmCreate");
+    const gni_return_t rc = GNI_CdmAttach(cdm, 0, &addr, &nic);
+    std::printf("GNI_CdmAttach: %s, NIC address %u\n", rc_name(rc).c_str(), rc == GNI_RC_SUCCESS ? addr : 0u);
+    GNI_CdmDestroy(cdm);
+    return rc == GNI_RC_SUCCESS ? 0 : 1;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     // The job's credentials come from ALPS (here softnic-run); without them
-    // there is no NIC to run on.
+    // there is no NIC to run on.  With SOFTNIC_HOSTS a process on no host
+    // has no address.
     const char *ptag = std::getenv("PMI_GNI_PTAG");
     const char *cookie = std::getenv("PMI_GNI_COOKIE");
-    if (!ptag || !cookie || !std::getenv("PMI_GNI_LOC_ADDR") || !std::getenv("PMI_GNI_DEV_ID")) {
+    if (!ptag || !cookie || !std::getenv("PMI_GNI_DEV_ID") ||
+        (!std::getenv("PMI_GNI_LOC_ADDR") && !std::getenv("SOFTNIC_HOSTS"))) {
         std::printf("FAIL: PMI_GNI_PTAG, PMI_GNI_COOKIE, PMI_GNI_LOC_ADDR or PMI_GNI_DEV_ID not set "
                     "(run under softnic-run)\n");
         return 1;
     }
     job.ptag = static_cast<std::uint8_t>(std::strtoul(ptag, nullptr, 0));
     job.cookie = static_cast<std::uint32_t>(std::strtoul(cookie, nullptr, 0));
+    if (argc == 2 && std::strcmp(argv[1], "attach") == 0) return attach_only();
     // A BTE transfer waits this long, so the rule that its completion
     // comes after the post cannot pass by luck.
     setenv("SOFTNIC_GNI_BTE_DELAY_US", "100000", 1);
+    if (argc == 3 && (std::strcmp(argv[1], "A") == 0 || std::strcmp(argv[1], "B") == 0)) {
+        const bool a = std::strcmp(argv[1], "A") == 0;
+        Channel c(argv[2], a ? "a" : "b", a ? "b" : "a");
+        if (!a) return run_b(c);
+        run_a(c, true);
+        std::printf("%d rule(s) broken\n", failures);
+        return failures ? 1 : 0;
+    }
+    if (argc != 1) {
+        std::printf("usage: rules [attach | A DIR | B DIR]\n");
+        return 2;
+    }
 
     int ab[2], ba[2];
     if (pipe(ab) || pipe(ba)) return 1;
     const pid_t child = fork();
     if (child < 0) return 1;
-    if (child == 0) _exit(run_b(ab[0], ba[1]));
-    run_a(ba[0], ab[1]);
+    if (child == 0) {
+        Channel c(ab[0], ba[1]);
+        _exit(run_b(c));
+    }
+    Channel c(ba[0], ab[1]);
+    run_a(c, false);
     int status = 0;
     waitpid(child, &status, 0);
     role = "";

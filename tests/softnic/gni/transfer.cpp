@@ -47,11 +47,12 @@ std::uint64_t make_event(std::uint64_t type, std::uint8_t status, std::uint32_t 
            (remote ? 1ull << 60 : 0);
 }
 
-bool peer_find(std::uint32_t inst_id, std::uint32_t ptag, std::uint32_t cookie, Peer &out) {
+bool peer_find(const Target &t, Peer &out) {
     Fabric &f = fabric();
     for (std::uint32_t i = 0; i < max_cdm; ++i) {
         Cdm &c = f.cdm[i];
-        if (!c.used || c.inst_id != inst_id || c.ptag != ptag || c.cookie != cookie) continue;
+        if (!c.used || c.address != t.address || c.inst_id != t.inst_id || c.ptag != t.ptag || c.cookie != t.cookie)
+            continue;
         if (!alive(c.pid)) {
             collect_dead();
             return false;
@@ -92,7 +93,16 @@ std::uint64_t amo_apply(gni_fma_cmd_type_t cmd, std::uint64_t old, std::uint64_t
     return old;
 }
 
-std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std::uint32_t remote_event) {
+void arrive(const Arrival &a) {
+    if (a.mailbox >= 0) {
+        Mailbox &m = fabric().mailbox[a.mailbox];
+        if (m.used && m.pid == a.mailbox_pid && m.addr == a.mailbox_addr && m.sent < a.written) m.sent = a.written;
+    }
+    if (a.cq >= 0) cq_post(a.cq, a.cq_generation, a.event);
+}
+
+std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std::uint32_t remote_event,
+                          Arrival &later) {
     const bool amo = d.type == GNI_POST_AMO;
     const bool put = d.type == GNI_POST_RDMA_PUT || d.type == GNI_POST_FMA_PUT;
     const std::uint64_t length = amo ? 8 : d.length;
@@ -111,8 +121,11 @@ std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std:
     } else if (!move(peer.pid, put, d.local_addr, d.remote_addr, length)) {
         return status_move_failed;
     }
-    if (d.cq_mode & GNI_CQMODE_REMOTE_EVENT)
-        cq_post(r->dst_cq, r->dst_cq_generation, make_event(GNI_CQ_EVENT_TYPE_POST, status_ok, remote_event, 0, true));
+    if (d.cq_mode & GNI_CQMODE_REMOTE_EVENT) {
+        later.cq = r->dst_cq;
+        later.cq_generation = r->dst_cq_generation;
+        later.event = make_event(GNI_CQ_EVENT_TYPE_POST, status_ok, remote_event, 0, true);
+    }
     return status_ok;
 }
 
@@ -151,19 +164,19 @@ int mailbox_find(std::int32_t pid, const gni_smsg_attr_t &attr) {
         if (free_slot < 0) return -1;
     }
     f.mailbox[free_slot] = Mailbox{1, pid, index, r->generation, addr, attr.mbox_maxcredit, attr.msg_maxsize,
-                                   slot_size(attr.msg_maxsize), 0, 0, 0};
+                                   slot_size(attr.msg_maxsize), 0, 0, 0, 0};
     return free_slot;
 }
 
 gni_return_t smsg_deliver(const Peer &peer, const gni_smsg_attr_t &remote, const void *header,
                           std::uint32_t header_length, const void *data, std::uint32_t data_length, std::uint8_t tag,
-                          std::uint32_t remote_event) {
+                          std::uint32_t remote_event, Arrival &later) {
     if (std::uint64_t{header_length} + data_length > remote.msg_maxsize) return GNI_RC_INVALID_PARAM;
     const int index = mailbox_find(peer.pid, remote);
     if (index < 0) return GNI_RC_INVALID_PARAM;
     Mailbox &m = fabric().mailbox[index];
-    if (m.sent - m.released >= m.maxcredit) return GNI_RC_NOT_DONE;
-    const std::uint64_t slot = m.addr + (m.sent % m.maxcredit) * m.slot_size;
+    if (m.written - m.released >= m.maxcredit) return GNI_RC_NOT_DONE;
+    const std::uint64_t slot = m.addr + (m.written % m.maxcredit) * m.slot_size;
     SlotHeader s{header_length, data_length, tag, {}};
     iovec local[3] = {{&s, sizeof s}, {const_cast<void *>(header), header_length},
                       {const_cast<void *>(data), data_length}};
@@ -177,9 +190,15 @@ gni_return_t smsg_deliver(const Peer &peer, const gni_smsg_attr_t &remote, const
     } else if (::process_vm_writev(peer.pid, local, 3, &target, 1, 0) != static_cast<ssize_t>(target.iov_len)) {
         return GNI_RC_TRANSACTION_ERROR;
     }
-    ++m.sent;
+    ++m.written;
     const Reg &r = fabric().reg[m.reg];
-    cq_post(r.dst_cq, r.dst_cq_generation, make_event(GNI_CQ_EVENT_TYPE_SMSG, status_ok, remote_event, 0, true));
+    later.mailbox = index;
+    later.mailbox_pid = m.pid;
+    later.mailbox_addr = m.addr;
+    later.written = m.written;
+    later.cq = r.dst_cq;
+    later.cq_generation = r.dst_cq_generation;
+    later.event = make_event(GNI_CQ_EVENT_TYPE_SMSG, status_ok, remote_event, 0, true);
     return GNI_RC_SUCCESS;
 }
 

@@ -1,10 +1,10 @@
 // tests/softnic/gni/transfer.hpp - a transfer's target side: finding the
 // peer, checking its registration, moving the bytes and raising its remote
-// event.  All of it runs under the fabric lock, in the process that carries
-// the transfer out (the caller of GNI_PostFma or GNI_SmsgSendWTag, or the
-// BTE thread of the caller of GNI_PostRdma).  This is the seam where a wire
-// to another host would go: a peer of another NIC address would be served
-// there instead.
+// event.  All of it runs under the fabric lock of the target's host: in the
+// process that carries the transfer out (the caller of GNI_PostFma or
+// GNI_SmsgSendWTag, or the BTE thread of the caller of GNI_PostRdma) when
+// the peer is on its host, else in a process of the peer's host that
+// serves the request from the wire (wire.hpp).
 #pragma once
 
 #include "fabric.hpp"
@@ -17,7 +17,7 @@ namespace softnic_gni {
 // Event statuses (bits 48-55 of an event): 0 is success.
 enum EventStatus : std::uint8_t {
     status_ok = 0,
-    status_no_peer = 1,        // no domain of that instance id and job
+    status_no_peer = 1,        // no domain of that address, instance id and job (or its host silent)
     status_remote_access = 2,  // remote handle stale, range or rights wrong
     status_move_failed = 3,    // the peer's memory could not be reached
 };
@@ -25,7 +25,12 @@ enum EventStatus : std::uint8_t {
 std::uint64_t make_event(std::uint64_t type, std::uint8_t status, std::uint32_t data, std::uint16_t token,
                          bool remote);
 
-// A peer: the live domain of `inst_id` in the job (ptag, cookie).
+// Whom a transfer is for: the domain attached with NIC address `address`
+// and instance id `inst_id` in the job (ptag, cookie).
+struct Target {
+    std::uint32_t address, inst_id, ptag, cookie;
+};
+// A peer: such a domain, live, on this host.
 struct Peer {
     std::int32_t pid;
     std::uint32_t cdm;
@@ -36,25 +41,45 @@ bool amo_known(gni_fma_cmd_type_t cmd);
 bool amo_fetches(gni_fma_cmd_type_t cmd);
 std::uint64_t amo_apply(gni_fma_cmd_type_t cmd, std::uint64_t old, std::uint64_t first, std::uint64_t second);
 
-bool peer_find(std::uint32_t inst_id, std::uint32_t ptag, std::uint32_t cookie, Peer &out);
+bool peer_find(const Target &target, Peer &out);
+
+// What the target sees last: an SMSG message becoming visible in its
+// mailbox, and the remote event on its CQ.  A transfer carried out by its
+// poster arrives at once; one served from the wire arrives after its
+// poster has the answer, so that a target that ends once it has seen it
+// does not end before its poster knows it was done.
+struct Arrival {
+    std::int32_t cq = -1;  // -1: no event
+    std::uint32_t cq_generation = 0;
+    std::uint64_t event = 0;
+    std::int32_t mailbox = -1;  // -1: no message
+    std::int32_t mailbox_pid = 0;
+    std::uint64_t mailbox_addr = 0;
+    std::uint64_t written = 0;  // the message is the mailbox's written-th
+};
+void arrive(const Arrival &a);  // under the lock
 
 // Whether `h` is a live registration of this process's domain `cdm`
 // covering [addr, addr + length).
 bool local_registered(const gni_mem_handle_t &h, std::uint32_t cdm, std::uint64_t addr, std::uint64_t length);
 
 // The poster's side of a post is checked by the caller; this carries out
-// the rest: the remote registration check, the move (and the atomic), and
+// the rest: the remote registration check, the move (and the atomic)
+// between `d.local_addr` in this process and the peer, and sets `later` to
 // the remote event when the descriptor asks for one (`remote_event` is the
 // endpoint's remote event data).  Returns the event status.
-std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std::uint32_t remote_event);
+std::uint8_t post_execute(const Peer &peer, const gni_post_descriptor_t &d, std::uint32_t remote_event,
+                          Arrival &later);
 
-// SMSG: puts one message into the mailbox `remote` describes in `peer`,
-// and raises the SMSG event on the mailbox registration's CQ.  NOT_DONE
-// when the sender has no credit, INVALID_PARAM for a message above
-// msg_maxsize or a mailbox that is not the peer's registered memory.
+// SMSG: writes one message into the mailbox `remote` describes in `peer`,
+// taking a credit, and sets `later` to its arrival (the message seen, the
+// SMSG event on the mailbox registration's CQ).  NOT_DONE when the sender
+// has no credit, INVALID_PARAM for a message above msg_maxsize or a
+// mailbox that is not the peer's registered memory, TRANSACTION_ERROR when
+// the peer's memory cannot be reached.
 gni_return_t smsg_deliver(const Peer &peer, const gni_smsg_attr_t &remote, const void *header,
                           std::uint32_t header_length, const void *data, std::uint32_t data_length, std::uint8_t tag,
-                          std::uint32_t remote_event);
+                          std::uint32_t remote_event, Arrival &later);
 
 // The mailbox `attr` describes in this process (created on first use).
 // -1: the attributes do not describe registered memory of `pid`.

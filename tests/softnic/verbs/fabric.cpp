@@ -1,10 +1,8 @@
 // tests/softnic/verbs/fabric.cpp - mapping and locking the shared fabric.
 #include "fabric.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,51 +77,9 @@ void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::si
 
 namespace {
 
-struct Hosts {
-    std::vector<in_addr> address;  // empty: SOFTNIC_HOSTS unset
-    int self = 0;
-};
-
-// Whether this network namespace has `a` (binding to it works).
-bool address_is_local(in_addr a) {
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in s{};
-    s.sin_family = AF_INET;
-    s.sin_addr = a;
-    const bool local = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&s), sizeof s) == 0;
-    if (fd >= 0) ::close(fd);
-    return local;
-}
-
-Hosts read_hosts() {
-    Hosts h;
-    const char *list = std::getenv("SOFTNIC_HOSTS");
-    if (!list || !*list) return h;
-    h.self = -1;
-    std::string rest = list;
-    while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        const std::string one = rest.substr(0, comma);
-        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-        in_addr a{};
-        if (::inet_pton(AF_INET, one.c_str(), &a) != 1 || h.address.size() == max_hosts) {
-            std::fprintf(stderr, "softnic: SOFTNIC_HOSTS=%s: \"%s\" is not an IPv4 address, or more than %u hosts\n",
-                         list, one.c_str(), max_hosts);
-            h.self = -1;
-            return h;
-        }
-        if (h.self < 0 && address_is_local(a)) h.self = static_cast<int>(h.address.size());
-        h.address.push_back(a);
-    }
-    if (h.self < 0)
-        std::fprintf(stderr, "softnic: no address of SOFTNIC_HOSTS=%s is local to this host (network namespace)\n",
-                     list);
-    return h;
-}
-
 // Never destroyed: detached threads may ask while the process exits.
-const Hosts &hosts() {
-    static const Hosts &h = *new Hosts(read_hosts());
+const softnic_common::Hosts &hosts() {
+    static const softnic_common::Hosts &h = *new softnic_common::Hosts(softnic_common::hosts_read("softnic"));
     return h;
 }
 
@@ -142,11 +98,7 @@ int host_index() { return hosts().self; }
 std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
 in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
 
-std::uint16_t wire_port() {
-    const char *p = std::getenv("SOFTNIC_WIRE_PORT");
-    const long n = p ? std::strtol(p, nullptr, 10) : 0;
-    return n >= 1 && n <= 65535 ? static_cast<std::uint16_t>(n) : default_wire_port;
-}
+std::uint16_t wire_port() { return softnic_common::port_read("SOFTNIC_WIRE_PORT", default_wire_port); }
 
 namespace {
 // This host's index in addresses (0 when the list names none).

@@ -16,6 +16,7 @@
 // them.  README.md says what is and is not modelled.
 #pragma once
 
+#include "../common/hosts.hpp"
 #include "../common/shared_fabric.hpp"
 
 #include <infiniband/verbs.h>
@@ -144,7 +145,7 @@ void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::si
 
 // Hosts (SOFTNIC_HOSTS: one IPv4 address per host, the same list for every
 // process).  Unset: one host, index 0.
-constexpr std::uint32_t max_hosts = 64;
+using softnic_common::max_hosts;
 constexpr std::uint16_t default_wire_port = 4791;  // RoCE v2's port number, here on TCP
 bool several_hosts();
 // This process's host: the first address of the list that is local to its
