@@ -46,12 +46,24 @@ mp=$builddir/tests/mp/sluice-mp-test
 failed=0
 export SLUICE_NETWORK=portals SLUICE_ROUTE=network
 
+# A run that fails while UDP dropped datagrams for want of buffer space
+# (which the reference implementation never sends again: a job hangs)
+# runs once more, saying so; a second failure stands.
 gtest() {  # gtest WHAT PROGRAM FILTER [ENV...]
     what=$1 program=$2 filter=$3
     shift 3
     echo "=== portals: $what"
-    if ! gtest_ran env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1; then
-        echo "FAIL: $what"
+    for try in 1 2; do
+        drops=$(portals_udp_drops)
+        gtest_ran env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1
+        rc=$?
+        drops=$(($(portals_udp_drops) - drops))
+        [ "$rc" != 0 ] && [ "$drops" -gt 0 ] && [ "$try" = 1 ] || break
+        echo "note: $what failed while UDP dropped $drops datagrams (RcvbufErrors; the reference" \
+            "implementation never resends them): running it once more"
+    done
+    if [ "$rc" != 0 ]; then
+        echo "FAIL: $what${drops:+ (UDP drops during the run: $drops)}"
         failed=1
     fi
 }
