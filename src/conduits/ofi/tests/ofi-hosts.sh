@@ -41,7 +41,10 @@ ssh_hosts_scale
 # the ranks as usual.
 unset SLUICE_ROUTE SLUICE_OFI_DOMAIN SLUICE_OFI_PROVIDER SLUICE_NETWORK
 export SLUICETEST_RANK_TIMEOUT=$((280 * scale)) SLUICETEST_SUBSET=${SLUICETEST_SUBSET:-ofi}
-ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET)
+# The namespace hosts share the machine's cores: a rank that waits
+# yields its core (a spinning one holds off the ranks it waits for).
+export SLUICE_POLL_YIELD=1
+ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET,SLUICE_POLL_YIELD)
 
 out="$ssh_work/out"
 err="$ssh_work/err"

@@ -131,7 +131,10 @@ next_job() {
 
 # hub_sluicerun LIMIT [ENV-ARGS...] -- ARGS...: job $job under a hard limit
 # of LIMIT x scale seconds (hosts.sh), the test programs' variables sent along.
-ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET)
+# The namespace hosts share the machine's cores: a rank that waits
+# yields its core (a spinning one holds off the ranks it waits for).
+export SLUICE_POLL_YIELD=1
+ssh_hub_options=(-E SLUICETEST_RANK_TIMEOUT,SLUICETEST_SUBSET,SLUICE_POLL_YIELD)
 hub_sluicerun() {
     local limit=$(($1 * scale))
     shift
