@@ -17,9 +17,10 @@
 // alone) adds to each repetition one job per libfabric provider over the ofi
 // conduit (SLUICE_NETWORK=ofi, SLUICE_OFI_PROVIDER, SLUICE_ROUTE=network,
 // sluice-bench --worker ofi) with the bare libfabric reference inside it.
-// The ibv and portals sections (when those conduits probe, or --ibv,
-// --portals alone) add one job each over their conduit, with bare verbs or
-// bare Portals 4 inside it.
+// The ibv, portals and gni sections (when those conduits probe, or --ibv,
+// --portals, --gni alone) add one job each over their conduit, with bare
+// verbs, bare Portals 4 or bare uGNI inside it; the gni job runs under the
+// software uGNI NIC's softnic-run when the conduit does not probe here.
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
@@ -46,6 +47,11 @@
 #endif
 #ifndef SLUICE_BENCH_MPI_REFERENCE
 #define SLUICE_BENCH_MPI_REFERENCE ""
+#endif
+// The software uGNI NIC's launcher script (tests/softnic/gni/softnic-run),
+// in builds with the gni conduit.
+#ifndef SLUICE_BENCH_GNI_SOFTNIC_RUN
+#define SLUICE_BENCH_GNI_SOFTNIC_RUN ""
 #endif
 
 namespace sluice::perf {
@@ -101,6 +107,11 @@ void usage(std::FILE *to) {
         "  --no-portals        no portals section\n"
         "  --portals-network NAME  run the portals section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not portals')\n"
+        "  --gni               only the gni section: the gni conduit (SLUICE_ROUTE=network) beside\n"
+        "                      bare uGNI on the same NIC; a full run includes it when the build has\n"
+        "                      the gni conduit and it probes, or else under the software uGNI NIC\n"
+        "                      (tests/softnic/gni/softnic-run, which the driver then runs the job in)\n"
+        "  --no-gni            no gni section\n"
         "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
         "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not ofi's)\n"
@@ -185,6 +196,10 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.portals = Options::Portals::skip;
         } else if (a == "--portals-network") {
             o.portals_network = value("--portals-network");
+        } else if (a == "--gni") {
+            o.gni = Options::Gni::only;
+        } else if (a == "--no-gni") {
+            o.gni = Options::Gni::skip;
         } else if (a == "--ofi-providers") {
             o.ofi_providers.clear();
             std::stringstream list(value("--ofi-providers"));
@@ -222,11 +237,12 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
-    // --udp, --ofi, --ibv or --portals alone: that section only (several:
-    // those; the sections left on auto are skipped).
+    // --udp, --ofi, --ibv, --portals or --gni alone: that section only
+    // (several: those; the sections left on auto are skipped).
     const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     const bool some_only = o.udp == Options::Udp::only || o.ofi == Options::Ofi::only ||
-                           o.ibv == Options::Ibv::only || o.portals == Options::Portals::only || client_only;
+                           o.ibv == Options::Ibv::only || o.portals == Options::Portals::only ||
+                           o.gni == Options::Gni::only || client_only;
     if (some_only) {
         o.skip_launch = o.skip_shm = true;
         o.no_mpi = o.no_mpi || !client_only; // the client rows' collectives have MPI references
@@ -240,6 +256,8 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.ibv = Options::Ibv::skip;
         if (o.portals == Options::Portals::auto_)
             o.portals = Options::Portals::skip;
+        if (o.gni == Options::Gni::auto_)
+            o.gni = Options::Gni::skip;
     }
     // Two providers with one tag would write the same rows.
     std::vector<std::string> tags;
@@ -305,11 +323,12 @@ int driver_main(int argc, char **argv) {
     const bool ofi_only = o.ofi == Options::Ofi::only;
     const bool ibv_only = o.ibv == Options::Ibv::only;
     const bool portals_only = o.portals == Options::Portals::only;
+    const bool gni_only = o.gni == Options::Gni::only;
     const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = ofi_only || ibv_only || portals_only || client_only ? "" : "udp section skipped (--no-udp)";
+        udp_note = ofi_only || ibv_only || portals_only || gni_only || client_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -328,7 +347,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_providers;
     std::string ofi_note;
     if (o.ofi == Options::Ofi::skip) {
-        ofi_note = ofi_only || udp_only || ibv_only || portals_only || client_only ? "" : "ofi section skipped (--no-ofi)";
+        ofi_note = ofi_only || udp_only || ibv_only || portals_only || gni_only || client_only ? "" : "ofi section skipped (--no-ofi)";
     } else if (o.only != "launch" && o.only != "shm") {
         const std::string missing =
             o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
@@ -358,7 +377,7 @@ int driver_main(int argc, char **argv) {
     bool ibv = false;
     std::string ibv_note;
     if (o.ibv == Options::Ibv::skip) {
-        ibv_note = udp_only || ofi_only || portals_only || client_only ? "" : "ibv section skipped (--no-ibv)";
+        ibv_note = udp_only || ofi_only || portals_only || gni_only || client_only ? "" : "ibv section skipped (--no-ibv)";
     } else if (o.only != "launch" && o.only != "shm") {
         ibv_note = network_conduit_missing("ibv");
         ibv = ibv_note.empty();
@@ -375,7 +394,7 @@ int driver_main(int argc, char **argv) {
     bool portals = false;
     std::string portals_note;
     if (o.portals == Options::Portals::skip) {
-        portals_note = udp_only || ofi_only || ibv_only || client_only ? "" : "portals section skipped (--no-portals)";
+        portals_note = udp_only || ofi_only || ibv_only || gni_only || client_only ? "" : "portals section skipped (--no-portals)";
     } else if (o.only != "launch" && o.only != "shm") {
         // The bare reference needs Portals 4 in the build, which has it
         // with the conduit (tests/perf/Makefile.inc).
@@ -430,7 +449,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = udp_only || ofi_only || ibv_only || portals_only ? "" : "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only || ofi_only || ibv_only || portals_only || gni_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -438,6 +457,39 @@ int driver_main(int argc, char **argv) {
     if (tmp.path.empty()) {
         std::perror("sluice-bench: mkdtemp");
         return 2;
+    }
+
+    // The gni section: the conduit must be built in and probe here, or the
+    // build's software uGNI NIC must be at hand; its softnic-run then
+    // starts the section's jobs (it builds the NIC once, puts its libugni
+    // first on LD_LIBRARY_PATH and sets the PMI_GNI_* variables), on a
+    // fabric file of their own unless SOFTNIC_GNI_FABRIC names one.
+    bool gni = false;
+    bool gni_softnic = false;
+    std::string gni_note;
+    if (o.gni == Options::Gni::skip) {
+        gni_note = udp_only || ofi_only || ibv_only || portals_only || client_only ? "" : "gni section skipped (--no-gni)";
+    } else if (o.only != "launch" && o.only != "shm") {
+        gni_note = network_conduit_missing("gni");
+        const std::string softnic = SLUICE_BENCH_GNI_SOFTNIC_RUN;
+        if (!gni_note.empty() && network_conduit("gni") && !softnic.empty() && access(softnic.c_str(), X_OK) == 0) {
+            const std::vector<std::string> build{softnic, "--lib-dir"};
+            const std::string log = tmp.path + "/softnic-gni.log";
+            if (const JobResult r = run_job(build, log, o.timeout); r.ok) {
+                gni_softnic = true;
+                gni_note.clear();
+            } else {
+                show_failure("building the software uGNI NIC", build, r, log);
+                gni_note += "; building the software uGNI NIC failed";
+            }
+        }
+        gni = gni_note.empty();
+        if (!gni)
+            gni_note = "gni section skipped: " + gni_note;
+        if (gni_only && !gni) {
+            std::fprintf(stderr, "sluice-bench: --gni: %s\n", gni_note.c_str());
+            return 2;
+        }
     }
 
     // sluicerun --bind: keep it only if this launcher accepts it (-t: dry run).
@@ -482,7 +534,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only && !ofi_only && !ibv_only && !portals_only && !client_only)
+    if (!udp_only && !ofi_only && !ibv_only && !portals_only && !gni_only && !client_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi && !client_only)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
@@ -510,6 +562,20 @@ int driver_main(int argc, char **argv) {
     if (portals)
         std::printf("  portals: %s %s --worker portals\n", describe(portals_env).c_str(),
                     describe(sluice_cmd).c_str());
+    std::vector<std::string> gni_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=gni", "SLUICE_GNI_STATS=1"};
+    std::vector<std::string> gni_cmd;
+    std::string gni_fabric; // the fabric file this run made, removed at the end
+    if (gni_softnic) {
+        gni_cmd.push_back(SLUICE_BENCH_GNI_SOFTNIC_RUN);
+        if (!std::getenv("SOFTNIC_GNI_FABRIC")) {
+            gni_fabric = "/dev/shm/sluice-bench-gni-" + std::to_string(getpid());
+            gni_env.push_back("SOFTNIC_GNI_FABRIC=" + gni_fabric);
+        }
+    }
+    gni_cmd.insert(gni_cmd.end(), sluice_cmd.begin(), sluice_cmd.end());
+    if (gni)
+        std::printf("  gni:    %s %s --worker gni%s\n", describe(gni_env).c_str(), describe(gni_cmd).c_str(),
+                    gni_softnic ? " (on the software uGNI NIC)" : "");
     std::fflush(stdout);
 
     Samples samples;
@@ -520,7 +586,7 @@ int driver_main(int argc, char **argv) {
     double busiest = 0;
     const bool client = client_plan().mode != ClientPlan::Mode::skip && client_wanted(o.only);
     const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only &&
-                           !portals_only && !client_only;
+                           !portals_only && !gni_only && !client_only;
     ClientContext client_context;
     client_context.sluicerun = o.sluicerun;
     client_context.self = self;
@@ -558,7 +624,8 @@ int driver_main(int argc, char **argv) {
     bool large_failed = false;           // nor a failed large-segment job
     bool ibv_failed = false;  // nor a failed ibv job
     bool portals_failed = false; // nor a failed portals job
-    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals || client) && rep < o.reps;
+    bool gni_failed = false;     // nor a failed gni job
+    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals || gni || client) && rep < o.reps;
          ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
@@ -676,6 +743,20 @@ int driver_main(int argc, char **argv) {
             std::fprintf(stderr, "%sportals %.1fs", run_suite || udp || !ofi_providers.empty() || ibv ? ", " : " ",
                          r.seconds);
         }
+        if (gni && !gni_failed) {
+            auto cmd = gni_cmd;
+            for (const char *a : {"--worker", "gni"})
+                cmd.push_back(a);
+            cmd.insert(cmd.end(), extra.begin(), extra.end());
+            cmd.push_back("--out");
+            JobResult r = collect(cmd, "gni-" + tag, "Sluice over gni", gni_env);
+            if (!r.ok) {
+                gni_failed = true;
+                std::fprintf(stderr, "sluice-bench: the gni job is not run again in the later repetitions\n");
+            }
+            std::fprintf(stderr, "%sgni %.1fs", run_suite || udp || !ofi_providers.empty() || ibv || portals ? ", " : " ",
+                         r.seconds);
+        }
         // Firehose's main pool (first provider only): random 64 KiB Puts over
         // a 1 GiB segment pinned on demand under 64 MiB, and registered whole.
         if (!ofi_providers.empty() && !large_failed &&
@@ -709,6 +790,9 @@ int driver_main(int argc, char **argv) {
             job_failures += client_rep(client_context, rep, samples);
         std::fprintf(stderr, "\n");
     }
+    // The gni jobs are over: the fabric file they shared goes.
+    if (!gni_fabric.empty())
+        unlink(gni_fabric.c_str());
     if (udp && !udp_failed && only_keeps(o, "udp_once")) {
         auto cmd = sluice_cmd;
         for (const char *a : {"--worker", "exactly-once"})
@@ -799,6 +883,9 @@ int driver_main(int argc, char **argv) {
     findings.ibv_note = ibv_note;
     findings.portals = portals;
     findings.portals_note = portals_note;
+    findings.gni = gni;
+    findings.gni_softnic = gni_softnic;
+    findings.gni_note = gni_note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

@@ -61,6 +61,10 @@ struct Options {
     // conduit and it probes), only (--portals), skip (--no-portals).
     enum class Portals { auto_, only, skip } portals = Portals::auto_;
     std::string portals_network = "portals"; // --portals-network: the benchmark's own test
+    // The gni section: auto (when the build has the gni conduit and it
+    // probes, or the software uGNI NIC's softnic-run is at hand), only
+    // (--gni), skip (--no-gni).
+    enum class Gni { auto_, only, skip } gni = Gni::auto_;
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -160,6 +164,9 @@ struct Findings {
     std::string ibv_note;
     bool portals = false; // the portals section ran
     std::string portals_note;
+    bool gni = false;     // the gni section ran
+    bool gni_softnic = false; // ... on the software uGNI NIC, under its softnic-run
+    std::string gni_note;
     // The suite's repetitions by the state their job ran in (job_state):
     // their values and the driver's references of the same repetitions.
     std::map<std::string, Samples> by_state;

@@ -255,6 +255,32 @@ struct Report {
             "portals_ptl_get_bw_GBps", bandwidth(m("ptl_get_bw", largest_rma), largest_rma));
     }
 
+    // The gni section: every reference is bare uGNI on the same NIC between
+    // the same two processes, measured in the same job (gni-section.hpp).
+    // On the software NIC the ratios are the conduit's overhead over uGNI,
+    // not Aries figures.
+    void build_gni() {
+        auto m = [&](const std::string &what, std::size_t z) { return med("gni_" + what, z); };
+        const std::string lat = "gni conduit (2 ranks, SLUICE_ROUTE=network; ns per round trip or operation; "
+                                "Put/Get from the segment; bare: uGNI on the same NIC)";
+        target(add(lat, "gni_am_short_rtt_ns", 0, m("am_short_rtt", 0), "gni_smsg_rtt_ns", m("smsg_rtt", 0)),
+               Check::ratio_at_most, 1.15, "gni AM Short round trip <= 1.15 x bare SMSG ping-pong");
+        target(add(lat, "gni_put_lat_ns", 8, m("put_lat", 8), "gni_fma_put_lat_ns", m("fma_put_lat", 8)),
+               Check::ratio_at_most, 1.2, "gni 8 B blocking Put <= 1.2 x bare FMA put+completion");
+        add(lat, "gni_get_lat_ns", 8, m("get_lat", 8), "gni_fma_get_lat_ns", m("fma_get_lat", 8));
+        add(lat, "gni_chunk_ops", 0, m("chunk_ops", 0));
+        const std::string bw = "gni bandwidth (GB/s; nbi: 64 per sync, bare: 64 BTE posts then all reaped; "
+                               "from the segment)";
+        target(add(bw, "gni_put_bw_GBps", largest_rma, bandwidth(m("put_bw", largest_rma), largest_rma),
+                   "gni_bte_put_bw_GBps", bandwidth(m("bte_put_bw", largest_rma), largest_rma)),
+               Check::ratio_at_least, 0.9, "gni 4 MiB Put bandwidth (nbi) >= 0.9 x bare BTE put");
+        target(add(bw, "gni_get_bw_GBps", largest_rma, bandwidth(m("get_bw", largest_rma), largest_rma),
+                   "gni_bte_get_bw_GBps", bandwidth(m("bte_get_bw", largest_rma), largest_rma)),
+               Check::ratio_at_least, 0.9, "gni 4 MiB Get bandwidth (nbi) >= 0.9 x bare BTE get");
+        add(bw, "gni_put_outside_bw_GBps", largest_rma, bandwidth(m("put_outside_bw", largest_rma), largest_rma),
+            "gni_put_bw_GBps", bandwidth(m("put_bw", largest_rma), largest_rma));
+    }
+
     // The ofi section (issue 29), one provider: every reference is the bare
     // libfabric loop of the same provider between the same two processes,
     // measured in the same job (ofi-section.hpp); the udp conduit's figures
@@ -495,7 +521,7 @@ struct Report {
     int print_targets(bool heading = true) const {
         int failed = 0;
         if (heading)
-            std::printf("\nTargets (issues 2, 6, 28 to 31 and 43; 2 ranks; medians of %d runs, references in "
+            std::printf("\nTargets (issues 2, 6, 28 to 31 and 43, gni; 2 ranks; medians of %d runs, references in "
                         "the same run):\n",
                         options.reps);
         for (const Row &r : rows) {
@@ -545,7 +571,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         views.push_back(within_state(samples, f.by_state, state));
     Report report{o, views.empty() ? samples : views[0], {}, have_mpi, states.empty() ? "" : states[0]};
     const bool suite = o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
-                       o.portals != Options::Portals::only && client_plan().mode != ClientPlan::Mode::only;
+                       o.portals != Options::Portals::only && o.gni != Options::Gni::only &&
+                       client_plan().mode != ClientPlan::Mode::only;
     if (suite)
         report.build();
     report.state.clear();
@@ -559,6 +586,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         report.build_ibv();
     if (f.portals)
         report.build_portals();
+    if (f.gni)
+        report.build_gni();
     if (client_ran())
         for (const ClientRow &c : client_rows(samples)) {
             Row &r = report.add(c.section, c.metric, c.size, c.sluice, c.reference_name, c.reference);
@@ -636,6 +665,12 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     "conduit's overhead over that library, not Portals hardware)\n");
     if (!f.portals_note.empty())
         std::printf("   %s\n", f.portals_note.c_str());
+    if (f.gni)
+        std::printf("   (gni: the bare reference is uGNI alone on the same NIC, a domain of its own in each of the same "
+                    "two processes%s; the ratios measure the conduit's overhead over uGNI, not an Aries)\n",
+                    f.gni_softnic ? ", on the software uGNI NIC (tests/softnic/gni/softnic-run)" : "");
+    if (!f.gni_note.empty())
+        std::printf("   %s\n", f.gni_note.c_str());
     if (client_ran())
         std::printf("   %s\n", client_note().c_str());
     if (f.busy_reps > 0)

@@ -20,6 +20,9 @@
 //   portals  the same job over the portals conduit: AM Short, 8 B Put/Get
 //          and 4 MiB Put/Get, interleaved with bare Portals 4 on the
 //          conduit's NI between the same two processes (portals-section.hpp);
+//   gni    the same job over the gni conduit: AM Short, 8 B Put/Get and
+//          4 MiB Put/Get, interleaved with bare uGNI (SMSG, FMA, the BTE)
+//          on the same NIC between the same two processes (gni-section.hpp);
 //   client  the client API's rows (atomics, collectives, VIS, negotiated
 //          AMs) on 2, 4 or 8 ranks (client-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
@@ -29,6 +32,7 @@
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/client-section.hpp"
 #include "tests/perf/driver.hpp"
+#include "tests/perf/gni-section.hpp"
 #include "tests/perf/ibv-section.hpp"
 #include "tests/perf/ofi-section.hpp"
 #include "tests/perf/portals-section.hpp"
@@ -81,7 +85,8 @@ enum Serve : std::uint32_t {
     serve_udp_block,     // UDP ping-pong, blocking recv
     serve_tcp,           // read a TCP stream of 4 MiB messages
     // OfiServe (ofi-section.hpp) from 16 on, IbvServe (ibv-section.hpp) from 32 on,
-    // PortalsServe (portals-section.hpp) from 48 on
+    // PortalsServe (portals-section.hpp) from 48 on, GniServe (gni-section.hpp)
+    // from 64 on
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -188,6 +193,7 @@ struct Suite {
     OfiReference ofi;          // the ofi kind's
     VerbsReference verbs;      // the ibv kind's
     PortalsReference portals;  // the portals kind's
+    GniReference gni;          // the gni kind's
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -306,7 +312,9 @@ struct Suite {
             }
             break;
         default:
-            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_portals_ping)
+            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_gni_ping)
+                gni_serve(gni, what, n);
+            else if (what >= serve_portals_ping)
                 portals_serve(portals, what, n);
             else if (what >= serve_verbs_send)
                 verbs_serve(verbs, what, n);
@@ -822,7 +830,7 @@ int worker_main(int argc, char **argv, std::string_view kind) {
     if (kind == "ofi-large")
         return large_segment_main(o);
     if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv" || kind == "portals" ||
-        kind == "client") {
+        kind == "gni" || kind == "client") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
@@ -834,6 +842,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
             return IbvSection<Suite>(suite).run();
         if (kind == "portals")
             return PortalsSection<Suite>(suite).run();
+        if (kind == "gni")
+            return GniSection<Suite>(suite).run();
         if (kind == "client")
             return ClientSection<Suite>(suite, argc, argv).run();
         return kind == "udp" ? suite.run_udp() : suite.run();

@@ -1,0 +1,218 @@
+// tests/perf/gni-section.hpp - the worker kind gni: one rank of a 2-rank
+// job over the gni conduit (the driver sets SLUICE_NETWORK=gni and
+// SLUICE_ROUTE=network, and runs the job under the software NIC's
+// softnic-run when the conduit does not probe where it runs), measuring
+// Sluice beside bare uGNI on the same NIC between the same two processes
+// (gni-reference.hpp), in alternating chunks as the ibv kind does.  Rank
+// 0 measures; rank 1 serves Sluice from its poll loop and, when asked, the
+// bare reference.  On the software NIC the figures say what the conduit
+// adds to uGNI, not what an Aries does.
+//
+// Written against the Suite of sluice-bench.cpp (a template, like
+// ibv-section.hpp): phase, ask, timed, nbi_count.
+#pragma once
+
+#include "tests/perf/bench_common.hpp"
+#include "tests/perf/gni-reference.hpp"
+#include "tests/perf/reference-section.hpp"
+#include "tests/perf/worker.hpp"
+
+#include "base/knobs.hpp"
+#include "conduits/knobs.hpp"
+
+#include <sluice.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace sluice::perf {
+
+// What rank 1 serves of the bare reference (after PortalsServe's numbers).
+enum GniServe : std::uint32_t {
+    serve_gni_ping = 64,  // SMSG ping-pong
+    serve_gni_rma,        // target of rank 0's FMA and BTE transfers until it finishes
+};
+
+[[noreturn]] inline void gni_fail(const GniReference &g, const char *what) {
+    std::fprintf(stderr, "sluice-bench worker rank %u: bare uGNI %s failed: %s\n", sluice_rank(), what,
+                 g.error().c_str());
+    sluice_exit(3);
+}
+
+inline void gni_serve(GniReference &g, std::uint32_t what, std::uint32_t n) {
+    if (!(what == serve_gni_rma ? g.serve() : g.pong(n)))
+        gni_fail(g, what == serve_gni_rma ? "transfer target" : "ping-pong answer");
+}
+
+// The library the conduit opens (SLUICE_GNI_LIBRARY; empty: libugni.so.0),
+// so that the reference runs on the same one.
+inline std::string gni_library() {
+#ifdef SLUICE_CONDUIT_GNI
+    return base::knob_string(conduit::knob(conduit::Knob::GNI_LIBRARY));
+#else
+    return "";
+#endif
+}
+
+template <class Suite> class GniSection {
+public:
+    explicit GniSection(Suite &s) : s_(s), g_(s.gni) {}
+
+    int run() {
+        std::size_t peer_size = 0;
+        if (!s_.start(peer_size))
+            return 2;
+        // Sluice's side moves bytes from and to this rank's segment, which
+        // the conduit registered whole, as the bare reference's region is;
+        // from memory outside it the conduit registers each transfer's
+        // buffer for that transfer (its own row).
+        inside_ = section_segment(s_.me);
+        open_reference();
+        latency_phase();
+        bandwidth_phase();
+        // The last phase ended at a barrier: nothing of the reference's is
+        // in flight.
+        g_.close();
+        check(sluice_finalize(), "sluice_finalize");
+        return 0;
+    }
+
+private:
+    Suite &s_;
+    GniReference &g_;
+    void *inside_ = nullptr;  // this rank's segment
+
+    bool wanted(const char *what, std::size_t size = 0) const {
+        return s_.options.wanted(std::string("gni_") + what, size);
+    }
+    void add(const char *what, std::size_t size, double ns) {
+        s_.results.add(std::string("gni_") + what, size, ns);
+    }
+
+    // Both attach a domain of their own (instance id inst_base + rank) to
+    // the job's NIC, exchange cards through the job, bind and set up SMSG.
+    void open_reference() {
+        const bool opened = g_.open(gni_library(), GniReference::inst_base + s_.me, largest_rma);
+        reference_connect(s_, g_, opened, [&](const char *what) { gni_fail(g_, what); });
+    }
+
+    // ns of the last n - lead round trips, all together (ping() gives
+    // their mean).
+    double ping_chunk(std::uint32_t n, std::uint32_t lead) {
+        s_.ask(serve_gni_ping, n);
+        const double ns = g_.ping(n, lead);
+        if (std::isnan(ns))
+            gni_fail(g_, "SMSG ping-pong");
+        return ns * (n - lead);
+    }
+    double rma_chunk(GniRma op, std::size_t bytes, std::uint32_t warm, std::uint32_t n, std::uint32_t window) {
+        return reference_rma_chunk(s_, g_, serve_gni_rma, op, bytes, warm, n, window, [&](const char *) {
+            gni_fail(g_, op == GniRma::fma_put   ? "FMA put"
+                         : op == GniRma::fma_get ? "FMA get"
+                         : op == GniRma::bte_put ? "BTE put"
+                                                 : "BTE get");
+        });
+    }
+
+    // On the software NIC an operation takes the NIC's one lock, which
+    // both processes contend for, so its time depends on how busy the
+    // machine is (microseconds when quiet, up to milliseconds when other
+    // work shares the CPUs): a chunk holds as many operations of its
+    // slowest loop as fit in chunk_ns (scaled as the iteration counts
+    // are), at least `least`, at most `most` (the ibv section's count).
+    static constexpr double chunk_ns = 0.5e9;
+    std::uint32_t fit(double ns_each, std::uint32_t least, std::uint32_t most) const {
+        const Scale &scale = s_.options.scale;
+        const double budget = chunk_ns * static_cast<double>(scale.multiplier) / static_cast<double>(scale.divisor);
+        const double n = std::isfinite(ns_each) && ns_each > 0 ? budget / ns_each : most;
+        return static_cast<std::uint32_t>(std::clamp<double>(n, least, std::max(least, most)));
+    }
+
+    // AM Short round trip beside the SMSG ping-pong, 8 B blocking Put and
+    // Get beside one FMA put or get and its local completion: five chunks
+    // alternating all six.
+    void latency_phase() {
+        if (!wanted("am_short_rtt") && !wanted("smsg_rtt") && !wanted("put_lat", 8) && !wanted("get_lat", 8))
+            return;
+        s_.phase([&] {
+            constexpr int chunks = 5;
+            constexpr std::uint32_t probe = 20;
+            const auto most = static_cast<std::uint32_t>(
+                std::max<long>(rtt_iterations(0, s_.options.scale) / chunks, 200));
+            const sluice_rank_t peer = s_.peer;
+            void *remote = s_.peer_base;
+            auto am = [&] { s_.am_short_round_trip(); };
+            auto put8 = [&] { check(sluice_put(peer, remote, inside_, 8), "sluice_put"); };
+            auto get8 = [&] { check(sluice_get(inside_, peer, remote, 8), "sluice_get"); };
+            // A few of each: the warm-up of every path, and the chunk size.
+            const double probes[6] = {Suite::timed(probe, am) / probe, Suite::timed(probe, put8) / probe,
+                                      Suite::timed(probe, get8) / probe, ping_chunk(probe + 1, 1) / probe,
+                                      rma_chunk(GniRma::fma_put, 8, 1, probe, 1) / probe,
+                                      rma_chunk(GniRma::fma_get, 8, 1, probe, 1) / probe};
+            const std::uint32_t per = fit(*std::max_element(probes, probes + 6), probe, most);
+            const std::uint32_t lead = std::max<std::uint32_t>(per / 10, 2);
+            double r[6] = {};
+            for (int c = 0; c < chunks; ++c) {
+                r[0] += ping_chunk(per + lead, lead);
+                r[1] += Suite::timed(per, am);
+                r[2] += rma_chunk(GniRma::fma_put, 8, lead, per, 1);
+                r[3] += Suite::timed(per, put8);
+                r[4] += rma_chunk(GniRma::fma_get, 8, lead, per, 1);
+                r[5] += Suite::timed(per, get8);
+            }
+            const double n = static_cast<double>(per) * chunks;
+            add("smsg_rtt", 0, r[0] / n);
+            add("am_short_rtt", 0, r[1] / n);
+            add("fma_put_lat", 8, r[2] / n);
+            add("put_lat", 8, r[3] / n);
+            add("fma_get_lat", 8, r[4] / n);
+            add("get_lat", 8, r[5] / n);
+            add("chunk_ops", 0, per);
+        });
+    }
+
+    // 4 MiB Put and Get, nbi (rma_window per sync) beside as many BTE
+    // transfers with the same window, and the Put from a buffer outside
+    // the segment (registered by the conduit for each transfer): three
+    // chunks alternating all five.
+    void bandwidth_phase() {
+        if (!wanted("put_bw", largest_rma) && !wanted("get_bw", largest_rma) &&
+            !wanted("put_outside_bw", largest_rma))
+            return;
+        s_.phase([&] {
+            const long iters = rma_iterations(largest_rma, s_.options.scale);
+            constexpr int chunks = 3;
+            const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 4));
+            const std::uint32_t warm = per / 4 + 1;
+            const auto window = static_cast<std::uint32_t>(rma_window);
+            const sluice_rank_t peer = s_.peer;
+            void *remote = s_.peer_base;
+            void *outside = s_.local.data();
+            auto put_nbi = [&] { check(sluice_put_nbi(peer, remote, inside_, largest_rma), "sluice_put_nbi"); };
+            auto get_nbi = [&] { check(sluice_get_nbi(inside_, peer, remote, largest_rma), "sluice_get_nbi"); };
+            auto put_outside = [&] { check(sluice_put_nbi(peer, remote, outside, largest_rma), "sluice_put_nbi"); };
+            (void)s_.nbi_count(warm, put_nbi);
+            (void)s_.nbi_count(warm, get_nbi);
+            (void)s_.nbi_count(warm, put_outside);
+            double r[5] = {};
+            for (int c = 0; c < chunks; ++c) {
+                r[0] += rma_chunk(GniRma::bte_put, largest_rma, warm, per, window);
+                r[1] += s_.nbi_count(per, put_nbi);
+                r[2] += rma_chunk(GniRma::bte_get, largest_rma, warm, per, window);
+                r[3] += s_.nbi_count(per, get_nbi);
+                r[4] += s_.nbi_count(per, put_outside);
+            }
+            const double n = static_cast<double>(per) * chunks;
+            add("bte_put_bw", largest_rma, r[0] / n);
+            add("put_bw", largest_rma, r[1] / n);
+            add("bte_get_bw", largest_rma, r[2] / n);
+            add("get_bw", largest_rma, r[3] / n);
+            add("put_outside_bw", largest_rma, r[4] / n);
+        });
+    }
+};
+
+} // namespace sluice::perf
