@@ -117,12 +117,13 @@ private:
         });
     }
 
-    // On the software NIC an operation takes the NIC's one lock, which
-    // both processes contend for, so its time depends on how busy the
-    // machine is (microseconds when quiet, up to milliseconds when other
-    // work shares the CPUs): a chunk holds as many operations of its
-    // slowest loop as fit in chunk_ns (scaled as the iteration counts
-    // are), at least `least`, at most `most` (the ibv section's count).
+    // On the software NIC an operation that finds work takes the NIC's
+    // one lock, which both processes contend for, so its time depends on
+    // how busy the machine is (microseconds when quiet, up to milliseconds
+    // when other work shares the CPUs): a chunk holds as many operations
+    // of its slowest loop as fit in chunk_ns (scaled as the iteration
+    // counts are), at least `least`, at most `most` (the ibv section's
+    // count).
     static constexpr double chunk_ns = 0.5e9;
     std::uint32_t fit(double ns_each, std::uint32_t least, std::uint32_t most) const {
         const Scale &scale = s_.options.scale;
