@@ -234,13 +234,16 @@ int drain(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst) {
     return n;
 }
 
-// Counts them until there are `want` (5 s at most): an event that came
-// over the wire is raised after its poster had the answer.
+// Counts them until there are `want` (5 s at most), blocking in
+// GNI_CqWaitEvent: an event that came over the wire is raised after its
+// poster had the answer.
 int await_events(gni_cq_handle_t cq, std::uint64_t type, std::uint32_t inst, int want) {
-    int n = 0;
+    int n = drain(cq, type, inst);
     for (int i = 0; i < 500 && n < want; ++i) {
-        n += drain(cq, type, inst);
-        if (n < want) ::usleep(10000);
+        gni_cq_entry_t e = 0;
+        if (GNI_CqWaitEvent(cq, 10, &e) == GNI_RC_SUCCESS && GNI_CQ_GET_TYPE(e) == type &&
+            GNI_CQ_GET_INST_ID(e) == inst && GNI_CQ_REMOTE(e))
+            ++n;
     }
     return n + drain(cq, type, inst);
 }
