@@ -138,8 +138,10 @@ void GniTransport::rma_done(RmaPost *p, bool ok) {
 }
 
 // The rx CQ: each SMSG event names the sender (its instance id is its
-// rank), whose mailbox is then emptied; an overrun lost some, so every
-// mailbox is looked at.
+// rank) and stands for one message, raised once the message is in the
+// mailbox, so one is taken per event; an overrun lost events, so then
+// every mailbox is emptied (and the events still queued for what that
+// took find their mailboxes empty).
 void GniTransport::reap_arrivals() {
     bool all = false;
     for (;;) {
@@ -148,6 +150,7 @@ void GniTransport::reap_arrivals() {
         if (rc == GNI_RC_NOT_DONE) break;
         if (rc == GNI_RC_ERROR_RESOURCE) {
             all = true;
+            ++gni_counters_.rx_overruns;
             continue;
         }
         if (rc != GNI_RC_SUCCESS) {
@@ -156,20 +159,20 @@ void GniTransport::reap_arrivals() {
         }
         if (GNI_CQ_GET_TYPE(e) != GNI_CQ_EVENT_TYPE_SMSG) continue;
         const Rank source = GNI_CQ_GET_INST_ID(e);
-        if (source < ep_.size()) drain(source);
+        if (source < ep_.size()) drain(source, 1);
         else all = true;
     }
     if (all)
-        for (Rank r = 0; r < ep_.size(); ++r) drain(r);
+        for (Rank r = 0; r < ep_.size(); ++r) drain(r, SIZE_MAX);
 }
 
-// Every message in `peer`'s mailbox, in order: copied out and released at
-// once.  Releasing before the handler runs is what keeps two ranks whose
+// Up to `most` messages of `peer`'s mailbox, in order: copied out and
+// released at once.  Releasing before the handler runs is what keeps two ranks whose
 // handlers reply to each other from waiting on each other's full mailbox
 // (README.md, Design).
-void GniTransport::drain(Rank peer) {
+void GniTransport::drain(Rank peer, std::size_t most) {
     if (!ep_[peer]) return;
-    for (;;) {
+    for (; most > 0; --most) {
         void *header = nullptr;
         std::uint8_t tag = GNI_SMSG_ANY_TAG;
         const gni_return_t rc = ugni().SmsgGetNextWTag(ep_[peer], &header, &tag);

@@ -162,8 +162,14 @@ Status GniTransport::open_domain() {
                                                           reap_every + 64);
     if ((rc = u.CqCreate(nic_, local_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &cq_)) != GNI_RC_SUCCESS)
         return failed(op, "GNI_CqCreate (local)", rc);
-    if ((rc = u.CqCreate(nic_, rx_cq_entries, 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &rx_cq_)) != GNI_RC_SUCCESS)
-        return failed(op, "GNI_CqCreate (rx)", rc);
+    // An event per message the mailboxes can hold, unless the user asked
+    // for fewer (an overrun then empties every mailbox: reap_arrivals).
+    std::uint64_t rx_entries = static_cast<std::uint64_t>(base::knob_int(knob(Knob::GNI_RX_CQ_SIZE)));
+    if (rx_entries == 0) rx_entries = std::max<std::uint64_t>(rx_cq_least, std::uint64_t{setup().size} * credits_);
+    if ((rc = u.CqCreate(nic_, static_cast<std::uint32_t>(rx_entries), 0, GNI_CQ_NOBLOCK, nullptr, nullptr, &rx_cq_)) !=
+        GNI_RC_SUCCESS)
+        return failed(op, "GNI_CqCreate (rx)", rc,
+                      "set SLUICE_GNI_RX_CQ_SIZE to what the NIC allows (or lower SLUICE_GNI_MBOX_CREDITS)");
     return Status::ok;
 }
 
@@ -369,7 +375,8 @@ void GniTransport::stats_print() const {
     const std::string extra = "FMA posts " + std::to_string(g.fma) + ", BTE posts " + std::to_string(g.bte) +
                               ", AMOs " + std::to_string(g.amo) + ", immediate " + std::to_string(g.immediate) +
                               ", bounced " + std::to_string(g.bounced) + ", transient registrations " +
-                              std::to_string(g.transient) + " (refused " + std::to_string(g.transient_refused) + ")";
+                              std::to_string(g.transient) + " (refused " + std::to_string(g.transient_refused) + "), rx overruns " +
+                              std::to_string(g.rx_overruns);
     common::stats_line(setup().rank, "gni", path(setup().rank), counters_, receive_wakeups(), extra);
 }
 

@@ -34,7 +34,7 @@ constexpr std::size_t head_room = common::packed_head_room;
 // local event, and with the posts and atomics in flight they must not
 // overrun it (local CQ: SLUICE_GNI_NUM_PD + atomic slots + this + slack).
 constexpr std::size_t reap_every = 1024;
-constexpr std::uint32_t rx_cq_entries = 4096;  // arrivals' events; an overrun drains every mailbox
+constexpr std::uint32_t rx_cq_least = 4096;  // arrivals' events, at least (SLUICE_GNI_RX_CQ_SIZE=0)
 // A post's own registered bytes: a Put's data or a Get's landing up to
 // this size need no other buffer (the descriptor's immediate buffer).
 constexpr std::size_t immediate_bytes = 128;
@@ -106,7 +106,8 @@ struct Registration {
 
 // Counters beyond the layer's.
 struct GniCounters {
-    std::uint64_t fma = 0, bte = 0, transient = 0, transient_refused = 0, immediate = 0, bounced = 0, amo = 0;
+    std::uint64_t fma = 0, bte = 0, transient = 0, transient_refused = 0, immediate = 0, bounced = 0, amo = 0,
+                  rx_overruns = 0;
 };
 
 class GniTransport final : public common::RdmaConduit<Arrival, GniAtomicSlot> {
@@ -154,7 +155,7 @@ private:
     // gni.cpp
     void reap_local();                                // under lock_
     void reap_arrivals();                             // under lock_
-    void drain(Rank peer);                            // under lock_
+    void drain(Rank peer, std::size_t most);          // under lock_
     void rma_done(RmaPost *p, bool ok);               // under lock_
     void atomic_done(GniAtomicSlot *s, bool ok);      // under lock_ (atomics.cpp)
     const Registration *covering(const void *p, std::size_t n) const;  // under lock_

@@ -3,6 +3,7 @@
 # conduit conformance suite and the multi-process suites at 2 and 3
 # ranks, the exit matrix and the receive thread; then, at 2 ranks,
 # mailboxes of one credit (sends find the peer's mailbox full and wait),
+# an rx CQ so small that it overruns,
 # every transfer on the BTE and every one on FMA (the cutovers at 0 and
 # 16 KiB), a NIC with so few memory domain descriptors that transient
 # registrations are refused and retried, and with two (only the scratch
@@ -109,6 +110,12 @@ gni_job SLUICE_GNI_MBOX_CREDITS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 
 expect "SLUICE_GNI_MBOX_CREDITS=1: the AM case passes" 0 "PASS am"
 at_least_one "SLUICE_GNI_MBOX_CREDITS=1: sends found the mailbox full and were sent again" "network full"
 
+# An rx CQ of two events overruns under three ranks' AMs: every mailbox
+# is then emptied and nothing is lost.
+gni_job SLUICE_GNI_RX_CQ_SIZE=2 timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" am
+expect "SLUICE_GNI_RX_CQ_SIZE=2: the AM case passes on 3 ranks" 0 "PASS am"
+at_least_one "SLUICE_GNI_RX_CQ_SIZE=2: the rx CQ overran and the mailboxes were emptied" "rx overruns"
+
 suites "every transfer on the BTE (cutovers 0)" 2 SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0
 gni_job SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=0 SLUICE_GNI_GET_FMA_RDMA_CUTOVER=0 SLUICE_BARRIER=am \
     timeout 300 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
@@ -177,6 +184,8 @@ expect "SLUICE_GNI_PUT_FMA_RDMA_CUTOVER=32K is refused by name" 2 "SLUICE_GNI_PU
 gni_job SLUICE_GNI_MAX_MEDIUM=1000 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_GNI_MAX_MEDIUM=1000 (not a multiple of 64) is refused by name" 1 \
     "SLUICE_GNI_MAX_MEDIUM=1000 is not a multiple of 64"
+gni_job SLUICE_GNI_RX_CQ_SIZE=8192 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "an rx CQ larger than the NIC allows ends the job naming the knob" 1 "set SLUICE_GNI_RX_CQ_SIZE"
 gni_job timeout 60 "$run" env -u PMI_GNI_COOKIE "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "without PMI_GNI_COOKIE the job is refused, naming the variable" 1 "PMI_GNI_COOKIE is not set"
 gni_job SLUICE_GNI_LIBRARY=/nonexistent/libugni.so.0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
