@@ -13,8 +13,10 @@
 #define SLUICE_CONDUIT_IN_LIBRARY(name) \
     namespace sluice::conduit::registered { const TransportInfo &conduit_##name(); }
 #define SLUICE_CONDUIT_IN_TESTS(name)
+#define SLUICE_CONDUIT_ELSEWHERE(name, library)
 #include "conduits/conduits.def"
 #undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_ELSEWHERE
 
 namespace sluice::conduit {
 namespace {
@@ -60,8 +62,10 @@ const std::vector<TransportInfo> &transport_registry() {
         // Calling each library conduit's registration links it in (static
         // libsluice.a) and registers it (if its static object has not yet).
 #define SLUICE_CONDUIT_IN_LIBRARY(name) (void)transport_register(registered::conduit_##name());
+#define SLUICE_CONDUIT_ELSEWHERE(name, library)
 #include "conduits/conduits.def"
 #undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_ELSEWHERE
         std::vector<TransportInfo> v = registrations();
         std::stable_sort(v.begin(), v.end(), [](const TransportInfo &a, const TransportInfo &b) {
             return a.priority != b.priority ? a.priority > b.priority : std::strcmp(a.name, b.name) < 0;
@@ -88,6 +92,25 @@ ConduitChoice conduit_choose(const std::vector<TransportInfo> &registry, bool ne
     const std::vector<std::string> names = split_names(wanted);
     for (const std::string &n : names) {
         const TransportInfo *t = find(n);
+        // A conduit this build put into another library, which this
+        // program has not loaded.
+        const char *elsewhere = nullptr;
+#define SLUICE_CONDUIT_IN_LIBRARY(name)
+#define SLUICE_CONDUIT_IN_TESTS(name)
+#define SLUICE_CONDUIT_ELSEWHERE(name, library) \
+    if (n == #name) elsewhere = library;
+#include "conduits/conduits.def"
+#undef SLUICE_CONDUIT_IN_LIBRARY
+#undef SLUICE_CONDUIT_IN_TESTS
+#undef SLUICE_CONDUIT_ELSEWHERE
+        if (!t && elsewhere) {
+            c.error = std::string(knob) + "=" + wanted + ": the " + conduit_kind(network) + " conduit '" + n +
+                      "' is in " + elsewhere + ", which this program has not loaded";
+            c.fix = std::string("link the program with ") + elsewhere +
+                    ", or start it with mpirun or srun and SLUICE_SPAWNER=mpi (which loads it)";
+            c.unknown_name = true;
+            return c;
+        }
         if (!t) {
             const TransportInfo *closest = nullptr;
             std::size_t best = SIZE_MAX;

@@ -467,6 +467,13 @@ public:
     // at once leaves it.
     void exit_release() { exit_release_impl(); }
 
+    // The exit protocol is about to hand the process to the bootstrap
+    // (which may finalize MPI on this thread): a conduit whose network is
+    // MPI stops every other thread's use of it first, waiting until
+    // `deadline_ns` at most.  False: it could not, so the bootstrap must
+    // leave MPI alone.  Never returns to service: the process ends.
+    bool exit_quiet(std::uint64_t deadline_ns) { return exit_quiet_impl(deadline_ns); }
+
     // Releases every resource, in reverse order of creation: RDMA
     // operations never completed (and their local registrations), the
     // registrar's cache, the segment's registration, then the conduit's.
@@ -574,6 +581,7 @@ protected:
     virtual void quiesce_impl() {}
     virtual bool signal_exit_safe_impl() const { return true; }
     virtual void exit_release_impl() {}
+    virtual bool exit_quiet_impl(std::uint64_t) { return true; }
     virtual void fini_impl() {}
     // Negotiated payload, for conduits that set prepare_medium: reserve
     // (Status::not_ready while there is no room for `least`), publish with

@@ -372,7 +372,12 @@ bool Runtime::exit_main_parks() const {
 void Runtime::exit_finish() {
     const int code = exit_code_.load();
     if (!exit_graceful_.load()) bootstrap_->abort(code);
-    bootstrap_->exit_notify(code, false);
+    // A conduit over MPI (mpi) is stopped first: another thread of this
+    // process may be inside MPI through it.
+    const std::uint64_t deadline = base::now_ns() + 2ull * 1000 * 1000 * 1000;
+    bool quiet = true;
+    for (auto &t : transports_) quiet &= t->exit_quiet(deadline);
+    bootstrap_->exit_notify(code, !quiet);
     bootstrap_->fini();
 }
 

@@ -16,6 +16,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -55,13 +56,33 @@ const char *level_name(int level) {
     return "an unknown thread level";
 }
 
+// Whether SLUICE_NETWORK names the mpi conduit, which calls MPI on every
+// AM and RMA, from whichever thread calls Sluice.
+bool network_is_mpi() {
+    const std::string &list = base::knob_string(base::Knob::NETWORK);
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        if (list.compare(at, comma - at, "mpi") == 0) return true;
+        at = comma + 1;
+    }
+    return false;
+}
+
 // The thread level Sluice needs: MPI is called by the thread in sluice_init
 // and sluice_finalize, and in exit by whichever thread exits; the progress
 // thread may be that thread, so it needs calls from any one thread at a time.
-bool required_level(int &level, std::string &error) {
+// The mpi conduit calls MPI from any thread that calls Sluice (one at a
+// time, under its lock), and from Sluice's own threads beside the
+// program's: when Sluice initializes MPI for it (`initializing`) it asks
+// for serialized, or multiple with those threads; an MPI the program
+// initialized is judged by the conduit (src/conduits/mpi).
+bool required_level(int &level, bool initializing, std::string &error) {
     const std::string &knob = base::knob_string(base::Knob::MPI_THREAD);
+    const bool threads = base::knob_bool(base::Knob::PROGRESS_THREAD) || base::knob_bool(base::Knob::RCV_THREAD);
     if (knob.empty() || knob == "auto") {
         level = base::knob_bool(base::Knob::PROGRESS_THREAD) ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE;
+        if (initializing && network_is_mpi()) level = threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
         return true;
     }
     static const struct { const char *name; int level; } names[] = {
@@ -132,10 +153,10 @@ public:
     std::uint32_t size() const override { return size_; }
 
     bool start(std::string &error) {
-        int level = MPI_THREAD_SINGLE;
-        if (!required_level(level, error)) return false;
         int initialized = 0;
         MPI_Initialized(&initialized);
+        int level = MPI_THREAD_SINGLE;
+        if (!required_level(level, !initialized, error)) return false;
         if (mpi_finalized()) {
             error = "MPI is already finalized; fix: initialize Sluice before MPI_Finalize";
             return false;

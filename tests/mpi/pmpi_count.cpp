@@ -21,7 +21,13 @@ extern const char *const pmpi_wrapped[] = {
     "MPI_Comm_dup", "MPI_Comm_free", "MPI_Comm_rank", "MPI_Comm_set_attr", "MPI_Comm_size",
     "MPI_Finalize", "MPI_Finalized", "MPI_Init_thread", "MPI_Initialized", "MPI_Query_thread",
     "MPI_Comm_group", "MPI_Group_translate_ranks", "MPI_Group_free", "MPI_Group_incl", "MPI_Comm_create",
-    "MPI_Win_create", nullptr,
+    "MPI_Win_create",
+    // The mpi conduit's (src/conduits/mpi): on the data path only when the
+    // job chose it (SLUICE_NETWORK=mpi).
+    "MPI_Allreduce", "MPI_Cancel", "MPI_Comm_set_errhandler", "MPI_Error_string", "MPI_Get_count",
+    "MPI_Get_library_version", "MPI_Ibarrier", "MPI_Isend", "MPI_Recv_init", "MPI_Request_free", "MPI_Rget",
+    "MPI_Rput", "MPI_Start", "MPI_Test", "MPI_Testsome", "MPI_Wait", "MPI_Win_flush", "MPI_Win_free",
+    "MPI_Win_lock_all", "MPI_Win_set_errhandler", "MPI_Win_unlock_all", nullptr,
 };
 
 extern "C" {
@@ -69,4 +75,45 @@ int MPI_Win_create(void *base, MPI_Aint size, int unit, MPI_Info info, MPI_Comm 
     count();
     return PMPI_Win_create(base, size, unit, info, comm, win);
 }
+int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+    count();
+    return PMPI_Allreduce(sb, rb, n, t, op, comm);
+}
+int MPI_Cancel(MPI_Request *r) { count(); return PMPI_Cancel(r); }
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h) { count(); return PMPI_Comm_set_errhandler(comm, h); }
+int MPI_Error_string(int code, char *text, int *n) { count(); return PMPI_Error_string(code, text, n); }
+int MPI_Get_count(const MPI_Status *st, MPI_Datatype t, int *n) { count(); return PMPI_Get_count(st, t, n); }
+int MPI_Get_library_version(char *text, int *n) { count(); return PMPI_Get_library_version(text, n); }
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) { count(); return PMPI_Ibarrier(comm, r); }
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int to, int tag, MPI_Comm comm, MPI_Request *r) {
+    count();
+    return PMPI_Isend(b, n, t, to, tag, comm, r);
+}
+int MPI_Recv_init(void *b, int n, MPI_Datatype t, int from, int tag, MPI_Comm comm, MPI_Request *r) {
+    count();
+    return PMPI_Recv_init(b, n, t, from, tag, comm, r);
+}
+int MPI_Request_free(MPI_Request *r) { count(); return PMPI_Request_free(r); }
+int MPI_Rget(void *b, int n, MPI_Datatype t, int target, MPI_Aint disp, int tn, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *r) {
+    count();
+    return PMPI_Rget(b, n, t, target, disp, tn, tt, w, r);
+}
+int MPI_Rput(const void *b, int n, MPI_Datatype t, int target, MPI_Aint disp, int tn, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *r) {
+    count();
+    return PMPI_Rput(b, n, t, target, disp, tn, tt, w, r);
+}
+int MPI_Start(MPI_Request *r) { count(); return PMPI_Start(r); }
+int MPI_Test(MPI_Request *r, int *done, MPI_Status *st) { count(); return PMPI_Test(r, done, st); }
+int MPI_Testsome(int n, MPI_Request rs[], int *out, int idx[], MPI_Status sts[]) {
+    count();
+    return PMPI_Testsome(n, rs, out, idx, sts);
+}
+int MPI_Wait(MPI_Request *r, MPI_Status *st) { count(); return PMPI_Wait(r, st); }
+int MPI_Win_flush(int rank, MPI_Win w) { count(); return PMPI_Win_flush(rank, w); }
+int MPI_Win_free(MPI_Win *w) { count(); return PMPI_Win_free(w); }
+int MPI_Win_lock_all(int assert_, MPI_Win w) { count(); return PMPI_Win_lock_all(assert_, w); }
+int MPI_Win_set_errhandler(MPI_Win w, MPI_Errhandler h) { count(); return PMPI_Win_set_errhandler(w, h); }
+int MPI_Win_unlock_all(MPI_Win w) { count(); return PMPI_Win_unlock_all(w); }
 }

@@ -1,0 +1,140 @@
+// src/conduits/mpi/mpi_transport.hpp - the mpi conduit's transport class
+// and the small types its hooks share.  Set-up and tear-down are in
+// mpi_setup.cpp, traffic in mpi.cpp.  Every MPI call is made under the
+// conduit's lock (RdmaConduit), so MPI sees one Sluice thread at a time.
+#pragma once
+
+#include "conduits/common/buffer_pool.hpp"
+#include "conduits/common/free_list.hpp"
+#include "conduits/common/rdma_conduit.hpp"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::conduit::mpi::detail {
+
+// Every message is a packed AM (conduits/common/packed_am.hpp), sent as
+// one MPI message with this tag on the conduit's communicator; MPI keeps
+// the messages of one sender in order, as the AM layer needs.
+constexpr int am_tag = 0x51;
+
+// Receives posted per other rank under SLUICE_MPI_RECVS=0 (within 16 and
+// 1024 in all).
+constexpr std::size_t recvs_per_peer = 16;
+
+// A Put or Get piece at most (MPI counts are ints).
+constexpr std::size_t rma_piece_max = std::size_t{1} << 30;
+
+// A message that arrived, copied out of its posted receive (which is
+// posted again at once: a rank inside a handler still receives, so the
+// peer's rendezvous sends complete); its sender is a Sluice rank.
+struct Arrival {
+    std::byte *bytes = nullptr;
+    std::uint32_t length = 0;
+    Rank source = 0;
+};
+
+// One send buffer and the MPI_Isend that carries it.
+struct SendBuffer {
+    std::byte *bytes = nullptr;
+    MPI_Request request = MPI_REQUEST_NULL;
+    SendBuffer *next = nullptr;
+};
+
+// One Put or Get in flight (MPI_Rput / MPI_Rget).
+struct RmaPost {
+    RmaOp *op = nullptr;
+    Rank peer = 0;
+    bool write = false;
+    RmaPost *next = nullptr;
+};
+
+struct MpiCounters {
+    std::uint64_t flushes = 0;  // MPI_Win_flush calls (a Put is complete at its target after one)
+};
+
+class MpiTransport final : public common::RdmaConduit<Arrival> {
+public:
+    MpiTransport();
+    ~MpiTransport() override;
+
+protected:
+    Status init_impl() override;
+    Status send_impl(Rank peer, const AmMessage &m) override;
+    Status mem_register_impl(void *, std::size_t, std::uint64_t, std::uint64_t &handle, std::string &) override {
+        handle = 0;
+        return Status::ok;
+    }
+    void mem_deregister_impl(std::uint64_t) override {}
+    Status key_unpack_impl(Rank, std::uint64_t, std::uint64_t, const std::string &) override { return Status::ok; }
+    Status segment_connected(const std::vector<SegmentRecord> &all) override;  // mpi_setup.cpp
+    void fini_impl() override;
+    void exit_release_impl() override;
+    bool exit_quiet_impl(std::uint64_t deadline_ns) override;
+    Status barrier_impl(bool (*poll_fn)(void *), void *context) override;  // mpi.cpp
+
+    // The layer's hooks (common/rdma_conduit.hpp).
+    bool up() const override { return comm_ != MPI_COMM_NULL; }
+    void reap() override;                                          // under lock_
+    void deliver_one(const Arrival &a) override;
+    void delivered(const Arrival &a) override;                     // under lock_
+    void control_send(Rank peer, std::uint8_t category) override;  // under lock_
+    bool idle() override { return sends_out_ == 0 && rma_out_ == 0; }
+    std::string path(Rank peer) const override;
+    Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
+                bool &later) override;
+
+private:
+    // mpi_setup.cpp
+    Status thread_check();
+    Status ranks_map();
+    Status buffers_create();
+    Status rma_probe();
+    void close_all(bool collective);
+    void stats_print() const;
+
+    // mpi.cpp
+    void reap_sends();     // under lock_
+    void reap_arrivals();  // under lock_
+    void reap_rma();       // under lock_
+    Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
+
+    MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
+    MPI_Win win_ = MPI_WIN_NULL;     // over every rank's segment, in a passive-target epoch (lock_all)
+    bool rma_ = false;               // Put and Get by MPI RMA (else the AM layer does them)
+    int thread_level_ = MPI_THREAD_SINGLE;
+    std::vector<int> mpi_rank_;      // by Sluice rank: its rank in comm_
+    std::vector<Rank> sluice_rank_;  // by rank in comm_: its Sluice rank
+    std::vector<std::uint64_t> peer_base_, peer_size_;  // by rank: its segment
+
+    std::size_t max_medium_ = 0, msg_max_ = 0;
+    // The posted receives: one buffer of msg_max_ bytes each, persistent
+    // requests restarted once their message was delivered.
+    std::unique_ptr<std::uint64_t[]> recv_words_;
+    std::vector<MPI_Request> recv_requests_;
+    std::vector<bool> recv_active_;         // started, its message not yet taken
+    common::BufferPool copies_;             // arrivals copied out, msg_max_ bytes each
+    std::vector<int> done_index_;           // MPI_Testsome's
+    std::vector<MPI_Status> done_status_;   // MPI_Testsome's
+    // The send buffers and their requests (by index, for MPI_Testsome).
+    std::unique_ptr<std::uint64_t[]> send_words_;
+    std::vector<SendBuffer> sends_;
+    std::vector<MPI_Request> send_requests_;
+    common::FreeList<SendBuffer> send_free_;
+    std::size_t sends_out_ = 0;
+    // Put and Get in flight.
+    std::vector<RmaPost> posts_;
+    std::vector<MPI_Request> rma_requests_;
+    common::FreeList<RmaPost> post_free_;
+    std::size_t rma_out_ = 0;
+    std::vector<Rank> flush_;               // peers written to whose Puts completed locally
+    std::string library_;                   // MPI_Get_library_version's first line
+    MpiCounters mpi_counters_;
+};
+
+} // namespace sluice::conduit::mpi::detail

@@ -1,0 +1,123 @@
+#!/bin/sh
+# The mpi conduit (src/conduits/mpi) under the real mpirun, for the default
+# MPI and each other one configure built libsluice-mpi for: sluice-mp-test's
+# cases at 2 and 4 ranks with every peer over the conduit (SLUICE_SPAWNER=mpi
+# loads libsluice-mpi, and with it the conduit, into a program that links
+# libsluice only); Put/Get over AMs (SLUICE_MPI_RMA=0), one send buffer,
+# one posted receive and the smallest Medium; bad knob values and a thread
+# level too low for SLUICE_RCV_THREAD, each refused naming the fix; a
+# program under sluicerun told to use it, refused naming libsluice-mpi;
+# then the hybrid exit modes (tests/mpi/hybrid.sh) over the conduit.  Every
+# job under a hard time limit.  A sanitizer subset runs 2 ranks and the
+# default MPI only.  src/conduits/mpi/README.md, Tests.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+srcdir=${SLUICETEST_SRCDIR:?}
+mpirun=${SLUICETEST_MPIRUN:?}
+if ! nm -DC "$builddir/.libs/libsluice-mpi.so" 2> /dev/null | grep -q 'conduit::mpi::make_mpi_transport'; then
+    echo "SKIP: libsluice-mpi has no mpi conduit in this build"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_osc=^ucx UCX_MEM_EVENTS=no  # as tests/mpi/hybrid.sh says why
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export SLUICE_SPAWNER=mpi SLUICE_NETWORK=mpi SLUICE_ROUTE=network SLUICE_MPI_STATS=1
+job=$builddir/tests/mp/sluice-mp-test
+failed=0
+# A sanitizer subset: 2 ranks, the default MPI (the plain build runs the rest).
+sizes="2 4"
+[ -n "${SLUICETEST_SUBSET:-}" ] && sizes=2
+
+# mp RUN N ENV... -- CASE ARGS: one job, every peer over the conduit; its
+# code in $code, its output in $log.  Open MPI gets -x for every SLUICE_
+# variable (it passes only those it is told), MPICH's hydra passes them all.
+mp() {
+    run=$1 n=$2
+    shift 2
+    vars=""
+    while [ "$1" != -- ]; do vars="$vars $1"; shift; done
+    shift
+    # shellcheck disable=SC2086 # lists
+    log=$(env $vars sh -c 'run=$1; n=$2; shift 2
+        x=""
+        if "$run" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
+            x="--oversubscribe $(env | sed -n "s/^\(SLUICE_[A-Z_]*\)=.*/-x \1/p" | tr "\n" " ")"
+        fi
+        exec timeout -k 5 120 "$run" $x -n "$n" "$@"' mp "$run" "$n" "$job" "$@" 2>&1)
+    code=$?
+}
+expect() {  # expect WHAT CODE PATTERN
+    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
+        printf '%s\n' "$log" | grep -v EXPECTED | tail -15
+        failed=1
+    fi
+}
+# counter NAME: the sum over the ranks' SLUICE_MPI_STATS lines.
+counter() {
+    printf '%s\n' "$log" | sed -n "s/.* mpi (.*$1 \([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# run_flavor LABEL RUN: everything under one MPI.
+run_flavor() {
+    label=$1 run=$2
+    echo "=== mpi conduit under $label ($run)"
+    for n in $sizes; do
+        cases="basic am args chain hidden flood rma immediate atomic coll team vis completion prepare barrier segment threads"
+        [ "$n" = 4 ] && cases="basic am chain hidden flood rma atomic coll team threads"
+        for c in $cases; do
+            mp "$run" "$n" -- "$c"
+            expect "[$label] $c at $n ranks" 0 "^PASS $c"
+        done
+    done
+    mp "$run" 2 -- rma
+    if [ "$(counter writes)" -gt 0 ]; then echo "ok: [$label] Puts went by MPI RMA ($(counter writes) MPI_Rput)"
+    elif printf '%s\n' "$log" | grep -q "writes 0"; then echo "ok: [$label] Puts went over AMs (SLUICE_MPI_RMA=auto on this MPI)"
+    else echo "FAIL: [$label] no SLUICE_MPI_STATS line"; failed=1; fi
+    mp "$run" 2 SLUICE_MPI_RMA=0 -- rma
+    expect "[$label] SLUICE_MPI_RMA=0: the RMA case passes" 0 "^PASS rma"
+    if [ "$(counter writes)" -ne 0 ]; then echo "FAIL: [$label] SLUICE_MPI_RMA=0 still posted $(counter writes) MPI_Rput"; failed=1; fi
+    mp "$run" 2 SLUICE_MPI_SEND_BUFFERS=1 -- flood 2000
+    expect "[$label] one send buffer: the flood passes" 0 "^PASS flood"
+    if [ "$(counter 'network full')" -gt 0 ]; then echo "ok: [$label] one send buffer: sends waited ($(counter 'network full'))"
+    else echo "FAIL: [$label] one send buffer: no send ever waited"; failed=1; fi
+    mp "$run" 4 SLUICE_MPI_RECVS=1 -- flood 2000
+    expect "[$label] one posted receive: the flood passes at 4 ranks" 0 "^PASS flood"
+    mp "$run" 2 SLUICE_MPI_MAX_MEDIUM=512 -- am
+    expect "[$label] SLUICE_MPI_MAX_MEDIUM=512: the AM case passes" 0 "^PASS am"
+    mp "$run" 2 SLUICE_MPI_MAX_MEDIUM=100 -- basic
+    expect "[$label] SLUICE_MPI_MAX_MEDIUM=100 is refused by name" 1 "SLUICE_MPI_MAX_MEDIUM=100 is out of range"
+    mp "$run" 2 SLUICE_MPI_RMA=sometimes -- basic
+    expect "[$label] SLUICE_MPI_RMA=sometimes is refused by name" 1 "SLUICE_MPI_RMA=sometimes"
+    mp "$run" 2 SLUICE_MPI_THREAD=single SLUICE_RCV_THREAD=1 -- basic
+    expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" 1 "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
+    mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
+    expect "[$label] SLUICE_RCV_THREAD=1: Sluice asks MPI for MPI_THREAD_MULTIPLE and the chain case passes" 0 "^PASS chain"
+}
+
+run_flavor default "$mpirun"
+extra=${SLUICETEST_MPI_EXTRA:-}
+if [ -n "$extra" ] && [ -n "${SLUICETEST_SUBSET:-}" ]; then
+    echo "not run in the $SLUICETEST_SUBSET subset: $extra (the plain build runs them)"
+    extra=
+fi
+for pair in $extra; do run_flavor "${pair%%=*}" "${pair#*=}"; done
+
+echo "=== mpi conduit: a program that has not loaded libsluice-mpi"
+log=$(env -u SLUICE_SPAWNER timeout 60 "$builddir/sluicerun" -n 2 -- "$job" basic 2>&1)
+code=$?
+expect "under sluicerun, SLUICE_NETWORK=mpi names libsluice-mpi and the fix" 1 "is in libsluice-mpi, which this program has not loaded"
+
+echo "=== mpi conduit: the hybrid exit modes"
+# hybrid.sh's modes that end the job from a rank or a thread, every peer
+# over the conduit (its other modes, and the data-path count, run in
+# tests/mpi/hybrid.sh without it).
+if ! env -u SLUICE_MPI_STATS -u SLUICE_SPAWNER \
+    SLUICETEST_HYBRID_MODES="mpi-first:0 sluice-first:0 return-from-main:0 exit-one:3 mpi-abort-one:4 exit-spin:5 thread-exit-send:7:2 thread-exit-poll:7 signal-barrier:130" \
+    sh "$srcdir/tests/mpi/hybrid.sh"; then
+    echo "FAIL: hybrid exit modes over the mpi conduit"
+    failed=1
+fi
+exit $failed
