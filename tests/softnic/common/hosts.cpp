@@ -51,6 +51,15 @@ Hosts hosts_read(const char *nic) {
     return h;
 }
 
+const Hosts &HostList::hosts() const {
+    std::call_once(once_, [this] { hosts_ = new Hosts(hosts_read(nic_)); });
+    return *hosts_;
+}
+
+std::uint32_t HostList::count() const {
+    return several() ? static_cast<std::uint32_t>(hosts().address.size()) : 1;
+}
+
 std::uint16_t port_read(const char *name, std::uint16_t fallback) {
     const char *p = std::getenv(name);
     const long n = p ? std::strtol(p, nullptr, 10) : 0;

@@ -18,6 +18,13 @@ void die(const char *nic, const char *what, const char *path) {
     std::abort();
 }
 
+std::string fabric_path(const char *knob, const char *fallback, const HostList &hosts) {
+    const char *p = std::getenv(knob);
+    std::string path = p && *p ? p : fallback + std::to_string(::getuid());
+    if (hosts.several()) path += "-h" + std::to_string(hosts.self());
+    return path;
+}
+
 FabricHead *map_fabric(const std::string &path, std::size_t bytes, std::uint64_t magic, const char *nic,
                        void (*init)(FabricHead *)) {
     bool creator = false;

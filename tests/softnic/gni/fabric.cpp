@@ -16,17 +16,10 @@ namespace {
 
 Fabric *mapped = nullptr;
 std::once_flag mapped_once;
-
-// /dev/shm is one for all network namespaces: each host needs its own name.
-std::string fabric_path() {
-    const char *p = std::getenv("SOFTNIC_GNI_FABRIC");
-    std::string path = p && *p ? p : "/dev/shm/softnic-gni-" + std::to_string(::getuid());
-    if (several_hosts()) path += "-h" + std::to_string(host_index());
-    return path;
-}
+constinit softnic_common::HostList hosts{"softnic-gni"};
 
 void map_fabric() {
-    const std::string path = fabric_path();
+    const std::string path = softnic_common::fabric_path("SOFTNIC_GNI_FABRIC", "/dev/shm/softnic-gni-", hosts);
     softnic_common::FabricHead *h = softnic_common::map_fabric(path, sizeof(Fabric), fabric_magic, "softnic-gni", [](softnic_common::FabricHead *h) {
         // Start generations apart from a previous fabric's handles.
         reinterpret_cast<Fabric *>(h)->generation = static_cast<std::uint32_t>(::getpid()) & 0xffff;
@@ -40,12 +33,6 @@ std::uint32_t env_number(const char *name, std::uint32_t fallback) {
     char *end = nullptr;
     const unsigned long n = std::strtoul(p, &end, 0);
     return end != p ? static_cast<std::uint32_t>(n) : fallback;
-}
-
-// Never destroyed: detached threads may ask while the process exits.
-const softnic_common::Hosts &hosts() {
-    static const softnic_common::Hosts &h = *new softnic_common::Hosts(softnic_common::hosts_read("softnic-gni"));
-    return h;
 }
 
 } // namespace
@@ -116,10 +103,10 @@ bool job(Job &out) {
     return true;
 }
 
-bool several_hosts() { return !hosts().address.empty(); }
-int host_index() { return hosts().self; }
-std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
-in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
+bool several_hosts() { return hosts.several(); }
+int host_index() { return hosts.self(); }
+std::uint32_t host_count() { return hosts.count(); }
+in_addr host_address(std::uint32_t host) { return hosts.address(host); }
 std::uint16_t wire_port() { return softnic_common::port_read("SOFTNIC_GNI_WIRE_PORT", default_wire_port); }
 
 bool local_address(std::uint32_t &out) {

@@ -105,12 +105,7 @@ constexpr std::uint64_t fabric_magic = 0x32696e67666e7373ull;  // "ssnfgni2"
 Fabric &fabric();
 void lock();
 void unlock();
-struct Locked {
-    Locked() { lock(); }
-    ~Locked() { unlock(); }
-    Locked(const Locked &) = delete;
-    Locked &operator=(const Locked &) = delete;
-};
+using Locked = softnic_common::FabricLock<lock, unlock>;
 
 using softnic_common::alive;  // whether process `pid` exists
 // Frees every object of processes that no longer exist (under the lock).

@@ -15,6 +15,8 @@
 // `rules attach` prints what GNI_CdmAttach answers (exit 0 on success).
 #include <gni_pub.h>
 
+#include "../common/peer_channel.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,43 +85,20 @@ struct Card {
 
 Card card_of(Nic &n) { return Card{n.inst, n.addr, n.buf_h, n.at(0), n.smsg, 0, 0, {}, {}}; }
 
-// How the two processes tell each other what they need out of band: a
-// pair of pipes (forked on one host), or numbered files in a folder both
-// hosts see (hosts.sh), each written whole before it appears.
-class Channel {
+// How the two processes tell each other what they need out of band
+// (common/peer_channel.hpp); a broken exchange ends the process.
+class Channel : softnic_common::PeerChannel {
 public:
-    Channel(int in, int out) : in_(in), out_(out) {}
-    Channel(std::string dir, std::string me, std::string other)
-        : dir_(std::move(dir)), me_(std::move(me)), other_(std::move(other)) {}
+    using PeerChannel::PeerChannel;
 
     template <class T> void tell(const T &v) {
-        if (dir_.empty()) {
-            if (write(out_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) fail_exchange();
-            return;
-        }
-        const std::string name = dir_ + "/" + me_ + "-" + std::to_string(told_++), tmp = name + ".tmp";
-        FILE *f = std::fopen(tmp.c_str(), "wb");
-        if (!f || std::fwrite(&v, sizeof v, 1, f) != 1 || std::fclose(f) != 0 ||
-            std::rename(tmp.c_str(), name.c_str()) != 0)
-            fail_exchange();
+        if (!PeerChannel::tell(&v, sizeof v)) fail_exchange();
     }
     // Waits 20 s at most.
     template <class T> T hear() {
         T v{};
-        if (dir_.empty()) {
-            if (read(in_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) fail_exchange();
-            return v;
-        }
-        const std::string name = dir_ + "/" + other_ + "-" + std::to_string(heard_++);
-        for (int i = 0; i < 2000; ++i) {
-            if (FILE *f = std::fopen(name.c_str(), "rb")) {
-                const bool got = std::fread(&v, sizeof v, 1, f) == 1;
-                std::fclose(f);
-                if (got) return v;
-            }
-            ::usleep(10000);
-        }
-        fail_exchange();
+        if (!PeerChannel::hear(&v, sizeof v, 20000)) fail_exchange();
+        return v;
     }
 
 private:
@@ -127,9 +106,6 @@ private:
         std::printf("FAIL: %sthe exchange with the other process broke\n", role);
         std::exit(1);
     }
-    int in_ = -1, out_ = -1;
-    std::string dir_, me_, other_;
-    int told_ = 0, heard_ = 0;
 };
 
 void open_nic(Nic &n, std::uint32_t inst, std::uint32_t cq_entries = 256) {

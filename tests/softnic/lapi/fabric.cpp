@@ -21,26 +21,13 @@ namespace {
 
 Fabric *mapped = nullptr;
 std::once_flag mapped_once;
-
-// /dev/shm is one for all network namespaces: each host needs its own name.
-std::string fabric_path() {
-    const char *p = std::getenv("SOFTNIC_LAPI_FABRIC");
-    std::string path = p && *p ? p : "/dev/shm/softnic-lapi-" + std::to_string(::getuid());
-    if (several_hosts()) path += "-h" + std::to_string(host_index());
-    return path;
-}
+constinit softnic_common::HostList hosts{"softnic-lapi"};
 
 void map_fabric() {
-    softnic_common::FabricHead *h =
-        softnic_common::map_fabric(fabric_path(), sizeof(Fabric), fabric_magic, "softnic-lapi",
-                                   [](softnic_common::FabricHead *) {});
+    softnic_common::FabricHead *h = softnic_common::map_fabric(
+        softnic_common::fabric_path("SOFTNIC_LAPI_FABRIC", "/dev/shm/softnic-lapi-", hosts), sizeof(Fabric),
+        fabric_magic, "softnic-lapi", [](softnic_common::FabricHead *) {});
     mapped = reinterpret_cast<Fabric *>(h);
-}
-
-// Never destroyed: detached threads may ask while the process exits.
-const softnic_common::Hosts &hosts() {
-    static const softnic_common::Hosts &h = *new softnic_common::Hosts(softnic_common::hosts_read("softnic-lapi"));
-    return h;
 }
 
 long env_number(const char *name, long fallback) {
@@ -214,10 +201,10 @@ int job_read(Job &out) {
     return LAPI_SUCCESS;
 }
 
-bool several_hosts() { return !hosts().address.empty(); }
-int host_index() { return hosts().self; }
-std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
-in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
+bool several_hosts() { return hosts.several(); }
+int host_index() { return hosts.self(); }
+std::uint32_t host_count() { return hosts.count(); }
+in_addr host_address(std::uint32_t host) { return hosts.address(host); }
 std::uint16_t wire_port() { return softnic_common::port_read("SOFTNIC_LAPI_WIRE_PORT", default_wire_port); }
 
 } // namespace softnic_lapi

@@ -66,12 +66,7 @@ constexpr std::uint64_t fabric_magic = 0x3169706166736e73ull;  // "snsfapi1"
 Fabric &fabric();
 void lock();
 void unlock();
-struct Locked {
-    Locked() { lock(); }
-    ~Locked() { unlock(); }
-    Locked(const Locked &) = delete;
-    Locked &operator=(const Locked &) = delete;
-};
+using Locked = softnic_common::FabricLock<lock, unlock>;
 
 // A task as a sender met it.  host is this_host, or the index in
 // SOFTNIC_HOSTS of the host it is on (wire.hpp).

@@ -22,7 +22,8 @@
 // task (exit 0 on success).
 #include <lapi.h>
 
-#include <poll.h>
+#include "../common/peer_channel.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -92,26 +93,15 @@ int counter(lapi_cntr_t &c) {
 }
 void wait_counter(lapi_cntr_t &c, int n, const char *what) { must(LAPI_Waitcntr(hndl, &c, n, nullptr), what); }
 
-// What two tasks tell each other out of band: a pair of pipes (forked on
-// one host), or numbered files in a folder both hosts see (hosts.sh), each
-// written whole before it appears.  hear() keeps calling LAPI_Probe while
-// it waits, so a task in polling mode still serves its peer; hear_quiet()
-// makes no LAPI call.  Both wait 30 s at most.
-class Channel {
+// What two tasks tell each other out of band (common/peer_channel.hpp).
+// hear() keeps calling LAPI_Probe while it waits, so a task in polling mode
+// still serves its peer; hear_quiet() makes no LAPI call.  Both wait 30 s
+// at most.
+class Channel : softnic_common::PeerChannel {
 public:
-    Channel(int in, int out) : in_(in), out_(out) {}
-    Channel(std::string dir, std::string me, std::string other)
-        : dir_(std::move(dir)), me_(std::move(me)), other_(std::move(other)) {}
+    using PeerChannel::PeerChannel;
     void tell(int v) {
-        if (dir_.empty()) {
-            if (write(out_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) broken();
-            return;
-        }
-        const std::string name = dir_ + "/" + me_ + "-" + std::to_string(told_++), tmp = name + ".tmp";
-        FILE *f = std::fopen(tmp.c_str(), "wb");
-        if (!f || std::fwrite(&v, sizeof v, 1, f) != 1 || std::fclose(f) != 0 ||
-            std::rename(tmp.c_str(), name.c_str()) != 0)
-            broken();
+        if (!PeerChannel::tell(&v, sizeof v)) broken();
     }
     int hear() { return receive(true); }
     int hear_quiet() { return receive(false); }
@@ -123,7 +113,9 @@ private:
         const std::int64_t end = now_ms() + 30000;
         while (now_ms() < end) {
             int v = 0;
-            if (try_receive(v, probe ? 1 : 10)) return v;
+            const softnic_common::Hearing h = try_hear(&v, sizeof v, probe ? 1 : 10);
+            if (h == softnic_common::Hearing::heard) return v;
+            if (h == softnic_common::Hearing::broken) broken();
             if (probe) {
                 const int rc = LAPI_Probe(hndl);
                 if (rc != LAPI_SUCCESS) probe_error = rc;
@@ -131,33 +123,11 @@ private:
         }
         broken();
     }
-    bool try_receive(int &v, int wait_ms) {
-        if (dir_.empty()) {
-            pollfd p{in_, POLLIN, 0};
-            if (::poll(&p, 1, wait_ms) <= 0) return false;
-            if (read(in_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) broken();
-            return true;
-        }
-        const std::string name = dir_ + "/" + other_ + "-" + std::to_string(heard_);
-        if (FILE *f = std::fopen(name.c_str(), "rb")) {
-            const bool got = std::fread(&v, sizeof v, 1, f) == 1;
-            std::fclose(f);
-            if (got) {
-                ++heard_;
-                return true;
-            }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
-        return false;
-    }
     [[noreturn]] static void broken() {
         std::printf("FAIL: %sthe exchange with the other task broke\n", role.c_str());
         std::fflush(stdout);
         _exit(1);
     }
-    int in_ = -1, out_ = -1;
-    std::string dir_, me_, other_;
-    int told_ = 0, heard_ = 0;
 };
 Channel *peer = nullptr;
 

@@ -25,18 +25,10 @@ namespace {
 
 Fabric *mapped = nullptr;
 std::once_flag mapped_once;
-
-// /dev/shm is one for all network namespaces: each host needs its own name.
-std::string fabric_path() {
-    const char *p = std::getenv("SOFTNIC_FABRIC");
-    std::string path = p && *p ? p : "/dev/shm/softnic-v2-" + std::to_string(::getuid());
-    if (several_hosts()) path += "-h" + std::to_string(host_index());
-    return path;
-}
-
+constinit softnic_common::HostList hosts{"softnic"};
 
 void map_fabric() {
-    const std::string path = fabric_path();
+    const std::string path = softnic_common::fabric_path("SOFTNIC_FABRIC", "/dev/shm/softnic-v2-", hosts);
     softnic_common::FabricHead *h = softnic_common::map_fabric(path, sizeof(Fabric), fabric_magic, "softnic", [](softnic_common::FabricHead *h) {
         // Start generations apart from a previous fabric's handles.
         reinterpret_cast<Fabric *>(h)->key_generation = static_cast<std::uint32_t>(::getpid()) & 0xffff;
@@ -77,12 +69,6 @@ void channel_address(std::int32_t pid, std::int32_t channel, char *name, std::si
 
 namespace {
 
-// Never destroyed: detached threads may ask while the process exits.
-const softnic_common::Hosts &hosts() {
-    static const softnic_common::Hosts &h = *new softnic_common::Hosts(softnic_common::hosts_read("softnic"));
-    return h;
-}
-
 std::uint32_t env_count(const char *name) {
     const char *p = std::getenv(name);
     const long n = p ? std::strtol(p, nullptr, 10) : 1;
@@ -93,10 +79,10 @@ std::uint32_t env_count(const char *name) {
 std::uint32_t device_count() { return env_count("SOFTNIC_DEVICES"); }
 std::uint32_t port_count() { return env_count("SOFTNIC_PORTS"); }
 
-bool several_hosts() { return !hosts().address.empty(); }
-int host_index() { return hosts().self; }
-std::uint32_t host_count() { return several_hosts() ? static_cast<std::uint32_t>(hosts().address.size()) : 1; }
-in_addr host_address(std::uint32_t host) { return hosts().address.at(host); }
+bool several_hosts() { return hosts.several(); }
+int host_index() { return hosts.self(); }
+std::uint32_t host_count() { return hosts.count(); }
+in_addr host_address(std::uint32_t host) { return hosts.address(host); }
 
 std::uint16_t wire_port() { return softnic_common::port_read("SOFTNIC_WIRE_PORT", default_wire_port); }
 

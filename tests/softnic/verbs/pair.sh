@@ -79,7 +79,8 @@ roce_pairs() {
 }
 
 # no_process_left: no process of this run (one with its SOFTNIC_FABRIC)
-# may be left; those of other runs beside it do not count.
+# may be left; those of other runs beside it do not count.  acceptance.sh's
+# (hosts.sh has ../common/netns.sh's, which every NIC's hosts.sh uses).
 no_process_left() {
     left=$(env -u SOFTNIC_FABRIC grep -lsxzF "SOFTNIC_FABRIC=$SOFTNIC_FABRIC" /proc/[0-9]*/environ)
     if [ -n "$left" ]; then

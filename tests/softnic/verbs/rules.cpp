@@ -8,6 +8,8 @@
 // and exits non-zero if one is broken.
 #include <infiniband/verbs.h>
 
+#include "../common/peer_channel.hpp"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -225,23 +227,16 @@ struct Far {
     std::uint32_t rkey;
 };
 
+// The folder's files (common/peer_channel.hpp), named by what they say.
 void publish(const std::string &dir, const char *name, const Far &f) {
-    const std::string tmp = dir + "/." + name, path = dir + "/" + name;
-    FILE *out = std::fopen(tmp.c_str(), "wb");
-    if (!out || std::fwrite(&f, sizeof f, 1, out) != 1 || std::fclose(out) != 0 ||
-        std::rename(tmp.c_str(), path.c_str()) != 0)
-        die("writing to the other host's folder");
+    if (!softnic_common::file_publish(dir + "/" + name, &f, sizeof f)) die("writing to the other host's folder");
 }
 
 // Waits (20 s at most) for the other side's file `name`.
 Far await(const std::string &dir, const char *name) {
     Far f{};
     for (int i = 0; i < 2000; ++i) {
-        if (FILE *in = std::fopen((dir + "/" + name).c_str(), "rb")) {
-            const bool got = std::fread(&f, sizeof f, 1, in) == 1;
-            std::fclose(in);
-            if (got) return f;
-        }
+        if (softnic_common::file_read(dir + "/" + name, &f, sizeof f)) return f;
         ::usleep(10000);
     }
     die("waiting for the other host");
