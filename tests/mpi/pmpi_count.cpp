@@ -26,7 +26,7 @@ extern const char *const pmpi_wrapped[] = {
     // job chose it (SLUICE_NETWORK=mpi).
     "MPI_Allreduce", "MPI_Cancel", "MPI_Comm_set_errhandler", "MPI_Error_string", "MPI_Get_count",
     "MPI_Get_library_version", "MPI_Ibarrier", "MPI_Isend", "MPI_Recv_init", "MPI_Request_free", "MPI_Rget",
-    "MPI_Rput", "MPI_Start", "MPI_Test", "MPI_Testsome", "MPI_Wait", "MPI_Win_flush", "MPI_Win_free",
+    "MPI_Rput", "MPI_Send", "MPI_Start", "MPI_Test", "MPI_Testsome", "MPI_Wait", "MPI_Win_flush", "MPI_Win_free",
     "MPI_Win_lock_all", "MPI_Win_set_errhandler", "MPI_Win_unlock_all", nullptr,
 };
 
@@ -103,6 +103,10 @@ int MPI_Rput(const void *b, int n, MPI_Datatype t, int target, MPI_Aint disp, in
              MPI_Request *r) {
     count();
     return PMPI_Rput(b, n, t, target, disp, tn, tt, w, r);
+}
+int MPI_Send(const void *b, int n, MPI_Datatype t, int to, int tag, MPI_Comm comm) {
+    count();
+    return PMPI_Send(b, n, t, to, tag, comm);
 }
 int MPI_Start(MPI_Request *r) { count(); return PMPI_Start(r); }
 int MPI_Test(MPI_Request *r, int *done, MPI_Status *st) { count(); return PMPI_Test(r, done, st); }

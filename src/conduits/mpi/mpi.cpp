@@ -40,7 +40,7 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
         return base::report(Status::argument, "send (mpi)", "raise SLUICE_MPI_MAX_MEDIUM",
                             "mpi: an AM of %zu bytes to rank %u exceeds the %zu-byte message", length, peer, msg_max_);
     const Status s = send_packed<SendBuffer>(
-        m, 0,
+        m, small_send,
         [&]() -> SendBuffer * {
             if (send_free_.empty()) reap_sends();
             if (send_free_.empty()) {
@@ -49,8 +49,23 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
             }
             return send_free_.take();
         },
-        [&](std::byte *, std::size_t n, SendBuffer *b) { return isend(b, peer, n); });
-    if (s == Status::ok) ++counters_.sent;
+        [&](std::byte *bytes, std::size_t n, SendBuffer *b) {
+            if (b) {
+                const Status st = isend(b, peer, n);
+                counters_.sent += st == Status::ok;
+                return st;
+            }
+            // Small: MPI_Send from the stack, which an eager protocol
+            // completes at once (no buffer, no request to reap).
+            const int rc = MPI_Send(bytes, static_cast<int>(n), MPI_BYTE, mpi_rank_[peer], am_tag, comm_);
+            if (rc != MPI_SUCCESS)
+                return base::report(Status::transport, "send (mpi)", "check that the peer is alive",
+                                    "mpi: MPI_Send of %zu bytes to rank %u (MPI rank %d) failed (MPI error %d)", n, peer,
+                                    mpi_rank_[peer], rc);
+            sent_to(peer);
+            ++counters_.small;
+            return Status::ok;
+        });
     return s;
 }
 
@@ -70,8 +85,11 @@ void MpiTransport::control_send(Rank peer, std::uint8_t category) {
 
 // ---- completions and arrivals ----
 
+// Sends are reaped when a quarter of the buffers is out, and every 64th
+// poll (so that quiesce sees them done): an MPI_Testsome costs an MPI
+// progress call, which a round trip pays on every poll otherwise.
 void MpiTransport::reap() {
-    reap_sends();
+    if (sends_out_ * 4 >= sends_.size() || (++polls_ & 63) == 0) reap_sends();
     reap_arrivals();
     if (rma_out_) reap_rma();
 }

@@ -23,6 +23,10 @@ namespace sluice::conduit::mpi::detail {
 // the messages of one sender in order, as the AM layer needs.
 constexpr int am_tag = 0x51;
 
+// AMs of at most this many bytes (a Short, a small Medium) go by a blocking
+// MPI_Send from the stack: every MPI sends them eagerly.
+constexpr std::size_t small_send = 256;
+
 // Receives posted per other rank under SLUICE_MPI_RECVS=0 (within 16 and
 // 1024 in all).
 constexpr std::size_t recvs_per_peer = 16;
@@ -127,6 +131,7 @@ private:
     std::vector<MPI_Request> send_requests_;
     common::FreeList<SendBuffer> send_free_;
     std::size_t sends_out_ = 0;
+    std::uint32_t polls_ = 0;               // reap()'s, to reap sends now and then
     // Put and Get in flight.
     std::vector<RmaPost> posts_;
     std::vector<MPI_Request> rma_requests_;

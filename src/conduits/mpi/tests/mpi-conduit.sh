@@ -1,11 +1,14 @@
 #!/bin/sh
 # The mpi conduit (src/conduits/mpi) under the real mpirun, for the default
 # MPI and each other one configure built libsluice-mpi for: sluice-mp-test's
-# cases at 2 and 4 ranks with every peer over the conduit (SLUICE_SPAWNER=mpi
+# cases at 4 ranks (and segment and bad at 2) with every peer over the
+# conduit (SLUICE_SPAWNER=mpi
 # loads libsluice-mpi, and with it the conduit, into a program that links
 # libsluice only); Put/Get over AMs (SLUICE_MPI_RMA=0), one send buffer,
 # one posted receive and the smallest Medium; bad knob values and a thread
-# level too low for SLUICE_RCV_THREAD, each refused naming the fix; a
+# level too low for SLUICE_RCV_THREAD, each refused naming the fix; the
+# multi-process gtest suites and the exit matrix started by the MPI's
+# launcher (tests/mpi/mpirun-launcher); a
 # program under sluicerun told to use it, refused naming libsluice-mpi;
 # then the hybrid exit modes (tests/mpi/hybrid.sh) over the conduit.  Every
 # job under a hard time limit.  A sanitizer subset runs 2 ranks and the
@@ -23,6 +26,8 @@ export OMPI_MCA_osc=^ucx UCX_MEM_EVENTS=no  # as tests/mpi/hybrid.sh says why
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export SLUICE_SPAWNER=mpi SLUICE_NETWORK=mpi SLUICE_ROUTE=network SLUICE_MPI_STATS=1
 job=$builddir/tests/mp/sluice-mp-test
+# shellcheck source=../../../../tests/mp/families.sh
+. "$srcdir/tests/mp/families.sh"
 failed=0
 # A sanitizer subset: 2 ranks, the default MPI (the plain build runs the rest).
 sizes="2 4"
@@ -65,8 +70,9 @@ run_flavor() {
     label=$1 run=$2
     echo "=== mpi conduit under $label ($run)"
     for n in $sizes; do
-        cases="basic am args chain hidden flood rma immediate atomic coll team vis completion prepare barrier segment threads"
-        [ "$n" = 4 ] && cases="basic am chain hidden flood rma atomic coll team threads"
+        # The gtest suites below run the rest at 2 and 3 ranks.
+        cases="segment bad"
+        [ "$n" = 4 ] && cases="basic am flood rma atomic coll threads"
         for c in $cases; do
             mp "$run" "$n" -- "$c"
             expect "[$label] $c at $n ranks" 0 "^PASS $c"
@@ -95,6 +101,41 @@ run_flavor() {
     expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" 1 "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
     mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
     expect "[$label] SLUICE_RCV_THREAD=1: Sluice asks MPI for MPI_THREAD_MULTIPLE and the chain case passes" 0 "^PASS chain"
+    # The gtest suites run in the plain build (a sanitizer subset has the
+    # cases above; tests/mpi/hybrid.sh runs its modes there itself).
+    [ -n "${SLUICETEST_SUBSET:-}" ] || suites "$label" "$run"
+}
+
+# suites LABEL RUN: the multi-process gtest suites and the exit matrix over
+# the conduit, each job started by RUN through tests/mpi/mpirun-launcher in
+# place of sluicerun.  Left out, as they test sluicerun rather than the
+# conduit: the two NetworkChoice tests that need sluicerun -v and its
+# per-rank SLUICE_RANK, BadInput's count of error lines (mpirun forwards
+# the ranks' stderr in pieces, so lines of two ranks can mix; the
+# sluice-mp-test bad case itself runs above), the signals sent to the
+# launcher (mpirun answers
+# them with its own codes), a stopped rank (mpirun continues it); under
+# MPICH's hydra also the signals in a rank and the spinning ranks (hydra
+# reports the signal number, not 128 + it, and returns before the ranks
+# it kills are gone; tests/mpi/hybrid.sh, also_accepted).
+suites() {
+    label=$1 run=$2
+    common="SLUICETEST_LAUNCHER=$srcdir/tests/mpi/mpirun-launcher MPIRUN_LAUNCHER_RUN=$run SLUICETEST_NETWORKS=mpi"
+    mp_out='Net/NetworkChoice.TheListedConduitCarriesTheJob/*:Net/NetworkChoice.RanksThatDisagree*:Net/BadInput.*'
+    exit_out='*ToLauncher*:*CtrlCToProcessGroup*:*PeerStoppedTimesOut*'
+    if "$run" --version 2>&1 | grep -q HYDRA; then exit_out="$exit_out:*InOneRank*:*InRankZero*:*OthersSpinning*"; fi
+    # shellcheck disable=SC2086 # $common is a list of assignments
+    if ! gtest_ran env -u SLUICE_SPAWNER -u SLUICE_NETWORK -u SLUICE_ROUTE -u SLUICE_MPI_STATS $common \
+        timeout 900 "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter="Net/*_mpi:Net/*/mpi:-$mp_out" --gtest_brief=1; then
+        echo "FAIL: [$label] multi-process suites over mpi"
+        failed=1
+    fi
+    # shellcheck disable=SC2086
+    if ! gtest_ran env -u SLUICE_SPAWNER -u SLUICE_NETWORK -u SLUICE_ROUTE -u SLUICE_MPI_STATS $common \
+        timeout 900 "$builddir/tests/exit/sluice-exit-gtest" --gtest_filter="Net/*_mpi:-$exit_out" --gtest_brief=1; then
+        echo "FAIL: [$label] exit matrix over mpi"
+        failed=1
+    fi
 }
 
 run_flavor default "$mpirun"
@@ -110,6 +151,7 @@ log=$(env -u SLUICE_SPAWNER timeout 60 "$builddir/sluicerun" -n 2 -- "$job" basi
 code=$?
 expect "under sluicerun, SLUICE_NETWORK=mpi names libsluice-mpi and the fix" 1 "is in libsluice-mpi, which this program has not loaded"
 
+if [ -n "${SLUICETEST_SUBSET:-}" ]; then exit $failed; fi
 echo "=== mpi conduit: the hybrid exit modes"
 # hybrid.sh's modes that end the job from a rank or a thread, every peer
 # over the conduit (its other modes, and the data-path count, run in
