@@ -101,6 +101,9 @@ void LapiTransport::control_send(Rank peer, std::uint8_t category) {
     const int rc = calls().Amsend(handle_, peer, handler_address(handler_control), &w, sizeof w, nullptr, 0, nullptr,
                                   nullptr, &am_done_);
     if (rc == LAPI_SUCCESS) ++am_sent_;
+    else if (rc != LAPI_ERR_TGT_PURGED)  // a peer gone is for the liveness check and the launcher to find
+        (void)failed("liveness (lapi)", category == common::category_ping ? "LAPI_Amsend (ping)" : "LAPI_Amsend (pong)",
+                     rc, peer);
     if (category == common::category_pong) life_[peer].pong_owed = rc != LAPI_SUCCESS && rc != LAPI_ERR_TGT_PURGED;
 }
 
@@ -301,10 +304,7 @@ void LapiTransport::reap() {
     if (arrivals_.load(std::memory_order_acquire)) arrivals_take();
     // am_done_ is an int: zeroed while nothing is outstanding, long before
     // it could wrap.
-    if (am_sent_ >= (std::uint64_t{1} << 30) && idle()) {
-        calls().Setcntr(handle_, &am_done_, 0);
-        am_sent_ = 0;
-    }
+    if (am_sent_ >= (std::uint64_t{1} << 30) && idle() && counter_zero(am_done_, "poll (lapi)")) am_sent_ = 0;
 }
 
 // Under lock_: every record of `outstanding` whose counter (its member
@@ -324,7 +324,7 @@ void LapiTransport::counters_reap(std::vector<Record *> &outstanding, lapi_cntr_
             ++i;
             continue;
         }
-        calls().Setcntr(handle_, &(r->*counter), 0);
+        if (!counter_zero(r->*counter, what)) return;
         outstanding[i] = outstanding.back();
         outstanding.pop_back();
         ++counters_.completions;
@@ -347,11 +347,26 @@ void LapiTransport::reap_rma() {
     });
 }
 
+// Under lock_: nothing this rank sent is outstanding (a counter LAPI
+// cannot read ends the wait, reported).
 bool LapiTransport::idle() {
     if (!sending_.empty() || !in_flight_.empty()) return false;
     int value = 0;
-    if (calls().Getcntr(handle_, &am_done_, &value) != LAPI_SUCCESS) return true;
+    if (const int rc = calls().Getcntr(handle_, &am_done_, &value); rc != LAPI_SUCCESS) {
+        (void)failed("finalize (lapi)", "LAPI_Getcntr (the AMs' completion counter)", rc, setup().rank);
+        return true;
+    }
     return static_cast<std::uint64_t>(value) >= am_sent_;
+}
+
+// Zeroes `counter` for its next use; false (reported under `what`) when
+// LAPI refuses.
+bool LapiTransport::counter_zero(lapi_cntr_t &counter, const char *what) {
+    if (const int rc = calls().Setcntr(handle_, &counter, 0); rc != LAPI_SUCCESS) {
+        (void)failed(what, "LAPI_Setcntr", rc, setup().rank);
+        return false;
+    }
+    return true;
 }
 
 // ---- delivery ----

@@ -292,23 +292,22 @@ Status LapiTransport::handlers_set() {
 // Send buffers, Put and Get records with their counters zeroed, the
 // first tokens, the Medium buffers' size, the per-peer order.
 Status LapiTransport::buffers_create() {
-    const Api &a = calls();
     const auto sends = static_cast<std::size_t>(base::knob_int(knob(Knob::LAPI_SEND_BUFFERS)));
     const auto depth = static_cast<std::size_t>(base::knob_int(knob(Knob::LAPI_RMA_DEPTH)));
     sends_ = std::vector<SendBuffer>(sends);
     send_words_ = std::make_unique<std::uint64_t[]>(sends * (msg_max_ / 8));
     for (std::size_t i = 0; i < sends; ++i) {
         sends_[i].bytes = reinterpret_cast<std::byte *>(send_words_.get() + i * (msg_max_ / 8));
-        a.Setcntr(handle_, &sends_[i].origin, 0);
+        if (!counter_zero(sends_[i].origin, op_init)) return Status::transport;
     }
     send_free_.fill(sends_.data(), sends_.size());
     sending_.reserve(sends);
     posts_ = std::vector<RmaPost>(depth);
-    for (RmaPost &p : posts_) a.Setcntr(handle_, &p.done, 0);
+    for (RmaPost &p : posts_)
+        if (!counter_zero(p.done, op_init)) return Status::transport;
     post_free_.fill(posts_.data(), posts_.size());
     in_flight_.reserve(depth);
-    if (const int rc = a.Setcntr(handle_, &am_done_, 0); rc != LAPI_SUCCESS)
-        return failed(op_init, "LAPI_Setcntr", rc, setup().rank);
+    if (!counter_zero(am_done_, op_init)) return Status::transport;
     am_sent_ = 0;
     medium_pool_.configure(msg_max_);
     send_order_.assign(setup().size, common::PeerOrder<Token *>{});

@@ -143,6 +143,7 @@ private:
     template <class Record, class Done>
     void counters_reap(std::vector<Record *> &outstanding, lapi_cntr_t Record::*counter, const char *what,
                        Done done);                // under lock_
+    bool counter_zero(lapi_cntr_t &counter, const char *what);
     void reap_sends();                         // under lock_
     void reap_rma();                           // under lock_
     Status amsend(Rank peer, std::byte *head, std::size_t head_len, SendBuffer *b, std::size_t n);  // under lock_
