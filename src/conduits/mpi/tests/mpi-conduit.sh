@@ -24,6 +24,7 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_osc=^ucx UCX_MEM_EVENTS=no  # as tests/mpi/hybrid.sh says why
 export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export TSAN_OPTIONS="suppressions=$srcdir/tests/mpi/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 export SLUICE_SPAWNER=mpi SLUICE_NETWORK=mpi SLUICE_ROUTE=network SLUICE_MPI_STATS=1
 job=$builddir/tests/mp/sluice-mp-test
 # shellcheck source=../../../../tests/mp/families.sh
@@ -46,7 +47,7 @@ mp() {
     log=$(env $vars sh -c 'run=$1; n=$2; shift 2
         x=""
         if "$run" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
-            x="--oversubscribe $(env | sed -n "s/^\(SLUICE_[A-Z_]*\)=.*/-x \1/p" | tr "\n" " ")"
+            x="--oversubscribe $(env | sed -n "s/^\(SLUICE_[A-Z_]*\|[AT]SAN_OPTIONS\)=.*/-x \1/p" | tr "\n" " ")"
         fi
         exec timeout -k 5 120 "$run" $x -n "$n" "$@"' mp "$run" "$n" "$job" "$@" 2>&1)
     code=$?
