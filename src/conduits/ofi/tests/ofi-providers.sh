@@ -158,6 +158,12 @@ for p in $providers; do
         # the multi-process suites run over it by hand only
         # (SLUICETEST_OFI_RXD_SUITES=1).
         [ "${SLUICETEST_OFI_RXD_SUITES:-0}" = 1 ] || mp_suites=no
+        # The conformance floods without credits stall rxd as well (one CI
+        # run: BacklogAndRetry, rank 1 silent for 30 s): by hand only, too.
+        if [ "${SLUICETEST_OFI_RXD_SUITES:-0}" != 1 ]; then
+            echo "not run over $p: conformance BacklogAndRetry, PerPeerOrderOneHandlerAtATime (floods without credits; README, Limits)"
+            exclude='*BacklogAndRetry*:*PerPeerOrderOneHandlerAtATime*'
+        fi
         run "provider $p" SLUICE_OFI_PROVIDER="$p" SLUICETEST_SUBSET=slow
         rxd_connect_checks ;;
     esac
