@@ -99,30 +99,6 @@ bool size_mismatch(const Bootstrap &b, std::string &error) {
     return true;
 }
 
-// SLUICE_SPAWNER=mpi (sluicerun -spawner=mpi) in a program that does not
-// link libsluice-mpi: load it, and its constructor registers the backend.
-// The build for the MPI that started us first (Open MPI's mpirun leaves
-// OMPI_* variables, hydra PMI_*), then the default build; each beside
-// libsluice, then wherever the dynamic linker finds it.
-void mpi_backend_load() {
-    const std::string &path = base::knob_string(base::Knob::MPI_LIBRARY);
-    std::vector<std::string> names;
-    if (!path.empty()) {
-        names.push_back(path);
-    } else {
-        const char *flavor = std::getenv("OMPI_COMM_WORLD_SIZE") ? "openmpi" : "mpich";
-        names = {std::string("libsluice-mpi-") + flavor + ".so.0", "libsluice-mpi.so.0"};
-        Dl_info self{};
-        if (::dladdr(reinterpret_cast<void *>(&mpi_backend_load), &self) && self.dli_fname) {
-            std::string dir = self.dli_fname;
-            dir = dir.substr(0, dir.rfind('/') + 1);
-            if (!dir.empty()) names.insert(names.begin(), {dir + names[0], dir + names[1]});
-        }
-    }
-    for (const auto &n : names)
-        if (::dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) return;
-}
-
 bool is_pmi(std::string_view name) { return name == "pmix" || name == "pmi2"; }
 
 std::mutex registry_mutex;
@@ -253,9 +229,47 @@ bool registered(std::string_view name) {
 
 } // namespace
 
+namespace {
+
+// The MPI of this process: the one whose library it has loaded (an MPI
+// program), else the one whose launcher started it (Open MPI's mpirun leaves
+// OMPI_* variables; hydra and srun do not).
+const char *mpi_flavor() {
+    if (::dlopen("libmpi.so.40", RTLD_NOW | RTLD_NOLOAD)) return "openmpi";
+    if (::dlopen("libmpich.so.12", RTLD_NOW | RTLD_NOLOAD)) return "mpich";
+    return std::getenv("OMPI_COMM_WORLD_SIZE") ? "openmpi" : "mpich";
+}
+
+} // namespace
+
+std::string mpi_library_load(bool launcher_flavor) {
+    const std::string &path = base::knob_string(base::Knob::MPI_LIBRARY);
+    std::vector<std::string> names;
+    if (!path.empty()) {
+        names.push_back(path);
+    } else {
+        const char *flavor = mpi_flavor();
+        names = {std::string("libsluice-mpi-") + flavor + ".so.0", "libsluice-mpi.so.0"};
+        if (!launcher_flavor) std::swap(names[0], names[1]);
+        Dl_info self{};
+        if (::dladdr(reinterpret_cast<void *>(&mpi_library_load), &self) && self.dli_fname) {
+            std::string dir = self.dli_fname;
+            dir = dir.substr(0, dir.rfind('/') + 1);
+            if (!dir.empty()) names.insert(names.begin(), {dir + names[0], dir + names[1]});
+        }
+    }
+    std::string why;
+    for (const auto &n : names) {
+        if (::dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) return "";
+        const char *e = ::dlerror();
+        why = e ? e : n + ": not loaded";
+    }
+    return why;
+}
+
 std::unique_ptr<Bootstrap> select_bootstrap(std::string &error) {
     const std::string &wanted = base::knob_string(base::Knob::SPAWNER);
-    if (wanted == "mpi" && !registered("mpi")) mpi_backend_load();  // outside the lock: it registers
+    if (wanted == "mpi" && !registered("mpi")) mpi_library_load(true);  // outside the lock: it registers
     std::lock_guard<std::mutex> lock(registry_mutex);
     if (!wanted.empty()) {
         for (const auto &b : registry())

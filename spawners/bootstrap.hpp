@@ -130,4 +130,14 @@ LauncherMark mpi_launcher_mark();
 LauncherMark launcher_mark();
 const std::vector<BootstrapBackend> &bootstrap_backends();
 
+// libsluice-mpi, for a program that does not link it: the mpi bootstrap
+// backend and the mpi conduit register when it loads (before the first
+// transport_registry() call, for the conduit).  SLUICE_MPI_LIBRARY, else
+// with LAUNCHER_FLAVOR the build for the MPI of this process (the MPI
+// library it has loaded, else the one whose mpirun started it) before the
+// default build, without it the default build first; each beside libsluice,
+// then wherever the dynamic linker finds it.  Empty, or why none loaded
+// (the last dlerror).
+std::string mpi_library_load(bool launcher_flavor);
+
 } // namespace sluice::spawner

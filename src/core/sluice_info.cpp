@@ -88,6 +88,20 @@ void print_choice(const std::vector<sluice::conduit::TransportInfo> &registry, b
     for (const auto &[name, why] : c.others) std::printf("    not %s: %s\n", name.c_str(), why.c_str());
 }
 
+// libsluice-mpi's mpi conduit and mpi bootstrap, which register when it
+// loads: loaded for the sections that list them (not for --conduit-list,
+// which scripts read, nor in sluice-info-static, whose libsluice is its own
+// and which the library's shared libsluice would duplicate).  Empty, or why
+// it did not load.
+std::string mpi_library_why = "not loaded";
+std::string load_mpi_library() {
+#if defined(SLUICE_MPI_INTEROP) && !defined(SLUICE_INFO_STATIC)
+    return sluice::spawner::mpi_library_load(false);
+#else
+    return "not loaded";
+#endif
+}
+
 void print_conduits() {
     const auto &registry = sluice::conduit::transport_registry();
     std::printf("Conduits compiled in, by priority (peers on one host use the same-host conduit,\n"
@@ -104,6 +118,12 @@ void print_conduits() {
                     why_not.empty() ? "ok" : ("fails: " + why_not).c_str());
     }
     if (registry.empty()) std::printf("  (none)\n");
+#ifdef SLUICE_MPI_INTEROP
+    if (std::none_of(registry.begin(), registry.end(), [](const auto &t) { return std::strcmp(t.name, "mpi") == 0; }))
+        std::printf("  %-*s  %-9s  in libsluice-mpi, not loaded here (%s); programs linked with it, or started with "
+                    "SLUICE_SPAWNER=mpi, have it\n",
+                    static_cast<int>(width), "mpi", sluice::conduit::conduit_kind(true), mpi_library_why.c_str());
+#endif
     print_choice(registry, false);
     print_choice(registry, true);
 }
@@ -145,12 +165,13 @@ void print_spawners() {
     if (backends.empty()) std::printf("  (none)\n");
     bool mpi_elsewhere = false;
 #ifdef SLUICE_MPI_INTEROP
-    // Registered by libsluice-mpi in the programs that link it, not here.
+    // Registered by libsluice-mpi when it loads.
     mpi_elsewhere = std::none_of(backends.begin(), backends.end(),
                                  [](const auto &b) { return std::strcmp(b.name, "mpi") == 0; });
     if (mpi_elsewhere)
-        std::printf("  mpi        in programs linked with libsluice-mpi (mpirun, or MPIX_Sluice_init; "
-                    "docs/mpi-hybrid.md)\n");
+        std::printf("  mpi        in libsluice-mpi, not loaded here (%s); programs linked with it, or started "
+                    "by mpirun with SLUICE_SPAWNER=mpi, have it (docs/mpi-hybrid.md)\n",
+                    mpi_library_why.c_str());
 #endif
     if (!wanted.empty() && !chosen && !(mpi_elsewhere && wanted == "mpi"))
         std::printf("  warning: SLUICE_SPAWNER=%s names no compiled-in spawner\n", wanted.c_str());
@@ -246,6 +267,9 @@ int main(int argc, char **argv) {
         else return usage_error("unexpected argument", argv[i]);
     }
     if (sections.empty()) sections = {version, knobs, conduits, spawners, limits, atomics};
+    if (std::any_of(sections.begin(), sections.end(),
+                    [](Section s) { return s == conduits || s == spawners || s == limits || s == atomics; }))
+        mpi_library_why = load_mpi_library();
 
     bool first = true;
     for (Section s : sections) {

@@ -346,6 +346,18 @@ for pair in openmpi:pmix mpich:pmi2; do
         show
         continue
     fi
+    # The mpi conduit (src/conduits/mpi) under srun: SLUICE_SPAWNER=mpi
+    # loads the libsluice-mpi of the program's MPI, whose conduit carries the
+    # program's ring of Puts (each rank's stats line counts them).
+    job=slurm$$hybrid${flavor}conduit
+    if [ "$flavor" = openmpi ] || [ -e "$builddir/.libs/libsluice-mpi-mpich.so.0" ]; then
+        run "$job" env SLUICE_SPAWNER=mpi SLUICE_NETWORK=mpi SLUICE_ROUTE=network SLUICE_MPI_STATS=1 \
+            srun --mpi="$pmi" -n 4 "$hybrid"
+        [ $rc -eq 0 ] && hybrid_output && [ "$(grep -cE '^sluice\[rank [0-3]\] mpi \(.*(writes|received) [1-9]' "$log.err")" -eq 4 ]
+        verdict "srun --mpi=$pmi: $flavor, SLUICE_NETWORK=mpi: the mpi conduit carries the job" "$job" $?
+    else
+        skip "$flavor, SLUICE_NETWORK=mpi: libsluice-mpi-mpich is not built"
+    fi
     if [ "$flavor" = openmpi ]; then
         for order in mpi-first sluice-first; do
             job=slurm$$hybrid$flavor$order

@@ -336,7 +336,10 @@ std::string probe() {
 }
 
 std::string limits() {
-    return "MPI library: " + detail::library_name() + "; largest Medium SLUICE_MPI_MAX_MEDIUM (default 65536)";
+    const std::size_t medium = base::knob_size(knob(Knob::MPI_MAX_MEDIUM));
+    return "  mpi library             " + detail::library_name() + "\n  mpi max Medium payload   " +
+           std::to_string(medium) + " bytes, SLUICE_MPI_MAX_MEDIUM (512 bytes to 1M); max Long the same when "
+           "Put/Get go over AMs (SLUICE_MPI_RMA)\n";
 }
 
 } // namespace sluice::conduit::mpi
