@@ -5,7 +5,7 @@
 # with a ring of receive buffers: the conduit conformance suite, then the
 # multi-process suites over the network path (tests/mp, Net/*ofi*).  The
 # default provider (tcp;ofi_rxm) runs in those suites already.  In the
-# plain build, then, sluice-bench's ofi section (--reps 1) over each of the
+# plain build, then, sluice-bench's ofi section (--quick --reps 1) over each of the
 # five must finish within a hard time limit.  Skips (77) without the ofi
 # conduit; a provider fi_info does not list here is named and skipped.
 # README.md in this folder.
@@ -212,7 +212,7 @@ if [ -n "$subset" ]; then
     exit $failed
 fi
 run "tcp;ofi_rxm with a ring of receive buffers" SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RECV_MODE=ring
-# sluice-bench --ofi --reps 1 over each provider: every job of the section
+# sluice-bench --ofi --quick --reps 1 over each provider: every job of the section
 # (the 2-rank job beside the bare libfabric reference, the large-segment
 # jobs) within the bench's limit per job, the whole run within this
 # script's, and the AM Short round trip measured.  Before the conduit
@@ -223,7 +223,7 @@ bench_check() {
     tag=${p%%;*}
     out=$(mktemp -d)
     started=$(date +%s)
-    timeout 900 "$bench" --ofi --reps 1 --ofi-providers "$p" --timeout 300 --wait-idle 0 \
+    timeout 900 "$bench" --ofi --quick --reps 1 --ofi-providers "$p" --timeout 300 --wait-idle 0 \
         --sluicerun "$builddir/sluicerun" --csv "$out/bench.csv" > "$out/log" 2>&1
     code=$?
     took=$(($(date +%s) - started))
