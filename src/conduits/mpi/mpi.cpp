@@ -108,23 +108,30 @@ void MpiTransport::reap_sends() {
     }
 }
 
-// Each completed receive names its sender (a rank of the conduit's
-// communicator); control messages are answered here, AMs copied out into
-// the ready queue; either way the receive is posted again at once.
+// The receives are alike (any source, one tag, one communicator) and were
+// posted in the ring's order, each restarted after the one before it: MPI
+// matches a message with the earliest posted receive, so they fill in that
+// order and only the oldest needs testing, one MPI_Test a poll rather than
+// an MPI_Testsome over all (a large message still arriving there holds the
+// ones behind it, which MPI_Test's progress moves meanwhile).  Each names
+// its sender (a rank of the conduit's communicator); control messages are
+// answered here, AMs copied out into the ready queue; either way the
+// receive is posted again at once, becoming the newest.
 void MpiTransport::reap_arrivals() {
-    int n = 0;
-    const int rc = MPI_Testsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &n,
-                                done_index_.data(), done_status_.data());
-    if (rc != MPI_SUCCESS) {
-        base::report(Status::transport, "poll (mpi)", nullptr, "mpi: MPI_Testsome on the posted receives failed (MPI error %d)",
-                     rc);
-        return;
-    }
-    if (n == MPI_UNDEFINED) return;
-    for (int i = 0; i < n; ++i) {
-        const auto index = static_cast<std::uint32_t>(done_index_[i]);
+    for (std::size_t taken = 0; taken < recv_requests_.size(); ++taken) {
+        const std::size_t index = recv_head_;
+        MPI_Request &r = recv_requests_[index];
+        if (!recv_active_[index]) return;  // its restart failed, reported: the ring stops there
+        int done = 0;
+        MPI_Status st{};
+        const int rc = MPI_Test(&r, &done, &st);
+        if (rc != MPI_SUCCESS) {
+            base::report(Status::transport, "poll (mpi)", nullptr,
+                         "mpi: MPI_Test of a posted receive failed (MPI error %d)", rc);
+            return;
+        }
+        if (!done) return;
         recv_active_[index] = false;
-        const MPI_Status &st = done_status_[i];
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         const int from = st.MPI_SOURCE;
@@ -142,7 +149,13 @@ void MpiTransport::reap_arrivals() {
             std::memcpy(copy, bytes, static_cast<std::size_t>(count));
             ready_.push_back(Arrival{copy, static_cast<std::uint32_t>(count), source});
         }
-        recv_active_[index] = MPI_Start(&recv_requests_[index]) == MPI_SUCCESS;
+        const int restart = MPI_Start(&r);
+        recv_active_[index] = restart == MPI_SUCCESS;
+        if (restart != MPI_SUCCESS)
+            base::report(Status::transport, "poll (mpi)", "lower SLUICE_MPI_RECVS or SLUICE_MPI_MAX_MEDIUM",
+                         "mpi: MPI_Start of a posted receive failed (MPI error %d): no message will arrive here",
+                         restart);
+        recv_head_ = (recv_head_ + 1) % recv_requests_.size();
     }
 }
 

@@ -165,7 +165,6 @@ Status MpiTransport::buffers_create() {
     recv_requests_.assign(recvs, MPI_REQUEST_NULL);
     recv_active_.assign(recvs, false);
     done_index_.assign(std::max(recvs, sends), 0);
-    done_status_.assign(std::max(recvs, sends), MPI_Status{});
     for (std::size_t i = 0; i < recvs; ++i) {
         int rc = MPI_Recv_init(recv_words_.get() + i * words, static_cast<int>(msg_max_), MPI_BYTE, MPI_ANY_SOURCE, am_tag,
                                comm_, &recv_requests_[i]);
@@ -185,10 +184,7 @@ Status MpiTransport::buffers_create() {
     posts_.assign(512, RmaPost{});
     rma_requests_.assign(posts_.size(), MPI_REQUEST_NULL);
     post_free_.fill(posts_.data(), posts_.size());
-    if (done_index_.size() < posts_.size()) {
-        done_index_.resize(posts_.size());
-        done_status_.resize(posts_.size());
-    }
+    if (done_index_.size() < posts_.size()) done_index_.resize(posts_.size());
     return Status::ok;
 }
 
@@ -306,6 +302,7 @@ void MpiTransport::close_all(bool collective) {
     }
     recv_requests_.clear();
     recv_active_.clear();
+    recv_head_ = 0;
     for (MPI_Request &r : send_requests_)
         if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     send_requests_.clear();

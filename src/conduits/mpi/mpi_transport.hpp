@@ -122,9 +122,9 @@ private:
     std::unique_ptr<std::uint64_t[]> recv_words_;
     std::vector<MPI_Request> recv_requests_;
     std::vector<bool> recv_active_;         // started, its message not yet taken
+    std::size_t recv_head_ = 0;             // the oldest posted receive, the next to fill
     common::BufferPool copies_;             // arrivals copied out, msg_max_ bytes each
-    std::vector<int> done_index_;           // MPI_Testsome's
-    std::vector<MPI_Status> done_status_;   // MPI_Testsome's
+    std::vector<int> done_index_;           // MPI_Testsome's (sends, Puts and Gets)
     // The send buffers and their requests (by index, for MPI_Testsome).
     std::unique_ptr<std::uint64_t[]> send_words_;
     std::vector<SendBuffer> sends_;
