@@ -37,7 +37,7 @@ constexpr int usage_error = 2;
 
 const char usage[] =
     "usage: sluicerun [-spawner=local|ssh|pmi|mpi] -n N [-N H] [-E VAR,...] [-v] [-t]\n"
-    "                 [--bind=core|numa|none] [--] program [args...]\n"
+    "                 [--bind=core|socket|numa|none] [--] program [args...]\n"
     "Runs N ranks of program.\n"
     "  -spawner=S         how to start the ranks (also SLUICE_SPAWNER):\n"
     "                     local  forked on this host (default)\n"
@@ -52,6 +52,7 @@ const char usage[] =
     "  -v, --verbose      narrate each step on stderr (also SLUICE_VERBOSE=1)\n"
     "  -t, --dry-run      print what would run and exit\n"
     "  --bind=core        rank i on core (i mod cores)             [local, hwloc]\n"
+    "  --bind=socket      rank i on socket (i mod sockets)         [local, hwloc]\n"
     "  --bind=numa        rank i on NUMA node (i mod nodes)        [local, hwloc]\n"
     "  --bind=none        no binding (default)\n"
     "  -h, --help         this text\n"
@@ -115,9 +116,10 @@ bool names_parse(const std::string &text, std::vector<std::string> &out, std::st
 
 bool binding_parse(const std::string &text, local::Binding &out, std::string &error) {
     if (text == "core") out = local::Binding::core;
+    else if (text == "socket") out = local::Binding::socket;
     else if (text == "numa") out = local::Binding::numa;
     else if (text == "none") out = local::Binding::none;
-    else return fail(error, "unknown binding '" + text + "'; use --bind=core, --bind=numa or --bind=none");
+    else return fail(error, "unknown binding '" + text + "'; use --bind=core, --bind=socket, --bind=numa or --bind=none");
     return true;
 }
 

@@ -18,7 +18,7 @@ struct hwloc_topology;
 
 namespace sluice::spawner::local {
 
-enum class Binding { none, core, numa };
+enum class Binding { none, core, socket, numa };
 
 const char *binding_name(Binding binding);
 

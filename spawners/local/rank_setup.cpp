@@ -26,6 +26,7 @@ namespace sluice::spawner::local {
 const char *binding_name(Binding binding) {
     switch (binding) {
     case Binding::core: return "core";
+    case Binding::socket: return "socket";
     case Binding::numa: return "numa";
     case Binding::none: break;
     }
@@ -37,6 +38,7 @@ namespace {
 
 hwloc_obj_type_t binding_type(Binding binding, hwloc_topology_t topology) {
     if (binding == Binding::numa) return HWLOC_OBJ_NUMANODE;
+    if (binding == Binding::socket) return HWLOC_OBJ_PACKAGE;
     // Some virtual machines report PUs without cores.
     return hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
 }
@@ -81,7 +83,10 @@ std::string Binder::describe(unsigned rank) const {
         hwloc_obj_t obj = binding_object(binding_, topology_, rank);
         char *cpus = nullptr;
         hwloc_bitmap_list_asprintf(&cpus, obj->cpuset);
-        std::string text = binding_ == Binding::numa ? "NUMA node " : obj->type == HWLOC_OBJ_CORE ? "core " : "PU ";
+        std::string text = binding_ == Binding::numa     ? "NUMA node "
+                           : binding_ == Binding::socket ? "socket "
+                           : obj->type == HWLOC_OBJ_CORE ? "core "
+                                                         : "PU ";
         text += std::to_string(obj->logical_index) + " (cpus " + (cpus ? cpus : "?") + ")";
         std::free(cpus);
         return text;

@@ -7,7 +7,15 @@
 
 #include "sluice_config.h"
 
+#ifdef SLUICE_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+#include <sched.h>
+
 #include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
 #include <gtest/gtest.h>
 
 using namespace sluice_test;
@@ -227,20 +235,81 @@ TEST(Launcher, VerboseRunStillReturnsTheJobCode) {
     EXPECT_FALSE(r.err.empty() && r.out.empty()) << "-v said nothing\n" << r.describe();
 }
 
+// The CPUs a rank of a job started with --bind=BINDING should run on,
+// from hwloc's topology of this machine (its default load leaves out the
+// CPUs a cgroup or cpuset disallows, as the launcher's does): rank i on
+// object (i mod objects) of the binding's type; none: this process's own.
+std::set<int> cpus_expected(const std::string &binding, unsigned rank) {
+    std::set<int> out;
+    if (binding == "none") {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            for (int c = 0; c < CPU_SETSIZE; ++c)
+                if (CPU_ISSET(c, &set)) out.insert(c);
+        return out;
+    }
+#ifdef SLUICE_HAVE_HWLOC
+    hwloc_topology_t topology = nullptr;
+    if (hwloc_topology_init(&topology) == 0 && hwloc_topology_load(topology) == 0) {
+        hwloc_obj_type_t type = binding == "numa"     ? HWLOC_OBJ_NUMANODE
+                                : binding == "socket" ? HWLOC_OBJ_PACKAGE
+                                : hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE
+                                                                                        : HWLOC_OBJ_PU;
+        const int count = hwloc_get_nbobjs_by_type(topology, type);
+        if (count > 0) {
+            hwloc_obj_t obj = hwloc_get_obj_by_type(topology, type, rank % static_cast<unsigned>(count));
+            for (int c = hwloc_bitmap_first(obj->cpuset); c >= 0; c = hwloc_bitmap_next(obj->cpuset, c))
+                out.insert(c);
+        }
+    }
+    if (topology) hwloc_topology_destroy(topology);
+#endif
+    return out;
+}
+
+// Each rank prints the CPUs sched_getaffinity gives it (sluice-exit-test
+// affinity): they must be those hwloc's object for the rank holds.
 class LauncherBind : public ::testing::TestWithParam<std::string> {};
-TEST_P(LauncherBind, RunsWithEveryBinding) {
+TEST_P(LauncherBind, EachRankRunsWhereItsBindingSays) {
     require_programs();
     JobSpec spec;
     spec.ranks = 4;
     spec.launcher_options = {"--bind=" + GetParam()};
-    spec.program = {exit_program(), "return", "0"};
+    spec.program = {exit_program(), "affinity"};
     spec.time_limit = 30;
     JobResult r = run_job(spec);
     expect_clean_end(r);
+#ifndef SLUICE_HAVE_HWLOC
+    if (GetParam() != "none") {
+        EXPECT_NE(r.code, 0) << r.describe();
+        EXPECT_NE(r.err.find("needs hwloc"), std::string::npos) << r.describe();
+        return;
+    }
+#endif
     EXPECT_EQ(r.code, 0) << r.describe();
     EXPECT_EQ(r.rank_pids.size(), 4u) << r.describe();
+    std::map<unsigned, std::set<int>> seen;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        unsigned rank = 0;
+        char list[4096] = {};
+        if (std::sscanf(line.c_str(), "affinity %u %4095s", &rank, list) != 2) continue;
+        std::set<int> cpus;
+        for (char *p = list; *p;) {
+            cpus.insert(static_cast<int>(std::strtol(p, &p, 10)));
+            if (*p == ',') ++p;
+        }
+        seen[rank] = cpus;
+    }
+    ASSERT_EQ(seen.size(), 4u) << "every rank must say where it runs\n" << r.describe();
+    for (const auto &[rank, cpus] : seen) {
+        const std::set<int> want = cpus_expected(GetParam(), rank);
+        EXPECT_FALSE(want.empty()) << "hwloc gives no CPUs for rank " << rank;
+        EXPECT_EQ(cpus, want) << "rank " << rank << " with --bind=" << GetParam() << "\n" << r.describe();
+    }
 }
-INSTANTIATE_TEST_SUITE_P(Launcher, LauncherBind, ::testing::Values("core", "numa", "none"));
+INSTANTIATE_TEST_SUITE_P(Launcher, LauncherBind, ::testing::Values("core", "socket", "numa", "none"));
 
 TEST(Launcher, MissingProgramFailsQuickly) {
     require_programs();

@@ -9,6 +9,8 @@
 // that are still starting.
 #include "tests/rank_util.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -163,6 +165,18 @@ int main(int argc, char **argv) {
     if (which == "return") {
         setup();
         return static_cast<int>(number(2, 0));
+    }
+    if (which == "affinity") {  // "affinity RANK CPU,CPU,..." from sched_getaffinity, then return 0
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) != 0) return 9;
+        std::string cpus;
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+        std::printf("affinity %u %s\n", me, cpus.c_str());
+        std::fflush(stdout);
+        setup();
+        return 0;
     }
     if (which == "finalize-return") {
         setup();
