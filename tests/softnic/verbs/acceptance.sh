@@ -2,7 +2,9 @@
 # The software verbs NIC's acceptance test (README.md): programs nobody here
 # wrote, unmodified, between two processes on the NIC (softnic-run):
 # rdma-core's ibv_devinfo, ibv_rc_pingpong (polling and with completion
-# events), ibv_ud_pingpong, ibv_srq_pingpong, and perftest's ib_write_lat,
+# events), ibv_ud_pingpong, ibv_srq_pingpong (each with -c, its payload
+# check, which a fabric that corrupts every send must fail), and
+# perftest's ib_write_lat,
 # ib_read_lat, ib_send_bw, and ib_atomic_lat and ib_atomic_bw with each
 # atomic (FETCH_AND_ADD, CMP_AND_SWAP); then ibv_rc_pingpong between two
 # devices, and ibv_rc_pingpong and ibv_ud_pingpong on RoCE (Ethernet) ports.
@@ -48,10 +50,18 @@ for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
     pair "ib_atomic_bw -A $atomic" "^ 8 *1000 " both ib_atomic_bw -d softnic0 -A "$atomic" -n 1000
 done
 
+# The payload check notices a fabric that corrupts: every send's bytes
+# inverted (SOFTNIC_CORRUPT_SENDS=1), the completions still successes.
+SOFTNIC_CORRUPT_SENDS=1 corrupt=1
+export SOFTNIC_CORRUPT_SENDS
+pair "ibv_rc_pingpong -c over a fabric that inverts every send's bytes: the check reports it" "iters in" both \
+    ibv_rc_pingpong -c -n 50
+unset SOFTNIC_CORRUPT_SENDS corrupt
+
 # Two devices: the server on softnic0, the client on softnic1.
 export SOFTNIC_DEVICES=2
 server_args="-d softnic0" client_args="-d softnic1"
-pair "ibv_rc_pingpong between softnic0 and softnic1" "iters in" both ibv_rc_pingpong -n 200
+pair "ibv_rc_pingpong -c between softnic0 and softnic1" "iters in" both ibv_rc_pingpong -c -n 200
 server_args= client_args=
 # RoCE ports: no LIDs, the programs address each other by GID.
 export SOFTNIC_LINK_LAYER=eth

@@ -110,6 +110,14 @@ bool ud_lost() {
     return static_cast<long>(std::uniform_int_distribution<int>(0, 99)(random)) < percent;
 }
 
+bool corrupt_sends() {
+    static const bool on = [] {
+        const char *p = std::getenv("SOFTNIC_CORRUPT_SENDS");
+        return p && std::strcmp(p, "1") == 0;
+    }();
+    return on;
+}
+
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port) {
     return ethernet() ? 0 : static_cast<std::uint16_t>(self() * lids_per_host + device * 4 + port);
 }

@@ -166,6 +166,10 @@ bool ethernet();  // RoCE: no LIDs, GIDs address the ports
 // SOFTNIC_UD_LOSS: the percentage (0-100) of UD datagrams lost on the way,
 // at random; UD is unreliable, so a program must live with any of it.
 bool ud_lost();
+// SOFTNIC_CORRUPT_SENDS=1, a test of the tests: every send's payload lands
+// with its bytes inverted (a fabric that corrupts silently), so that a
+// program checking its payloads is seen to notice.
+bool corrupt_sends();
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
 std::uint64_t node_guid(std::uint32_t device);

@@ -19,7 +19,10 @@ need_programs() {
 # then as client (with $client_args, in $client_in) to $server_host
 # (default localhost), on a port of this run; both must exit 0 within
 # 60 s, and print EXPECT (WHO both), or the client must (WHO client:
-# ib_read_lat's server measures nothing).
+# ib_read_lat's server measures nothing).  rdma-core's pingpongs run with
+# -c: the server checks the payload it received last (a byte per page)
+# and says "invalid data in page N" for each wrong one, which fails the
+# pair; with $corrupt set, the pair passes only when it says so.
 pair() {
     name=$1 expect=$2 who=$3
     shift 3
@@ -46,11 +49,13 @@ pair() {
     wait "$server"
     srv=$?
     server=''  # reaped: its number may go to another process
+    invalid=$(cat "$work/server" "$work/client" | grep -c "invalid data in page")
     if [ "$client" = 0 ] && [ "$srv" = 0 ] && grep -q "$expect" "$work/client" &&
-        { [ "$who" = client ] || grep -q "$expect" "$work/server"; }; then
-        echo "ok: $name: $(grep "$expect" "$work/client" | tail -1 | tr -s ' \t' ' ')"
+        { [ "$who" = client ] || grep -q "$expect" "$work/server"; } &&
+        if [ -n "${corrupt:-}" ]; then [ "$invalid" -gt 0 ]; else [ "$invalid" = 0 ]; fi; then
+        echo "ok: $name: $(grep "$expect" "$work/client" | tail -1 | tr -s ' \t' ' ')${corrupt:+; $invalid wrong pages reported}"
     else
-        echo "FAIL: $name: client exit $client, server exit $srv"
+        echo "FAIL: $name: client exit $client, server exit $srv, $invalid wrong pages reported"
         echo "--- client"; tail -20 "$work/client"
         echo "--- server"; tail -20 "$work/server"
         failed=1
@@ -59,10 +64,10 @@ pair() {
 
 # rdma_core_pairs: rdma-core's and perftest's programs, in pairs.
 rdma_core_pairs() {
-    pair "ibv_rc_pingpong" "iters in" both ibv_rc_pingpong -n 500
-    pair "ibv_rc_pingpong -e (completion events)" "iters in" both ibv_rc_pingpong -e -n 500
-    pair "ibv_ud_pingpong" "iters in" both ibv_ud_pingpong -n 500
-    pair "ibv_srq_pingpong" "iters in" both ibv_srq_pingpong -n 500
+    pair "ibv_rc_pingpong -c" "iters in" both ibv_rc_pingpong -c -n 500
+    pair "ibv_rc_pingpong -c -e (completion events)" "iters in" both ibv_rc_pingpong -c -e -n 500
+    pair "ibv_ud_pingpong -c" "iters in" both ibv_ud_pingpong -c -n 500
+    pair "ibv_srq_pingpong -c" "iters in" both ibv_srq_pingpong -c -n 500
     pair "ib_write_lat" "^ 2 *200 " both ib_write_lat -d softnic0 -n 200
     pair "ib_read_lat" "^ 2 *200 " client ib_read_lat -d softnic0 -n 200
     pair "ib_send_bw" "^ 65536 *1000 " both ib_send_bw -d softnic0 -n 1000
@@ -73,8 +78,8 @@ rdma_core_pairs() {
 roce_pairs() {
     SOFTNIC_LINK_LAYER=eth
     export SOFTNIC_LINK_LAYER
-    pair "ibv_rc_pingpong -g 0 on RoCE ports" "iters in" both ibv_rc_pingpong -g 0 -n 200
-    pair "ibv_ud_pingpong -g 0 on RoCE ports" "iters in" both ibv_ud_pingpong -g 0 -n 200
+    pair "ibv_rc_pingpong -c -g 0 on RoCE ports" "iters in" both ibv_rc_pingpong -c -g 0 -n 200
+    pair "ibv_ud_pingpong -c -g 0 on RoCE ports" "iters in" both ibv_ud_pingpong -c -g 0 -n 200
     unset SOFTNIC_LINK_LAYER
 }
 

@@ -215,6 +215,15 @@ bool scatter(std::int32_t pid, const Wqe &w, std::size_t offset, const std::uint
     return true;
 }
 
+// The bytes a send delivers: its payload, inverted under
+// SOFTNIC_CORRUPT_SENDS (fabric.hpp).
+const std::vector<std::uint8_t> &delivered_payload(const Work &k, std::vector<std::uint8_t> &scratch) {
+    if (!corrupt_sends()) return k.payload;
+    scratch = k.payload;
+    for (std::uint8_t &b : scratch) b = static_cast<std::uint8_t>(~b);
+    return scratch;
+}
+
 // A UD send arrives: delivered now or never.
 void deliver_ud(const Work &k, const Source &source, Arrival &arrival) {
     const std::uint32_t i = k.remote_qpn - qpn_base;
@@ -244,7 +253,9 @@ void deliver_ud(const Work &k, const Source &source, Arrival &arrival) {
         ibv_wc_status gst;
         if (scatter(t.pid, w, 0, grh, sizeof grh, gst)) wc.wc_flags |= IBV_WC_GRH;
     }
-    if (scatter(t.pid, w, grh_bytes, k.payload.data(), k.payload.size(), st)) {
+    std::vector<std::uint8_t> scratch;
+    const std::vector<std::uint8_t> &payload = delivered_payload(k, scratch);
+    if (scatter(t.pid, w, grh_bytes, payload.data(), payload.size(), st)) {
         wc.byte_len = static_cast<std::uint32_t>(k.payload.size()) + grh_bytes;
         if (k.opcode == IBV_WR_SEND_WITH_IMM) {
             wc.wc_flags |= IBV_WC_WITH_IMM;
@@ -313,7 +324,11 @@ Verdict deliver_rc(const Work &k, const Source &source, std::uint32_t ti, std::v
         ibv_wc_status st = IBV_WC_SUCCESS;
         wc.opcode = k.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
         wc.byte_len = k.length;
-        if (k.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) (void)scatter(t.pid, w, 0, k.payload.data(), k.payload.size(), st);
+        if (k.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
+            std::vector<std::uint8_t> scratch;
+            const std::vector<std::uint8_t> &payload = delivered_payload(k, scratch);
+            (void)scatter(t.pid, w, 0, payload.data(), payload.size(), st);
+        }
         if (k.opcode != IBV_WR_SEND) {
             wc.wc_flags |= IBV_WC_WITH_IMM;
             wc.imm_data = k.imm;
