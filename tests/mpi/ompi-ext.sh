@@ -5,7 +5,7 @@
 #      fetch), with the component copied to ompi/mpiext/sluice, autogen.pl,
 #      a lean configure --enable-mpi-ext=sluice, make install into a cache
 #      directory keyed by that version and a hash of the component files and
-#      build options: ${SLUICE_CACHE:-$HOME/.cache/sluice}/ompi-ext/
+#      build options: ${SLUICETEST_CACHE:-$HOME/.cache/sluice}/ompi-ext/
 #      openmpi-VERSION-HASH.  A cache hit skips all of this (and the download);
 #      a cold build takes minutes (see the timing line).
 #   2. tests/mpi/ompi_ext_test.c compiled with that mpicc: <mpi-ext.h> must
@@ -21,13 +21,13 @@
 #      MPI_Init: the extension must not start it a second time).
 # Every job runs under a hard time limit with its own SLUICE_JOB_ID; a job
 # that leaves /dev/shm/sluice.<job>.* behind fails.  One PASS:/FAIL: line per
-# check; exit 0 if all passed, 77 (skip) with SLUICE_OMPI_EXT=skip, in
+# check; exit 0 if all passed, 77 (skip) with SLUICETEST_OMPI_EXT=skip, in
 # sanitizer builds, or without a libsluice-mpi built for Open MPI.
-# SLUICE_OMPI_EXT=prepare does step 1 only and needs no Sluice build: .ci/run
+# SLUICETEST_OMPI_EXT=prepare does step 1 only and needs no Sluice build: .ci/run
 # fills the cache that way before its test phases, so the cold build does not
 # compete with the timed tests of `make -j check`.
 set -u
-mode=${SLUICE_OMPI_EXT:-}
+mode=${SLUICETEST_OMPI_EXT:-}
 if [ "$mode" = prepare ]; then
     builddir=
     srcdir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,14 +36,12 @@ else
     srcdir=${SLUICETEST_SRCDIR:?}
 fi
 component=$srcdir/src/mpi-interop/ompi-ext
-cache_root=${SLUICE_CACHE:-${HOME:-/tmp}/.cache/sluice}/ompi-ext
-# Not knobs: keep them out of the ranks' environment (the knob table warns).
-unset SLUICE_CACHE SLUICE_OMPI_EXT
+cache_root=${SLUICETEST_CACHE:-${HOME:-/tmp}/.cache/sluice}/ompi-ext
 # Run from `make check`, this script inherits make's MAKEFLAGS (a jobserver
 # whose descriptors it does not have): keep them away from Open MPI's build.
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
-if [ "$mode" = skip ]; then echo "SKIP: SLUICE_OMPI_EXT=skip"; exit 77; fi
+if [ "$mode" = skip ]; then echo "SKIP: SLUICETEST_OMPI_EXT=skip"; exit 77; fi
 if [ "$mode" != prepare ]; then
     # The libsluice-mpi built for Open MPI: libsluice-mpi-openmpi when Open MPI
     # is not configure's default MPI, else libsluice-mpi (linking libmpi.so.40).

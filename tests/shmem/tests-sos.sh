@@ -28,9 +28,9 @@ srcdir=${SLUICETEST_SRCDIR:?}
 here=$builddir/tests/shmem
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
-tarball=${SLUICE_TESTS_SOS_TARBALL:-$(ls "$srcdir"/../shared/vendor/tests-sos-*.tar.gz 2> /dev/null | tail -1)}
+tarball=${SLUICETEST_TESTS_SOS_TARBALL:-$(ls "$srcdir"/../shared/vendor/tests-sos-*.tar.gz 2> /dev/null | tail -1)}
 if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
-    echo "FAIL: no tests-sos tarball (set SLUICE_TESTS_SOS_TARBALL, or put it in $srcdir/../shared/vendor)"
+    echo "FAIL: no tests-sos tarball (set SLUICETEST_TESTS_SOS_TARBALL, or put it in $srcdir/../shared/vendor)"
     exit 1
 fi
 for tool in autoreconf make timeout; do

@@ -38,4 +38,23 @@ if ! grep -q '(docs/knobs.md)' "$top_srcdir/README.md"; then
     echo "FAIL: README.md does not link to docs/knobs.md"
     exit 1
 fi
+# Every SLUICE_ variable the project's own scripts read or set is in the
+# table (the runtime warns of an unknown one in every job): a variable of
+# the tests alone takes the prefix SLUICETEST_.
+known=$("$info" --knobs | sed -n 's/^  \(SLUICE_[A-Za-z0-9_]*\) .*/\1/p' | sort -u)
+used=$(cd "$top_srcdir" && find . -path ./build\* -prune -o -path ./.git -prune -o -type f \
+    \( -name '*.sh' -o -name run -o -name 'with-*' -o -name 'softnic-run' -o -name '*-launcher' \) -print |
+    xargs grep -hoE '\$\{?SLUICE_[A-Z0-9_]+|(^|[ ;(])(export )?SLUICE_[A-Z0-9_]+=' 2> /dev/null |
+    grep -oE 'SLUICE_[A-Z0-9_]+' | sort -u)
+# A family (SLUICE_IBV_PORTS_n) stands for its numbered members.
+patterns=$(mktemp)
+trap 'rm -f "$generated" "$patterns"' EXIT
+printf '%s\n' "$known" > "$patterns"
+printf '%s\n' "$known" | sed -n 's/_n$/_[0-9][0-9]*/p' >> "$patterns"
+unknown=$(for v in $used; do printf '%s\n' "$v" | grep -qxf "$patterns" || echo "$v"; done)
+if [ -n "$unknown" ]; then
+    echo "FAIL: the project's scripts use SLUICE_ variables the knob table lacks (a job warns of each):" $unknown
+    echo "      rename those of the tests to SLUICETEST_, or declare the others in a knobs.def"
+    exit 1
+fi
 echo "PASS: knob docs match the knob table ($(printf '%s\n' "$table" | grep -c SLUICE_) variables, $how)"
