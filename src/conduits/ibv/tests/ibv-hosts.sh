@@ -143,11 +143,11 @@ in_hub env SLUICETEST_LAUNCHER="$launcher" SLUICETEST_RANK_TIMEOUT=$((120 * scal
     "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter="$(mp_filter 'Net/*N3_native_ibv:Net/*/ibv' "$mp_client_families")" --gtest_brief=1 > "$out" 2>&1
 rc=$?
 took=$(elapsed "$start" 0)
-if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out"; then
+if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out" && ! grep -q '^\[  SKIPPED \]' "$out"; then
     pass "the multi-process suites over ibv across the hosts: $(sed -n 's/^\[  PASSED  \] //p' "$out") (${took}s)"
 else
     fail "the multi-process suites over ibv across the hosts: exit $rc after ${took}s"
-    grep -E '^\[  FAILED|Failure|FAIL' "$out" | show
+    grep -E '^\[  FAILED|^\[  SKIPPED|Failure|FAIL' "$out" | show
 fi
 
 ssh_hosts_verdict ibv
