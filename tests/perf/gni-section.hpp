@@ -117,61 +117,24 @@ private:
         });
     }
 
-    // On the software NIC an operation that finds work takes the NIC's
-    // one lock, which both processes contend for, so its time depends on
-    // how busy the machine is (microseconds when quiet, up to milliseconds
-    // when other work shares the CPUs): a chunk holds as many operations
-    // of its slowest loop as fit in chunk_ns (scaled as the iteration
-    // counts are), at least `least`, at most `most` (the ibv section's
-    // count).
-    static constexpr double chunk_ns = 0.5e9;
-    std::uint32_t fit(double ns_each, std::uint32_t least, std::uint32_t most) const {
-        const Scale &scale = s_.options.scale;
-        const double budget = chunk_ns * static_cast<double>(scale.multiplier) / static_cast<double>(scale.divisor);
-        const double n = std::isfinite(ns_each) && ns_each > 0 ? budget / ns_each : most;
-        return static_cast<std::uint32_t>(std::clamp<double>(n, least, std::max(least, most)));
-    }
-
     // AM Short round trip beside the SMSG ping-pong, 8 B blocking Put and
-    // Get beside one FMA put or get and its local completion: five chunks
-    // alternating all six.
+    // Get beside one FMA put or get and its local completion
+    // (latency_beside).
     void latency_phase() {
         if (!wanted("am_short_rtt") && !wanted("smsg_rtt") && !wanted("put_lat", 8) && !wanted("get_lat", 8))
             return;
         s_.phase([&] {
-            constexpr int chunks = 5;
-            constexpr std::uint32_t probe = 20;
-            const auto most = static_cast<std::uint32_t>(
-                std::max<long>(rtt_iterations(0, s_.options.scale) / chunks, 200));
-            const sluice_rank_t peer = s_.peer;
-            void *remote = s_.peer_base;
-            auto am = [&] { s_.am_short_round_trip(); };
-            auto put8 = [&] { check(sluice_put(peer, remote, inside_, 8), "sluice_put"); };
-            auto get8 = [&] { check(sluice_get(inside_, peer, remote, 8), "sluice_get"); };
-            // A few of each: the warm-up of every path, and the chunk size.
-            const double probes[6] = {Suite::timed(probe, am) / probe, Suite::timed(probe, put8) / probe,
-                                      Suite::timed(probe, get8) / probe, ping_chunk(probe + 1, 1) / probe,
-                                      rma_chunk(GniRma::fma_put, 8, 1, probe, 1) / probe,
-                                      rma_chunk(GniRma::fma_get, 8, 1, probe, 1) / probe};
-            const std::uint32_t per = fit(*std::max_element(probes, probes + 6), probe, most);
-            const std::uint32_t lead = std::max<std::uint32_t>(per / 10, 2);
-            double r[6] = {};
-            for (int c = 0; c < chunks; ++c) {
-                r[0] += ping_chunk(per + lead, lead);
-                r[1] += Suite::timed(per, am);
-                r[2] += rma_chunk(GniRma::fma_put, 8, lead, per, 1);
-                r[3] += Suite::timed(per, put8);
-                r[4] += rma_chunk(GniRma::fma_get, 8, lead, per, 1);
-                r[5] += Suite::timed(per, get8);
-            }
-            const double n = static_cast<double>(per) * chunks;
-            add("smsg_rtt", 0, r[0] / n);
-            add("am_short_rtt", 0, r[1] / n);
-            add("fma_put_lat", 8, r[2] / n);
-            add("put_lat", 8, r[3] / n);
-            add("fma_get_lat", 8, r[4] / n);
-            add("get_lat", 8, r[5] / n);
-            add("chunk_ops", 0, per);
+            const LatencyBeside f = latency_beside(
+                s_, inside_, [&](std::uint32_t n, std::uint32_t lead) { return ping_chunk(n, lead); },
+                [&](std::uint32_t warm, std::uint32_t n) { return rma_chunk(GniRma::fma_put, 8, warm, n, 1); },
+                [&](std::uint32_t warm, std::uint32_t n) { return rma_chunk(GniRma::fma_get, 8, warm, n, 1); });
+            add("smsg_rtt", 0, f.bare_rtt);
+            add("am_short_rtt", 0, f.am_rtt);
+            add("fma_put_lat", 8, f.bare_put);
+            add("put_lat", 8, f.put);
+            add("fma_get_lat", 8, f.bare_get);
+            add("get_lat", 8, f.get);
+            add("chunk_ops", 0, f.per);
         });
     }
 

@@ -1,9 +1,10 @@
 // tests/perf/reference-section.hpp - what the sections that measure a
 // conduit beside its bare network library (ofi-section.hpp, ibv-section.hpp,
-// portals-section.hpp) do alike with that library's reference: connect
-// both ranks' references through the job, and run one RMA chunk with
-// rank 1 serving.  `Ref` is OfiReference, VerbsReference or
-// PortalsReference; `fail(what)` reports and ends the job.
+// portals-section.hpp, gni-section.hpp, lapi-section.hpp) do alike with
+// that library's reference: connect both ranks' references through the
+// job, run one RMA chunk with rank 1 serving, and size the chunks on a
+// software NIC, and its latency phase.  `Ref` is OfiReference, VerbsReference, PortalsReference,
+// GniReference or LapiReference; `fail(what)` reports and ends the job.
 #pragma once
 
 #include "tests/perf/bench_common.hpp"
@@ -11,6 +12,7 @@
 
 #include <sluice.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -71,6 +73,60 @@ double reference_rma_chunk(Suite &s, Ref &ref, std::uint32_t serve, Op op, std::
     if (std::isnan(ns) || !ref.finish())
         fail("RMA");
     return ns;
+}
+
+// Operations per chunk of a section on a software NIC (gni-section.hpp,
+// lapi-section.hpp): an operation that finds work takes the NIC's one
+// lock, which both processes contend for, so its time depends on how busy
+// the machine is (microseconds when quiet, up to milliseconds when other
+// work shares the CPUs).  As many operations of the slowest loop, at
+// `ns_each`, as fit in half a second (scaled as the iteration counts
+// are), at least `least`, at most `most`.
+inline std::uint32_t chunk_operations(const Scale &scale, double ns_each, std::uint32_t least, std::uint32_t most) {
+    constexpr double chunk_ns = 0.5e9;
+    const double budget = chunk_ns * static_cast<double>(scale.multiplier) / static_cast<double>(scale.divisor);
+    const double n = std::isfinite(ns_each) && ns_each > 0 ? budget / ns_each : most;
+    return static_cast<std::uint32_t>(std::clamp<double>(n, least, std::max(least, most)));
+}
+
+// The latency phase of a section on a software NIC (gni-section.hpp,
+// lapi-section.hpp): the AM Short round trip, 8 B blocking Put and 8 B
+// blocking Get, each beside its bare counterpart, in five chunks
+// alternating all six, each chunk sized to the slowest
+// (chunk_operations).  `ping(n, lead)` gives the ns of the last n - lead
+// bare round trips; `bare_put(warm, n)`, `bare_get(warm, n)` the ns of n
+// bare operations after `warm`.  Means in ns.
+struct LatencyBeside {
+    double bare_rtt, am_rtt, bare_put, put, bare_get, get;
+    std::uint32_t per;  // operations of each kind per chunk
+};
+template <class Suite, class Ping, class BarePut, class BareGet>
+LatencyBeside latency_beside(Suite &s, void *inside, Ping ping, BarePut bare_put, BareGet bare_get) {
+    constexpr int chunks = 5;
+    constexpr std::uint32_t probe = 20;
+    const auto most = static_cast<std::uint32_t>(std::max<long>(rtt_iterations(0, s.options.scale) / chunks, 200));
+    const sluice_rank_t peer = s.peer;
+    void *remote = s.peer_base;
+    auto am = [&] { s.am_short_round_trip(); };
+    auto put8 = [&] { check(sluice_put(peer, remote, inside, 8), "sluice_put"); };
+    auto get8 = [&] { check(sluice_get(inside, peer, remote, 8), "sluice_get"); };
+    // A few of each: the warm-up of every path, and the chunk size.
+    const double probes[6] = {Suite::timed(probe, am) / probe, Suite::timed(probe, put8) / probe,
+                              Suite::timed(probe, get8) / probe, ping(probe + 1, 1) / probe,
+                              bare_put(1, probe) / probe,    bare_get(1, probe) / probe};
+    const std::uint32_t per = chunk_operations(s.options.scale, *std::max_element(probes, probes + 6), probe, most);
+    const std::uint32_t lead = std::max<std::uint32_t>(per / 10, 2);
+    double r[6] = {};
+    for (int c = 0; c < chunks; ++c) {
+        r[0] += ping(per + lead, lead);
+        r[1] += Suite::timed(per, am);
+        r[2] += bare_put(lead, per);
+        r[3] += Suite::timed(per, put8);
+        r[4] += bare_get(lead, per);
+        r[5] += Suite::timed(per, get8);
+    }
+    const double n = static_cast<double>(per) * chunks;
+    return {r[0] / n, r[1] / n, r[2] / n, r[3] / n, r[4] / n, r[5] / n, per};
 }
 
 } // namespace sluice::perf
