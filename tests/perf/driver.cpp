@@ -21,11 +21,16 @@
 // --portals, --gni alone) add one job each over their conduit, with bare
 // verbs, bare Portals 4 or bare uGNI inside it; the gni job runs under the
 // software uGNI NIC's softnic-run when the conduit does not probe here.
+// The lapi section (--lapi alone) adds two, one per LAPI mode
+// (SLUICE_LAPI_MODE=INTERRUPT and POLLING), with bare LAPI in the same
+// mode inside each, under the software LAPI's softnic-run likewise
+// (softnic-section.hpp).
 #include "tests/perf/driver.hpp"
 
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/client-section.hpp"
 #include "tests/perf/ofi-reference.hpp"
+#include "tests/perf/softnic-section.hpp"
 #include "tests/perf/sockets.hpp"
 
 #include "conduits/registry.hpp"
@@ -52,6 +57,11 @@
 // in builds with the gni conduit.
 #ifndef SLUICE_BENCH_GNI_SOFTNIC_RUN
 #define SLUICE_BENCH_GNI_SOFTNIC_RUN ""
+#endif
+// The software LAPI's (tests/softnic/lapi/softnic-run), in builds with the
+// lapi conduit.
+#ifndef SLUICE_BENCH_LAPI_SOFTNIC_RUN
+#define SLUICE_BENCH_LAPI_SOFTNIC_RUN ""
 #endif
 
 namespace sluice::perf {
@@ -112,6 +122,13 @@ void usage(std::FILE *to) {
         "                      the gni conduit and it probes, or else under the software uGNI NIC\n"
         "                      (tests/softnic/gni/softnic-run, which the driver then runs the job in)\n"
         "  --no-gni            no gni section\n"
+        "  --lapi              only the lapi section: the lapi conduit (SLUICE_ROUTE=network) beside\n"
+        "                      bare LAPI (LAPI_Amsend, LAPI_Put, LAPI_Get, their counters), one job in\n"
+        "                      each LAPI mode (SLUICE_LAPI_MODE=INTERRUPT, POLLING; the reference in\n"
+        "                      the same); a full run includes it when the build has the lapi conduit\n"
+        "                      and it probes, or else under the software LAPI\n"
+        "                      (tests/softnic/lapi/softnic-run, which the driver then runs the jobs in)\n"
+        "  --no-lapi           no lapi section\n"
         "  --ofi-providers L   libfabric providers, one job each (tcp;ofi_rxm,shm)\n"
         "  --ofi-network NAME  run the ofi section's jobs with SLUICE_NETWORK=NAME (tests\n"
         "                      the benchmark itself; the figures are not ofi's)\n"
@@ -200,6 +217,10 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.gni = Options::Gni::only;
         } else if (a == "--no-gni") {
             o.gni = Options::Gni::skip;
+        } else if (a == "--lapi") {
+            o.lapi = Options::Lapi::only;
+        } else if (a == "--no-lapi") {
+            o.lapi = Options::Lapi::skip;
         } else if (a == "--ofi-providers") {
             o.ofi_providers.clear();
             std::stringstream list(value("--ofi-providers"));
@@ -237,12 +258,12 @@ bool parse_options(int argc, char **argv, Options &o) {
         o.skip_launch = o.skip_launch || o.only != "launch";
         o.skip_shm = o.skip_shm || o.only != "shm";
     }
-    // --udp, --ofi, --ibv, --portals or --gni alone: that section only
+    // --udp, --ofi, --ibv, --portals, --gni or --lapi alone: that section only
     // (several: those; the sections left on auto are skipped).
     const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     const bool some_only = o.udp == Options::Udp::only || o.ofi == Options::Ofi::only ||
                            o.ibv == Options::Ibv::only || o.portals == Options::Portals::only ||
-                           o.gni == Options::Gni::only || client_only;
+                           o.gni == Options::Gni::only || o.lapi == Options::Lapi::only || client_only;
     if (some_only) {
         o.skip_launch = o.skip_shm = true;
         o.no_mpi = o.no_mpi || !client_only; // the client rows' collectives have MPI references
@@ -258,6 +279,8 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.portals = Options::Portals::skip;
         if (o.gni == Options::Gni::auto_)
             o.gni = Options::Gni::skip;
+        if (o.lapi == Options::Lapi::auto_)
+            o.lapi = Options::Lapi::skip;
     }
     // Two providers with one tag would write the same rows.
     std::vector<std::string> tags;
@@ -324,11 +347,12 @@ int driver_main(int argc, char **argv) {
     const bool ibv_only = o.ibv == Options::Ibv::only;
     const bool portals_only = o.portals == Options::Portals::only;
     const bool gni_only = o.gni == Options::Gni::only;
+    const bool lapi_only = o.lapi == Options::Lapi::only;
     const bool client_only = client_plan().mode == ClientPlan::Mode::only;
     std::string udp_note;
     bool udp = false;
     if (o.udp == Options::Udp::skip) {
-        udp_note = ofi_only || ibv_only || portals_only || gni_only || client_only ? "" : "udp section skipped (--no-udp)";
+        udp_note = ofi_only || ibv_only || portals_only || gni_only || lapi_only || client_only ? "" : "udp section skipped (--no-udp)";
     } else if (o.udp_any_transport) {
         udp = true;
         udp_note = "--udp-any-transport: the udp section ran on whatever conduit the job got; "
@@ -347,7 +371,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> ofi_providers;
     std::string ofi_note;
     if (o.ofi == Options::Ofi::skip) {
-        ofi_note = ofi_only || udp_only || ibv_only || portals_only || gni_only || client_only ? "" : "ofi section skipped (--no-ofi)";
+        ofi_note = ofi_only || udp_only || ibv_only || portals_only || gni_only || lapi_only || client_only ? "" : "ofi section skipped (--no-ofi)";
     } else if (o.only != "launch" && o.only != "shm") {
         const std::string missing =
             o.ofi_network == "ofi" ? network_conduit_missing("ofi") : std::string();
@@ -377,7 +401,7 @@ int driver_main(int argc, char **argv) {
     bool ibv = false;
     std::string ibv_note;
     if (o.ibv == Options::Ibv::skip) {
-        ibv_note = udp_only || ofi_only || portals_only || gni_only || client_only ? "" : "ibv section skipped (--no-ibv)";
+        ibv_note = udp_only || ofi_only || portals_only || gni_only || lapi_only || client_only ? "" : "ibv section skipped (--no-ibv)";
     } else if (o.only != "launch" && o.only != "shm") {
         ibv_note = network_conduit_missing("ibv");
         ibv = ibv_note.empty();
@@ -394,7 +418,7 @@ int driver_main(int argc, char **argv) {
     bool portals = false;
     std::string portals_note;
     if (o.portals == Options::Portals::skip) {
-        portals_note = udp_only || ofi_only || ibv_only || gni_only || client_only ? "" : "portals section skipped (--no-portals)";
+        portals_note = udp_only || ofi_only || ibv_only || gni_only || lapi_only || client_only ? "" : "portals section skipped (--no-portals)";
     } else if (o.only != "launch" && o.only != "shm") {
         // The bare reference needs Portals 4 in the build, which has it
         // with the conduit (tests/perf/Makefile.inc).
@@ -449,7 +473,7 @@ int driver_main(int argc, char **argv) {
             mpi_note = "MPI not available: no mpirun; MPI references skipped";
         have_mpi = mpi_note.empty();
     } else {
-        mpi_note = udp_only || ofi_only || ibv_only || portals_only || gni_only ? "" : "MPI references skipped (--no-mpi)";
+        mpi_note = udp_only || ofi_only || ibv_only || portals_only || gni_only || lapi_only ? "" : "MPI references skipped (--no-mpi)";
     }
 
     TempDir tmp;
@@ -459,38 +483,30 @@ int driver_main(int argc, char **argv) {
         return 2;
     }
 
-    // The gni section: the conduit must be built in and probe here, or the
-    // build's software uGNI NIC must be at hand; its softnic-run then
-    // starts the section's jobs (it builds the NIC once, puts its libugni
-    // first on LD_LIBRARY_PATH and sets the PMI_GNI_* variables), on a
-    // fabric file of their own unless SOFTNIC_GNI_FABRIC names one.
-    bool gni = false;
-    bool gni_softnic = false;
-    std::string gni_note;
-    if (o.gni == Options::Gni::skip) {
-        gni_note = udp_only || ofi_only || ibv_only || portals_only || client_only ? "" : "gni section skipped (--no-gni)";
-    } else if (o.only != "launch" && o.only != "shm") {
-        gni_note = network_conduit_missing("gni");
-        const std::string softnic = SLUICE_BENCH_GNI_SOFTNIC_RUN;
-        if (!gni_note.empty() && network_conduit("gni") && !softnic.empty() && access(softnic.c_str(), X_OK) == 0) {
-            const std::vector<std::string> build{softnic, "--lib-dir"};
-            const std::string log = tmp.path + "/softnic-gni.log";
-            if (const JobResult r = run_job(build, log, o.timeout); r.ok) {
-                gni_softnic = true;
-                gni_note.clear();
-            } else {
-                show_failure("building the software uGNI NIC", build, r, log);
-                gni_note += "; building the software uGNI NIC failed";
-            }
+    // The gni and lapi sections: their conduit probes here, or the build's
+    // software NIC runs their jobs (softnic-section.hpp).
+    auto plan = [&](SoftnicSection &p, const SoftNic &nic, bool skip, bool only, const char *option) {
+        if (skip) {
+            if (!udp_only && !ofi_only && !ibv_only && !portals_only && !gni_only && !lapi_only && !client_only)
+                p.note = std::string(nic.conduit) + " section skipped (--no-" + nic.conduit + ")";
+            return true;
         }
-        gni = gni_note.empty();
-        if (!gni)
-            gni_note = "gni section skipped: " + gni_note;
-        if (gni_only && !gni) {
-            std::fprintf(stderr, "sluice-bench: --gni: %s\n", gni_note.c_str());
-            return 2;
+        if (o.only == "launch" || o.only == "shm")
+            return true;
+        softnic_plan(p, nic, network_conduit_missing(nic.conduit), network_conduit(nic.conduit) != nullptr, tmp.path,
+                     o.timeout);
+        if (only && !p.on) {
+            std::fprintf(stderr, "sluice-bench: %s: %s\n", option, p.note.c_str());
+            return false;
         }
-    }
+        return true;
+    };
+    SoftnicSection gni, lapi;
+    if (!plan(gni, {"gni", "the software uGNI NIC", SLUICE_BENCH_GNI_SOFTNIC_RUN, "SOFTNIC_GNI_FABRIC"},
+              o.gni == Options::Gni::skip, gni_only, "--gni") ||
+        !plan(lapi, {"lapi", "the software LAPI", SLUICE_BENCH_LAPI_SOFTNIC_RUN, "SOFTNIC_LAPI_FABRIC"},
+              o.lapi == Options::Lapi::skip, lapi_only, "--lapi"))
+        return 2;
 
     // sluicerun --bind: keep it only if this launcher accepts it (-t: dry run).
     if (!o.bind.empty()) {
@@ -534,7 +550,7 @@ int driver_main(int argc, char **argv) {
     std::vector<std::string> udp_extra = extra;
     if (o.udp_any_transport)
         udp_extra.push_back("--any-transport");
-    if (!udp_only && !ofi_only && !ibv_only && !portals_only && !gni_only && !client_only)
+    if (!udp_only && !ofi_only && !ibv_only && !portals_only && !gni_only && !lapi_only && !client_only)
         std::printf("  sluice: %s --worker suite\n", describe(sluice_cmd).c_str());
     if (have_mpi && !client_only)
         std::printf("  mpi:    %s\n", describe(mpi_cmd).c_str());
@@ -562,20 +578,26 @@ int driver_main(int argc, char **argv) {
     if (portals)
         std::printf("  portals: %s %s --worker portals\n", describe(portals_env).c_str(),
                     describe(sluice_cmd).c_str());
+    // A section's job: softnic-run (when the section runs on its software
+    // NIC), then the Sluice command; the conduit's counters go to the job
+    // logs (--keep).
+    auto section_cmd = [&](const SoftnicSection &p) {
+        std::vector<std::string> cmd = p.prefix;
+        cmd.insert(cmd.end(), sluice_cmd.begin(), sluice_cmd.end());
+        return cmd;
+    };
     std::vector<std::string> gni_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=gni", "SLUICE_GNI_STATS=1"};
-    std::vector<std::string> gni_cmd;
-    std::string gni_fabric; // the fabric file this run made, removed at the end
-    if (gni_softnic) {
-        gni_cmd.push_back(SLUICE_BENCH_GNI_SOFTNIC_RUN);
-        if (!std::getenv("SOFTNIC_GNI_FABRIC")) {
-            gni_fabric = "/dev/shm/sluice-bench-gni-" + std::to_string(getpid());
-            gni_env.push_back("SOFTNIC_GNI_FABRIC=" + gni_fabric);
-        }
-    }
-    gni_cmd.insert(gni_cmd.end(), sluice_cmd.begin(), sluice_cmd.end());
-    if (gni)
-        std::printf("  gni:    %s %s --worker gni%s\n", describe(gni_env).c_str(), describe(gni_cmd).c_str(),
-                    gni_softnic ? " (on the software uGNI NIC)" : "");
+    gni_env.insert(gni_env.end(), gni.env.begin(), gni.env.end());
+    if (gni.on)
+        std::printf("  gni:    %s %s --worker gni%s\n", describe(gni_env).c_str(), describe(section_cmd(gni)).c_str(),
+                    gni.softnic ? " (on the software uGNI NIC)" : "");
+    // One lapi job per LAPI mode.
+    const char *const lapi_modes[] = {"INTERRUPT", "POLLING"};
+    std::vector<std::string> lapi_env{"SLUICE_ROUTE=network", "SLUICE_NETWORK=lapi", "SLUICE_LAPI_STATS=1"};
+    lapi_env.insert(lapi_env.end(), lapi.env.begin(), lapi.env.end());
+    if (lapi.on)
+        std::printf("  lapi:   %s SLUICE_LAPI_MODE=INTERRUPT|POLLING %s --worker lapi%s\n", describe(lapi_env).c_str(),
+                    describe(section_cmd(lapi)).c_str(), lapi.softnic ? " (on the software LAPI)" : "");
     std::fflush(stdout);
 
     Samples samples;
@@ -586,7 +608,7 @@ int driver_main(int argc, char **argv) {
     double busiest = 0;
     const bool client = client_plan().mode != ClientPlan::Mode::skip && client_wanted(o.only);
     const bool run_suite = o.only != "launch" && o.only != "shm" && !udp_only && !ofi_only && !ibv_only &&
-                           !portals_only && !gni_only && !client_only;
+                           !portals_only && !gni_only && !lapi_only && !client_only;
     ClientContext client_context;
     client_context.sluicerun = o.sluicerun;
     client_context.self = self;
@@ -625,7 +647,25 @@ int driver_main(int argc, char **argv) {
     bool ibv_failed = false;  // nor a failed ibv job
     bool portals_failed = false; // nor a failed portals job
     bool gni_failed = false;     // nor a failed gni job
-    for (int rep = 0; (run_suite || udp || !ofi_providers.empty() || ibv || portals || gni || client) && rep < o.reps;
+    bool lapi_failed = false;    // nor a failed lapi job
+    // One job of the gni or lapi section, NAME-TAG.txt and .log in the
+    // temporary folder; `failed` set when it fails.
+    auto section_job = [&](const SoftnicSection &p, const char *kind, const std::string &name, const std::string &what,
+                           const std::vector<std::string> &env, bool &failed) {
+        auto cmd = section_cmd(p);
+        for (const char *a : {"--worker", kind})
+            cmd.push_back(a);
+        cmd.insert(cmd.end(), extra.begin(), extra.end());
+        cmd.push_back("--out");
+        JobResult r = collect(cmd, name, what.c_str(), env);
+        if (!r.ok) {
+            failed = true;
+            std::fprintf(stderr, "sluice-bench: the %s job is not run again in the later repetitions\n", kind);
+        }
+        return r.seconds;
+    };
+    for (int rep = 0;
+         (run_suite || udp || !ofi_providers.empty() || ibv || portals || gni.on || lapi.on || client) && rep < o.reps;
          ++rep) {
         const double busy = wait_quiet(o.wait_idle);
         if (busy > 0.15)
@@ -743,19 +783,23 @@ int driver_main(int argc, char **argv) {
             std::fprintf(stderr, "%sportals %.1fs", run_suite || udp || !ofi_providers.empty() || ibv ? ", " : " ",
                          r.seconds);
         }
-        if (gni && !gni_failed) {
-            auto cmd = gni_cmd;
-            for (const char *a : {"--worker", "gni"})
-                cmd.push_back(a);
-            cmd.insert(cmd.end(), extra.begin(), extra.end());
-            cmd.push_back("--out");
-            JobResult r = collect(cmd, "gni-" + tag, "Sluice over gni", gni_env);
-            if (!r.ok) {
-                gni_failed = true;
-                std::fprintf(stderr, "sluice-bench: the gni job is not run again in the later repetitions\n");
-            }
+        if (gni.on && !gni_failed) {
+            const double seconds = section_job(gni, "gni", "gni-" + tag, "Sluice over gni", gni_env, gni_failed);
             std::fprintf(stderr, "%sgni %.1fs", run_suite || udp || !ofi_providers.empty() || ibv || portals ? ", " : " ",
-                         r.seconds);
+                         seconds);
+        }
+        for (const char *mode : lapi_modes) {
+            if (!lapi.on || lapi_failed)
+                break;
+            auto env = lapi_env;
+            env.push_back(std::string("SLUICE_LAPI_MODE=") + mode);
+            const double seconds = section_job(lapi, "lapi", "lapi-" + std::string(mode) + "-" + tag,
+                                               std::string("Sluice over lapi, ") + mode, env, lapi_failed);
+            std::fprintf(stderr, "%slapi %s %.1fs",
+                         run_suite || udp || !ofi_providers.empty() || ibv || portals || gni.on || mode != lapi_modes[0]
+                             ? ", "
+                             : " ",
+                         mode, seconds);
         }
         // Firehose's main pool (first provider only): random 64 KiB Puts over
         // a 1 GiB segment pinned on demand under 64 MiB, and registered whole.
@@ -790,9 +834,6 @@ int driver_main(int argc, char **argv) {
             job_failures += client_rep(client_context, rep, samples);
         std::fprintf(stderr, "\n");
     }
-    // The gni jobs are over: the fabric file they shared goes.
-    if (!gni_fabric.empty())
-        unlink(gni_fabric.c_str());
     if (udp && !udp_failed && only_keeps(o, "udp_once")) {
         auto cmd = sluice_cmd;
         for (const char *a : {"--worker", "exactly-once"})
@@ -883,9 +924,12 @@ int driver_main(int argc, char **argv) {
     findings.ibv_note = ibv_note;
     findings.portals = portals;
     findings.portals_note = portals_note;
-    findings.gni = gni;
-    findings.gni_softnic = gni_softnic;
-    findings.gni_note = gni_note;
+    findings.gni = gni.on;
+    findings.gni_softnic = gni.softnic;
+    findings.gni_note = gni.note;
+    findings.lapi = lapi.on;
+    findings.lapi_softnic = lapi.softnic;
+    findings.lapi_note = lapi.note;
     findings.busy_reps = busy_reps;
     findings.busiest = busiest;
     const int failed = report(o, samples, findings);

@@ -65,6 +65,9 @@ struct Options {
     // probes, or the software uGNI NIC's softnic-run is at hand), only
     // (--gni), skip (--no-gni).
     enum class Gni { auto_, only, skip } gni = Gni::auto_;
+    // The lapi section, the same way (the software LAPI's softnic-run);
+    // one job per LAPI mode.
+    enum class Lapi { auto_, only, skip } lapi = Lapi::auto_;
 };
 
 // Every value measured, by (metric, size), one per repetition.
@@ -167,6 +170,9 @@ struct Findings {
     bool gni = false;     // the gni section ran
     bool gni_softnic = false; // ... on the software uGNI NIC, under its softnic-run
     std::string gni_note;
+    bool lapi = false;    // the lapi section ran
+    bool lapi_softnic = false; // ... on the software LAPI, under its softnic-run
+    std::string lapi_note;
     // The suite's repetitions by the state their job ran in (job_state):
     // their values and the driver's references of the same repetitions.
     std::map<std::string, Samples> by_state;

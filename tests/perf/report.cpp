@@ -281,6 +281,28 @@ struct Report {
             "gni_put_bw_GBps", bandwidth(m("put_bw", largest_rma), largest_rma));
     }
 
+    // The lapi section, one table per LAPI mode: every reference is bare
+    // LAPI in the same mode between the same two processes, measured in
+    // the same job (lapi-section.hpp).  On the software LAPI the ratios
+    // are the conduit's overhead over LAPI, not an SP switch's figures.
+    void build_lapi() {
+        for (const char *mode : {"interrupt", "polling"}) {
+            const std::string p = std::string("lapi_") + mode + "_";
+            auto m = [&](const std::string &what, std::size_t z) { return med(p + what, z); };
+            const std::string lat = std::string("lapi conduit, ") + mode +
+                                    " mode (2 ranks, SLUICE_ROUTE=network; ns per round trip or operation; Put/Get "
+                                    "from the segment; bare: LAPI in the same mode)";
+            target(add(lat, p + "am_short_rtt_ns", 0, m("am_short_rtt", 0), p + "amsend_rtt_ns", m("amsend_rtt", 0)),
+                   Check::ratio_at_most, 1.15,
+                   std::string("lapi ") + mode + " AM Short round trip <= 1.15 x bare LAPI_Amsend ping-pong");
+            target(add(lat, p + "put_lat_ns", 8, m("put_lat", 8), p + "bare_put_lat_ns", m("bare_put_lat", 8)),
+                   Check::ratio_at_most, 1.2,
+                   std::string("lapi ") + mode + " 8 B blocking Put <= 1.2 x bare LAPI_Put + counter wait");
+            add(lat, p + "get_lat_ns", 8, m("get_lat", 8), p + "bare_get_lat_ns", m("bare_get_lat", 8));
+            add(lat, p + "chunk_ops", 0, m("chunk_ops", 0));
+        }
+    }
+
     // The ofi section (issue 29), one provider: every reference is the bare
     // libfabric loop of the same provider between the same two processes,
     // measured in the same job (ofi-section.hpp); the udp conduit's figures
@@ -521,7 +543,7 @@ struct Report {
     int print_targets(bool heading = true) const {
         int failed = 0;
         if (heading)
-            std::printf("\nTargets (issues 2, 6, 28 to 31 and 43, gni; 2 ranks; medians of %d runs, references in "
+            std::printf("\nTargets (issues 2, 6, 28 to 31, 43 and 47, gni; 2 ranks; medians of %d runs, references in "
                         "the same run):\n",
                         options.reps);
         for (const Row &r : rows) {
@@ -572,6 +594,7 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
     Report report{o, views.empty() ? samples : views[0], {}, have_mpi, states.empty() ? "" : states[0]};
     const bool suite = o.udp != Options::Udp::only && o.ofi != Options::Ofi::only && o.ibv != Options::Ibv::only &&
                        o.portals != Options::Portals::only && o.gni != Options::Gni::only &&
+                       o.lapi != Options::Lapi::only &&
                        client_plan().mode != ClientPlan::Mode::only;
     if (suite)
         report.build();
@@ -588,6 +611,8 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         report.build_portals();
     if (f.gni)
         report.build_gni();
+    if (f.lapi)
+        report.build_lapi();
     if (client_ran())
         for (const ClientRow &c : client_rows(samples)) {
             Row &r = report.add(c.section, c.metric, c.size, c.sluice, c.reference_name, c.reference);
@@ -671,6 +696,13 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
                     f.gni_softnic ? ", on the software uGNI NIC (tests/softnic/gni/softnic-run)" : "");
     if (!f.gni_note.empty())
         std::printf("   %s\n", f.gni_note.c_str());
+    if (f.lapi)
+        std::printf("   (lapi: the bare reference is LAPI alone in the same mode on the handle the conduit opened (LAPI "
+                    "allows one per process), between the same two processes%s; the ratios measure the conduit's "
+                    "overhead over LAPI, not an SP switch)\n",
+                    f.lapi_softnic ? ", on the software LAPI (tests/softnic/lapi/softnic-run)" : "");
+    if (!f.lapi_note.empty())
+        std::printf("   %s\n", f.lapi_note.c_str());
     if (client_ran())
         std::printf("   %s\n", client_note().c_str());
     if (f.busy_reps > 0)

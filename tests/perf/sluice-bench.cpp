@@ -23,6 +23,10 @@
 //   gni    the same job over the gni conduit: AM Short, 8 B Put/Get and
 //          4 MiB Put/Get, interleaved with bare uGNI (SMSG, FMA, the BTE)
 //          on the same NIC between the same two processes (gni-section.hpp);
+//   lapi   the same job over the lapi conduit, in the mode SLUICE_LAPI_MODE
+//          says: AM Short and 8 B Put/Get, interleaved with bare LAPI
+//          (LAPI_Amsend, LAPI_Put, LAPI_Get and LAPI_Waitcntr) in the same
+//          mode between the same two processes (lapi-section.hpp);
 //   client  the client API's rows (atomics, collectives, VIS, negotiated
 //          AMs) on 2, 4 or 8 ranks (client-section.hpp);
 //   exactly-once  numbered AMs both ways, lost and repeated counted
@@ -34,6 +38,7 @@
 #include "tests/perf/driver.hpp"
 #include "tests/perf/gni-section.hpp"
 #include "tests/perf/ibv-section.hpp"
+#include "tests/perf/lapi-section.hpp"
 #include "tests/perf/ofi-section.hpp"
 #include "tests/perf/portals-section.hpp"
 #include "tests/perf/sockets.hpp"
@@ -86,7 +91,7 @@ enum Serve : std::uint32_t {
     serve_tcp,           // read a TCP stream of 4 MiB messages
     // OfiServe (ofi-section.hpp) from 16 on, IbvServe (ibv-section.hpp) from 32 on,
     // PortalsServe (portals-section.hpp) from 48 on, GniServe (gni-section.hpp)
-    // from 64 on
+    // from 64 on, LapiServe (lapi-section.hpp) from 80 on
 };
 
 // State the handlers touch.  Handlers run on the polling thread, so relaxed
@@ -194,6 +199,7 @@ struct Suite {
     VerbsReference verbs;      // the ibv kind's
     PortalsReference portals;  // the portals kind's
     GniReference gni;          // the gni kind's
+    LapiReference lapi;        // the lapi kind's
 
     explicit Suite(const CommonOptions &o) : options(o), results(o.out) {}
     ~Suite() {
@@ -312,7 +318,9 @@ struct Suite {
             }
             break;
         default:
-            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_gni_ping)
+            if (const auto what = static_cast<std::uint32_t>(asked >> 32); what >= serve_lapi_ping)
+                lapi_serve(lapi, what, n);
+            else if (what >= serve_gni_ping)
                 gni_serve(gni, what, n);
             else if (what >= serve_portals_ping)
                 portals_serve(portals, what, n);
@@ -830,7 +838,7 @@ int worker_main(int argc, char **argv, std::string_view kind) {
     if (kind == "ofi-large")
         return large_segment_main(o);
     if (kind == "suite" || kind == "udp" || kind == "ofi" || kind == "ibv" || kind == "portals" ||
-        kind == "gni" || kind == "client") {
+        kind == "gni" || kind == "lapi" || kind == "client") {
         Suite suite(o);
         if (sluice_rank() == 0 && !suite.results.ok()) {
             std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.out.c_str());
@@ -844,6 +852,8 @@ int worker_main(int argc, char **argv, std::string_view kind) {
             return PortalsSection<Suite>(suite).run();
         if (kind == "gni")
             return GniSection<Suite>(suite).run();
+        if (kind == "lapi")
+            return LapiSection<Suite>(suite).run();
         if (kind == "client")
             return ClientSection<Suite>(suite, argc, argv).run();
         return kind == "udp" ? suite.run_udp() : suite.run();
