@@ -4,6 +4,7 @@
 // cards travel over a socket pair; the child checks what the parent's
 // puts left in its region, the parent what its gets brought back.
 #include "tests/perf/gni-reference.hpp"
+#include "tests/perf/reference-test.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,11 +23,6 @@ namespace {
 
 constexpr std::size_t region_bytes = 4 << 20;
 
-bool swap_cards(int fd, const GniCard &mine, GniCard &theirs) {
-    return ::write(fd, &mine, sizeof mine) == static_cast<ssize_t>(sizeof mine) &&
-           ::read(fd, &theirs, sizeof theirs) == static_cast<ssize_t>(sizeof theirs);
-}
-
 // The child: answers pings, serves the transfers, then checks its region
 // holds the parent's pattern (exit 0) or not (exit 3).
 [[noreturn]] void child(int fd, std::uint32_t pings) {
@@ -41,9 +37,7 @@ bool swap_cards(int fd, const GniCard &mine, GniCard &theirs) {
     if (::read(fd, &go, 1) != 1) ::_exit(1);
     if (!r.pong(pings)) { std::fprintf(stderr, "child pong: %s\n", r.error().c_str()); ::_exit(2); }
     if (!r.serve()) { std::fprintf(stderr, "child serve: %s\n", r.error().c_str()); ::_exit(2); }
-    for (std::size_t i = 0; i < region_bytes; i += 4096)
-        if (r.region()[i] != 'w') ::_exit(3);
-    if (r.region()[region_bytes - 1] != 'w') ::_exit(3);
+    if (!region_holds_pattern(r.region(), region_bytes)) ::_exit(3);
     ::_exit(0);
 }
 
@@ -70,24 +64,13 @@ TEST(GniReference, PingPutGetBetweenTwoProcesses) {
 
     const double rtt = r.ping(pings, 30);
     EXPECT_TRUE(std::isfinite(rtt)) << r.error();
-    // 8 B by FMA, then 4 MiB by the BTE, 4 in flight: the child's region
-    // becomes the pattern.
-    std::memset(r.region(), 'w', region_bytes);
-    const double fma8 = r.rma(GniRma::fma_put, 8, 200, 1);
-    const double bte4m = r.rma(GniRma::bte_put, region_bytes, 8, 4);
-    // Read back by FMA (8 B) and the BTE (4 MiB) into a cleared region.
-    std::memset(r.region(), 0, region_bytes);
-    const double get8 = r.rma(GniRma::fma_get, 8, 200, 1);
-    EXPECT_EQ(r.region()[0], 'w');
-    EXPECT_EQ(r.region()[8], 0) << "an 8 B get moved more than 8 bytes";
-    const double get4m = r.rma(GniRma::bte_get, region_bytes, 2, 1);
-    EXPECT_TRUE(std::isfinite(fma8) && std::isfinite(bte4m) && std::isfinite(get8) && std::isfinite(get4m))
-        << r.error();
-    EXPECT_EQ(r.region()[region_bytes / 2], 'w');
-    EXPECT_EQ(r.region()[region_bytes - 1], 'w');
+    // 8 B by FMA, 4 MiB by the BTE.
+    const TransferTimes t =
+        transfers_check(r, region_bytes, GniRma::fma_put, GniRma::bte_put, GniRma::fma_get, GniRma::bte_get);
     std::printf("[ gni      ] SMSG ping-pong %.0f ns; 8 B FMA put %.0f ns, get %.0f ns; 4 MiB BTE put %.2f GB/s, "
                 "get %.2f GB/s\n",
-                rtt, fma8 / 200, get8 / 200, 8.0 * region_bytes / bte4m, 2.0 * region_bytes / get4m);
+                rtt, t.put_small / 200, t.get_small / 200, 8.0 * region_bytes / t.put_large,
+                2.0 * region_bytes / t.get_large);
 
     ASSERT_TRUE(r.finish()) << r.error();
     int status = 0;

@@ -7,6 +7,7 @@
 // cards travel over a socket pair; the child checks what the parent's
 // puts left in its region, the parent what its gets brought back.
 #include "tests/perf/lapi-reference.hpp"
+#include "tests/perf/reference-test.hpp"
 
 #include <gtest/gtest.h>
 
@@ -25,11 +26,6 @@ using namespace sluice::perf;
 namespace {
 
 constexpr std::size_t region_bytes = 4 << 20;
-
-bool swap_cards(int fd, const LapiCard &mine, LapiCard &theirs) {
-    return ::write(fd, &mine, sizeof mine) == static_cast<ssize_t>(sizeof mine) &&
-           ::read(fd, &theirs, sizeof theirs) == static_cast<ssize_t>(sizeof theirs);
-}
 
 // Task `task` of a job of two, as POE would start it.
 void join_as(int task) {
@@ -52,9 +48,7 @@ void join_as(int task) {
     if (::read(fd, &go, 1) != 1) ::_exit(1);
     if (!r.pong(pings)) { std::fprintf(stderr, "child pong: %s\n", r.error().c_str()); ::_exit(2); }
     if (!r.serve()) { std::fprintf(stderr, "child serve: %s\n", r.error().c_str()); ::_exit(2); }
-    for (std::size_t i = 0; i < region_bytes; i += 4096)
-        if (r.region()[i] != 'w') ::_exit(3);
-    if (r.region()[region_bytes - 1] != 'w') ::_exit(3);
+    if (!region_holds_pattern(r.region(), region_bytes)) ::_exit(3);
     // The parent's gets are over once it waited for this exit.
     r.close();
     holder.close();
@@ -94,24 +88,11 @@ TEST_P(LapiReferenceTest, PingPutGetBetweenTwoProcesses) {
 
     const double rtt = r.ping(pings, 30);
     EXPECT_TRUE(std::isfinite(rtt)) << r.error();
-    // 8 B one at a time, then 4 MiB 4 in flight: the child's region
-    // becomes the pattern.
-    std::memset(r.region(), 'w', region_bytes);
-    const double put8 = r.rma(LapiRma::put, 8, 200, 1);
-    const double put4m = r.rma(LapiRma::put, region_bytes, 8, 4);
-    // Read back (8 B, then 4 MiB) into a cleared region.
-    std::memset(r.region(), 0, region_bytes);
-    const double get8 = r.rma(LapiRma::get, 8, 200, 1);
-    EXPECT_EQ(r.region()[0], 'w');
-    EXPECT_EQ(r.region()[8], 0) << "an 8 B get moved more than 8 bytes";
-    const double get4m = r.rma(LapiRma::get, region_bytes, 2, 1);
-    EXPECT_TRUE(std::isfinite(put8) && std::isfinite(put4m) && std::isfinite(get8) && std::isfinite(get4m))
-        << r.error();
-    EXPECT_EQ(r.region()[region_bytes / 2], 'w');
-    EXPECT_EQ(r.region()[region_bytes - 1], 'w');
+    const TransferTimes t = transfers_check(r, region_bytes, LapiRma::put, LapiRma::put, LapiRma::get, LapiRma::get);
     std::printf("[ lapi     ] Amsend ping-pong %.0f ns; 8 B put %.0f ns, get %.0f ns; 4 MiB put %.2f GB/s, "
                 "get %.2f GB/s\n",
-                rtt, put8 / 200, get8 / 200, 8.0 * region_bytes / put4m, 2.0 * region_bytes / get4m);
+                rtt, t.put_small / 200, t.get_small / 200, 8.0 * region_bytes / t.put_large,
+                2.0 * region_bytes / t.get_large);
 
     ASSERT_TRUE(r.finish()) << r.error();
     int status = 0;
