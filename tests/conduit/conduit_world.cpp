@@ -1,5 +1,6 @@
 // tests/conduit/conduit_world.cpp - the conformance suite's world: forked
-// ranks, a socketpair bootstrap, init and segment attach done the way core
+// ranks and a socketpair bootstrap, or (MPI-launched) this process as one
+// rank over the mpi bootstrap; init and segment attach done the way core
 // does them (src/core/runtime.cpp), with no core.
 #include "conduit_world.hpp"
 #include "conduits/registry.hpp"
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -110,15 +112,15 @@ void deliver_short(void *context, Rank source, std::uint8_t handler, std::uint8_
     record(*static_cast<World *>(context), h, args, nullptr);
 }
 
-// Init and segment attach for one rank; "" or what failed.
-std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t, int fd, Rank rank, Rank size,
+// Init and segment attach for one rank over `boot`; "" or what failed.
+std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t,
+                       std::unique_ptr<rma::firehose::Registrar> &firehose, spawner::Bootstrap &boot,
                        const std::string &job) {
-    static std::unique_ptr<PairBootstrap> boot;
-    boot = std::make_unique<PairBootstrap>(rank, size, fd);
+    const Rank rank = boot.rank(), size = boot.size();
     w.rank = rank;
     w.size = size;
     w.peer = size == 2 ? 1 - rank : rank;
-    w.bootstrap = boot.get();
+    w.bootstrap = &boot;
     // As the core does: firehose's memory hooks go in before the conduit
     // starts threads of its own (they rewrite libc's code).
     if (base::knob_bool(base::Knob::FIREHOSE_MEMHOOKS)) (void)rma::firehose::monitor::install();
@@ -131,13 +133,12 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
                           : (c.network ? std::vector<std::uint32_t>{0, 1} : std::vector<std::uint32_t>{0, 0});
     if (size == 1) s.peers = {0};
     else s.peers = c.network ? std::vector<Rank>{w.peer} : std::vector<Rank>{0, 1};
-    s.bootstrap = boot.get();
+    s.bootstrap = &boot;
     s.deliver = deliver;
     s.deliver_short = deliver_short;
     s.deliver_context = &w;
     s.job_id = job;
     if (t->init(s) != Status::ok) return "init failed: " + std::string(base::last_error());
-    static std::unique_ptr<rma::firehose::Registrar> firehose;
     if (t->capabilities().needs_registration) {
         if (rma::firehose::Registrar::create(*t, rma::firehose::config_from_knobs(), firehose) != Status::ok)
             return "firehose failed: " + std::string(base::last_error());
@@ -157,7 +158,7 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
     rec += key;
     rec += w.rkey;
     std::vector<std::string> all;
-    if (!boot->allgather(rec.data(), rec.size(), all)) return "segment exchange failed";
+    if (!boot.allgather(rec.data(), rec.size(), all)) return "segment exchange failed";
     std::vector<conduit::SegmentRecord> records(size);
     for (Rank r = 0; r < size; ++r) {
         std::uint32_t kl = 0;
@@ -169,8 +170,32 @@ std::string world_open(const Conduit &c, World &w, std::unique_ptr<Transport> &t
     }
     w.peer_segment = records[w.peer].base;
     if (t->segment_connect(records) != Status::ok) return "segment connect failed: " + std::string(base::last_error());
-    if (!boot->barrier()) return "barrier failed";
+    if (!boot.barrier()) return "barrier failed";
     t->setup_done();
+    return "";
+}
+
+// A rank whose world did not open says why before it ends.
+void unopened(const spawner::Bootstrap &boot, const Conduit &c, const std::string &error) {
+    std::fprintf(stderr, "rank %u of %s: %s\n", boot.rank(), c.name.c_str(), error.c_str());
+    std::fflush(nullptr);
+}
+
+// One rank's world, the same in both modes: open it over `boot`, run
+// `body`, leave together, fini.  "" or why the world did not open (then
+// `body` did not run); the body's failures are GoogleTest's.
+std::string world_run(const Conduit &c, spawner::Bootstrap &boot, const std::string &job,
+                      const std::function<void(World &)> &body) {
+    World w;
+    std::unique_ptr<Transport> t;
+    std::unique_ptr<rma::firehose::Registrar> firehose;  // goes before the transport
+    if (std::string error = world_open(c, w, t, firehose, boot, job); !error.empty()) return error;
+    body(w);
+    // Both ranks leave together: a peer may still be polling for us.
+    w.barrier();
+    t->quiesce();
+    w.barrier();
+    t->fini();
     return "";
 }
 
@@ -188,20 +213,11 @@ std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(Wor
         if (pid == 0) {
             ::alarm(60);
             if (size == 2) ::close(sv[1 - r]);
-            World w;
-            std::unique_ptr<Transport> t;
-            std::string error = world_open(c, w, t, size == 2 ? sv[r] : -1, r, size, job);
-            if (!error.empty()) {
-                std::fprintf(stderr, "rank %u of %s: %s\n", r, c.name.c_str(), error.c_str());
-                std::fflush(nullptr);
+            PairBootstrap boot(r, size, size == 2 ? sv[r] : -1);
+            if (std::string error = world_run(c, boot, job, body); !error.empty()) {
+                unopened(boot, c, error);
                 ::_exit(3);
             }
-            body(w);
-            // Both ranks leave together: a peer may still be polling for us.
-            w.barrier();
-            t->quiesce();
-            w.barrier();
-            t->fini();
             std::fflush(nullptr);
             ::_exit(::testing::Test::HasFailure() ? 1 : 0);
         }
@@ -220,7 +236,44 @@ std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(Wor
     return result;
 }
 
+// The MPI-launched mode (conduit_world.hpp): this process is one rank.
+// The bootstrap starts once, before the registry is first read (loading
+// libsluice-mpi registers the mpi conduit there), and MPI is finalized
+// at exit.
+struct Launched {
+    std::unique_ptr<spawner::Bootstrap> boot;
+    std::string error;  // why it did not start
+    std::string job;    // rank 0's process id, for the transports' names
+    int jobs = 0;
+};
+
+Launched *launched() {
+    static Launched *const l = []() -> Launched * {
+        if (!mpi_launched()) return nullptr;
+        static Launched state;
+        // World::barrier of two ranks runs the bootstrap's barrier (MPI) on
+        // a thread while this one polls the conduit (MPI too).  Alone, the
+        // level Sluice asks for by itself (Open MPI's pt2pt window, the one
+        // it has for a single rank here, refuses MPI_THREAD_MULTIPLE).
+        if (spawner::mpi_launcher_mark().size != 1) ::setenv("SLUICE_MPI_THREAD", "multiple", 0);
+        // Otherwise what a job on the mpi conduit asks for.
+        ::setenv("SLUICE_NETWORK", "mpi", 0);
+        state.boot = spawner::select_bootstrap(state.error);
+        if (!state.boot) return &state;
+        state.job = "ct" + std::to_string(::getpid());
+        if (!state.boot->broadcast(0, state.job)) state.error = "the bootstrap's broadcast failed";
+        std::atexit([] { state.boot->fini(); });
+        return &state;
+    }();
+    return l;
+}
+
 } // namespace
+
+bool mpi_launched() {
+    const char *spawner = std::getenv("SLUICE_SPAWNER");
+    return spawner && std::string(spawner) == "mpi";
+}
 
 // 20 s, three times that for a subset (SLUICETEST_SUBSET=slow: the ofi
 // providers that move a message in several times the others' time, and
@@ -262,6 +315,13 @@ bool World::barrier() {
 }
 
 std::string conduit_mode(const Conduit &c, std::string &why) {
+    if (Launched *l = launched()) {
+        // A failed start fails each test (run_world) instead of skipping it.
+        if (!l->boot || l->boot->size() == 2) return "pair";
+        if (l->boot->size() == 1) return "alone";
+        why = "the MPI-launched mode runs at 1 or 2 ranks";
+        return "";
+    }
     static std::map<std::string, std::pair<std::string, std::string>> known;
     auto it = known.find(c.name);
     if (it == known.end()) {
@@ -287,6 +347,17 @@ std::string conduit_mode(const Conduit &c, std::string &why) {
 
 std::string run_world(const Conduit &c, const std::function<void(World &)> &body) {
     std::string why;
+    if (Launched *l = launched()) {
+        if (!l->boot || !l->error.empty()) return "the mpi bootstrap did not start: " + l->error;
+        if (!c.create) return "libsluice-mpi has no mpi conduit";
+        if (conduit_mode(c, why).empty()) return why;
+        const std::string error = world_run(c, *l->boot, l->job + "x" + std::to_string(l->jobs++), body);
+        if (error.empty()) return "";
+        // The peer waits for us in a collective: end the job, as a forked
+        // rank whose world did not open exits with 3.
+        unopened(*l->boot, c, error);
+        l->boot->abort(3);
+    }
     if (c.alone) return fork_ranks(c, 1, body);
     const std::string mode = conduit_mode(c, why);
     if (mode.empty()) return why;
@@ -295,6 +366,17 @@ std::string run_world(const Conduit &c, const std::function<void(World &)> &body
 
 std::vector<Conduit> conduits_under_test() {
     std::vector<Conduit> out;
+    if (Launched *l = launched()) {
+        // The mpi conduit only: as the pair of the job's two ranks, or
+        // alone under `mpirun -n 1`.  Listed even when it did not load, so
+        // that every test fails saying why.
+        const bool alone = l->boot && l->boot->size() == 1;
+        Conduit mpi{alone ? "mpi_alone" : "mpi", true, nullptr, alone};
+        for (const auto &info : sluice::conduit::transport_registry())
+            if (std::string(info.name) == "mpi") mpi.create = info.create;
+        out.push_back(mpi);
+        return out;
+    }
     // The conduits built for the tests only (the template) are linked in by
     // this reference to their registration (tests/unit/unit_registry.cpp).
 #define SLUICE_CONDUIT_IN_LIBRARY(name)

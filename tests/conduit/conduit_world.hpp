@@ -1,7 +1,7 @@
 // tests/conduit/conduit_world.hpp - what the conformance suite needs to drive
 // one conduit's Transport with no core: the conduits to test, a two-process
-// (or loopback) world with a socketpair bootstrap, and a record of what the
-// deliver callback saw.
+// (or loopback) world with a socketpair bootstrap or, started by mpirun, over
+// the mpi bootstrap, and a record of what the deliver callback saw.
 #pragma once
 
 #include "conduits/transport.hpp"
@@ -70,13 +70,22 @@ struct World {
     bool barrier();  // bootstrap barrier, for phases of a test
 };
 
+// The MPI-launched mode: SLUICE_SPAWNER=mpi, the process started by
+// mpirun as one of 2 ranks (or alone, at 1).  The process is one rank and
+// does not fork: libsluice-mpi is loaded, the mpi bootstrap started once,
+// and the mpi conduit (or mpi_alone) is the only conduit under test.
+// Otherwise (the fork mode) every rank is a forked child.
+bool mpi_launched();
+
 // How the conduit runs here: "pair" (two processes), "loopback" (one), or
 // "" with `why` set when it cannot run at all.
 std::string conduit_mode(const Conduit &c, std::string &why);
 
 // Runs `body` on every rank of the conduit's world (forking for a pair);
 // returns "" when every rank passed, else what failed.  Test expectations
-// inside `body` are GoogleTest's; a failing child exits non-zero.
+// inside `body` are GoogleTest's; a failing child exits non-zero.  In the
+// MPI-launched mode it runs `body` in this process, as this rank, and a
+// world that does not open ends the job (the peer waits in a collective).
 std::string run_world(const Conduit &c, const std::function<void(World &)> &body);
 
 } // namespace conduit_test
