@@ -124,16 +124,16 @@ Status IbvTransport::connect_setup() {
     m.pkey_index = 0;
     m.port_num = rails_[0].port.port;
     m.qkey = conn_qkey;
-    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0)
-        return fatal(op, setup().rank, "moving the UD queue pair to INIT failed", errno);
+    if (const int rc = ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); rc != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to INIT failed", rc);
     m = ibv_qp_attr{};
     m.qp_state = IBV_QPS_RTR;
-    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE) != 0)
-        return fatal(op, setup().rank, "moving the UD queue pair to RTR failed", errno);
+    if (const int rc = ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE); rc != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to RTR failed", rc);
     m.qp_state = IBV_QPS_RTS;
     m.sq_psn = 0;
-    if (ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0)
-        return fatal(op, setup().rank, "moving the UD queue pair to RTS failed", errno);
+    if (const int rc = ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_SQ_PSN); rc != 0)
+        return fatal(op, setup().rank, "moving the UD queue pair to RTS failed", rc);
     Guard g(*this);
     for (unsigned i = 0; i < conn_rcvs_; ++i) connect_recv_post(i);
     for (unsigned i = 0; i < snds; ++i) conn_send_free_.push_back(conn_rcvs_ + i);

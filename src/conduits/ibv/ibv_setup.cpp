@@ -427,6 +427,16 @@ Status IbvTransport::hca_open(Hca &h) {
     if (list) ibv_free_device_list(list);
     if (!h.ctx) return fatal(op, setup().rank, "ibv_open_device failed", errno);
     if (ibv_query_device(h.ctx, &h.attr) != 0) return fatal(op, setup().rank, "ibv_query_device failed", errno);
+    // Reads and atomics outstanding per queue pair: SLUICE_QP_RD_ATOM, at
+    // most what the HCA takes as initiator and as target.
+    const int device = std::min(h.attr.max_qp_rd_atom, h.attr.max_qp_init_rd_atom);
+    const auto wanted = static_cast<int>(base::knob_int(knob(Knob::QP_RD_ATOM)));
+    if (device < 1)
+        return base::report(Status::resource, op, "use an HCA that serves RDMA reads",
+                            "ibv: %s allows no outstanding RDMA reads or atomics per queue pair (max_qp_rd_atom %d, "
+                            "max_qp_init_rd_atom %d): Get cannot work",
+                            h.name.c_str(), h.attr.max_qp_rd_atom, h.attr.max_qp_init_rd_atom);
+    h.rd_atom = static_cast<std::uint8_t>(wanted > 0 ? std::min(wanted, device) : std::min(device, 255));
     h.pd = ibv_alloc_pd(h.ctx);
     if (!h.pd) return fatal(op, setup().rank, "ibv_alloc_pd failed", errno);
     return Status::ok;
@@ -491,8 +501,8 @@ Status IbvTransport::qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp 
     init.port_num = rails_[rail].port.port;
     init.pkey_index = 0;
     init.qp_access_flags = remote_access(rails_[rail].hca);
-    if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        return fatal(op, peer, "moving a queue pair to INIT failed", errno);
+    if (const int rc = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS); rc != 0)
+        return fatal(op, peer, "moving a queue pair to INIT failed", rc);
     return Status::ok;
 }
 
@@ -511,7 +521,7 @@ Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAd
     rtr.path_mtu = std::min(port.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
     rtr.dest_qp_num = qpn;
     rtr.rq_psn = 0;
-    rtr.max_dest_rd_atomic = 16;
+    rtr.max_dest_rd_atomic = hca_of(rail).rd_atom;
     rtr.min_rnr_timer = 1;
     rtr.ah_attr.dlid = theirs.lid;
     rtr.ah_attr.port_num = port.port;
@@ -520,21 +530,21 @@ Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAd
         rtr.ah_attr.grh.hop_limit = 64;
         std::memcpy(rtr.ah_attr.grh.dgid.raw, theirs.gid, 16);
     }
-    if (ibv_modify_qp(qp, &rtr,
+    if (const int rc = ibv_modify_qp(qp, &rtr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-        return fatal(op, peer, "moving the queue pair to RTR failed", errno);
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER); rc != 0)
+        return fatal(op, peer, "moving the queue pair to RTR failed", rc);
     ibv_qp_attr rts{};
     rts.qp_state = IBV_QPS_RTS;
     rts.timeout = 14;
     rts.retry_cnt = 7;
     rts.rnr_retry = 7;
     rts.sq_psn = 0;
-    rts.max_rd_atomic = 16;
-    if (ibv_modify_qp(qp, &rts,
+    rts.max_rd_atomic = hca_of(rail).rd_atom;
+    if (const int rc = ibv_modify_qp(qp, &rts,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-        return fatal(op, peer, "moving the queue pair to RTS failed", errno);
+                          IBV_QP_MAX_QP_RD_ATOMIC); rc != 0)
+        return fatal(op, peer, "moving the queue pair to RTS failed", rc);
     return Status::ok;
 }
 

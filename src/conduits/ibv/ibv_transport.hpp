@@ -66,6 +66,7 @@ struct Hca {
     ibv_mr *pool_mr = nullptr;            // the AM buffers, registered with its PD
     ibv_mr *bounce_mr = nullptr;          // the bounce buffers (SLUICE_NONBULKPUT_BOUNCE_LIMIT)
     ibv_device_attr attr{};
+    std::uint8_t rd_atom = 16;            // RDMA reads and atomics outstanding per queue pair (SLUICE_QP_RD_ATOM)
 };
 
 struct Rail {

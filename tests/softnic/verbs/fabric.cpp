@@ -110,6 +110,15 @@ bool ud_lost() {
     return static_cast<long>(std::uniform_int_distribution<int>(0, 99)(random)) < percent;
 }
 
+std::uint32_t rd_atom_limit() {
+    static const std::uint32_t limit = [] {
+        const char *p = std::getenv("SOFTNIC_MAX_QP_RD_ATOM");
+        return p ? static_cast<std::uint32_t>(std::clamp(std::strtol(p, nullptr, 10), 1L, static_cast<long>(max_rd_atom)))
+                 : max_rd_atom;
+    }();
+    return limit;
+}
+
 bool corrupt_sends() {
     static const bool on = [] {
         const char *p = std::getenv("SOFTNIC_CORRUPT_SENDS");

@@ -170,6 +170,10 @@ bool ud_lost();
 // with its bytes inverted (a fabric that corrupts silently), so that a
 // program checking its payloads is seen to notice.
 bool corrupt_sends();
+// SOFTNIC_MAX_QP_RD_ATOM=N (1 to 16, default 16): the RDMA reads and
+// atomics a QP may have outstanding, as initiator and as target, that
+// query_device reports and modify_qp enforces (real HCAs have 4 to 128).
+std::uint32_t rd_atom_limit();
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
 std::uint64_t node_guid(std::uint32_t device);

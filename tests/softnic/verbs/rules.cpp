@@ -330,6 +330,48 @@ int main(int argc, char **argv) {
         check(ibv_query_port(n.ctx, 9, &p) != 0, "ibv_query_port of a port that does not exist fails");
     }
 
+    // Outstanding reads and atomics: the device reports its limit
+    // (SOFTNIC_MAX_QP_RD_ATOM when set), and a QP asking more, as target
+    // (RTR) or as initiator (RTS), is refused with EINVAL.
+    {
+        ibv_device_attr d{};
+        check(ibv_query_device(n.ctx, &d) == 0 && d.max_qp_rd_atom >= 1 && d.max_qp_init_rd_atom >= 1,
+              "ibv_query_device reports max_qp_rd_atom and max_qp_init_rd_atom");
+        if (const char *want = std::getenv("SOFTNIC_MAX_QP_RD_ATOM"))
+            check(d.max_qp_rd_atom == std::atoi(want) && d.max_qp_init_rd_atom == std::atoi(want),
+                  "max_qp_rd_atom is SOFTNIC_MAX_QP_RD_ATOM", std::to_string(d.max_qp_rd_atom));
+        ibv_qp *a = make_qp(n, IBV_QPT_RC);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        ibv_ah_attr path{};
+        path_to(n.ctx, path);
+        ibv_qp_attr r{};
+        r.qp_state = IBV_QPS_RTR;
+        r.path_mtu = IBV_MTU_1024;
+        r.dest_qp_num = b->qp_num;
+        r.min_rnr_timer = 1;
+        r.ah_attr = path;
+        const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        check(to_init(a, false) == 0, "RESET to INIT");
+        r.max_dest_rd_atomic = static_cast<std::uint8_t>(d.max_qp_rd_atom + 1);
+        check(ibv_modify_qp(a, &r, rtr_mask) == EINVAL, "max_dest_rd_atomic above max_qp_rd_atom is refused");
+        r.max_dest_rd_atomic = static_cast<std::uint8_t>(d.max_qp_rd_atom);
+        check(ibv_modify_qp(a, &r, rtr_mask) == 0, "max_dest_rd_atomic of max_qp_rd_atom is taken");
+        ibv_qp_attr t{};
+        t.qp_state = IBV_QPS_RTS;
+        t.timeout = 14;
+        t.retry_cnt = 1;
+        t.rnr_retry = 7;
+        const int rts_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                             IBV_QP_MAX_QP_RD_ATOMIC;
+        t.max_rd_atomic = static_cast<std::uint8_t>(d.max_qp_init_rd_atom + 1);
+        check(ibv_modify_qp(a, &t, rts_mask) == EINVAL, "max_rd_atomic above max_qp_init_rd_atom is refused");
+        t.max_rd_atomic = static_cast<std::uint8_t>(d.max_qp_init_rd_atom);
+        check(ibv_modify_qp(a, &t, rts_mask) == 0, "max_rd_atomic of max_qp_init_rd_atom is taken");
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+
     // The state machine.
     {
         ibv_qp *a = make_qp(n, IBV_QPT_RC);

@@ -20,8 +20,9 @@ export SOFTNIC_FABRIC
 trap 'rm -rf "$work"; rm -f "$SOFTNIC_FABRIC"' EXIT
 "${CXX:-g++}" -std=c++20 -O1 -g -Wall -o "$work/rules" "$here/rules.cpp" -libverbs || { echo "FAIL: building rules.cpp"; exit 1; }
 failed=0
-# One device with InfiniBand ports; two devices of two ports; RoCE ports.
-for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth"; do
+# One device with InfiniBand ports; two devices of two ports; RoCE ports;
+# a device taking 4 outstanding reads and atomics per queue pair.
+for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth" "SOFTNIC_MAX_QP_RD_ATOM=4"; do
     # shellcheck disable=SC2086 # $config is a list of assignments
     if env $config timeout 60 "$here/softnic-run" "$work/rules" > "$work/out" 2>&1; then
         echo "ok: every rule holds on the software NIC (${config:-one device, InfiniBand}): $(grep -c '^ok' "$work/out") rules"

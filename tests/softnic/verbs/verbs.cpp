@@ -526,10 +526,10 @@ int ibv_query_device(ibv_context *context, ibv_device_attr *a) {
     a->max_cqe = max_cqe;
     a->max_mr = max_mr;
     a->max_pd = 1024;
-    a->max_qp_rd_atom = max_rd_atom;
+    a->max_qp_rd_atom = static_cast<int>(rd_atom_limit());
     a->max_ee_rd_atom = 0;
-    a->max_res_rd_atom = max_rd_atom * max_qp;
-    a->max_qp_init_rd_atom = max_rd_atom;
+    a->max_res_rd_atom = static_cast<int>(rd_atom_limit() * max_qp);
+    a->max_qp_init_rd_atom = static_cast<int>(rd_atom_limit());
     a->atomic_cap = IBV_ATOMIC_HCA;  // atomic with respect to this NIC's other atomics, not the CPU's
     a->max_ah = 1024;
     a->max_srq = max_srq;
@@ -941,8 +941,8 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
         ok = false;
     }
     // Outstanding RDMA reads and atomics: at most the device's limits.
-    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > max_rd_atom) ok = false;
-    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > max_rd_atom) ok = false;
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > rd_atom_limit()) ok = false;
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > rd_atom_limit()) ok = false;
     if (!ok) {
         unlock();
         return EINVAL;

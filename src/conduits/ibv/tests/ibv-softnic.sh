@@ -181,6 +181,22 @@ ibv_job SOFTNIC_UD_LOSS=100 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=1
 expect "every connection datagram lost: the job ends with an error naming the peer and the tries" 1 \
     "ibv: rank [01] did not answer rank [01]'s connection request: 4 tries in 0.015 s (SLUICE_CONNECT_RETRANS_MIN 1000 us, _MAX 8000 us)"
 
+echo "=== ibv: outstanding reads and atomics (SLUICE_QP_RD_ATOM)"
+# A NIC that takes 4 outstanding RDMA reads and atomics per queue pair
+# (SOFTNIC_MAX_QP_RD_ATOM; it refuses a queue pair asking more with
+# EINVAL): the conduit asks what the device reports, and Gets and NIC
+# atomics work.
+ibv_job SOFTNIC_MAX_QP_RD_ATOM=4 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" rma
+expect "an HCA with max_qp_rd_atom 4: the rma case passes" 0 "^PASS rma"
+ibv_job SOFTNIC_MAX_QP_RD_ATOM=4 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" atomic 200 --path=ibv --path32=am
+expect "an HCA with max_qp_rd_atom 4: NIC atomics pass" 0 "^PASS atomic"
+ibv_job SLUICE_QP_RD_ATOM=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" rma
+expect "SLUICE_QP_RD_ATOM=1: the rma case passes" 0 "^PASS rma"
+ibv_job SOFTNIC_MAX_QP_RD_ATOM=2 SLUICE_QP_RD_ATOM=64 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" basic
+expect "SLUICE_QP_RD_ATOM=64 on an HCA of 2: cut to the HCA's limit" 0 "^PASS basic"
+ibv_job SLUICE_QP_RD_ATOM=256 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" basic
+expect "SLUICE_QP_RD_ATOM=256 is refused by name" 2 "SLUICE_QP_RD_ATOM=256 is out of range"
+
 echo "=== ibv: the non-bulk bounce limit"
 # Longs above a 1 KiB packed limit are two-part; those of at most
 # SLUICE_NONBULKPUT_BOUNCE_LIMIT (64 KiB) go from a bounce buffer, and the
