@@ -102,19 +102,35 @@ base::Status PinLimit::init(const char *name, std::size_t local_ranks,
         }
     }
     if (!base::knob_is_set(base::Knob::PHYSMEM_MAX) && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
-        std::uint64_t good = 0, bad = limit + 1, next = limit;
-        for (int step = 0; step < 8 && next > good; ++step) {
-            void *p = ::mmap(nullptr, next, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (p != MAP_FAILED && probe(p, next)) good = next;
-            else bad = next;
-            if (p != MAP_FAILED) ::munmap(p, next);
-            if (good == limit) break;
-            next = (good + bad) / 2 & ~std::uint64_t{0xfffff};
+        // Halved until a registration works (down to 1 MiB), then up
+        // between that and the last that failed, in 1 MiB steps, at most
+        // six more tries.
+        constexpr std::uint64_t mib_1 = std::uint64_t{1} << 20;
+        auto works = [&](std::uint64_t n) {
+            void *p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            const bool ok = p != MAP_FAILED && probe(p, n);
+            if (p != MAP_FAILED) ::munmap(p, n);
+            return ok;
+        };
+        std::uint64_t good = 0, bad = limit + 1;
+        for (std::uint64_t next = limit; next >= mib_1; next = next / 2 & ~(mib_1 - 1)) {
+            if (works(next)) {
+                good = next;
+                break;
+            }
+            bad = next;
         }
-        how += good < limit ? ", probed" : ", probe passed";
+        for (int step = 0; step < 6 && good && bad - good > mib_1; ++step) {
+            const std::uint64_t next = (good + bad) / 2 & ~(mib_1 - 1);
+            if (next <= good) break;
+            (works(next) ? good : bad) = next;
+        }
+        how += good == limit ? ", probe passed" : good ? ", probed: the NIC registered no more"
+                                                       : ", probed: the NIC registered not even 1 MiB";
         limit = good;
     }
     limit_ = limit;
+    how_ = how;
     base::say("%s: pinnable memory %s per rank (%s)", name, mib(limit).c_str(), how.c_str());
     return base::Status::ok;
 }
@@ -127,9 +143,9 @@ base::Status PinLimit::take(const char *name, const void *base, std::size_t size
                         "attach a smaller segment, run fewer ranks per host, or raise SLUICE_PHYSMEM_MAX (and the "
                         "locked-memory limit, ulimit -l)",
                         "%s: registering %zu bytes at %p would pin %llu bytes, more than the %llu this rank may "
-                        "(SLUICE_PHYSMEM_MAX)",
+                        "(%s)",
                         name, size, base, static_cast<unsigned long long>(before + size),
-                        static_cast<unsigned long long>(limit_));
+                        static_cast<unsigned long long>(limit_), how_.c_str());
 }
 
 } // namespace sluice::conduit::common

@@ -26,8 +26,9 @@ public:
     // raised to its hard limit) unless the process may lock any amount;
     // then, unless the user set the maximum or SLUICE_PHYSMEM_NOPROBE=1,
     // checked by `probe`, which registers the memory it is given once and
-    // says whether that worked: the largest that does, found by halving,
-    // is the limit.  `name` ("ibv") starts its messages.
+    // says whether that worked: the largest that does, found by halving
+    // (to 1 MiB) and then bisecting, is the limit.  `name` ("ibv") starts
+    // its messages.
     base::Status init(const char *name, std::size_t local_ranks, const std::function<bool(void *, std::size_t)> &probe);
     // `size` bytes at `base` are about to be registered: refused
     // (Status::resource, reported) when they would pass the limit.
@@ -38,6 +39,7 @@ public:
 
 private:
     std::uint64_t limit_ = 0;
+    std::string how_;  // where limit_ came from, for the refusal's message
     std::atomic<std::uint64_t> pinned_{0};
 };
 

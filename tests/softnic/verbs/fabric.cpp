@@ -119,6 +119,23 @@ std::uint32_t rd_atom_limit() {
     return limit;
 }
 
+std::uint64_t mr_budget() {
+    static const std::uint64_t budget = [] {
+        const char *p = std::getenv("SOFTNIC_MR_BUDGET");
+        if (!p) return std::uint64_t{0};
+        char *end = nullptr;
+        std::uint64_t v = std::strtoull(p, &end, 10);
+        switch (end && *end ? *end : ' ') {
+        case 'G': case 'g': v <<= 10; [[fallthrough]];
+        case 'M': case 'm': v <<= 10; [[fallthrough]];
+        case 'K': case 'k': v <<= 10; break;
+        default: break;
+        }
+        return v;
+    }();
+    return budget;
+}
+
 bool corrupt_sends() {
     static const bool on = [] {
         const char *p = std::getenv("SOFTNIC_CORRUPT_SENDS");

@@ -174,6 +174,11 @@ bool corrupt_sends();
 // atomics a QP may have outstanding, as initiator and as target, that
 // query_device reports and modify_qp enforces (real HCAs have 4 to 128).
 std::uint32_t rd_atom_limit();
+// SOFTNIC_MR_BUDGET=BYTES (K, M and G suffixes): the bytes one process may
+// have registered at once; a registration beyond it fails with ENOMEM, as
+// an HCA's does past its translation tables or the locked-memory limit.
+// Unset or 0: no budget.
+std::uint64_t mr_budget();
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
 std::uint64_t node_guid(std::uint32_t device);

@@ -633,6 +633,15 @@ ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, std::size_t length, std::uint64
     if (iova != reinterpret_cast<std::uintptr_t>(addr)) return fail_null<ibv_mr>(EOPNOTSUPP);
     lock();
     Fabric &f = fabric();
+    if (const std::uint64_t budget = mr_budget()) {
+        std::uint64_t mine = length;
+        for (const Mr &m : f.mr)
+            if (m.used && m.pid == me()) mine += m.length;
+        if (mine > budget) {
+            unlock();
+            return fail_null<ibv_mr>(ENOMEM);
+        }
+    }
     const int i = free_slot(f.mr);
     if (i < 0) {
         unlock();

@@ -234,10 +234,19 @@ expect "by default 2/3 of physical memory shared by the host's ranks, checked by
     "ibv: pinnable memory [0-9]* MiB per rank (SLUICE_PHYSMEM_MAX=2/3 of [0-9]* MiB, 2 rank(s) on this host, probe passed)"
 ibv_job SLUICE_PHYSMEM_MAX=4M timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4
 expect "SLUICE_PHYSMEM_MAX=4M at 2 ranks: a 4 MiB segment is refused, naming the knob" 1 \
-    "would pin 4194304 bytes, more than the 2097152 this rank may (SLUICE_PHYSMEM_MAX)"
+    "would pin 4194304 bytes, more than the 2097152 this rank may (SLUICE_PHYSMEM_MAX=4M of"
 ibv_job SLUICE_PHYSMEM_MAX=4M timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 1
 expect "SLUICE_PHYSMEM_MAX=4M at 2 ranks: a 1 MiB segment fits, unprobed (a set maximum is trusted)" 0 \
     "pinnable memory 2 MiB per rank (SLUICE_PHYSMEM_MAX=4M of [0-9]* MiB, 2 rank(s) on this host)\$"
+# A NIC that registers at most 100 MiB per process (SOFTNIC_MR_BUDGET,
+# ENOMEM past it): the probe halves from gigabytes and bisects up to
+# what registers; a budget below the segment refuses it by name.
+ibv_job SOFTNIC_MR_BUDGET=100M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "a NIC registering 100 MiB: the probe finds it, the rma case passes" 0 \
+    "pinnable memory \(9[0-9]\|100\) MiB per rank (.*probed: the NIC registered no more)"
+ibv_job SOFTNIC_MR_BUDGET=12M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 16
+expect "a NIC registering 12 MiB: a 16 MiB segment is refused, saying why" 1 \
+    "more than the 1[0-9]* this rank may (.*probed: the NIC registered no more)"
 ibv_job SLUICE_PHYSMEM_MAX=3/2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a fraction above 1 is refused" 1 "SLUICE_PHYSMEM_MAX: '3/2' is not a fraction between 0 and 1"
 # Without CAP_IPC_LOCK the locked-memory limit binds: raised to its hard
