@@ -71,7 +71,7 @@ private:
 };
 
 // Put/Get/memcpy sizes: powers of 4 from 8 B, plus 64 KiB and 4 MiB, the
-// sizes of issue 28's bandwidth targets (--all-sizes: every power of 2 from
+// sizes of the bandwidth targets (tests/perf/README.md) (--all-sizes: every power of 2 from
 // 8 B to 4 MiB).
 inline constexpr std::size_t rma_target_size = 64 * kib;
 inline std::vector<std::size_t> rma_sizes(bool all_sizes) {

@@ -48,16 +48,16 @@ struct Options {
     enum class Udp { auto_, only, skip } udp = Udp::auto_;
     long udp_count = 0;          // --udp-count: AMs each way of the exactly-once check
     bool udp_any_transport = false; // --udp-any-transport: the benchmark's own test
-    // The ofi section (issue 29): auto (when the build has an ofi conduit
+    // The ofi section: auto (when the build has an ofi conduit
     // that probes), only (--ofi), skip (--no-ofi); one job per provider.
     enum class Ofi { auto_, only, skip } ofi = Ofi::auto_;
     std::vector<std::string> ofi_providers{"tcp;ofi_rxm", "shm"};
     std::string ofi_network = "ofi"; // --ofi-network: the benchmark's own test
-    // The ibv section (issue 30): auto (when the build has the ibv conduit
+    // The ibv section: auto (when the build has the ibv conduit
     // and it probes: a verbs device, or the software NIC under softnic-run),
     // only (--ibv), skip (--no-ibv).
     enum class Ibv { auto_, only, skip } ibv = Ibv::auto_;
-    // The portals section (issue 31): auto (when the build has the portals
+    // The portals section: auto (when the build has the portals
     // conduit and it probes), only (--portals), skip (--no-portals).
     enum class Portals { auto_, only, skip } portals = Portals::auto_;
     std::string portals_network = "portals"; // --portals-network: the benchmark's own test

@@ -1,4 +1,4 @@
-// tests/perf/large_segment.cpp - worker kind ofi-large (issue 29, firehose's
+// tests/perf/large_segment.cpp - worker kind ofi-large (firehose's
 // main pool): rank 0 Puts 64 KiB at random 64 KiB-aligned offsets of rank
 // 1's 1 GiB segment, in windows of 16 non-blocking Puts, and reports ns per
 // Put as ofi_<provider>_segment_<SLUICE_SEGMENT>_put.  The driver runs it with

@@ -196,7 +196,7 @@ private:
         });
     }
 
-    // Firehose (issue 29): a 4 MiB blocking Put from this rank's own
+    // Firehose: a 4 MiB blocking Put from this rank's own
     // segment, from a buffer outside it that earlier Puts used (warm), and
     // from buffers outside it never used before (cold: the first Put from
     // each pays its registration).  All buffers are mapped and touched

@@ -1,5 +1,5 @@
 // tests/perf/portals-reference.hpp - the bare Portals 4 reference for the
-// portals section of sluice-bench (issue 31): what the same Portals 4
+// portals section of sluice-bench: what the same Portals 4
 // library does without Sluice, between two processes.  A matching,
 // logically addressed NI, as the portals conduit opens; one event queue;
 // two portal table entries of its own, each with one persistent match

@@ -203,7 +203,7 @@ struct Report {
                "one host, default routing: no UDP socket open (AM path = smp)");
     }
 
-    // The ibv section (issue 30): every reference is bare verbs on the same
+    // The ibv section: every reference is bare verbs on the same
     // device between the same two processes, measured in the same job
     // (ibv-section.hpp).  Here the device is the software NIC: the ratios
     // are the conduit's overhead over verbs, not InfiniBand figures.
@@ -228,7 +228,7 @@ struct Report {
             "ibv_put_bw_GBps", bandwidth(m("put_bw", largest_rma), largest_rma));
     }
 
-    // The portals section (issue 31): every reference is bare Portals 4 on
+    // The portals section: every reference is bare Portals 4 on
     // the NI the conduit opened, between the same two processes, measured in
     // the same job (portals-section.hpp).  Over the reference
     // implementation's UDP transport the ratios are the conduit's overhead
@@ -303,7 +303,7 @@ struct Report {
         }
     }
 
-    // The ofi section (issue 29), one provider: every reference is the bare
+    // The ofi section, one provider: every reference is the bare
     // libfabric loop of the same provider between the same two processes,
     // measured in the same job (ofi-section.hpp); the udp conduit's figures
     // of the same run beside them when the udp section ran.
@@ -437,7 +437,7 @@ struct Report {
             add(lat, "put_lat_ns", z, med("put_lat", z), "memcpy_ns", med("memcpy", z));
             add(lat, "get_lat_ns", z, med("get_lat", z), "memcpy_ns", med("memcpy", z));
         }
-        // Issue 28: Put and Get at least memcpy's bandwidth at 64 KiB and
+        // The targets (tests/perf/README.md): Put and Get at least memcpy's bandwidth at 64 KiB and
         // 0.95 of it at 4 MiB, blocking (the latency loop's bytes per ns) and
         // NBI; memcpy is libc's, the same size in the same run.
         const auto copy_target = [&](Row &m, const std::string &op, std::size_t z,

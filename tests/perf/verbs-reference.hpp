@@ -1,5 +1,5 @@
 // tests/perf/verbs-reference.hpp - the bare verbs reference for the ibv
-// section of sluice-bench (issue 30): what the same verbs device does without
+// section of sluice-bench: what the same verbs device does without
 // Sluice, between two processes.  One RC queue pair per process, one CQ read
 // in a spin loop, one registered region that is the target of the peer's
 // RDMA and the source of this side's, and a ring of receive buffers for the
