@@ -8,11 +8,12 @@
 # one posted receive and the smallest Medium; bad knob values and a thread
 # level too low for SLUICE_RCV_THREAD, each refused naming the fix; the
 # multi-process gtest suites and the exit matrix started by the MPI's
-# launcher (tests/mpi/mpirun-launcher); a
+# launcher (tests/mpi/mpirun-launcher); the conduit conformance suite
+# (tests/conduit) in its MPI-launched mode at 2 ranks and alone; a
 # program under sluicerun told to use it, refused naming libsluice-mpi;
 # then the hybrid exit modes (tests/mpi/hybrid.sh) over the conduit.  Every
-# job under a hard time limit.  A sanitizer subset runs 2 ranks and the
-# default MPI only.  src/conduits/mpi/README.md, Tests.
+# job under a hard time limit.  A sanitizer subset runs sluice-mp-test at 2
+# ranks, the conformance suite, and the default MPI only.  src/conduits/mpi/README.md, Tests.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
 srcdir=${SLUICETEST_SRCDIR:?}
@@ -34,22 +35,30 @@ failed=0
 sizes="2 4"
 [ -n "${SLUICETEST_SUBSET:-}" ] && sizes=2
 
-# mp RUN N ENV... -- CASE ARGS: one job, every peer over the conduit; its
-# code in $code, its output in $log.  Open MPI gets -x for every SLUICE_
-# variable (it passes only those it is told), MPICH's hydra passes them all.
+# launch LIMIT RUN N PROGRAM ARGS...: PROGRAM on N ranks under RUN, ended
+# after LIMIT seconds.  Open MPI gets -x for every SLUICE_ variable and
+# the subset (it passes only those it is told), MPICH's hydra passes them all.
+launch() {
+    limit=$1 run=$2 n=$3
+    shift 3
+    x=""
+    if "$run" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
+        x="--oversubscribe $(env | sed -n "s/^\(SLUICE_[A-Z_]*\|SLUICETEST_SUBSET\|[AT]SAN_OPTIONS\)=.*/-x \1/p" | tr "\n" " ")"
+    fi
+    # shellcheck disable=SC2086 # a list of options
+    timeout -k 5 "$limit" "$run" $x -n "$n" "$@"
+}
+
+# mp RUN N ENV... -- CASE ARGS: one job of sluice-mp-test, every peer over
+# the conduit; its code in $code, its output in $log.
 mp() {
     run=$1 n=$2
     shift 2
     vars=""
     while [ "$1" != -- ]; do vars="$vars $1"; shift; done
     shift
-    # shellcheck disable=SC2086 # lists
-    log=$(env $vars sh -c 'run=$1; n=$2; shift 2
-        x=""
-        if "$run" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
-            x="--oversubscribe $(env | sed -n "s/^\(SLUICE_[A-Z_]*\|[AT]SAN_OPTIONS\)=.*/-x \1/p" | tr "\n" " ")"
-        fi
-        exec timeout -k 5 120 "$run" $x -n "$n" "$@"' mp "$run" "$n" "$job" "$@" 2>&1)
+    # shellcheck disable=SC2086,SC2163 # a list of assignments
+    log=$( [ -z "$vars" ] || export $vars; launch 120 "$run" "$n" "$job" "$@" 2>&1)
     code=$?
 }
 # CODE "fail": any code but 0 (hydra returns the code of a rank it killed,
@@ -104,9 +113,41 @@ run_flavor() {
     expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" fail "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
     mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
     expect "[$label] SLUICE_RCV_THREAD=1: Sluice asks MPI for MPI_THREAD_MULTIPLE and the chain case passes" 0 "^PASS chain"
+    conformance "$label" "$run"
     # The gtest suites run in the plain build (a sanitizer subset has the
     # cases above; tests/mpi/hybrid.sh runs its modes there itself).
     [ -n "${SLUICETEST_SUBSET:-}" ] || suites "$label" "$run"
+}
+
+# conformance LABEL RUN: the conduit conformance suite (tests/conduit) in its
+# MPI-launched mode (SLUICE_SPAWNER=mpi: RUN starts each process as a rank,
+# which loads libsluice-mpi and tests the mpi conduit alone): at 2 ranks
+# with Put/Get by MPI RMA (native RDMA exercised: the RDMA tests must not
+# say it is missing) and over AMs, and mpi_alone at 1 rank (Put/Get as
+# SLUICE_MPI_RMA=auto decides).  Each under a hard limit: a rank that fails
+# leaves the other to its World deadlines (20 s a wait), then ends the job;
+# one whose world does not open ends it at once (code 3).  Left out:
+# FirehoseTemplate.*, the template conduit's own test (the launched mode
+# lists the mpi conduit only; the fork mode runs it).
+conformance() {
+    label=$1 run=$2
+    suite="$builddir/tests/conduit/sluice-conduit-conformance --gtest_filter=-FirehoseTemplate.* --gtest_brief=1 --gtest_color=no"
+    for way in 2:1 2:0 1:auto; do
+        n=${way%%:*} rma=${way#*:}
+        what="conformance suite over mpi at $n ranks, SLUICE_MPI_RMA=$rma"
+        [ "$n" = 1 ] && what="conformance suite over mpi_alone at 1 rank"
+        # shellcheck disable=SC2086 # $suite is a command and its options
+        out=$(unset SLUICE_MPI_STATS; export SLUICE_MPI_RMA="$rma"; gtest_ran launch 300 "$run" "$n" $suite)
+        code=$?
+        printf '%s\n' "$out"
+        if [ "$code" != 0 ]; then
+            echo "FAIL: [$label] $what"; failed=1
+        elif [ "$rma" = 1 ] && printf '%s\n' "$out" | grep -q 'no native RDMA'; then
+            echo "FAIL: [$label] $what: native RDMA not exercised"; failed=1
+        else
+            echo "ok: [$label] $what"
+        fi
+    done
 }
 
 # suites LABEL RUN: the multi-process gtest suites and the exit matrix over
