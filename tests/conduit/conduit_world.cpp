@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -185,7 +186,7 @@ void unopened(const spawner::Bootstrap &boot, const Conduit &c, const std::strin
 // `body`, leave together, fini.  "" or why the world did not open (then
 // `body` did not run); the body's failures are GoogleTest's.
 std::string world_run(const Conduit &c, spawner::Bootstrap &boot, const std::string &job,
-                      const std::function<void(World &)> &body) {
+                      const std::function<void(World &)> &body, std::string &skipped) {
     World w;
     std::unique_ptr<Transport> t;
     std::unique_ptr<rma::firehose::Registrar> firehose;  // goes before the transport
@@ -196,16 +197,20 @@ std::string world_run(const Conduit &c, spawner::Bootstrap &boot, const std::str
     t->quiesce();
     w.barrier();
     t->fini();
+    skipped = w.skipped;
     return "";
 }
 
 // Forks one child per rank; each opens its world and runs `body`.  Exit
-// codes: 0 passed, 1 a test expectation failed, 3 the world did not open.
+// codes: 0 passed, 1 a test expectation failed, 3 the world did not open,
+// 77 skipped (the reason on the pipe).
 std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(World &)> &body) {
     static int jobs = 0;
     const std::string job = "ct" + std::to_string(::getpid()) + "x" + std::to_string(jobs++);
     int sv[2] = {-1, -1};
     if (size == 2 && ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return "socketpair failed";
+    int why[2] = {-1, -1};  // a skipping rank's reason
+    if (::pipe(why) != 0) return "pipe failed";
     std::vector<pid_t> pids;
     for (Rank r = 0; r < size; ++r) {
         std::fflush(nullptr);
@@ -213,26 +218,44 @@ std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(Wor
         if (pid == 0) {
             ::alarm(60);
             if (size == 2) ::close(sv[1 - r]);
+            ::close(why[0]);
             PairBootstrap boot(r, size, size == 2 ? sv[r] : -1);
-            if (std::string error = world_run(c, boot, job, body); !error.empty()) {
+            std::string skipped;
+            if (std::string error = world_run(c, boot, job, body, skipped); !error.empty()) {
                 unopened(boot, c, error);
                 ::_exit(3);
             }
             std::fflush(nullptr);
-            ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+            if (::testing::Test::HasFailure()) ::_exit(1);
+            if (!skipped.empty()) {
+                if (r == 0) (void)!::write(why[1], skipped.data(), skipped.size());
+                ::_exit(77);
+            }
+            ::_exit(0);
         }
         pids.push_back(pid);
     }
     if (size == 2) ::close(sv[0]), ::close(sv[1]);
-    std::string result;
+    ::close(why[1]);
+    std::string result, reason;
+    Rank skipped = 0;
+    for (char buf[256]; const ssize_t n = ::read(why[0], buf, sizeof buf);) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        reason.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(why[0]);
     for (Rank r = 0; r < size; ++r) {
         int status = 0;
         ::waitpid(pids[r], &status, 0);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77 && ++skipped) continue;
         result += "rank " + std::to_string(r) +
                   (WIFEXITED(status) ? " exited with " + std::to_string(WEXITSTATUS(status))
                                      : " was killed by signal " + std::to_string(WTERMSIG(status))) + "; ";
     }
+    if (result.empty() && skipped == size) return skipped_mark + reason;
+    if (result.empty() && skipped) return "some ranks skipped the test, others did not";
     return result;
 }
 
@@ -351,8 +374,9 @@ std::string run_world(const Conduit &c, const std::function<void(World &)> &body
         if (!l->boot || !l->error.empty()) return "the mpi bootstrap did not start: " + l->error;
         if (!c.create) return "libsluice-mpi has no mpi conduit";
         if (conduit_mode(c, why).empty()) return why;
-        const std::string error = world_run(c, *l->boot, l->job + "x" + std::to_string(l->jobs++), body);
-        if (error.empty()) return "";
+        std::string skipped;
+        const std::string error = world_run(c, *l->boot, l->job + "x" + std::to_string(l->jobs++), body, skipped);
+        if (error.empty()) return skipped.empty() ? "" : skipped_mark + skipped;
         // The peer waits for us in a collective: end the job, as a forked
         // rank whose world did not open exits with 3.
         unopened(*l->boot, c, error);

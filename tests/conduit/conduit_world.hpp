@@ -68,7 +68,15 @@ struct World {
     bool wait_counter(const std::atomic<std::uint64_t> &c);
     static std::chrono::steady_clock::time_point deadline();
     bool barrier();  // bootstrap barrier, for phases of a test
+    // A test that does not apply to this conduit (every rank must say so
+    // alike, then return from the body): the test is reported skipped,
+    // with `why`, not passed.
+    void skip(const std::string &why) { skipped = why; }
+    std::string skipped;
 };
+
+// What run_world returns, ahead of the reason, for a test every rank skipped.
+inline constexpr const char *skipped_mark = "\x01skipped: ";
 
 // The MPI-launched mode: SLUICE_SPAWNER=mpi, the process started by
 // mpirun as one of 2 ranks (or alone, at 1).  The process is one rank and
@@ -82,7 +90,8 @@ bool mpi_launched();
 std::string conduit_mode(const Conduit &c, std::string &why);
 
 // Runs `body` on every rank of the conduit's world (forking for a pair);
-// returns "" when every rank passed, else what failed.  Test expectations
+// returns "" when every rank passed, skipped_mark and the reason when
+// every rank skipped (World::skip), else what failed.  Test expectations
 // inside `body` are GoogleTest's; a failing child exits non-zero.  In the
 // MPI-launched mode it runs `body` in this process, as this rank, and a
 // world that does not open ends the job (the peer waits in a collective).

@@ -41,7 +41,9 @@ suites() {
     name=$1 scope=$2
     shift 2
     echo "=== lapi: $name"
-    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter='*/lapi:*/lapi_alone' --gtest_brief=1; then
+    # The firehose registrar's tests are left out: LAPI demands no
+    # registration, so they skip, having nothing to exercise.
+    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter='*/lapi:*/lapi_alone:-*FirehoseRegistrar*' --gtest_brief=1; then
         echo "FAIL: conformance suite over lapi ($name)"
         failed=1
     fi

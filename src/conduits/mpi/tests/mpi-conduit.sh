@@ -113,7 +113,16 @@ run_flavor() {
     expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" fail "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
     mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
     expect "[$label] SLUICE_RCV_THREAD=1: Sluice asks MPI for MPI_THREAD_MULTIPLE and the chain case passes" 0 "^PASS chain"
-    conformance "$label" "$run"
+    # Under ThreadSanitizer the conformance suite is left to the other
+    # builds: its world's barrier calls MPI from a second thread while the
+    # conduit polls (MPI_THREAD_MULTIPLE), and ThreadSanitizer, blind to
+    # Open MPI's own synchronization (not instrumented), reports races
+    # inside libmpi and the ob1 PML.
+    if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
+        echo "not run in the tsan subset: the conformance suite over mpi (races reported inside Open MPI, not instrumented; the plain and asan builds run it)"
+    else
+        conformance "$label" "$run"
+    fi
     # The gtest suites run in the plain build (a sanitizer subset has the
     # cases above; tests/mpi/hybrid.sh runs its modes there itself).
     [ -n "${SLUICETEST_SUBSET:-}" ] || suites "$label" "$run"
@@ -128,10 +137,12 @@ run_flavor() {
 # leaves the other to its World deadlines (20 s a wait), then ends the job;
 # one whose world does not open ends it at once (code 3).  Left out:
 # FirehoseTemplate.*, the template conduit's own test (the launched mode
-# lists the mpi conduit only; the fork mode runs it).
+# lists the mpi conduit only; the fork mode runs it), and FirehoseRegistrar.*
+# (the conduit demands no registration: the tests skip, having nothing to
+# exercise).
 conformance() {
     label=$1 run=$2
-    suite="$builddir/tests/conduit/sluice-conduit-conformance --gtest_filter=-FirehoseTemplate.* --gtest_brief=1 --gtest_color=no"
+    suite="$builddir/tests/conduit/sluice-conduit-conformance --gtest_filter=-FirehoseTemplate.*:*FirehoseRegistrar* --gtest_brief=1 --gtest_color=no"
     for way in 2:1 2:0 1:auto; do
         n=${way%%:*} rma=${way#*:}
         what="conformance suite over mpi at $n ranks, SLUICE_MPI_RMA=$rma"

@@ -41,7 +41,19 @@ run() {
     shift
     echo "=== ofi: $name"
     cfilter='*/ofi:*/ofi_alone'
-    [ -n "$exclude" ] && cfilter="$cfilter:-$exclude"
+    # The firehose registrar's tests skip (and gtest_ran would fail) over
+    # a provider that demands no registration: left out by name, and run
+    # where the run demands it (SLUICE_OFI_MR_MODE_ADD=local).
+    noreg=
+    case " $* " in
+    *" SLUICE_OFI_MR_MODE_ADD=local"*) ;;
+    *)
+        noreg='*FirehoseRegistrar*'
+        echo "not run over $name: conformance FirehoseRegistrar (no registration demanded: the registrar has nothing to do)"
+        ;;
+    esac
+    excluded=$exclude${exclude:+${noreg:+:}}$noreg
+    [ -n "$excluded" ] && cfilter="$cfilter:-$excluded"
     if ! gtest_ran env "$@" timeout 900 "$conformance" --gtest_filter="$cfilter" --gtest_brief=1; then
         echo "FAIL: conformance suite over ofi ($name)"
         failed=1
