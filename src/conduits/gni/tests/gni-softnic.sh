@@ -41,7 +41,10 @@ suites() {
     name=$1 scope=$2
     shift 2
     echo "=== gni: $name"
-    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" --gtest_filter="*/gni:*/gni_alone${conformance_exclude:+-$conformance_exclude}" --gtest_brief=1; then
+    # The firehose registrar's tests are left out: the conduit registers
+    # what lies outside the segment itself (no firehose), so they skip.
+    if ! gtest_ran env "$@" timeout 600 "$run" "$conformance" \
+        --gtest_filter="*/gni:*/gni_alone-*FirehoseRegistrar*${conformance_exclude:+:$conformance_exclude}" --gtest_brief=1; then
         echo "FAIL: conformance suite over gni ($name)"
         failed=1
     fi
