@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace common = sluice::conduit::common;
 using sluice::base::Status;
 
@@ -49,16 +51,24 @@ TEST(Physmem, Refused) {
 
 class PinLimitTest : public sluice_test::CleanEnvironment {};
 
-// A NIC that registers at most `most` bytes at once: the probe settles at
-// or below it, in at most 8 registrations.
+// A NIC that registers at most `most` bytes at once: the probe halves
+// until a registration works (at most one per halving from the host's
+// share down to 1 MiB), then bisects up at most six times, and settles at
+// or below `most`, within 1/32 of the range it bisects.  A small budget
+// on a large host (40 MiB: halving alone never lands on it) is found too,
+// where eight tries from the top once left a limit of 0.
 TEST_F(PinLimitTest, ProbeFindsWhatRegisters) {
-    const std::uint64_t most = 1ull << 30;
-    std::size_t probes = 0;
-    common::PinLimit pin;
-    ASSERT_EQ(pin.init("test", 1, [&](void *, std::size_t n) { return ++probes, n <= most; }), Status::ok);
-    EXPECT_LE(pin.limit(), most);
-    EXPECT_GT(pin.limit(), 0u);
-    EXPECT_LE(probes, 8u);
+    common::PinLimit all;  // where the probe starts: the share, perhaps capped by RLIMIT_MEMLOCK
+    ASSERT_EQ(all.init("test", 1, [](void *, std::size_t) { return true; }), Status::ok);
+    for (const std::uint64_t most : {1ull << 30, 40ull << 20}) {
+        std::size_t probes = 0;
+        common::PinLimit pin;
+        ASSERT_EQ(pin.init("test", 1, [&](void *, std::size_t n) { return ++probes, n <= most; }), Status::ok);
+        const std::uint64_t want = std::min(most, all.limit());
+        EXPECT_LE(pin.limit(), want);
+        EXPECT_GE(pin.limit(), want - want / 32) << "for a NIC of " << (most >> 20) << " MiB";
+        EXPECT_LE(probes, 15u + 6u);
+    }
 }
 
 // A limit the user set is trusted: no probe; it is shared by the host's ranks.
