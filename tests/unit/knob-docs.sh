@@ -41,7 +41,11 @@ fi
 # Every SLUICE_ variable the project's own scripts read or set is in the
 # table (the runtime warns of an unknown one in every job): a variable of
 # the tests alone takes the prefix SLUICETEST_.
-known=$("$info" --knobs | sed -n 's/^  \(SLUICE_[A-Za-z0-9_]*\) .*/\1/p' | sort -u)
+# Known: this build's table and every knobs.def of the tree (a build
+# without a conduit lacks its knobs, which its scripts still name).
+known=$({ "$info" --knobs | sed -n 's/^  \(SLUICE_[A-Za-z0-9_]*\) .*/\1/p'
+    cat "$top_srcdir"/src/base/knobs.def "$top_srcdir"/src/conduits/*/knobs.def |
+        sed -n 's/^SLUICE_\(KNOB\|INTERNAL\)(\([A-Za-z0-9_]*\),.*/SLUICE_\2/p'; } | sort -u)
 used=$(cd "$top_srcdir" && find . -path ./build\* -prune -o -path ./.git -prune -o -type f \
     \( -name '*.sh' -o -name run -o -name 'with-*' -o -name 'softnic-run' -o -name '*-launcher' \) -print |
     xargs grep -hoE '\$\{?SLUICE_[A-Z0-9_]+|(^|[ ;(])(export )?SLUICE_[A-Z0-9_]+=' 2> /dev/null |
