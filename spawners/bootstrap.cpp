@@ -227,16 +227,15 @@ bool registered(std::string_view name) {
     return false;
 }
 
-} // namespace
-
-namespace {
-
 // The MPI of this process: the one whose library it has loaded (an MPI
 // program), else the one whose launcher started it (Open MPI's mpirun leaves
 // OMPI_* variables; hydra and srun do not).
 const char *mpi_flavor() {
-    if (::dlopen("libmpi.so.40", RTLD_NOW | RTLD_NOLOAD)) return "openmpi";
-    if (::dlopen("libmpich.so.12", RTLD_NOW | RTLD_NOLOAD)) return "mpich";
+    for (const auto &[library, flavor] : {std::pair{"libmpi.so.40", "openmpi"}, std::pair{"libmpich.so.12", "mpich"}})
+        if (void *h = ::dlopen(library, RTLD_NOW | RTLD_NOLOAD)) {
+            ::dlclose(h);  // only asked whether it is there
+            return flavor;
+        }
     return std::getenv("OMPI_COMM_WORLD_SIZE") ? "openmpi" : "mpich";
 }
 
