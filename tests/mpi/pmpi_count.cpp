@@ -25,7 +25,7 @@ extern const char *const pmpi_wrapped[] = {
     // The mpi conduit's (src/conduits/mpi): on the data path only when the
     // job chose it (SLUICE_NETWORK=mpi).
     "MPI_Allreduce", "MPI_Cancel", "MPI_Comm_set_errhandler", "MPI_Error_string", "MPI_Get_count",
-    "MPI_Get_library_version", "MPI_Ibarrier", "MPI_Isend", "MPI_Recv_init", "MPI_Request_free", "MPI_Rget",
+    "MPI_Get_library_version", "MPI_Ibarrier", "MPI_Irecv", "MPI_Isend", "MPI_Recv_init", "MPI_Request_free", "MPI_Rget",
     "MPI_Rput", "MPI_Send", "MPI_Start", "MPI_Test", "MPI_Testsome", "MPI_Wait", "MPI_Win_flush", "MPI_Win_free",
     "MPI_Win_lock_all", "MPI_Win_set_errhandler", "MPI_Win_unlock_all", nullptr,
 };
@@ -85,6 +85,10 @@ int MPI_Error_string(int code, char *text, int *n) { count(); return PMPI_Error_
 int MPI_Get_count(const MPI_Status *st, MPI_Datatype t, int *n) { count(); return PMPI_Get_count(st, t, n); }
 int MPI_Get_library_version(char *text, int *n) { count(); return PMPI_Get_library_version(text, n); }
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) { count(); return PMPI_Ibarrier(comm, r); }
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int from, int tag, MPI_Comm comm, MPI_Request *r) {
+    count();
+    return PMPI_Irecv(b, n, t, from, tag, comm, r);
+}
 int MPI_Isend(const void *b, int n, MPI_Datatype t, int to, int tag, MPI_Comm comm, MPI_Request *r) {
     count();
     return PMPI_Isend(b, n, t, to, tag, comm, r);

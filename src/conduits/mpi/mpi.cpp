@@ -3,7 +3,9 @@
 // receives, delivered from the receive buffer, which is posted again once
 // the handler returned; Put and Get by MPI_Rput and MPI_Rget on the
 // window over the segments, a Put complete once MPI_Win_flush says it is
-// at its target; the barrier by MPI_Ibarrier.  README.md has the design.
+// at its target, or by messages (a header, then the payload as one MPI
+// message between the two buffers); the barrier by MPI_Ibarrier.
+// README.md has the design.
 #include "conduits/mpi/mpi_transport.hpp"
 
 #include "base/status.hpp"
@@ -85,6 +87,17 @@ void MpiTransport::control_send(Rank peer, std::uint8_t category) {
 
 // ---- completions and arrivals ----
 
+// How many of `requests` MPI_Testsome finds done (their indices in
+// `index`): 0 when none is, or the call failed.
+int MpiTransport::finished(std::vector<MPI_Request> &requests, std::vector<int> &index) {
+    int n = 0;
+    if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &n, index.data(), MPI_STATUSES_IGNORE) !=
+            MPI_SUCCESS ||
+        n == MPI_UNDEFINED)
+        return 0;
+    return n;
+}
+
 // Sends are reaped when a quarter of the buffers is out, and every 64th
 // poll (so that quiesce sees them done): an MPI_Testsome costs an MPI
 // progress call, which a round trip pays on every poll otherwise.
@@ -92,15 +105,12 @@ void MpiTransport::reap() {
     if (sends_out_ * 4 >= sends_.size() || (++polls_ & 63) == 0) reap_sends();
     reap_arrivals();
     if (rma_out_) reap_rma();
+    if (serves_out_) reap_serves();
 }
 
 void MpiTransport::reap_sends() {
     if (sends_out_ == 0) return;
-    int n = 0;
-    if (MPI_Testsome(static_cast<int>(send_requests_.size()), send_requests_.data(), &n, done_index_.data(),
-                     MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
-        n == MPI_UNDEFINED)
-        return;
+    const int n = finished(send_requests_, done_index_);
     for (int i = 0; i < n; ++i) {
         send_free_.give(&sends_[static_cast<std::size_t>(done_index_[i])]);
         --sends_out_;
@@ -115,10 +125,23 @@ void MpiTransport::reap_sends() {
 // an MPI_Testsome over all (a large message still arriving there holds the
 // ones behind it, which MPI_Test's progress moves meanwhile).  Each names
 // its sender (a rank of the conduit's communicator); control messages are
-// answered here, AMs copied out into the ready queue; either way the
-// receive is posted again at once, becoming the newest.
+// answered here, AMs copied out into the ready queue.  The receives taken
+// are posted again, in the ring's order, at the start of the next poll:
+// not between a message's arrival and its handler's reply, where the
+// restart's matching would lengthen every round trip.  A rank inside a
+// handler that waits polls, and so restarts them.
 void MpiTransport::reap_arrivals() {
-    for (std::size_t taken = 0; taken < recv_requests_.size(); ++taken) {
+    const std::size_t ring = recv_requests_.size();
+    for (; recv_taken_ > 0; --recv_taken_) {
+        const std::size_t index = (recv_head_ + ring - recv_taken_) % ring;
+        const int restart = MPI_Start(&recv_requests_[index]);
+        recv_active_[index] = restart == MPI_SUCCESS;
+        if (restart != MPI_SUCCESS)
+            base::report(Status::transport, "poll (mpi)", "lower SLUICE_MPI_RECVS or SLUICE_MPI_MAX_MEDIUM",
+                         "mpi: MPI_Start of a posted receive failed (MPI error %d): no message will arrive here",
+                         restart);
+    }
+    while (recv_taken_ < ring) {
         const std::size_t index = recv_head_;
         MPI_Request &r = recv_requests_[index];
         if (!recv_active_[index]) return;  // its restart failed, reported: the ring stops there
@@ -132,6 +155,8 @@ void MpiTransport::reap_arrivals() {
         }
         if (!done) return;
         recv_active_[index] = false;
+        ++recv_taken_;
+        recv_head_ = (recv_head_ + 1) % ring;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         const int from = st.MPI_SOURCE;
@@ -143,50 +168,137 @@ void MpiTransport::reap_arrivals() {
         if (count >= static_cast<int>(sizeof w)) std::memcpy(&w, bytes, sizeof w);
         if (source < setup().size && (w.category == common::category_ping || w.category == common::category_pong)) {
             control_arrived(source, w.category);
+        } else if (source < setup().size && w.category >= category_put && w.category <= category_put_done) {
+            heard(source);
+            serve_arrived(source, bytes, static_cast<std::size_t>(count));
         } else {
             if (source < setup().size) heard(source);
             auto *copy = reinterpret_cast<std::byte *>(copies_.get());
             std::memcpy(copy, bytes, static_cast<std::size_t>(count));
             ready_.push_back(Arrival{copy, static_cast<std::uint32_t>(count), source});
         }
-        const int restart = MPI_Start(&r);
-        recv_active_[index] = restart == MPI_SUCCESS;
-        if (restart != MPI_SUCCESS)
-            base::report(Status::transport, "poll (mpi)", "lower SLUICE_MPI_RECVS or SLUICE_MPI_MAX_MEDIUM",
-                         "mpi: MPI_Start of a posted receive failed (MPI error %d): no message will arrive here",
-                         restart);
-        recv_head_ = (recv_head_ + 1) % recv_requests_.size();
     }
 }
 
-// Gets are done when their request is; Puts once, their requests done,
-// MPI_Win_flush of their target says they are complete there.
+// Gets are done when their request is.  Puts on the window once, their
+// requests done, MPI_Win_flush of their target says they are complete
+// there; Puts by messages once their target acknowledged them too.
 void MpiTransport::reap_rma() {
-    int n = 0;
-    if (MPI_Testsome(static_cast<int>(rma_requests_.size()), rma_requests_.data(), &n, done_index_.data(),
-                     MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
-        n == MPI_UNDEFINED)
-        return;
-    flush_.clear();
-    for (int i = 0; i < n; ++i) {
-        const RmaPost &p = posts_[static_cast<std::size_t>(done_index_[i])];
-        if (p.write && std::find(flush_.begin(), flush_.end(), p.peer) == flush_.end()) flush_.push_back(p.peer);
-    }
-    for (Rank peer : flush_) {
-        ++mpi_counters_.flushes;
-        if (MPI_Win_flush(mpi_rank_[peer], win_) != MPI_SUCCESS)
-            base::report(Status::transport, "put (mpi)", "check that the peer is alive",
-                         "mpi: MPI_Win_flush to rank %u failed: its Puts may not have landed", peer);
+    const int n = finished(rma_requests_, done_index_);
+    if (rma_ == RmaMode::window) {
+        flush_.clear();
+        for (int i = 0; i < n; ++i) {
+            const RmaPost &p = posts_[static_cast<std::size_t>(done_index_[i])];
+            if (p.write && std::find(flush_.begin(), flush_.end(), p.peer) == flush_.end()) flush_.push_back(p.peer);
+        }
+        for (Rank peer : flush_) {
+            ++mpi_counters_.flushes;
+            if (MPI_Win_flush(mpi_rank_[peer], win_) != MPI_SUCCESS)
+                base::report(Status::transport, "put (mpi)", "check that the peer is alive",
+                             "mpi: MPI_Win_flush to rank %u failed: its Puts may not have landed", peer);
+        }
     }
     for (int i = 0; i < n; ++i) {
         RmaPost *p = &posts_[static_cast<std::size_t>(done_index_[i])];
-        RmaOp *op = p->op;
-        p->op = nullptr;
-        --rma_out_;
-        ++counters_.completions;
-        post_free_.give(p);
-        if (op) rma_complete(op);
+        p->sent = true;
+        if (rma_ != RmaMode::messages || !p->write || p->acked) rma_finish(p);
     }
+}
+
+void MpiTransport::rma_finish(RmaPost *p) {
+    RmaOp *op = p->op;
+    *p = RmaPost{};
+    --rma_out_;
+    ++counters_.completions;
+    post_free_.give(p);
+    if (op) rma_complete(op);
+}
+
+// Under RmaMode::messages: a peer's header, answered at once by the
+// receive or send on this rank's segment that its payload meets; or a
+// peer's acknowledgement of a Put of this rank's.
+void MpiTransport::serve_arrived(Rank origin, const std::byte *bytes, std::size_t length) {
+    RmaHeader h{};
+    if (length < sizeof h) {
+        base::report(Status::transport, "poll (mpi)", nullptr,
+                     "mpi: a Put/Get header of %zu bytes from rank %u (want %zu)", length, origin, sizeof h);
+        return;
+    }
+    std::memcpy(&h, bytes, sizeof h);
+    if (h.head.category == category_put_done) {
+        if (h.post >= posts_.size() || !posts_[h.post].write || posts_[h.post].peer != origin) {
+            base::report(Status::transport, "put (mpi)", nullptr,
+                         "mpi: rank %u acknowledged a Put (%u) this rank did not make it", origin, h.post);
+            return;
+        }
+        RmaPost *p = &posts_[h.post];
+        p->acked = true;
+        if (p->sent) rma_finish(p);
+        return;
+    }
+    const bool put = h.head.category == category_put;
+    // The origin checked the range against this rank's segment; a header
+    // outside it still meets its payload (none lands: MPI truncates into
+    // nothing, or sends nothing), so that neither side waits forever.
+    std::uint64_t remote = h.remote, n = h.length;
+    if (remote < segment_base_ || n > segment_bytes_ || remote - segment_base_ > segment_bytes_ - n ||
+        n > rma_piece_max) {
+        base::report(Status::argument, put ? "put (mpi)" : "get (mpi)", nullptr,
+                     "mpi: rank %u asked for %llu bytes at %p, outside this rank's segment: nothing done", origin,
+                     static_cast<unsigned long long>(n), reinterpret_cast<void *>(remote));
+        remote = segment_base_;
+        n = 0;
+    }
+    if (serve_free_.empty()) {
+        serve_free_.push_back(static_cast<std::uint32_t>(serves_.size()));
+        serves_.emplace_back();
+        serve_requests_.push_back(MPI_REQUEST_NULL);
+        serve_done_.push_back(0);
+    }
+    const std::uint32_t index = serve_free_.back();
+    void *at = reinterpret_cast<void *>(remote);
+    const int count = static_cast<int>(n);
+    MPI_Request &r = serve_requests_[index];
+    const int rc = put ? MPI_Irecv(at, count, MPI_BYTE, mpi_rank_[origin], put_tag, comm_, &r)
+                       : MPI_Isend(at, count, MPI_BYTE, mpi_rank_[origin], get_tag, comm_, &r);
+    if (rc != MPI_SUCCESS) {
+        base::report(Status::transport, put ? "put (mpi)" : "get (mpi)", "check that the peer is alive",
+                     "mpi: %s of %d bytes for rank %u failed (MPI error %d)", put ? "MPI_Irecv" : "MPI_Isend", count,
+                     origin, rc);
+        return;
+    }
+    serve_free_.pop_back();
+    serves_[index] = Serve{origin, h.post, put};
+    ++serves_out_;
+    ++mpi_counters_.served;
+}
+
+// The Puts and Gets served here that are done; each Put acknowledged.
+void MpiTransport::reap_serves() {
+    const int n = finished(serve_requests_, serve_done_);
+    for (int i = 0; i < n; ++i) {
+        const auto index = static_cast<std::uint32_t>(serve_done_[i]);
+        const Serve &sv = serves_[index];
+        if (sv.put) {
+            RmaHeader h{};
+            h.head.category = category_put_done;
+            h.head.source = setup().rank;
+            h.post = sv.post;
+            if (const int rc = control_send_now(sv.origin, &h, sizeof h); rc != MPI_SUCCESS)
+                base::report(Status::transport, "put (mpi)", "check that the peer is alive",
+                             "mpi: the acknowledgement of a Put to rank %u failed (MPI error %d)", sv.origin, rc);
+        }
+        serve_free_.push_back(index);
+        --serves_out_;
+    }
+}
+
+// A small control message by a blocking MPI_Send from the caller's bytes
+// (every MPI sends it eagerly).
+int MpiTransport::control_send_now(Rank peer, const void *bytes, std::size_t length) {
+    const int rc = MPI_Send(bytes, static_cast<int>(length), MPI_BYTE, mpi_rank_[peer], am_tag, comm_);
+    if (rc == MPI_SUCCESS) sent_to(peer);
+    return rc;
 }
 
 void MpiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (mpi)", a.bytes, a.length); }
@@ -195,8 +307,8 @@ void MpiTransport::delivered(const Arrival &a) { copies_.put(reinterpret_cast<st
 
 // ---- RMA ----
 
-// One Put or Get piece by MPI_Rput / MPI_Rget into `peer`'s segment,
-// addressed by its displacement in the window.
+// One Put or Get piece with `peer`'s segment: MPI_Rput / MPI_Rget,
+// addressed by its displacement in the window, or by messages.
 Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                           bool &later) {
     later = false;
@@ -217,24 +329,56 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
         return Status::not_ready;
     }
     RmaPost *p = post_free_.take();
+    *p = RmaPost{op, peer, write};
     const auto index = static_cast<std::size_t>(p - posts_.data());
-    const auto disp = static_cast<MPI_Aint>(remote - peer_base_[peer]);
+    MPI_Request &r = rma_requests_[index];
     const int count = static_cast<int>(n);
-    const int rc = write ? MPI_Rput(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &rma_requests_[index])
-                         : MPI_Rget(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &rma_requests_[index]);
-    if (rc != MPI_SUCCESS) {
-        post_free_.give(p);
-        return base::report(Status::transport, what, "set SLUICE_MPI_RMA=0 (Put and Get over AMs)",
-                            "mpi: %s of %zu bytes with rank %u failed (MPI error %d)", write ? "MPI_Rput" : "MPI_Rget", n,
-                            peer, rc);
+    int rc;
+    if (rma_ == RmaMode::messages) {
+        rc = rma_messages_post(p, remote, local, count, r);
+    } else {
+        const auto disp = static_cast<MPI_Aint>(remote - peer_base_[peer]);
+        rc = write ? MPI_Rput(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r)
+                   : MPI_Rget(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r);
     }
-    p->op = op;
-    p->peer = peer;
-    p->write = write;
+    if (rc != MPI_SUCCESS) {
+        *p = RmaPost{};
+        post_free_.give(p);
+        const char *call = rma_ == RmaMode::messages ? (write ? "a Put's MPI_Send and MPI_Isend" : "a Get's MPI_Irecv and MPI_Send")
+                                                     : (write ? "MPI_Rput" : "MPI_Rget");
+        return base::report(Status::transport, what, "check that the peer is alive, or set SLUICE_MPI_RMA=am",
+                            "mpi: %s of %zu bytes with rank %u failed (MPI error %d)", call, n, peer, rc);
+    }
     ++rma_out_;
     ++(write ? counters_.writes : counters_.reads);
     later = true;
     return Status::ok;
+}
+
+// Under RmaMode::messages: a Put sends its header, then its payload by
+// MPI_Isend; a Get posts the receive of its payload, then sends its
+// header.  Either way the header goes first on its tag and the payload's
+// tag keeps the order, so the target's answer meets this payload.
+int MpiTransport::rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r) {
+    RmaHeader h{};
+    h.head.category = p->write ? category_put : category_get;
+    h.head.source = setup().rank;
+    h.remote = remote;
+    h.length = static_cast<std::uint64_t>(count);
+    h.post = static_cast<std::uint32_t>(p - posts_.data());
+    const int peer = mpi_rank_[p->peer];
+    if (p->write) {
+        int rc = control_send_now(p->peer, &h, sizeof h);
+        if (rc == MPI_SUCCESS) rc = MPI_Isend(local, count, MPI_BYTE, peer, put_tag, comm_, &r);
+        return rc;
+    }
+    int rc = MPI_Irecv(local, count, MPI_BYTE, peer, get_tag, comm_, &r);
+    if (rc != MPI_SUCCESS) return rc;
+    if ((rc = control_send_now(p->peer, &h, sizeof h)) != MPI_SUCCESS) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    return rc;
 }
 
 // ---- the barrier ----

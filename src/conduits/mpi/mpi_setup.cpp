@@ -81,14 +81,16 @@ Status MpiTransport::init_impl() {
 
     Capabilities &c = capabilities_mutable();
     c.max_medium = max_medium_;
-    // A larger Long: the payload by MPI RMA, then the header; without RMA
-    // every Long is one message, as large as a posted receive holds.
-    c.max_long = rma_ ? std::numeric_limits<std::size_t>::max() : max_medium_;
+    // A larger Long: the payload by a Put, then the header; with Put and
+    // Get over AMs every Long is one message, as large as a posted receive
+    // holds.
+    const bool native = rma_ != RmaMode::am;
+    c.max_long = native ? std::numeric_limits<std::size_t>::max() : max_medium_;
     c.max_packed_long = max_medium_;
-    c.native_rma = rma_;
+    c.native_rma = native;
     c.rma_piece = rma_piece_max;
     c.remote_completion = false;
-    c.needs_registration = false;     // MPI RMA reads and writes any local memory
+    c.needs_registration = false;     // MPI reads and writes any local memory
     c.remote_keys = false;            // the window covers every segment
     c.remote_offsets = false;         // virtual addresses, turned into displacements here
     c.provider_keys = true;
@@ -99,7 +101,9 @@ Status MpiTransport::init_impl() {
     liveness_setup(setup().size, peer_timeout_s_, "SLUICE_MPI_PEER_TIMEOUT");
     base::say("mpi: %s, %s; %zu receives of %zu bytes posted, %zu send buffers; Put/Get %s", library_.c_str(),
               level_name(thread_level_), recv_requests_.size(), msg_max_, sends_.size(),
-              rma_ ? "by MPI RMA (passive target)" : "over AMs");
+              rma_ == RmaMode::window     ? "by MPI RMA (passive target)"
+              : rma_ == RmaMode::messages ? "by messages"
+                                          : "over AMs");
     return Status::ok;
 }
 
@@ -188,15 +192,21 @@ Status MpiTransport::buffers_create() {
     return Status::ok;
 }
 
-// Whether Put and Get go by MPI RMA: asked of SLUICE_MPI_RMA; under auto
-// only on the MPI it has been validated with (Open MPI: MPICH 4.0 over
-// UCX needs the target to progress for MPI_Win_flush to return, so a rank
-// ending the job can leave another inside it), and there tried on a
-// window of one word (some MPIs make none without the hardware their
-// one-sided component wants), every rank agreeing.
+// How Put and Get go: SLUICE_MPI_RMA, whose auto is the window on the MPI
+// it has been validated with (Open MPI; MPICH 4.0 over UCX needs the
+// target to progress for MPI_Win_flush to return, so a rank ending the
+// job can leave another inside it) and messages elsewhere.  A window is
+// first tried on one word (some MPIs make none without the hardware their
+// one-sided component wants), every rank agreeing; auto without one goes
+// by messages.
 Status MpiTransport::rma_probe() {
     const char *op = "mpi conduit init";
-    if (!base::knob_switch(knob(Knob::MPI_RMA), library_.find("Open MPI") != std::string::npos)) return Status::ok;
+    const std::string &want = base::knob_string(knob(Knob::MPI_RMA));
+    const bool open_mpi = library_.find("Open MPI") != std::string::npos;
+    if (want == "am" || want == "messages" || (want == "auto" && !open_mpi)) {
+        rma_ = want == "am" ? RmaMode::am : RmaMode::messages;
+        return Status::ok;
+    }
     static std::uint64_t word;
     MPI_Win w = MPI_WIN_NULL;
     int ok = MPI_Win_create(&word, sizeof word, 1, MPI_INFO_NULL, comm_, &w) == MPI_SUCCESS;
@@ -207,13 +217,13 @@ Status MpiTransport::rma_probe() {
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm_) != MPI_SUCCESS)
         return base::report(Status::transport, op, nullptr, "mpi: MPI_Allreduce failed");
     if (w != MPI_WIN_NULL) MPI_Win_free(&w);
-    rma_ = all != 0;
-    if (!rma_) {
-        if (!base::knob_auto(knob(Knob::MPI_RMA)))
-            return base::report(Status::transport, op, "set SLUICE_MPI_RMA=0 (Put and Get over AMs) or auto",
-                                "mpi: SLUICE_MPI_RMA=1 but this MPI makes no window%s",
+    rma_ = all != 0 ? RmaMode::window : RmaMode::messages;
+    if (rma_ != RmaMode::window) {
+        if (want == "window")
+            return base::report(Status::transport, op, "set SLUICE_MPI_RMA=messages or auto",
+                                "mpi: SLUICE_MPI_RMA=window but this MPI makes no window%s",
                                 ok ? " on another rank" : " here");
-        base::say("mpi: this MPI makes no window; Put and Get go over AMs");
+        base::say("mpi: this MPI makes no window; Put and Get go by messages");
     }
     return Status::ok;
 }
@@ -227,7 +237,7 @@ Status MpiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
         peer_base_[r] = all[r].base;
         peer_size_[r] = all[r].size;
     }
-    if (!rma_) return Status::ok;
+    if (rma_ != RmaMode::window) return Status::ok;
     const char *op = "segment_attach (mpi)";
     const SegmentRecord &mine = all[setup().rank];
     Guard g(*this);
@@ -235,13 +245,13 @@ Status MpiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
                             comm_, &win_);
     if (rc != MPI_SUCCESS) {
         win_ = MPI_WIN_NULL;
-        return base::report(Status::transport, op, "set SLUICE_MPI_RMA=0 (Put and Get over AMs)",
+        return base::report(Status::transport, op, "set SLUICE_MPI_RMA=messages",
                             "mpi: MPI_Win_create over the %llu-byte segment: %s",
                             static_cast<unsigned long long>(mine.size), mpi_error(rc).c_str());
     }
     MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
     if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, win_)) != MPI_SUCCESS)
-        return base::report(Status::transport, op, "set SLUICE_MPI_RMA=0 (Put and Get over AMs)",
+        return base::report(Status::transport, op, "set SLUICE_MPI_RMA=messages",
                             "mpi: MPI_Win_lock_all: %s", mpi_error(rc).c_str());
     return Status::ok;
 }
@@ -289,8 +299,9 @@ void MpiTransport::close_all(bool collective) {
         if (collective) MPI_Win_free(&win_);
         win_ = MPI_WIN_NULL;
     }
-    // Only an active receive is cancelled (one that failed to start again
-    // is inactive), then every one freed.
+    // Only an active receive is cancelled (one taken and not yet posted
+    // again, or that failed to start again, is inactive), then every one
+    // freed.
     for (std::size_t i = 0; i < recv_requests_.size(); ++i) {
         MPI_Request &r = recv_requests_[i];
         if (r == MPI_REQUEST_NULL) continue;
@@ -302,7 +313,18 @@ void MpiTransport::close_all(bool collective) {
     }
     recv_requests_.clear();
     recv_active_.clear();
-    recv_head_ = 0;
+    recv_head_ = recv_taken_ = 0;
+    // Puts and Gets by messages still in flight (only when the job ends
+    // without finalize): receives cancelled, sends left to complete.
+    if (rma_ == RmaMode::messages) {
+        auto withdraw = [](MPI_Request &r, bool receive) {
+            if (r == MPI_REQUEST_NULL) return;
+            if (receive) MPI_Cancel(&r);
+            MPI_Request_free(&r);
+        };
+        for (std::size_t i = 0; i < rma_requests_.size(); ++i) withdraw(rma_requests_[i], !posts_[i].write);
+        for (std::size_t i = 0; i < serve_requests_.size(); ++i) withdraw(serve_requests_[i], serves_[i].put);
+    }
     for (MPI_Request &r : send_requests_)
         if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     send_requests_.clear();
@@ -311,7 +333,8 @@ void MpiTransport::close_all(bool collective) {
 }
 
 void MpiTransport::stats_print() const {
-    const std::string extra = "window flushes " + std::to_string(mpi_counters_.flushes);
+    const std::string extra = "window flushes " + std::to_string(mpi_counters_.flushes) + ", served " +
+                              std::to_string(mpi_counters_.served);
     common::stats_line(setup().rank, "mpi", path(setup().rank), counters_, receive_wakeups(), extra);
 }
 
@@ -336,7 +359,7 @@ std::string limits() {
     const std::size_t medium = base::knob_size(knob(Knob::MPI_MAX_MEDIUM));
     return "  mpi library             " + detail::library_name() + "\n  mpi max Medium payload   " +
            std::to_string(medium) + " bytes, SLUICE_MPI_MAX_MEDIUM (512 bytes to 1M); max Long the same when "
-           "Put/Get go over AMs (SLUICE_MPI_RMA)\n";
+           "Put/Get go over AMs (SLUICE_MPI_RMA=am)\n";
 }
 
 } // namespace sluice::conduit::mpi

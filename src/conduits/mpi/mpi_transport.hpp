@@ -34,6 +34,30 @@ constexpr std::size_t recvs_per_peer = 16;
 // A Put or Get piece at most (MPI counts are ints).
 constexpr std::size_t rma_piece_max = std::size_t{1} << 30;
 
+// How Put and Get go (SLUICE_MPI_RMA): by MPI RMA on a window over the
+// segments; by messages, each a header the target answers by posting the
+// matching receive or send on the segment, the payload one MPI message
+// between the two buffers; or by the AM layer (src/rma).
+enum class RmaMode { am, window, messages };
+
+// Under RmaMode::messages: the payload messages' tags (MPI keeps one
+// sender's messages of one tag in order, and the target posts its
+// receives and sends in the order the headers arrived, so each payload
+// meets its own), and the conduit's control categories for the header and
+// the Put's acknowledgement, beside common's ping and pong.
+constexpr int put_tag = 0x52, get_tag = 0x53;
+constexpr std::uint8_t category_put = 5, category_get = 6, category_put_done = 7;
+
+// The header of a Put or Get by messages, and a Put's acknowledgement
+// (`post`: the origin's RmaPost, returned in it).
+struct RmaHeader {
+    common::PackedHead head;
+    std::uint64_t remote = 0;
+    std::uint64_t length = 0;
+    std::uint32_t post = 0;
+    std::uint32_t pad = 0;
+};
+
 // A message that arrived, copied out of its posted receive (which is
 // posted again at once: a rank inside a handler still receives, so the
 // peer's rendezvous sends complete); its sender is a Sluice rank.
@@ -50,16 +74,28 @@ struct SendBuffer {
     SendBuffer *next = nullptr;
 };
 
-// One Put or Get in flight (MPI_Rput / MPI_Rget).
+// One Put or Get in flight (MPI_Rput / MPI_Rget, or the payload's
+// MPI_Isend / MPI_Irecv).  A Put by messages is complete once both its
+// send is and the target acknowledged it.
 struct RmaPost {
     RmaOp *op = nullptr;
     Rank peer = 0;
     bool write = false;
+    bool sent = false, acked = false;
     RmaPost *next = nullptr;
+};
+
+// A Put or Get a peer asked of this rank by messages: the receive into,
+// or the send from, this rank's segment.
+struct Serve {
+    Rank origin = 0;
+    std::uint32_t post = 0;  // the origin's, for the acknowledgement
+    bool put = false;
 };
 
 struct MpiCounters {
     std::uint64_t flushes = 0;  // MPI_Win_flush calls (a Put is complete at its target after one)
+    std::uint64_t served = 0;   // Puts and Gets peers made here by messages
 };
 
 class MpiTransport final : public common::RdmaConduit<Arrival> {
@@ -88,7 +124,7 @@ protected:
     void deliver_one(const Arrival &a) override;
     void delivered(const Arrival &a) override;                     // under lock_
     void control_send(Rank peer, std::uint8_t category) override;  // under lock_
-    bool idle() override { return sends_out_ == 0 && rma_out_ == 0; }
+    bool idle() override { return sends_out_ == 0 && rma_out_ == 0 && serves_out_ == 0; }
     std::string path(Rank peer) const override;
     Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                 bool &later) override;
@@ -103,14 +139,20 @@ private:
     void stats_print() const;
 
     // mpi.cpp
+    static int finished(std::vector<MPI_Request> &requests, std::vector<int> &index);  // under lock_
     void reap_sends();     // under lock_
     void reap_arrivals();  // under lock_
     void reap_rma();       // under lock_
+    void reap_serves();    // under lock_
+    void rma_finish(RmaPost *p);                                    // under lock_
+    int rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r);  // under lock_
+    void serve_arrived(Rank origin, const std::byte *bytes, std::size_t length);  // under lock_
+    int control_send_now(Rank peer, const void *bytes, std::size_t length);  // under lock_
     Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
 
     MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
     MPI_Win win_ = MPI_WIN_NULL;     // over every rank's segment, in a passive-target epoch (lock_all)
-    bool rma_ = false;               // Put and Get by MPI RMA (else the AM layer does them)
+    RmaMode rma_ = RmaMode::am;
     int thread_level_ = MPI_THREAD_SINGLE;
     std::vector<int> mpi_rank_;      // by Sluice rank: its rank in comm_
     std::vector<Rank> sluice_rank_;  // by rank in comm_: its Sluice rank
@@ -123,6 +165,7 @@ private:
     std::vector<MPI_Request> recv_requests_;
     std::vector<bool> recv_active_;         // started, its message not yet taken
     std::size_t recv_head_ = 0;             // the oldest posted receive, the next to fill
+    std::size_t recv_taken_ = 0;            // the receives before recv_head_ to post again
     common::BufferPool copies_;             // arrivals copied out, msg_max_ bytes each
     std::vector<int> done_index_;           // MPI_Testsome's (sends, Puts and Gets)
     // The send buffers and their requests (by index, for MPI_Testsome).
@@ -138,6 +181,13 @@ private:
     common::FreeList<RmaPost> post_free_;
     std::size_t rma_out_ = 0;
     std::vector<Rank> flush_;               // peers written to whose Puts completed locally
+    // What peers asked of this rank by messages (grown as needed: a
+    // header must be answered when it arrives).
+    std::vector<Serve> serves_;
+    std::vector<MPI_Request> serve_requests_;
+    std::vector<std::uint32_t> serve_free_;
+    std::vector<int> serve_done_;
+    std::size_t serves_out_ = 0;
     std::string library_;                   // MPI_Get_library_version's first line
     MpiCounters mpi_counters_;
 };

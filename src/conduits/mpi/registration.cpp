@@ -7,12 +7,12 @@
 
 SLUICE_CONDUIT_REGISTER(mpi, {
     .name = "mpi",
-    .description = "AMs as MPI point-to-point messages and Put/Get as MPI RMA, on a communicator of Sluice's own",
+    .description = "AMs as MPI point-to-point messages and Put/Get as MPI RMA or messages, on a communicator of Sluice's own",
     .priority = 1,  // below every native conduit: chosen by SLUICE_NETWORK=mpi
     .network = true,
     .capabilities = "AMs by MPI_Isend into persistent receives (needs AM credits); Put/Get by MPI_Rput/MPI_Rget on "
-                    "a window over the segment (passive target), or over AMs (SLUICE_MPI_RMA=0); a barrier by "
-                    "MPI_Ibarrier",
+                    "a window over the segment (passive target), by messages (the payload one MPI message between "
+                    "the two buffers), or over AMs (SLUICE_MPI_RMA); a barrier by MPI_Ibarrier",
     .probe = sluice::conduit::mpi::probe,
     .create = sluice::conduit::mpi::make_mpi_transport,
     .limits = sluice::conduit::mpi::limits,
