@@ -141,7 +141,13 @@ void MpiTransport::reap_arrivals() {
                          "mpi: MPI_Start of a posted receive failed (MPI error %d): no message will arrive here",
                          restart);
     }
-    while (recv_taken_ < ring) {
+    // After a quiet poll one message is taken and delivered at once: testing
+    // the next receive would make MPI progress (its whole poll) before the
+    // handler runs.  While messages keep coming, a poll takes all that
+    // have arrived.
+    const std::size_t most = quiet_ ? 1 : ring;
+    quiet_ = true;
+    for (std::size_t taken = 0; taken < most && recv_taken_ < ring; ++taken) {
         const std::size_t index = recv_head_;
         MPI_Request &r = recv_requests_[index];
         if (!recv_active_[index]) return;  // its restart failed, reported: the ring stops there
@@ -155,6 +161,7 @@ void MpiTransport::reap_arrivals() {
         }
         if (!done) return;
         recv_active_[index] = false;
+        quiet_ = false;
         ++recv_taken_;
         recv_head_ = (recv_head_ + 1) % ring;
         int count = 0;

@@ -166,6 +166,7 @@ private:
     std::vector<bool> recv_active_;         // started, its message not yet taken
     std::size_t recv_head_ = 0;             // the oldest posted receive, the next to fill
     std::size_t recv_taken_ = 0;            // the receives before recv_head_ to post again
+    bool quiet_ = true;                     // the last poll took no message
     common::BufferPool copies_;             // arrivals copied out, msg_max_ bytes each
     std::vector<int> done_index_;           // MPI_Testsome's (sends, Puts and Gets)
     // The send buffers and their requests (by index, for MPI_Testsome).
