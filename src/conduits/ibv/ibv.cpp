@@ -12,13 +12,17 @@
 
 #include <poll.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 namespace sluice::conduit::ibv::detail {
 
 Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
-    return base::report(Status::transport, op, "check that the peer is alive and that its port is reachable",
+    return base::report(Status::transport, op,
+                        error == ENOMEM ? "lower SLUICE_IBV_SEND_DEPTH: this HCA's send queues hold fewer work "
+                                          "requests than it reported"
+                                        : "check that the peer is alive and that its port is reachable",
                         "ibv (%s): %s, rank %u: %s", rails_.empty() ? "closed" : rail_name(0).c_str(), what, peer,
                         std::strerror(error));
 }
@@ -48,8 +52,13 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED | (b ? 0 : IBV_SEND_INLINE);
     ibv_send_wr *bad = nullptr;
-    if (const int r = ibv_post_send(p.qp[rail], &wr, &bad); r != 0)
+    if (const int r = ibv_post_send(p.qp[rail], &wr, &bad); r != 0) {
+        // ENOMEM: the HCA's send queue holds fewer than it reported (work
+        // requests with inline data can take several of its slots): the
+        // wrapper polls and sends again once completions free some.
+        if (r == ENOMEM) return send_queue_full(p.send_posted[rail]);
         return fatal("send (ibv)", peer, "ibv_post_send failed", r);
+    }
     ++p.send_posted[rail];
     sent_to(peer);
     p.used = true;
@@ -103,6 +112,62 @@ void IbvTransport::reap() {
             for (int i = 0; i < n; ++i) completion(wc[i]);
             if (n < cq_batch) break;
         }
+}
+
+// Under lock_: the HCA refused a post with ENOMEM while `posted` work
+// requests were outstanding on the queue pair: that is as deep as its
+// send queues really are, so no later operation of several work requests
+// is refused halfway.  Status::not_ready: the wrapper polls and posts again.
+Status IbvTransport::send_queue_full(unsigned posted) {
+    ++counters_.full;
+    ++ibv_counters_.hca_full;
+    const unsigned depth = std::max(1u, posted);
+    if (depth < send_depth_) {
+        std::fprintf(stderr,
+                     "sluice[rank %u] warning: ibv (%s): the HCA's send queue took only %u work requests "
+                     "(SLUICE_IBV_SEND_DEPTH %u): using %u\n",
+                     setup().rank, rail_name(0).c_str(), posted, send_depth_, depth);
+        send_depth_ = depth;
+    }
+    return Status::not_ready;
+}
+
+// The HCAs' asynchronous events (async_fd is non-blocking, ibv_setup.cpp).
+// One that leaves completions lost or queue pairs in error ends the job
+// naming it: waiting for what will never complete would hang it.  A port
+// that went down is reported; the rest are noted in SLUICE_VERBOSE.
+void IbvTransport::async_events() {
+    for (Hca &h : hcas_) {
+        ibv_async_event e{};
+        while (h.ctx && ibv_get_async_event(h.ctx, &e) == 0) {
+            const ibv_event_type type = e.event_type;
+            ibv_ack_async_event(&e);
+            const char *name = ibv_event_type_str(type);
+            switch (type) {
+            case IBV_EVENT_CQ_ERR:
+                base::fatal("poll (ibv)",
+                            "this is a Sluice bug, or the HCA's completion queue holds fewer entries than it reported",
+                            "ibv (%s): %s: the completion queue overran; completions were lost and its queue pairs "
+                            "are in error",
+                            h.name.c_str(), name);
+            case IBV_EVENT_QP_FATAL:
+            case IBV_EVENT_QP_REQ_ERR:
+            case IBV_EVENT_QP_ACCESS_ERR:
+            case IBV_EVENT_SRQ_ERR:
+            case IBV_EVENT_PATH_MIG_ERR:
+            case IBV_EVENT_DEVICE_FATAL:
+                base::fatal("poll (ibv)", "check the HCA and the fabric (ibv_devinfo, the kernel log)",
+                            "ibv (%s): %s: work in flight will not complete", h.name.c_str(), name);
+            case IBV_EVENT_PORT_ERR:
+                base::report(Status::transport, "poll (ibv)", "check the port's cable and switch (ibstat)",
+                             "ibv (%s): %s", h.name.c_str(), name);
+                break;
+            default:
+                base::say("ibv (%s): asynchronous event: %s", h.name.c_str(), name);
+                break;
+            }
+        }
+    }
 }
 
 void IbvTransport::completion(const ibv_wc &c) {
@@ -382,10 +447,12 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
     g->write = write;
     g->peer = peer;
     g->n = n;
+    int refused = 0;  // the error of the post that failed
     auto post = [&](unsigned k, ibv_send_wr &wr, const char *failed) {
         ibv_send_wr *bad = nullptr;
         if (const int r = ibv_post_send(p.qp[k], &wr, &bad); r != 0) {
-            (void)fatal(what, peer, failed, r);
+            refused = r;
+            if (r != ENOMEM || g->outstanding) (void)fatal(what, peer, failed, r);
             return false;
         }
         ++g->outstanding;
@@ -431,6 +498,9 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
     p.used = true;
     if (g->outstanding == 0) {
         delete g;
+        // Nothing posted because the send queue was full (ENOMEM, see
+        // post_send): the wrapper polls and posts it again.
+        if (refused == ENOMEM) return send_queue_full(p.send_posted[am]);
         return Status::transport;  // reported
     }
     if (bounce) {

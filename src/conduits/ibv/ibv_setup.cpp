@@ -12,6 +12,7 @@
 #include "base/status.hpp"
 #include "credit/knobs.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -426,6 +427,9 @@ Status IbvTransport::hca_open(Hca &h) {
         if (h.name == ibv_get_device_name(list[i])) h.ctx = ibv_open_device(list[i]);
     if (list) ibv_free_device_list(list);
     if (!h.ctx) return fatal(op, setup().rank, "ibv_open_device failed", errno);
+    // Asynchronous events are read while polling (ibv.cpp, async_events).
+    if (const int flags = fcntl(h.ctx->async_fd, F_GETFL); flags < 0 || fcntl(h.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        return fatal(op, setup().rank, "making the HCA's asynchronous-event descriptor non-blocking failed", errno);
     if (ibv_query_device(h.ctx, &h.attr) != 0) return fatal(op, setup().rank, "ibv_query_device failed", errno);
     // Reads and atomics outstanding per queue pair: SLUICE_QP_RD_ATOM, at
     // most what the HCA takes as initiator and as target.
@@ -743,7 +747,8 @@ void IbvTransport::stats_print() const {
     if (rails_.size() > 1) extra += ", fenced reads " + std::to_string(c.fences) + ", ";
     extra += "connections: " + std::to_string(c.connect_static) + " at start-up, " + std::to_string(c.connect_asked) +
              " asked, " + std::to_string(c.connect_accepted) + " accepted, " + std::to_string(c.connect_retransmits) +
-             " retransmitted requests, compare-and-swap retries " + std::to_string(c.atomic_retries);
+             " retransmitted requests, compare-and-swap retries " + std::to_string(c.atomic_retries) +
+             ", posts the HCA refused (send queue full) " + std::to_string(c.hca_full);
     common::stats_line(setup().rank, "ibv", rail_name(0), counters_, receive_wakeups(), extra);
 }
 

@@ -194,6 +194,7 @@ struct Arrival {
 struct IbvCounters {
     std::uint64_t long_two_part = 0, long_bounced = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
                   connect_retransmits = 0, fences = 0, atomic_retries = 0;
+    std::uint64_t hca_full = 0;  // posts the HCA refused with ENOMEM (its send queue full), made again later
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
 };
 
@@ -228,6 +229,7 @@ protected:
     void reap() override;                                          // under lock_
     void poll_more() override {                                    // under lock_
         if (__builtin_expect(dynamic_, 0)) connect_serve();
+        if (__builtin_expect((++polls_ & async_every) == 0, 0)) async_events();
     }
     void deliver_one(const Arrival &a) override;
     void delivered(const Arrival &a) override;                     // under lock_
@@ -304,6 +306,8 @@ private:
     unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
     void repost(Buffer *b);                                 // under lock_
     void completion_error(const ibv_wc &wc);                // under lock_
+    void async_events();                                    // under lock_
+    Status send_queue_full(unsigned posted);                // under lock_
     Buffer *send_buffer_take();                             // under lock_
     Status fatal(const char *op, Rank peer, const char *what, int error);
 
@@ -326,6 +330,10 @@ private:
     std::size_t inline_limit_ = 0;     // whole message
     std::size_t rma_chunk_ = 0;
     unsigned send_depth_ = 0;          // per queue pair
+    // The HCAs' asynchronous events are read every (async_every + 1)th
+    // poll (ibv.cpp, async_events).
+    static constexpr std::uint32_t async_every = 255;
+    std::uint32_t polls_ = 0;
     unsigned recv_per_peer_ = 0;       // without SRQ
     bool use_srq_ = true;
 

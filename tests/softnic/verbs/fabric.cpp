@@ -136,6 +136,23 @@ std::uint64_t mr_budget() {
     return budget;
 }
 
+namespace {
+std::uint32_t env_slots(const char *name) {
+    const char *p = std::getenv(name);
+    return p ? static_cast<std::uint32_t>(std::clamp(std::strtol(p, nullptr, 10), 0L, 1L << 20)) : 0;
+}
+} // namespace
+
+std::uint32_t sq_slots() {
+    static const std::uint32_t n = env_slots("SOFTNIC_SQ_SLOTS");
+    return n;
+}
+
+std::uint32_t cq_slots() {
+    static const std::uint32_t n = env_slots("SOFTNIC_CQ_SLOTS");
+    return n;
+}
+
 bool corrupt_sends() {
     static const bool on = [] {
         const char *p = std::getenv("SOFTNIC_CORRUPT_SENDS");

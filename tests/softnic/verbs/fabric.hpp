@@ -88,6 +88,10 @@ struct Qp {
     std::int32_t srq;                // -1: none
     std::uint32_t sq_sig_all;
     std::uint32_t max_send_wr;
+    // The send queue: work requests posted, and freed (a signaled one's
+    // completion polled frees it and every one posted before it; an
+    // errored one's, all of them).  The difference is what it holds.
+    std::uint32_t sq_posted, sq_freed;
     WqeRing<max_qp_wr> rq;
 };
 
@@ -98,6 +102,7 @@ struct Cq {
     std::uint32_t head, tail;
     std::uint32_t armed;
     std::int32_t channel;  // the channel's number in its process, -1: none
+    std::int32_t async;    // its context's asynchronous-event socket number, or no_async
     std::uint32_t overflowed;
     ibv_wc e[max_cqe];
 };
@@ -128,7 +133,7 @@ struct Fabric {
     Mr mr[max_mr];
 };
 
-constexpr std::uint64_t fabric_magic = 0x32766369666e7373ull;  // "ssnficv2"
+constexpr std::uint64_t fabric_magic = 0x33766369666e7373ull;  // "ssnficv3"
 
 // The mapped fabric (opened on first use) and its lock.  lock() frees the
 // objects of processes that died, if one died holding the lock.
@@ -179,6 +184,17 @@ std::uint32_t rd_atom_limit();
 // an HCA's does past its translation tables or the locked-memory limit.
 // Unset or 0: no budget.
 std::uint64_t mr_budget();
+// SOFTNIC_SQ_SLOTS=N: a QP's send queue really holds N work requests at
+// most, whatever max_send_wr it was created with and reports, as on HCAs
+// whose work requests with inline data or several entries take several
+// send-queue slots each: a post beyond it fails with ENOMEM.  Unset or 0:
+// max_send_wr.
+std::uint32_t sq_slots();
+// SOFTNIC_CQ_SLOTS=N: a CQ really holds N completions at most, whatever
+// it was created with: one more overruns it (IBV_EVENT_CQ_ERR to its
+// process, its QPs in error), as when a program sizes its CQ too small.
+// Unset or 0: its size.
+std::uint32_t cq_slots();
 std::uint16_t port_lid(std::uint32_t device, std::uint32_t port);  // 0 on Ethernet
 ibv_gid port_gid(std::uint32_t device, std::uint32_t port);
 std::uint64_t node_guid(std::uint32_t device);

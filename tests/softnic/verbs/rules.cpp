@@ -1,6 +1,7 @@
 // tests/softnic/verbs/rules.cpp - the software NIC's rules, checked through
 // the verbs API as any program sees it: the QP state machine, argument
-// checks, every work-request error status, completion channels.  Built
+// checks, every work-request error status, completion channels, the send
+// queue's depth, a CQ overrun and its asynchronous event.  Built
 // against rdma-core's headers and library by rules.sh and run under
 // softnic-run; two QPs of one process talk to each other (acceptance.sh
 // covers two processes).  `rules A DIR` and `rules B DIR`, on two hosts
@@ -10,6 +11,7 @@
 
 #include "../common/peer_channel.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -669,6 +671,94 @@ int main(int argc, char **argv) {
         ibv_close_device(ctx2);
     }
     ibv_free_device_list(list);
+
+    // The send queue holds max_send_wr work requests (SOFTNIC_SQ_SLOTS,
+    // when lower), each until a completion of it or of one after it is
+    // polled; one more is refused with ENOMEM naming it.
+    {
+        ibv_qp_init_attr ia{};
+        ia.send_cq = ia.recv_cq = n.cq;
+        ia.qp_type = IBV_QPT_RC;
+        ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+        ibv_qp *a = ibv_create_qp(n.pd, &ia);
+        ibv_qp *b = make_qp(n, IBV_QPT_RC);
+        if (!a) die("ibv_create_qp of 4 sends");
+        connect(a, b);
+        const char *slots = std::getenv("SOFTNIC_SQ_SLOTS");
+        const int depth = slots && std::atoi(slots) > 0 ? std::min(4, std::atoi(slots)) : 4;
+        ibv_send_wr wr{}, *bad = nullptr;
+        ibv_sge sg{reinterpret_cast<std::uintptr_t>(base), 8, n.mr->lkey};
+        int rc = 0;
+        auto write = [&](std::uint64_t id, bool signaled) {
+            wr = ibv_send_wr{};
+            wr.wr_id = id;
+            wr.sg_list = &sg;
+            wr.num_sge = 1;
+            wr.opcode = IBV_WR_RDMA_WRITE;
+            wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+            wr.wr.rdma.remote_addr = reinterpret_cast<std::uintptr_t>(base + 4096);
+            wr.wr.rdma.rkey = n.mr->rkey;
+            bad = nullptr;
+            return rc = ibv_post_send(a, &wr, &bad);
+        };
+        int taken = 0;
+        while (taken < 8 && write(40 + static_cast<std::uint64_t>(taken), taken + 1 == depth) == 0) ++taken;
+        check(taken == depth && rc == ENOMEM && bad == &wr,
+              "the send queue takes its depth of work requests, then ENOMEM naming the one refused",
+              std::to_string(taken) + " taken of " + std::to_string(depth) + ", then " + std::to_string(rc));
+        const int last = wait_wc(n, 40 + static_cast<std::uint64_t>(depth) - 1);
+        check(last == IBV_WC_SUCCESS && write(50, true) == 0 && wait_wc(n, 50) == IBV_WC_SUCCESS,
+              "polling a signaled completion frees the slots of every work request up to it");
+        taken = 0;
+        while (taken < 8 && write(60 + static_cast<std::uint64_t>(taken), false) == 0) ++taken;
+        ibv_wc none[4];
+        const int polled = ibv_poll_cq(n.cq, 4, none);
+        check(taken == depth && polled == 0 && write(70, true) == ENOMEM,
+              "unsignaled work requests hold the queue: nothing to poll frees them",
+              std::to_string(taken) + " taken, " + std::to_string(polled) + " polled");
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+    }
+
+    // A CQ overrun: the completion is lost, the CQ's QPs go to error, and
+    // the process hears IBV_EVENT_CQ_ERR naming the CQ on async_fd.
+    {
+        ibv_cq *small = ibv_create_cq(n.ctx, 2, nullptr, nullptr, 0);
+        ibv_qp_init_attr ia{};
+        ia.send_cq = ia.recv_cq = small;
+        ia.qp_type = IBV_QPT_RC;
+        ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+        ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+        ibv_qp *a = small ? ibv_create_qp(n.pd, &ia) : nullptr;
+        ibv_qp *b = small ? ibv_create_qp(n.pd, &ia) : nullptr;
+        if (!a || !b) die("two QPs on a CQ of 2");
+        connect(a, b);
+        const int flags = fcntl(n.ctx->async_fd, F_GETFL);
+        fcntl(n.ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+        ibv_async_event ev{};
+        check(ibv_get_async_event(n.ctx, &ev) == -1 && errno == EAGAIN,
+              "no asynchronous event before one happens (EAGAIN when non-blocking)");
+        for (std::uint64_t id = 80; id < 83; ++id)  // two from a, one from b (SOFTNIC_SQ_SLOTS=2 takes no more)
+            post(id < 82 ? a : b, IBV_WR_RDMA_WRITE, base, 8, n.mr->lkey, id, reinterpret_cast<std::uintptr_t>(base + 4096),
+                 n.mr->rkey);
+        pollfd pfd{n.ctx->async_fd, POLLIN, 0};
+        const bool got = ::poll(&pfd, 1, 5000) == 1 && ibv_get_async_event(n.ctx, &ev) == 0;
+        check(got && ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == small,
+              "a third completion on a CQ of 2 raises IBV_EVENT_CQ_ERR naming the CQ",
+              got ? ibv_event_type_str(ev.event_type) : "no event");
+        if (got) ibv_ack_async_event(&ev);
+        ibv_qp_attr qa{};
+        ibv_qp_init_attr qi{};
+        check(ibv_query_qp(a, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR,
+              "the overrun puts the CQ's QPs in error");
+        ibv_wc kept[4];
+        check(ibv_poll_cq(small, 4, kept) == 2, "the completions before the overrun are still polled");
+        fcntl(n.ctx->async_fd, F_SETFL, flags);
+        ibv_destroy_qp(a);
+        ibv_destroy_qp(b);
+        ibv_destroy_cq(small);
+    }
 
     check(ibv_destroy_cq(n.cq) == 0, "ibv_destroy_cq once its QPs are gone");
     ibv_dereg_mr(n.mr);

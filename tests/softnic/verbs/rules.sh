@@ -1,7 +1,7 @@
 #!/bin/sh
 # The software NIC's rules (rules.cpp): the QP state machine, argument
 # checks, every work-request error status (atomics' included), completion
-# channels.  rules.cpp
+# channels, the send queue's depth, a CQ overrun.  rules.cpp
 # is built against rdma-core's headers and library, then run under
 # softnic-run; run without it (rdma-core's library, no device here) it must
 # fail, which shows it does not pass by itself.  Plain build only; skips
@@ -21,8 +21,9 @@ trap 'rm -rf "$work"; rm -f "$SOFTNIC_FABRIC"' EXIT
 "${CXX:-g++}" -std=c++20 -O1 -g -Wall -o "$work/rules" "$here/rules.cpp" -libverbs || { echo "FAIL: building rules.cpp"; exit 1; }
 failed=0
 # One device with InfiniBand ports; two devices of two ports; RoCE ports;
-# a device taking 4 outstanding reads and atomics per queue pair.
-for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth" "SOFTNIC_MAX_QP_RD_ATOM=4"; do
+# a device taking 4 outstanding reads and atomics per queue pair; send
+# queues that hold 2 work requests whatever max_send_wr says.
+for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth" "SOFTNIC_MAX_QP_RD_ATOM=4" "SOFTNIC_SQ_SLOTS=2"; do
     # shellcheck disable=SC2086 # $config is a list of assignments
     if env $config timeout 60 "$here/softnic-run" "$work/rules" > "$work/out" 2>&1; then
         echo "ok: every rule holds on the software NIC (${config:-one device, InfiniBand}): $(grep -c '^ok' "$work/out") rules"

@@ -77,8 +77,18 @@ bool apply_atomic(std::int32_t pid, const Work &k, std::uint64_t &old) {
 void complete(std::uint32_t index, const ibv_wc &wc, std::vector<Notice> &notices) {
     Cq &c = fabric().cq[index];
     if (!c.used) return;
-    if (c.tail - c.head >= c.cap) {
+    const std::uint32_t slots = cq_slots() ? std::min(c.cap, cq_slots()) : c.cap;
+    if (c.tail - c.head >= slots) {
+        // Overrun: the completion is lost, as on an HCA, which then puts
+        // the CQ in error, every QP on it in error, and tells the CQ's
+        // process by an asynchronous event.
+        if (c.overflowed) return;
         c.overflowed = 1;
+        Fabric &f = fabric();
+        for (std::uint32_t i = 0; i < max_qp; ++i)
+            if (f.qp[i].used && f.qp[i].state != IBV_QPS_ERR && (f.qp[i].send_cq == index || f.qp[i].recv_cq == index))
+                to_error(i, notices);
+        if (c.async != no_async) notices.push_back(Notice{c.pid, c.async, index, IBV_EVENT_CQ_ERR + 1u});
         return;
     }
     c.e[c.tail % c.cap] = wc;
@@ -97,7 +107,9 @@ void notify(const std::vector<Notice> &notices) {
         a.sun_family = AF_UNIX;
         std::size_t len = 0;
         channel_address(n.pid, n.channel, a.sun_path, sizeof a.sun_path, len);
-        (void)::sendto(fd, &n.cq, sizeof n.cq, MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&a),
+        const std::uint32_t event[2] = {n.event, n.cq};
+        const void *what = n.event ? static_cast<const void *>(event) : &n.cq;
+        (void)::sendto(fd, what, n.event ? sizeof event : sizeof n.cq, MSG_DONTWAIT, reinterpret_cast<sockaddr *>(&a),
                        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
     }
     ::close(fd);

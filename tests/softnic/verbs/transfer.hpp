@@ -24,10 +24,18 @@ std::int32_t me();  // this process's pid
 const Mr *find_mr(std::int32_t pid, std::uint32_t key, std::uint64_t addr, std::uint64_t len, std::uint32_t access);
 
 // A completion channel to tell, once the fabric is unlocked.
+// A completion channel's wake-up (event 0), or an asynchronous event
+// (ibv_event_type + 1) for its context's socket; either names the CQ.
 struct Notice {
     std::int32_t pid, channel;
     std::uint32_t cq;
+    std::uint32_t event = 0;
 };
+// Cq::async of a CQ whose context has no asynchronous-event socket.
+constexpr std::int32_t no_async = -1;
+// The socket number of asynchronous events for context `n` of a process
+// (completion channels count up from 0).
+constexpr std::int32_t async_channel(std::int32_t n) { return -2 - n; }
 void notify(const std::vector<Notice> &notices);
 // Adds a completion to CQ `index`.  Under the fabric lock.
 void complete(std::uint32_t index, const ibv_wc &wc, std::vector<Notice> &notices);

@@ -38,6 +38,7 @@ namespace {
 struct SoftContext {
     ibv_context ctx;
     std::uint32_t device;
+    std::int32_t async;  // its asynchronous-event socket's number, or no_async
 };
 std::uint32_t device_of(ibv_context *c) { return reinterpret_cast<SoftContext *>(c)->device; }
 struct SoftQp {
@@ -69,6 +70,32 @@ ibv_device *device_list[5];
 std::mutex local_mutex;
 std::vector<ibv_cq *> cq_by_index(max_cq, nullptr);
 int next_channel = 0;
+int next_context = 0;
+
+// By QP table index, this process's signaled sends not yet polled: each
+// the value of Qp::sq_posted once it was posted (under the fabric lock).
+std::vector<std::deque<std::uint32_t>> sq_signaled(max_qp);
+
+// The work requests `q`'s send queue holds at most.
+std::uint32_t sq_depth(const Qp &q) { return sq_slots() ? std::min(q.max_send_wr, sq_slots()) : q.max_send_wr; }
+
+// A send completion polled (under the fabric lock): it frees its QP's
+// send queue up to its work request, or, in error, all of it.
+void sq_free(const ibv_wc &wc) {
+    if (wc.opcode & IBV_WC_RECV) return;
+    const std::uint32_t qi = wc.qp_num - qpn_base;
+    if (qi >= max_qp) return;
+    Qp &q = fabric().qp[qi];
+    std::deque<std::uint32_t> &signaled = sq_signaled[qi];
+    if (!q.used || q.pid != me()) return;
+    if (wc.status != IBV_WC_SUCCESS) {
+        q.sq_freed = q.sq_posted;
+        signaled.clear();
+    } else if (!signaled.empty()) {
+        q.sq_freed = signaled.front();
+        signaled.pop_front();
+    }
+}
 
 int fail(int e) {
     errno = e;
@@ -221,6 +248,10 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
             rc = EINVAL;
             break;
         }
+        if (q.sq_posted - q.sq_freed >= sq_depth(q)) {
+            rc = ENOMEM;  // the send queue is full until completions are polled
+            break;
+        }
         const bool ud = q.type == IBV_QPT_UD;
         const bool ok_op = wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
                            (!ud && (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
@@ -271,6 +302,9 @@ int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
                 std::memcpy(k.dgid, q.dgid, sizeof k.dgid);
             }
         }
+        // Taken: it holds a slot of the send queue until polled.
+        ++q.sq_posted;
+        if (k.signaled) sq_signaled[qi].push_back(q.sq_posted);
         // Local memory: checked against the registrations (not for inline
         // data), gathered now for sends and writes.
         bool local_ok = true;
@@ -385,7 +419,8 @@ int poll_cq(ibv_cq *cq, int n, ibv_wc *wc) {
     lock();
     int got = 0;
     while (got < n && c.head != c.tail) {
-        wc[got++] = c.e[c.head % c.cap];
+        wc[got] = c.e[c.head % c.cap];
+        sq_free(wc[got++]);
         ++c.head;
     }
     unlock();
@@ -479,12 +514,26 @@ ibv_context *ibv_open_device(ibv_device *device) {
     c->device = static_cast<std::uint32_t>(index);
     c->ctx.device = device;
     c->ctx.cmd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) {
+    // Asynchronous events come to a socket of the context's own, from any
+    // process of the fabric (a CQ overrun is found by the one completing).
+    c->ctx.async_fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (c->ctx.async_fd < 0) {
         delete c;
         return nullptr;
     }
-    c->ctx.async_fd = p[0];  // no asynchronous event is ever raised; p[1] keeps it open
+    {
+        std::lock_guard<std::mutex> g(local_mutex);
+        c->async = async_channel(next_context++);
+    }
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::size_t len = 0;
+    channel_address(me(), c->async, a.sun_path, sizeof a.sun_path, len);
+    if (::bind(c->ctx.async_fd, reinterpret_cast<sockaddr *>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len)) != 0) {
+        ::close(c->ctx.async_fd);
+        delete c;
+        return nullptr;
+    }
     c->ctx.num_comp_vectors = 1;
     pthread_mutex_init(&c->ctx.mutex, nullptr);
     c->ctx.abi_compat = nullptr;  // not an extended context: the _ex calls answer EOPNOTSUPP
@@ -738,6 +787,7 @@ ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_
     c.armed = 0;
     c.overflowed = 0;
     c.channel = channel ? channel->refcnt : -1;
+    c.async = reinterpret_cast<SoftContext *>(context)->async;
     unlock();
     auto *s = new SoftCq{};
     s->cq.context = context;
@@ -797,10 +847,22 @@ void ibv_ack_cq_events(ibv_cq *cq, unsigned int n) {
     pthread_mutex_unlock(&cq->mutex);
 }
 
-int ibv_get_async_event(ibv_context *context, ibv_async_event *) {
-    char b;
-    (void)::read(context->async_fd, &b, 1);  // never written: blocks, or EAGAIN when non-blocking
-    return -1;
+// The events raised: IBV_EVENT_CQ_ERR (a CQ overran).  Blocks unless the
+// program made async_fd non-blocking (then -1, errno EAGAIN, when none).
+int ibv_get_async_event(ibv_context *context, ibv_async_event *event) {
+    if (!context || !event) return fail(EINVAL);
+    std::uint32_t m[2];
+    for (;;) {
+        const ssize_t n = ::recv(context->async_fd, m, sizeof m, 0);
+        if (n == static_cast<ssize_t>(sizeof m)) break;
+        if (n < 0 && errno == EINTR) continue;
+        return -1;
+    }
+    *event = ibv_async_event{};
+    event->event_type = static_cast<ibv_event_type>(m[0] - 1);
+    std::lock_guard<std::mutex> g(local_mutex);
+    event->element.cq = m[1] < max_cq ? cq_by_index[m[1]] : nullptr;
+    return 0;
 }
 
 void ibv_ack_async_event(ibv_async_event *) {}
@@ -898,6 +960,7 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     q.srq = attr->srq ? static_cast<std::int32_t>(reinterpret_cast<SoftSrq *>(attr->srq)->index) : -1;
     q.sq_sig_all = attr->sq_sig_all;
     q.max_send_wr = std::max<std::uint32_t>(1, cap.max_send_wr);
+    sq_signaled[static_cast<std::size_t>(i)].clear();
     q.rq.head = q.rq.tail = 0;
     q.rq.cap = std::max<std::uint32_t>(1, cap.max_recv_wr);
     unlock();
@@ -975,7 +1038,11 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
     if (mask & IBV_QP_RNR_RETRY) q.rnr_retry = a->rnr_retry;
     if (mask & IBV_QP_MAX_QP_RD_ATOMIC) q.max_rd_atomic = a->max_rd_atomic;
     if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q.max_dest_rd_atomic = a->max_dest_rd_atomic;
-    if (to == IBV_QPS_RESET) q.rq.head = q.rq.tail = 0;
+    if (to == IBV_QPS_RESET) {
+        q.rq.head = q.rq.tail = 0;
+        q.sq_posted = q.sq_freed = 0;
+        sq_signaled[s->index].clear();
+    }
     q.state = to;
     if (to == IBV_QPS_ERR) to_error(s->index, notices);
     unlock();
@@ -1033,6 +1100,7 @@ int ibv_destroy_qp(ibv_qp *qp) {
         if (pending_state.in_flight == s->index) pending_state.in_flight_dropped = true;
         lock();
         fabric().qp[s->index].used = 0;
+        sq_signaled[s->index].clear();
         unlock();
     }
     delete s;
@@ -1125,7 +1193,9 @@ const char *ibv_port_state_str(ibv_port_state s) {
 }
 
 const char *ibv_event_type_str(ibv_event_type e) {
-    return e == IBV_EVENT_SRQ_LIMIT_REACHED ? "SRQ limit reached" : "asynchronous event";
+    return e == IBV_EVENT_SRQ_LIMIT_REACHED ? "SRQ limit reached"
+           : e == IBV_EVENT_CQ_ERR          ? "CQ error"
+                                            : "asynchronous event";
 }
 
 int ibv_rate_to_mult(ibv_rate rate) { return rate == IBV_RATE_MAX ? 0 : 1; }

@@ -4,7 +4,8 @@
 # with per-peer receive buffers, and with every queue and buffer made tiny
 # (RNR waits, full send queues, the RDMA backlog, two-part Longs); the exit
 # matrix; the receive thread; NIC atomics on and off (SLUICE_IBV_ATOMICS);
-# port selection on a NIC of two devices of two ports and on RoCE;
+# port selection on a NIC of two devices of two ports and on RoCE; send
+# queues that refuse posts (ENOMEM) and a CQ that overruns;
 # bad SLUICE_IBV_PORTS values and a machine without a verbs device, each
 # refused by name.  Every job has its own fabric file, removed at the end.
 # Skips (77) without the ibv conduit.  README.md in this folder.
@@ -196,6 +197,28 @@ ibv_job SOFTNIC_MAX_QP_RD_ATOM=2 SLUICE_QP_RD_ATOM=64 timeout 120 "$run" "$build
 expect "SLUICE_QP_RD_ATOM=64 on an HCA of 2: cut to the HCA's limit" 0 "^PASS basic"
 ibv_job SLUICE_QP_RD_ATOM=256 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" basic
 expect "SLUICE_QP_RD_ATOM=256 is refused by name" 2 "SLUICE_QP_RD_ATOM=256 is out of range"
+
+echo "=== ibv: a NIC that says no (send queues, completion queues)"
+# The NIC refuses a post past a queue pair's send queue with ENOMEM and
+# overruns a CQ given more completions than it holds; SOFTNIC_SQ_SLOTS and
+# SOFTNIC_CQ_SLOTS make them hold fewer than they report
+# (tests/softnic/verbs/README.md).  Send queues of 2 under the conduit's 128:
+# its AMs wait, it lowers its depth to the HCA's (a warning says so) and
+# the flood, am and rma cases pass.
+ibv_job SOFTNIC_SQ_SLOTS=2 SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
+expect "send queues of 2: the flood passes" 0 "^PASS flood"
+expect "... the HCA refused posts and the conduit sent them again" 0 "posts the HCA refused (send queue full) [1-9]"
+expect "... and said it lowered its depth" 0 "the HCA's send queue took only [12] work requests (SLUICE_IBV_SEND_DEPTH [0-9]*): using [12]"
+ibv_job SOFTNIC_SQ_SLOTS=2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
+expect "send queues of 2: the am case passes" 0 "^PASS am"
+ibv_job SOFTNIC_SQ_SLOTS=2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "send queues of 2: the rma case passes" 0 "^PASS rma"
+# A CQ that holds 8 completions whatever it was made with: the flood
+# overruns it, and the job ends naming the asynchronous event instead of
+# waiting for completions that were lost.
+ibv_job SOFTNIC_CQ_SLOTS=8 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
+expect "a CQ overrun ends the job naming IBV_EVENT_CQ_ERR" 1 \
+    "ibv (softnic0): CQ error: the completion queue overran; completions were lost and its queue pairs are in error"
 
 echo "=== ibv: the non-bulk bounce limit"
 # Longs above a 1 KiB packed limit are two-part; those of at most
