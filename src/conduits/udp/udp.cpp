@@ -141,6 +141,7 @@ Status UdpTransport::send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am
     w.seq = p.tx.next_seq();
     w.ack = p.rx.ack();
     w.sack = p.rx.sack();
+    w.number = ++p.tx_number;
     // Built from a message src/am checked, to fit (send_impl): no checks.
     Outbound o{buffers_.get(), 0};
     if (stable) {
@@ -150,6 +151,7 @@ Status UdpTransport::send_alone(Rank r, Peer &p, wire::Header &w, const wire::Am
     } else {
         o.length = static_cast<std::uint32_t>(wire::write(w, &am, payload, n, o.bytes));
     }
+    sign(o.bytes, o.length, o.tail, o.tail_length);
     p.rx.ack_carried();
     if (!p.connect_tried) connect_peer(p, -1);
     transmit(o.bytes, o.length, p.fd, &p.address, o.tail, o.tail_length);
@@ -317,6 +319,12 @@ bool UdpTransport::arrived_checked(std::uint8_t *buf, std::size_t n, const socka
         ++counters_.address;
         return false;
     }
+    // Authentic, but sent before: a replay, dropped before anything in it
+    // is believed (not even that the peer lives).
+    if (!number_accept(p, d.header.number)) {
+        ++counters_.replay;
+        return false;
+    }
     if (from && source == peer_socket_rank_ && from->sin_port != peer_socket_port_ && from->sin_port == p.address.sin_port)
         peer_socket_follow(from->sin_port);
     ++counters_.received;
@@ -395,8 +403,12 @@ void UdpTransport::window_fill(Rank r, Peer &p, std::uint64_t now) {
 }
 
 void UdpTransport::stage(Rank r, Peer &p, std::uint32_t seq) {
+    // Every transmission, a retransmission too, goes under a number of its
+    // own: its ack fields change, and a MAC's nonce must never sign two
+    // different contents (README.md, Authentication).
     const Outbound &o = p.out[seq - p.tx.oldest()];
-    wire::ack_update(o.bytes, p.rx.ack(), p.rx.sack());
+    wire::resend_update(o.bytes, p.rx.ack(), p.rx.sack(), ++p.tx_number);
+    sign(o.bytes, o.length, o.tail, o.tail_length);
     p.rx.ack_carried();
     timer_due_ns_ = std::min(timer_due_ns_, p.tx.next_due());
     tx_add(o.bytes, o.length, p, o.tail, o.tail_length);
@@ -434,7 +446,9 @@ void UdpTransport::ack_send(Rank r, Peer &p) {
     h.dest = r;
     h.ack = p.rx.ack();
     h.sack = p.rx.sack();
+    h.number = ++p.tx_number;
     const std::size_t n = wire::encode(h, nullptr, nullptr, 0, p.ack_datagram.data(), p.ack_datagram.size(), 0);
+    sign(p.ack_datagram.data(), n);
     p.rx.ack_carried();
     ++counters_.acks_sent;
     tx_add(p.ack_datagram.data(), n, p);

@@ -141,13 +141,7 @@ Status UdpTransport::init_impl() {
         return base::report(Status::argument, op, "set SLUICE_UDP_MTU between 576 and 65535 (0: the interface's)",
                             "MTU of %d bytes", mtu);
 
-    // The secret: rank 0's random 64 bits, through the bootstrap.
-    std::string secret(8, '\0');
-    if (s.rank == 0 && ::getrandom(secret.data(), 8, 0) != 8)
-        return base::report(Status::resource, op, nullptr, "getrandom failed: %s", std::strerror(errno));
-    if (!s.bootstrap->broadcast(0, secret) || secret.size() != 8)
-        return base::report(Status::bootstrap, op, "check that every rank started", "broadcast of the job secret failed");
-    std::memcpy(&expect_.secret, secret.data(), 8);
+    if (Status st = job_key_share(); st != Status::ok) return st;
 
     const AddressRecord record{mine.sin_addr.s_addr, mine.sin_port, send_port, static_cast<std::uint32_t>(mtu), c.window};
     std::vector<std::string> all;
@@ -214,6 +208,39 @@ Status UdpTransport::init_impl() {
         if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
     stride_.store(1, std::memory_order_relaxed);
     base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, c.window);
+    return Status::ok;
+}
+
+Status UdpTransport::job_key_share() {
+    // Rank 0 draws the job's secret (64 bits) and MAC key (256 bits) and
+    // says whether the job signs (its SLUICE_UDP_MAC), through the
+    // bootstrap: never a command line or an environment variable (README.md,
+    // Authentication, says what each bootstrap exposes).
+    constexpr std::size_t secret_bytes = sizeof expect_.secret, key_at = secret_bytes,
+                          signs_at = key_at + wire::mac_key_bytes, size = signs_at + 1;
+    std::string shared(size, '\0');
+    if (setup().rank == 0) {
+        if (::getrandom(shared.data(), signs_at, 0) != static_cast<ssize_t>(signs_at))
+            return base::report(Status::resource, "init (udp)", nullptr, "getrandom failed: %s", std::strerror(errno));
+        shared[signs_at] = base::knob_bool(knob(Knob::UDP_MAC)) ? 1 : 0;
+    }
+    const bool shared_ok = setup().bootstrap->broadcast(0, shared) && shared.size() == size;
+    if (shared_ok) {
+        std::memcpy(&expect_.secret, shared.data(), secret_bytes);
+        if (shared[signs_at]) {
+            std::uint8_t key[wire::mac_key_bytes];
+            std::memcpy(key, shared.data() + key_at, sizeof key);
+            mac_ = std::make_unique<wire::Mac>(key);
+            ::explicit_bzero(key, sizeof key);
+        }
+        expect_.mac = mac_.get();
+        base::say("udp: datagrams %s", mac_ ? "signed with Poly1305-AES under the job's key"
+                                            : "not signed (rank 0 has SLUICE_UDP_MAC=0)");
+    }
+    ::explicit_bzero(shared.data(), shared.size());
+    if (!shared_ok)
+        return base::report(Status::bootstrap, "init (udp)", "check that every rank started",
+                            "broadcast of the job's secret and MAC key failed");
     return Status::ok;
 }
 
@@ -396,7 +423,8 @@ void UdpTransport::stats_print() {
     std::fprintf(stderr,
                  "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu, "
                  "payload sent in place %llu), "
-                 "received %llu; dropped: %saddress %llu (checked by %s), duplicate %llu, beyond window %llu\n",
+                 "received %llu; dropped: %saddress %llu (checked by %s), replay %llu, duplicate %llu, beyond window %llu; "
+                 "MAC %s\n",
                  setup().rank, static_cast<unsigned long long>(counters_.sent),
                  static_cast<unsigned long long>(retransmitted),
                  static_cast<unsigned long long>(counters_.acks_sent),
@@ -405,8 +433,9 @@ void UdpTransport::stats_print() {
                  static_cast<unsigned long long>(counters_.received), drops.c_str(),
                  static_cast<unsigned long long>(counters_.address),
                  aside_.fd >= 0 ? "a connected socket and Sluice" : in_.filter ? "the kernel's filter" : "Sluice",
+                 static_cast<unsigned long long>(counters_.replay),
                  static_cast<unsigned long long>(counters_.duplicate),
-                 static_cast<unsigned long long>(counters_.window));
+                 static_cast<unsigned long long>(counters_.window), mac_ ? "on" : "off");
     for (Rank r = 0; r < peers_.size(); ++r) {
         const common::reliable::Sender &tx = peers_[r].tx;
         if (peers_[r].reachable && tx.srtt_ns())

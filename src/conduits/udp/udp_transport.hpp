@@ -19,6 +19,7 @@
 #include "conduits/common/reassembly.hpp"
 #include "conduits/common/reliable.hpp"
 #include "conduits/transport.hpp"
+#include "conduits/udp/mac.hpp"
 #include "conduits/udp/wire.hpp"
 
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,12 @@ struct Peer {
     // receiving: the datagrams rx holds early (early_slot; allocated on first use)
     common::reliable::Receiver rx;
     std::vector<Received> early;
+    // Transmission numbers (README.md, Authentication): the last one I gave
+    // a datagram to it, and the highest I accepted from it with a bit for
+    // each of the 63 before it (bit i: highest - i accepted; 0 counts as
+    // accepted, so it is refused).
+    std::uint64_t tx_number = 0;
+    std::uint64_t rx_number = 0, rx_numbers_seen = 1;
     std::array<std::uint8_t, wire::header_bytes> ack_datagram{};
     common::Reassembly assembly;  // the message whose fragments are arriving; only under the delivery flag
 };
@@ -151,6 +159,7 @@ struct Counters {
     std::uint64_t sent = 0, acks_sent = 0, received = 0, send_errors = 0, in_place = 0;
     std::uint64_t wire[wire::drop_reasons] = {};
     std::uint64_t address = 0, duplicate = 0, window = 0;
+    std::uint64_t replay = 0;  // authentic datagrams whose transmission number was accepted before
 };
 
 
@@ -340,6 +349,29 @@ private:
     // datagram goes to its handler directly.
     bool arrived_checked(std::uint8_t *buf, std::size_t n, const sockaddr_in *from, std::uint64_t now, wire::Datagram &d, bool mine);
 
+    // Under lock_: writes the datagram's tag when the job signs (expect_.mac).
+    void sign(std::uint8_t *bytes, std::size_t length, const std::uint8_t *tail = nullptr, std::size_t tail_length = 0) {
+        if (expect_.mac) expect_.mac->sign(bytes, length, tail, tail_length);
+    }
+
+    // Under lock_: whether transmission `number` from `p` is new (and it is
+    // now accepted): above the highest accepted, or one of the 63 below it
+    // not yet seen.  An anti-replay window over the numbers, as IPsec's
+    // (RFC 4303, 3.4.3): datagrams reordered by fewer than 64
+    // transmissions still pass.
+    static bool number_accept(Peer &p, std::uint64_t number) {
+        if (number > p.rx_number) {
+            const std::uint64_t shift = number - p.rx_number;
+            p.rx_numbers_seen = shift >= 64 ? 1 : p.rx_numbers_seen << shift | 1;
+            p.rx_number = number;
+            return true;
+        }
+        const std::uint64_t back = p.rx_number - number;
+        if (back >= 64 || (p.rx_numbers_seen >> back & 1)) return false;
+        p.rx_numbers_seen |= std::uint64_t{1} << back;
+        return true;
+    }
+
     static bool is_short(const wire::Datagram &d) {
         return d.has_am && d.am.category == static_cast<std::uint8_t>(AmCategory::short_);
     }
@@ -417,6 +449,9 @@ private:
 
     void stats_print();
 
+    // At init: the job's secret and MAC key from rank 0 (README.md, Authentication).
+    Status job_key_share();
+
     struct Staged {
         std::uint8_t *bytes;
         std::size_t length;
@@ -432,6 +467,7 @@ private:
     sockaddr_in send_address_{};  // where the connected sockets are bound (port 0: none)
     unsigned connected_limit_ = 0, connected_ = 0;
     wire::Expect expect_;
+    std::unique_ptr<wire::Mac> mac_;  // the job key's (expect_.mac), unless SLUICE_UDP_MAC=0
     std::size_t datagram_max_ = 0;
     std::size_t queue_limit_ = 0;
     common::reliable::Config protocol_;  // every peer's Sender and Receiver, from the knobs

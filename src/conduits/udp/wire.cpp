@@ -2,6 +2,8 @@
 // (wire.hpp, README.md "Wire format").
 #include "conduits/udp/wire.hpp"
 
+#include "conduits/udp/mac.hpp"
+
 #include <bit>
 #include <cassert>
 #include <cstring>
@@ -10,9 +12,9 @@ namespace sluice::conduit::udp::wire {
 namespace {
 
 // Header offsets.
-constexpr std::size_t at_magic = 0, at_kind = 4, at_bits = 5, at_reserved16 = 6, at_secret = 8, at_source = 16,
-                      at_dest = 20, at_seq = 24, at_ack = 28, at_sack = 32, at_length = 36, at_offset = 40,
-                      at_reserved32 = 44;
+// (at_source, at_number and at_tag are wire.hpp's.)
+constexpr std::size_t at_magic = 0, at_kind = 4, at_bits = 5, at_reserved16 = 6, at_secret = 8, at_dest = 20,
+                      at_seq = 24, at_ack = 28, at_sack = 32, at_length = 36, at_offset = 40, at_reserved32 = 44;
 constexpr std::uint8_t bit_am = 1;
 // AM section offsets.
 constexpr std::size_t am_handler = 0, am_category = 1, am_nargs = 2, am_flags = 3, am_credit = 4,
@@ -20,7 +22,8 @@ constexpr std::size_t am_handler = 0, am_category = 1, am_nargs = 2, am_flags = 
 constexpr std::uint8_t flag_credit = 4;
 static_assert(at_kind == at_magic + 4 && at_bits == at_kind + 1 && at_reserved16 == at_bits + 1 &&
                   at_dest == at_source + 4 && at_ack == at_seq + 4 && at_length == at_sack + 4 &&
-                  at_reserved32 == at_offset + 4 && am_category == am_handler + 1 && am_nargs == am_handler + 2 &&
+                  at_reserved32 == at_offset + 4 && at_number == at_reserved32 + 4 && at_tag == at_number + 8 &&
+                  header_bytes == at_tag + mac_tag_bytes && am_category == am_handler + 1 && am_nargs == am_handler + 2 &&
                   am_flags == am_handler + 3 && am_credit == am_handler + 4 && am_reserved == am_credit + 1,
               "write() and decode_short() take these fields a 64-bit word at a time");
 constexpr std::uint8_t category_short = 0, category_medium = 1, category_long = 2;
@@ -92,6 +95,13 @@ Drop payload_rules(const Header &h, bool has_am, std::size_t payload_length) {
     return Drop::none;
 }
 
+// The last rule: the tag is the job key's MAC of the datagram, or zero in a
+// job without MACs.
+Drop tag_rule(const std::uint8_t *data, std::size_t n, const Expect &expect) {
+    if (expect.mac) return expect.mac->verify(data, n) ? Drop::none : Drop::forged;
+    return (load64(data + at_tag) | load64(data + at_tag + 8)) == 0 ? Drop::none : Drop::forged;
+}
+
 } // namespace
 
 const char *drop_name(Drop d) {
@@ -105,6 +115,7 @@ const char *drop_name(Drop d) {
     case Drop::kind: return "kind";
     case Drop::am: return "am";
     case Drop::fragment: return "fragment";
+    case Drop::forged: return "forged";
     case Drop::count_: break;
     }
     return "?";
@@ -123,8 +134,9 @@ namespace {
 //                flag, reserved bytes zero (handler and nargs are free)
 //   AM 8-15      no Long address
 //   length       exactly the header, the AM section and its arguments
-// Anything else returns false and is left to decode_full().
-bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out) {
+// then the tag (tag_rule).  Anything else returns false and is left to
+// decode_full(); a datagram of the shape returns true with its verdict.
+bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out, Drop &verdict) {
     constexpr std::uint64_t first_word =
         magic | std::uint64_t{static_cast<std::uint8_t>(Kind::data)} << 32 | std::uint64_t{bit_am} << 40;
     if (n < header_bytes + am_fixed_bytes || load64(data + at_magic) != first_word ||
@@ -143,6 +155,7 @@ bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect,
         (flags & ~am_flags_known) || (credit && !(flags & flag_credit)) || load64(a + am_dest_addr) != 0 ||
         n != header_bytes + am_fixed_bytes + 4u * nargs)
         return false;
+    verdict = tag_rule(data, n, expect);
     Header &h = out.header;
     h.kind = Kind::data;
     h.secret = expect.secret;
@@ -153,6 +166,7 @@ bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect,
     h.sack = load32(data + at_sack);
     h.message_length = 0;
     h.fragment_offset = 0;
+    h.number = load64(data + at_number);
     out.has_am = true;
     Am &m = out.am;
     m.handler = static_cast<std::uint8_t>(am);
@@ -170,7 +184,8 @@ bool decode_short(const std::uint8_t *data, std::size_t n, const Expect &expect,
 } // namespace
 
 Drop decode(const std::uint8_t *data, std::size_t n, const Expect &expect, Datagram &out) {
-    if (decode_short(data, n, expect, out)) return Drop::none;
+    Drop verdict;
+    if (decode_short(data, n, expect, out, verdict)) return verdict;
     return decode_full(data, n, expect, out);
 }
 
@@ -193,6 +208,7 @@ Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, 
     h.sack = load32(data + at_sack);
     h.message_length = load32(data + at_length);
     h.fragment_offset = load32(data + at_offset);
+    h.number = load64(data + at_number);
     out.has_am = bits & bit_am;
     // The header's own rules first (for data they do not look at the payload).
     if (Drop d = header_rules(h, out.has_am, n - header_bytes, expect.max_message); d != Drop::none) return d;
@@ -215,6 +231,8 @@ Drop decode_full(const std::uint8_t *data, std::size_t n, const Expect &expect, 
     }
     const std::size_t payload_length = n - used;
     if (Drop d = payload_rules(h, out.has_am, payload_length); d != Drop::none) return d;
+    // Well formed: now whether the job's key signed it.
+    if (Drop d = tag_rule(data, n, expect); d != Drop::none) return d;
     out.payload = data + used;
     out.payload_length = payload_length;
     return Drop::none;
@@ -258,14 +276,17 @@ std::size_t write_head(const Header &h, const Am *am, std::size_t payload_length
     const bool has_am = am != nullptr;
     assert(encodable(h, am, payload_length, max_datagram, ~std::uint32_t{0}));  // --enable-debug builds
     (void)payload_length;  // the header does not carry it: the datagram's size does
-    // A word at a time: the header is six 64-bit words, the AM section's
-    // fixed part two.
+    // A word at a time: the header is nine 64-bit words (the last two the
+    // tag, zero until Mac::sign), the AM section's fixed part two.
     store64(buf + at_magic, pair(magic, std::uint32_t{static_cast<std::uint8_t>(h.kind)} | (has_am ? bit_am : 0u) << 8));
     store64(buf + at_secret, h.secret);
     store64(buf + at_source, pair(h.source, h.dest));
     store64(buf + at_seq, pair(h.seq, h.ack));
     store64(buf + at_sack, pair(h.sack, h.message_length));
     store64(buf + at_offset, pair(h.fragment_offset, 0));
+    store64(buf + at_number, h.number);
+    store64(buf + at_tag, 0);
+    store64(buf + at_tag + 8, 0);
     std::size_t used = header_bytes;
     if (has_am) {
         std::uint8_t *a = buf + header_bytes;
@@ -279,9 +300,10 @@ std::size_t write_head(const Header &h, const Am *am, std::size_t payload_length
     return used;
 }
 
-void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack) {
+void resend_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack, std::uint64_t number) {
     store32(datagram + at_ack, ack);
     store32(datagram + at_sack, sack);
+    store64(datagram + at_number, number);
 }
 
 } // namespace sluice::conduit::udp::wire

@@ -3,16 +3,17 @@
 // looks at it.
 //
 // Every field is little-endian at a fixed offset (no struct is laid over the
-// bytes).  A datagram is a 48-byte header, then for the first datagram of a
+// bytes).  A datagram is a 72-byte header, then for the first datagram of a
 // message its AM section (16 bytes and 4 per argument), then payload bytes.
+// The header ends with the transmission number and the MAC's tag (mac.hpp).
 // The full layout, with the rules the decoder checks, is in README.md
 // ("Wire format").
 //
 // The decoder reads only inside the `n` bytes it is given, checks the job
-// secret before any other field is believed, and accepts exactly the
-// datagrams the encoder can produce (reserved bits zero, lengths that add
-// up), so a datagram decodes and re-encodes to the same bytes.  It never
-// allocates and never throws.
+// secret before any other field is believed, then every rule of the format,
+// then the MAC, and accepts exactly the datagrams the encoder can produce
+// (reserved bits zero, lengths that add up), so a datagram decodes and
+// re-encodes to the same bytes.  It never allocates and never throws.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,12 @@
 
 namespace sluice::conduit::udp::wire {
 
-inline constexpr std::uint32_t magic = 0x31554c53;  // "SLU1" in memory; the '1' is the version
-inline constexpr std::size_t header_bytes = 48;
+inline constexpr std::uint32_t magic = 0x32554c53;  // "SLU2" in memory; the '2' is the version
+inline constexpr std::size_t header_bytes = 72;
+// Where the nonce's fields and the tag are (mac.cpp reads them there).
+inline constexpr std::size_t at_source = 16, at_number = 48, at_tag = 56;
+
+class Mac;
 inline constexpr std::size_t am_fixed_bytes = 16;  // handler..credit, 3 reserved, Long target address
 inline constexpr unsigned max_args = 16;
 inline constexpr std::size_t max_datagram = 65507;  // the largest UDP payload over IPv4
@@ -45,6 +50,7 @@ struct Header {
     std::uint32_t sack = 0;          // bit i: number ack + 2 + i also received (selective ack)
     std::uint32_t message_length = 0;   // data: payload bytes of the whole message
     std::uint32_t fragment_offset = 0;  // data: where this datagram's payload bytes go in it
+    std::uint64_t number = 0;        // every kind: this transmission's number from source to dest (from 1; never reused)
 };
 
 // The AM section, present in the first datagram of a message (offset 0).
@@ -80,6 +86,7 @@ enum class Drop : std::uint8_t {
     kind,        // unknown kind, or fields a kind must leave zero are not
     am,          // AM section malformed: category, argument count, flags, reserved bytes
     fragment,    // offsets and lengths do not add up, or exceed the largest message
+    forged,      // well formed, with the job's secret, but its MAC is not the job key's
     count_
 };
 inline constexpr std::size_t drop_reasons = static_cast<std::size_t>(Drop::count_);
@@ -95,6 +102,9 @@ struct Expect {
     // rank's messages to itself go over udp too (a build without a
     // same-host conduit), then none (~0u).
     std::uint32_t refused_source = 0;
+    // The job key's MAC, which every datagram must carry; null in a job run
+    // without MACs (SLUICE_UDP_MAC=0), whose datagrams carry a zero tag.
+    Mac *mac = nullptr;
 };
 
 // Checks and decodes `n` bytes.  On Drop::none `out` holds the datagram;
@@ -117,7 +127,8 @@ inline constexpr std::size_t encoded_size(bool has_am, unsigned nargs, std::size
 // Writes a datagram into `buf` (of `capacity` bytes) and returns its size,
 // or 0 if it does not fit or would not decode (the encoder's own checks are
 // the decoder's, so nothing it writes is dropped as malformed).  `am` is
-// given for the first datagram of a data message and null otherwise.
+// given for the first datagram of a data message and null otherwise.  The
+// tag is written zero: Mac::sign() fills it in once the datagram is whole.
 std::size_t encode(const Header &h, const Am *am, const void *payload, std::size_t payload_length,
                    std::uint8_t *buf, std::size_t capacity, std::uint32_t max_message);
 
@@ -139,8 +150,9 @@ std::size_t encode_head(const Header &h, const Am *am, std::size_t payload_lengt
                         std::size_t capacity, std::uint32_t max_message);
 std::size_t write_head(const Header &h, const Am *am, std::size_t payload_length, std::uint8_t *buf);
 
-// Rewrites the cumulative and selective ack of an encoded datagram, so a
-// retransmission carries what the sender knows now.
-void ack_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack);
+// Rewrites the cumulative and selective ack and the transmission number of
+// an encoded datagram, so a retransmission carries what the sender knows
+// now under a number of its own (its tag must be signed again).
+void resend_update(std::uint8_t *datagram, std::uint32_t ack, std::uint32_t sack, std::uint64_t number);
 
 } // namespace sluice::conduit::udp::wire

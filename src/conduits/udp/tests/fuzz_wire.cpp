@@ -7,11 +7,16 @@
 // the input bytes, so an accepted datagram is one the encoder could have
 // sent and no field was misread; and its fast path for whole Shorts agrees
 // with decode_full(), the decoder of every rule, on the verdict and on every
-// field.  Built two ways (src/conduits/udp/tests/README.md):
+// field.  Each input is judged twice: by a job without MACs (the tag must
+// be zero) and by a job with one (mac.hpp), whose accepted datagrams must
+// re-encode and re-sign to exactly the input; half the seeds are signed.
+// Built two ways (src/conduits/udp/tests/README.md):
 // with clang's libFuzzer (-DSLUICE_LIBFUZZER, coverage-guided), and with
 // g++ as a self-contained mutation driver, so make check fuzzes on any
 // machine.  Both start from the same seeds, which the driver writes.
 #include "conduits/udp/wire.hpp"
+
+#include "conduits/udp/mac.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +33,17 @@ namespace {
 
 constexpr std::uint64_t secret = 0x5eed5eed0badcafeull;
 constexpr wire::Expect expect{secret, 1, 4, 1u << 16, 1};
+constexpr std::uint8_t key[wire::mac_key_bytes] = {0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                                    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+wire::Mac &job_mac() {
+    static wire::Mac mac(key);
+    return mac;
+}
+wire::Expect signed_expect() {
+    wire::Expect e = expect;
+    e.mac = &job_mac();
+    return e;
+}
 
 [[noreturn]] void fail(const char *what, std::size_t n) {
     std::fprintf(stderr, "fuzz_udp_wire: %s (input of %zu bytes)\n", what, n);
@@ -38,6 +54,7 @@ constexpr wire::Expect expect{secret, 1, 4, 1u << 16, 1};
 bool same(const wire::Datagram &a, const wire::Datagram &b) {
     const wire::Header &x = a.header, &y = b.header;
     if (x.kind != y.kind || x.secret != y.secret || x.source != y.source || x.dest != y.dest || x.seq != y.seq ||
+        x.number != y.number ||
         x.ack != y.ack || x.sack != y.sack || x.message_length != y.message_length ||
         x.fragment_offset != y.fragment_offset || a.has_am != b.has_am || a.payload != b.payload ||
         a.payload_length != b.payload_length)
@@ -49,7 +66,7 @@ bool same(const wire::Datagram &a, const wire::Datagram &b) {
            std::equal(p.args, p.args + p.nargs, q.args);
 }
 
-int check_one(const std::uint8_t *data, std::size_t n) {
+void check_under(const std::uint8_t *data, std::size_t n, const wire::Expect &expect) {
     wire::Datagram d, full;
     const wire::Drop drop = wire::decode(data, n, expect, d);
     // decode()'s fast path must agree with the decoder of every rule: the
@@ -62,10 +79,16 @@ int check_one(const std::uint8_t *data, std::size_t n) {
         std::vector<std::uint8_t> again(n + 1);
         const std::size_t m = wire::encode(d.header, d.has_am ? &d.am : nullptr, d.payload, d.payload_length,
                                            again.data(), again.size(), expect.max_message);
+        if (expect.mac && m == n) expect.mac->sign(again.data(), m, nullptr, 0);
         if (m != n || std::memcmp(again.data(), data, n) != 0) fail("accepted datagram does not re-encode to itself", n);
     } else if (static_cast<std::size_t>(drop) >= wire::drop_reasons) {
         fail("unknown drop reason", n);
     }
+}
+
+int check_one(const std::uint8_t *data, std::size_t n) {
+    check_under(data, n, expect);
+    check_under(data, n, signed_expect());
     return 0;
 }
 
@@ -78,6 +101,8 @@ std::vector<std::vector<std::uint8_t>> seeds() {
         const std::size_t n = wire::encode(h, am, bytes, len, buf.data(), buf.size(), expect.max_message);
         if (n == 0) fail("a seed does not encode", 0);
         buf.resize(n);
+        out.push_back(buf);
+        job_mac().sign(buf.data(), n, nullptr, 0);
         out.push_back(std::move(buf));
     };
     wire::Header h;
@@ -154,9 +179,11 @@ int main(int argc, char **argv) {
     }
     const double seconds = argc > 1 ? std::atof(argv[1]) : 10;
     std::mt19937_64 rng(argc > 2 ? std::strtoull(argv[2], nullptr, 0) : 1);
-    for (const auto &s : start) {
+    for (std::size_t i = 0; i < start.size(); ++i) {  // unsigned and signed in turn
         wire::Datagram d;
-        if (wire::decode(s.data(), s.size(), expect, d) != wire::Drop::none) fail("a seed does not decode", s.size());
+        const wire::Expect e = i % 2 ? signed_expect() : expect;
+        if (wire::decode(start[i].data(), start[i].size(), e, d) != wire::Drop::none)
+            fail("a seed does not decode", start[i].size());
     }
     std::size_t runs = 0, accepted = 0, shorts = 0;
     std::size_t by_reason[wire::drop_reasons] = {};
@@ -190,7 +217,9 @@ int main(int argc, char **argv) {
             std::vector<std::uint8_t> exact(in.begin(), in.end());  // no slack for an overread to hide in
             check_one(exact.data(), exact.size());
             wire::Datagram d;
-            const wire::Drop drop = wire::decode(exact.data(), exact.size(), expect, d);
+            const wire::Drop unsigned_drop = wire::decode(exact.data(), exact.size(), expect, d);
+            const wire::Drop drop =
+                unsigned_drop == wire::Drop::forged ? wire::decode(exact.data(), exact.size(), signed_expect(), d) : unsigned_drop;
             ++by_reason[static_cast<std::size_t>(drop)];
             accepted += drop == wire::Drop::none;
             shorts += drop == wire::Drop::none && d.has_am && d.am.category == 0;

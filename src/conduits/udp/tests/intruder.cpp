@@ -7,20 +7,32 @@
 // of garbage: random bytes (dropped as "magic"), a well-formed header with a
 // wrong job secret, as a datagram from another job would carry ("secret"),
 // and 10-byte stubs that start like a Sluice datagram and datagrams longer
-// than the job's MTU allows ("truncated").  It sends them twice: from an
-// ordinary socket of its own (an unknown address), and from a socket bound
-// with SO_REUSEPORT to its own send port, an address the next rank knows.
+// than the job's MTU allows ("truncated").  It also wiretaps what its own
+// conduit sends the next rank (this program's send and sendto come before
+// libc's, so the conduit's calls reach them first: what an observer on the
+// path reads), and with what it read, the job's secret (the old 64-bit tag)
+// and the sequence and transmission numbers in use, it sends as an attacker
+// who knows them would: a request with the secret, the next sequence number
+// and a marked argument but no key to sign it ("forged"); a datagram read
+// off the wire, sent again unchanged ("replay"); and one cut short inside
+// its AM section ("truncated").  It sends them twice: from an ordinary
+// socket of its own (an unknown address), and from a socket bound with
+// SO_REUSEPORT to its own send port, an address the next rank knows.
 // Meanwhile the ranks run request/reply round trips to each other, which
-// must all complete.  Each rank prints "INTRUDER rank R known magic N secret
-// N truncated N unknown magic N secret N truncated N" with what it sent; the
-// driver (udp_driver.cpp) checks the receivers' udp counters against those
-// figures.  A case of sluice-udp-check.
+// must all complete, and no handler may see a marked argument.  Each rank
+// prints "INTRUDER rank R known magic N secret N truncated N forged N replay
+// N unknown magic N secret N truncated N forged N replay N delivered N" with
+// what it sent and how many marked requests its handler ran; the driver
+// (udp_driver.cpp) checks the receivers' udp counters against those figures.
+// A case of sluice-udp-check.
 #include "conduits/udp/tests/udp_check.hpp"
 
+#include "conduits/udp/mac.hpp"
 #include "conduits/udp/wire.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -32,18 +44,73 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
+
+namespace wire = sluice::conduit::udp::wire;
+
+// ---- the wiretap ------------------------------------------------------------
+// The last request (a data datagram with an AM section, not a reply) this
+// rank's conduit sent to rank `dest`, as it left (signed).
+namespace tap {
+std::mutex lock;
+std::uint32_t source = ~0u, dest = ~0u;  // set before the first send is looked at
+std::vector<std::uint8_t> last;
+thread_local bool intruding = false;  // this thread sends the intruder's datagrams: not the conduit's
+
+void look(const void *bytes, std::size_t n) {
+    if (intruding) return;
+    const auto *b = static_cast<const std::uint8_t *>(bytes);
+    if (n < wire::header_bytes + wire::am_fixed_bytes || n > 256 || b[4] != static_cast<std::uint8_t>(wire::Kind::data) ||
+        !(b[5] & 1) || (b[wire::header_bytes + 3] & 3) || b[wire::header_bytes + 2] == 0)
+        return;  // byte 5 bit 0: an AM section; AM flags 1 and 2: a reply, a system AM; byte 2: arguments
+    std::uint32_t from, to;
+    std::memcpy(&from, b + wire::at_source, 4);
+    std::memcpy(&to, b + wire::at_source + 4, 4);
+    std::lock_guard<std::mutex> g(lock);
+    if (from != source || to != dest) return;
+    last.assign(b, b + n);
+}
+} // namespace tap
+
+extern "C" ssize_t send(int fd, const void *bytes, std::size_t n, int flags) {
+    static auto real = reinterpret_cast<ssize_t (*)(int, const void *, std::size_t, int)>(::dlsym(RTLD_NEXT, "send"));
+    tap::look(bytes, n);
+    return real(fd, bytes, n, flags);
+}
+
+extern "C" ssize_t sendto(int fd, const void *bytes, std::size_t n, int flags, const sockaddr *to, socklen_t to_length) {
+    static auto real = reinterpret_cast<ssize_t (*)(int, const void *, std::size_t, int, const sockaddr *, socklen_t)>(
+        ::dlsym(RTLD_NEXT, "sendto"));
+    tap::look(bytes, n);
+    return real(fd, bytes, n, flags, to, to_length);
+}
+
+extern "C" int sendmmsg(int fd, mmsghdr *messages, unsigned count, int flags) {
+    static auto real = reinterpret_cast<int (*)(int, mmsghdr *, unsigned, int)>(::dlsym(RTLD_NEXT, "sendmmsg"));
+    for (unsigned i = 0; i < count; ++i)
+        if (messages[i].msg_hdr.msg_iovlen == 1)
+            tap::look(messages[i].msg_hdr.msg_iov[0].iov_base, messages[i].msg_hdr.msg_iov[0].iov_len);
+    return real(fd, messages, count, flags);
+}
 
 namespace sluice_test::udp_check {
 namespace {
 
 enum : sluice_handler_t { h_ask = 90, h_answer };
 
-std::atomic<std::uint64_t> answers{0};
+// A forged request's argument: never a genuine one's (those count from 0).
+constexpr std::uint32_t marked = 0x80000000u;
+
+std::atomic<std::uint64_t> answers{0}, marked_delivered{0};
 
 void on_ask(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
+    if (args[0] & marked) {
+        marked_delivered.fetch_add(1);
+        return;
+    }
     std::uint32_t back = args[0] + 1;
     TOK(sluice_am_reply_short(token, h_answer, &back, 1));
 }
@@ -118,6 +185,11 @@ int case_intruder(int argc, char **argv) {
     const std::uint32_t mine = own_udp_port(false);
     TOK(sluice_allgather(&mine, ports.data(), sizeof mine));
     const sluice_rank_t next = (me + 1) % nranks;
+    {
+        std::lock_guard<std::mutex> g(tap::lock);
+        tap::source = me;
+        tap::dest = next;
+    }
 
     // [0]: from my send port, known to `next`; [1]: from a port of its own.
     const int fds[2] = {socket_from(own_udp_port(true)), socket_from(0)};
@@ -125,7 +197,8 @@ int case_intruder(int argc, char **argv) {
     to.sin_family = AF_INET;
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     to.sin_port = htons(static_cast<std::uint16_t>(ports[next]));
-    int sent[2][3] = {};  // [known, unknown][magic, secret, truncated]
+    enum { magic, secret, truncated, forged, replay, kinds };
+    int sent[2][kinds] = {};  // [known, unknown][kind]
     const int round_trips = std::max(200, per_kind);
     for (int i = 0; i < round_trips; ++i) {
         std::uint32_t n = static_cast<std::uint32_t>(i);
@@ -134,14 +207,19 @@ int case_intruder(int argc, char **argv) {
         // round trip.
         for (int from = 0; from < 2 && i < per_kind; ++from) {
             const int fd = fds[from];
-            std::uint8_t d[200];
+            std::uint8_t d[wire::header_bytes + 150];
             TCHECK(::getrandom(d, sizeof d, 0) == sizeof d, "getrandom");
-            const std::size_t len = 48 + d[0] % 150;
+            const std::size_t len = wire::header_bytes + d[0] % 150;
             d[0] = 0;  // never the magic by chance
-            if (::sendto(fd, d, len, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(len)) ++sent[from][0];
+            auto send_kind = [&](int kind, const void *bytes, std::size_t n) {
+                tap::intruding = true;
+                if (::sendto(fd, bytes, n, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(n))
+                    ++sent[from][kind];
+                tap::intruding = false;
+            };
+            send_kind(magic, d, len);
             // A well-formed Short from rank `me` with another secret, as the
             // conduit's own encoder writes it.
-            namespace wire = sluice::conduit::udp::wire;
             wire::Header w;
             w.kind = wire::Kind::data;
             std::memcpy(&w.secret, d + 8, 8);  // random
@@ -153,21 +231,62 @@ int case_intruder(int argc, char **argv) {
             std::uint8_t h[wire::header_bytes + wire::am_fixed_bytes];
             const std::size_t hn = wire::encode(w, &am, nullptr, 0, h, sizeof h, 1u << 20);
             TCHECK(hn == sizeof h, "encoded %zu bytes", hn);
-            if (::sendto(fd, h, hn, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == static_cast<ssize_t>(hn)) ++sent[from][1];
-            if (::sendto(fd, h, 10, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == 10) ++sent[from][2];
+            send_kind(secret, h, hn);
+            send_kind(truncated, h, 10);
             // Longer than the job's datagrams (the driver sets
             // SLUICE_UDP_MTU=576): the receive truncates it, so it is
             // dropped as truncated whatever its header says.
             std::uint8_t big[1200] = {};
             std::memcpy(big, h, hn);
-            if (::sendto(fd, big, sizeof big, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) == sizeof big) ++sent[from][2];
+            send_kind(truncated, big, sizeof big);
+            // With what the wiretap read: the request just sent (a round
+            // trip's only data datagram to `next`).
+            std::vector<std::uint8_t> heard;
+            {
+                std::lock_guard<std::mutex> g(tap::lock);
+                heard = tap::last;
+            }
+            TCHECK(!heard.empty(), "the wiretap read nothing this rank sent to rank %u", next);
+            // Sent again as it was: authentic, and a replay.
+            send_kind(replay, heard.data(), heard.size());
+            // Cut short inside its AM section.
+            send_kind(truncated, heard.data(), wire::header_bytes + 8);
+            // The forgery: the job's secret (bytes 8-15 of what was read),
+            // the sequence number the next rank expects next and a fresh
+            // transmission number, a marked argument, and a tag made without
+            // the key (zero, as a job without MACs sends; or the heard one).
+            wire::Datagram parsed;
+            wire::Expect anyone{};
+            std::memcpy(&anyone.secret, heard.data() + 8, 8);
+            anyone.me = next;
+            anyone.size = nranks;
+            anyone.max_message = 1u << 20;
+            anyone.refused_source = next;
+            std::vector<std::uint8_t> unsigned_copy = heard;
+            std::memset(unsigned_copy.data() + wire::at_tag, 0, wire::mac_tag_bytes);
+            TCHECK(wire::decode(unsigned_copy.data(), unsigned_copy.size(), anyone, parsed) == wire::Drop::none,
+                   "the wiretapped datagram does not parse");
+            parsed.header.seq += 1;
+            parsed.header.number += 1000;
+            TCHECK(parsed.am.nargs >= 1, "a request without its argument");
+            parsed.am.args[0] = marked | static_cast<std::uint32_t>(i);
+            std::uint8_t f[256];
+            const std::size_t fn = wire::encode(parsed.header, &parsed.am, nullptr, 0, f, sizeof f, 1u << 20);
+            TCHECK(fn == heard.size(), "forged %zu bytes", fn);
+            if (i % 2) std::memcpy(f + wire::at_tag, heard.data() + wire::at_tag, wire::mac_tag_bytes);
+            send_kind(forged, f, fn);
         }
         WAIT_UNTIL(answers.load() == static_cast<std::uint64_t>(i) + 1);
     }
     for (int fd : fds) ::close(fd);
     TOK(sluice_barrier());
-    std::printf("INTRUDER rank %u known magic %d secret %d truncated %d unknown magic %d secret %d truncated %d\n", me,
-                sent[0][0], sent[0][1], sent[0][2], sent[1][0], sent[1][1], sent[1][2]);
+    // Marked requests sent before the barrier have arrived by now; a late
+    // one would be delivered by finalize's polls, and the counters show it.
+    std::printf("INTRUDER rank %u known magic %d secret %d truncated %d forged %d replay %d "
+                "unknown magic %d secret %d truncated %d forged %d replay %d delivered %llu\n",
+                me, sent[0][magic], sent[0][secret], sent[0][truncated], sent[0][forged], sent[0][replay],
+                sent[1][magic], sent[1][secret], sent[1][truncated], sent[1][forged], sent[1][replay],
+                static_cast<unsigned long long>(marked_delivered.load()));
     std::fflush(stdout);
     TOK(sluice_finalize());  // the conduit prints its counters (SLUICE_UDP_STATS=1)
     if (me == 0) {

@@ -36,9 +36,12 @@ std::vector<Config> over_udp() {
 
 // ---- udp: strangers on the sockets ------------------------------------------
 // Random bytes, a well-formed datagram with another job's secret, stubs
-// and oversized datagrams, from an address the receiver knows and from one
-// it does not: each receiver's counters (SLUICE_UDP_STATS) show every one
-// dropped for its reason, and the job's own traffic is unaffected.  With
+// and oversized datagrams, and, from what a wiretap read of the job's own
+// traffic, forgeries with the job's secret but no key, replays and genuine
+// datagrams cut short, from an address the receiver knows and from one it
+// does not: each receiver's counters (SLUICE_UDP_STATS) show every one
+// dropped for its reason, no forged request reaches its handler, and the
+// job's own traffic is unaffected.  With
 // the kernel's source filter (the default from 3 ranks on) those from the
 // unknown address arrive emptied and count as "address"; otherwise (and
 // with it, the known address's) each is counted by what the decoder finds
@@ -74,32 +77,48 @@ TEST_P(UdpIntruders, StrangersDatagramsAreDroppedAndCounted) {
                            {"SLUICE_UDP_PEER_SOCKET", mode.peer_socket}});
         expect_success(r);
         EXPECT_EQ(count_occurrences(r.out, "INTRUDER rank"), n) << r.describe();
-        std::regex sent("INTRUDER rank [0-9]+ known magic ([0-9]+) secret ([0-9]+) truncated ([0-9]+) "
-                        "unknown magic ([0-9]+) secret ([0-9]+) truncated ([0-9]+)");
-        std::regex dropped("udp: .*dropped: truncated ([0-9]+), magic ([0-9]+), secret ([0-9]+), .*"
-                           "address ([0-9]+) \\(checked by ([a-zA-Z' ]+)\\)");
-        long known[3] = {}, unknown[3] = {}, got[3] = {}, got_address = 0;  // magic, secret, truncated
-        for (std::sregex_iterator it(r.out.begin(), r.out.end(), sent), end; it != end; ++it)
-            for (int k = 0; k < 3; ++k) {
+        std::regex sent("INTRUDER rank [0-9]+ known magic ([0-9]+) secret ([0-9]+) truncated ([0-9]+) forged ([0-9]+) "
+                        "replay ([0-9]+) unknown magic ([0-9]+) secret ([0-9]+) truncated ([0-9]+) forged ([0-9]+) "
+                        "replay ([0-9]+) delivered ([0-9]+)");
+        std::regex dropped("udp: .*dropped: truncated ([0-9]+), magic ([0-9]+), secret ([0-9]+), .*forged ([0-9]+), "
+                           "address ([0-9]+) \\(checked by ([a-zA-Z' ]+)\\), replay ([0-9]+),.*; MAC on");
+        enum { magic, secret, truncated, forged, replay, kinds };
+        long known[kinds] = {}, unknown[kinds] = {}, got[kinds] = {}, got_address = 0, delivered = 0;
+        for (std::sregex_iterator it(r.out.begin(), r.out.end(), sent), end; it != end; ++it) {
+            for (int k = 0; k < kinds; ++k) {
                 known[k] += std::stol((*it)[1 + k]);
-                unknown[k] += std::stol((*it)[4 + k]);
+                unknown[k] += std::stol((*it)[1 + kinds + k]);
             }
+            delivered += std::stol((*it)[1 + 2 * kinds]);
+        }
         int lines = 0, checked_as_expected = 0;
         for (std::sregex_iterator it(r.err.begin(), r.err.end(), dropped), end; it != end; ++it, ++lines) {
-            got[2] += std::stol((*it)[1]);
-            got[0] += std::stol((*it)[2]);
-            got[1] += std::stol((*it)[3]);
-            got_address += std::stol((*it)[4]);
-            checked_as_expected += (*it)[5] == mode.checker;
+            got[truncated] += std::stol((*it)[1]);
+            got[magic] += std::stol((*it)[2]);
+            got[secret] += std::stol((*it)[3]);
+            got[forged] += std::stol((*it)[4]);
+            got_address += std::stol((*it)[5]);
+            checked_as_expected += (*it)[6] == mode.checker;
+            got[replay] += std::stol((*it)[7]);
         }
-        EXPECT_EQ(lines, n) << "every rank prints its udp counters\n" << r.describe();
+        EXPECT_EQ(lines, n) << "every rank prints its udp counters, MAC on\n" << r.describe();
         EXPECT_EQ(checked_as_expected, n) << "who checks addresses: " << mode.checker << "\n" << r.describe();
-        EXPECT_EQ(known[0], long{per_kind} * n) << r.describe();
-        EXPECT_EQ(unknown[0], long{per_kind} * n) << r.describe();
+        for (int k = 0; k < kinds; ++k) {
+            EXPECT_EQ(known[k], long{per_kind} * n * (k == truncated ? 3 : 1)) << "kind " << k << "\n" << r.describe();
+            EXPECT_EQ(unknown[k], known[k]) << "kind " << k << "\n" << r.describe();
+        }
+        EXPECT_EQ(delivered, 0) << "forged requests reached their handler\n" << r.describe();
+        // From the unknown address: emptied by the kernel's filter, or, when
+        // Sluice checks, dropped by the decoder for what is wrong with them,
+        // and replays (authentic, well formed) for the address.
         const bool by_filter = std::string(mode.checker) == "the kernel's filter";
-        for (int k = 0; k < 3; ++k)
-            EXPECT_EQ(got[k], known[k] + (by_filter ? 0 : unknown[k])) << "kind " << k << "\n" << r.describe();
-        EXPECT_EQ(got_address, by_filter ? unknown[0] + unknown[1] + unknown[2] : 0) << r.describe();
+        for (int k = 0; k < kinds; ++k) {
+            const long from_unknown = by_filter || k == replay ? 0 : unknown[k];
+            EXPECT_EQ(got[k], known[k] + from_unknown) << "kind " << k << "\n" << r.describe();
+        }
+        long unknown_all = 0;
+        for (long u : unknown) unknown_all += u;
+        EXPECT_EQ(got_address, by_filter ? unknown_all : unknown[replay]) << r.describe();
     }
 }
 INSTANTIATE_TEST_SUITE_P(Udp, UdpIntruders, ::testing::ValuesIn(over_udp()), config_name);

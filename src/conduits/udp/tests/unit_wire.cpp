@@ -10,6 +10,8 @@
 // (a vector shrunk by resize() keeps its capacity and would hide it).
 #include "conduits/udp/wire.hpp"
 
+#include "conduits/udp/mac.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ using Bytes = std::vector<std::uint8_t>;
 // so the tests pin the layout independently.
 constexpr std::size_t off_magic = 0, off_kind = 4, off_bits = 5, off_reserved16 = 6, off_secret = 8,
                       off_source = 16, off_dest = 20, off_seq = 24, off_ack = 28, off_sack = 32,
-                      off_length = 36, off_offset = 40, off_reserved32 = 44;
+                      off_length = 36, off_offset = 40, off_reserved32 = 44, off_number = 48, off_tag = 56;
 constexpr std::size_t am_at = wire::header_bytes;  // the AM section starts right after the header
 constexpr std::size_t am_handler = am_at + 0, am_category = am_at + 1, am_nargs = am_at + 2,
                       am_flags = am_at + 3, am_credit = am_at + 4, am_reserved = am_at + 5,
@@ -104,6 +106,7 @@ wire::Header data_header(std::uint32_t message_length, std::uint32_t fragment_of
     h.sack = 0x80000001;
     h.message_length = message_length;
     h.fragment_offset = fragment_offset;
+    h.number = 0x1122334455667788ull;
     return h;
 }
 
@@ -272,10 +275,10 @@ Bytes reencode(const Decoded &r, std::uint32_t max = max_message) {
 
 // ---- sizes and layout ------------------------------------------------------
 
-static_assert(wire::encoded_size(false, 0, 0) == 48);
-static_assert(wire::encoded_size(true, 0, 0) == 64);
-static_assert(wire::encoded_size(true, 16, 10) == 48 + 16 + 64 + 10);
-static_assert(wire::encoded_size(false, 16, 10) == 58);  // nargs counts only with an AM section
+static_assert(wire::encoded_size(false, 0, 0) == 72);
+static_assert(wire::encoded_size(true, 0, 0) == 88);
+static_assert(wire::encoded_size(true, 16, 10) == 72 + 16 + 64 + 10);
+static_assert(wire::encoded_size(false, 16, 10) == 82);  // nargs counts only with an AM section
 
 // The layout built by hand from the rules, byte for byte: catches a field at
 // the wrong offset or in the wrong byte order even if decode() mirrored it.
@@ -289,8 +292,8 @@ TEST(UdpWire, LayoutIsPinned) {
     c.h.message_length = 3;
     const Bytes got = encode(c);
 
-    Bytes want(48 + 16 + 8 + 3, 0);
-    put32(want, off_magic, 0x31554c53);
+    Bytes want(72 + 16 + 8 + 3, 0);
+    put32(want, off_magic, 0x32554c53);
     put8(want, off_kind, 1);
     put8(want, off_bits, 1);
     put64(want, off_secret, job_secret);
@@ -301,6 +304,7 @@ TEST(UdpWire, LayoutIsPinned) {
     put32(want, off_sack, 0x80000001);
     put32(want, off_length, 3);
     put32(want, off_offset, 0);
+    put64(want, off_number, 0x1122334455667788ull);  // the tag stays zero: unsigned
     put8(want, am_handler, 255);
     put8(want, am_category, 2);
     put8(want, am_nargs, 2);
@@ -309,25 +313,27 @@ TEST(UdpWire, LayoutIsPinned) {
     put64(want, am_dest_addr, 0xfedcba9876543210ull);
     put32(want, am_args + 0, 42);
     put32(want, am_args + 4, 0xcafef00d);
-    want[72] = 0xde;
-    want[73] = 0xad;
-    want[74] = 0xbe;
+    want[96] = 0xde;
+    want[97] = 0xad;
+    want[98] = 0xbe;
     EXPECT_EQ(got, want);
-    // The magic reads "SLU1" in memory.
+    // The magic reads "SLU2" in memory.
     ASSERT_GE(got.size(), 4u);
-    EXPECT_EQ(std::string(got.begin(), got.begin() + 4), "SLU1");
+    EXPECT_EQ(std::string(got.begin(), got.begin() + 4), "SLU2");
 }
 
 TEST(UdpWire, ControlLayoutIsPinned) {
     for (Kind k : {Kind::ack, Kind::probe}) {
         const Bytes got = encode(control_case(k));
-        ASSERT_EQ(got.size(), 48u);
+        ASSERT_EQ(got.size(), 72u);
         EXPECT_EQ(get32(got, off_magic), wire::magic);
         EXPECT_EQ(got[off_kind], static_cast<std::uint8_t>(k));
         EXPECT_EQ(got[off_bits], 0);
         EXPECT_EQ(get32(got, off_ack), 0x0a0b0c0du);
         EXPECT_EQ(get32(got, off_sack), 0x80000001u);
-        for (std::size_t at : {off_seq, off_length, off_offset, off_reserved32}) EXPECT_EQ(get32(got, at), 0u) << at;
+        for (std::size_t at : {off_seq, off_length, off_offset, off_reserved32, off_tag, off_tag + 4, off_tag + 8, off_tag + 12})
+            EXPECT_EQ(get32(got, at), 0u) << at;
+        EXPECT_EQ(get32(got, off_number), 0x55667788u);
         EXPECT_EQ(got[off_reserved16], 0);
         EXPECT_EQ(got[off_reserved16 + 1], 0);
     }
@@ -460,7 +466,7 @@ TEST(UdpWire, RoundTripAtTheLimits) {
     Case largest = long_case();
     largest.am.nargs = 0;
     largest.h.message_length = big;
-    largest.payload = pattern(wire::max_datagram - 64, 5);
+    largest.payload = pattern(wire::max_datagram - 88, 5);
     const Bytes b = encode(largest, big);
     ASSERT_EQ(b.size(), wire::max_datagram);
     wire::Expect e = expect();
@@ -480,10 +486,10 @@ TEST(UdpWire, HeaderDrops) {
 
     for (const Bytes &good : {ack, data}) {
         Bytes b = good;
-        b[0] ^= 1;  // "RLU1"
+        b[0] ^= 1;  // "RLU2"
         EXPECT_EQ(drop_of(b), Drop::magic);
         b = good;
-        b[3] = '2';  // the next version
+        b[3] = '3';  // the next version
         EXPECT_EQ(drop_of(b), Drop::magic);
 
         b = good;
@@ -557,7 +563,7 @@ TEST(UdpWire, ControlDrops) {
         b.push_back(0);  // a trailing byte
         EXPECT_EQ(drop_of(b), Drop::kind);
         b = good;
-        b.resize(48 + 16, 0);  // room for an AM section does not make one
+        b.resize(72 + 16, 0);  // room for an AM section does not make one
         EXPECT_EQ(drop_of(b), Drop::kind);
     }
 }
@@ -695,13 +701,13 @@ TEST(UdpWire, TruncatedDrops) {
 
     // Shorter than the header: truncated before anything else is read.
     EXPECT_EQ(drop_of(Bytes{}), Drop::truncated);
-    EXPECT_EQ(drop_of(Bytes(47, 0)), Drop::truncated);
+    EXPECT_EQ(drop_of(Bytes(71, 0)), Drop::truncated);
     Bytes b = medium;
-    b.resize(47);
+    b.resize(71);
     EXPECT_EQ(drop_of(b), Drop::truncated);
     // Inside the fixed AM bytes.
     b = medium;
-    b.resize(48 + 15);
+    b.resize(72 + 15);
     EXPECT_EQ(drop_of(b), Drop::truncated);
     // Inside the arguments.
     b = short16;
@@ -766,11 +772,11 @@ TEST(UdpWire, FirstFailingCheckWins) {
     EXPECT_EQ(drop_of(b), Drop::fragment);
     b = medium;
     put32(b, off_length, max_message + 1);
-    b.resize(48 + 8);
+    b.resize(72 + 8);
     EXPECT_EQ(drop_of(b), Drop::fragment);
     b = medium;
     put32(b, off_offset, 4);
-    b.resize(48 + 8);
+    b.resize(72 + 8);
     EXPECT_EQ(drop_of(b), Drop::fragment);
     b = medium;
     put32(b, off_length, max_message + 1);
@@ -938,7 +944,7 @@ TEST(UdpWire, EncoderRefusesAmRuleViolations) {
 TEST(UdpWire, EncoderRefusesControlRuleViolations) {
     for (Kind k : {Kind::ack, Kind::probe}) {
         const Case base = control_case(k);
-        ASSERT_EQ(encode_size(base.h, nullptr, Bytes{}), 48u);
+        ASSERT_EQ(encode_size(base.h, nullptr, Bytes{}), 72u);
         wire::Header h = base.h;
         h.seq = 1;
         EXPECT_EQ(encode_size(h, nullptr, Bytes{}), 0u);
@@ -968,7 +974,7 @@ TEST(UdpWire, EncoderRefusesSmallBuffersAndHugeDatagrams) {
     Case c = long_case();
     c.am.nargs = 0;
     c.h.message_length = big;
-    c.payload = pattern(wire::max_datagram - 64 + 1, 6);
+    c.payload = pattern(wire::max_datagram - 88 + 1, 6);
     EXPECT_EQ(encode_size(c.h, &c.am, c.payload, 1 << 17, big), 0u);
     c.payload.pop_back();
     EXPECT_EQ(encode_size(c.h, &c.am, c.payload, 1 << 17, big), wire::max_datagram);
@@ -977,14 +983,14 @@ TEST(UdpWire, EncoderRefusesSmallBuffersAndHugeDatagrams) {
     EXPECT_EQ(encode_size(c.h, &c.am, c.payload, 1 << 17, big), 0u);
     Case later = later_case();
     later.h.message_length = big;
-    later.payload = pattern(wire::max_datagram - 48 + 1, 7);
+    later.payload = pattern(wire::max_datagram - 72 + 1, 7);
     EXPECT_EQ(encode_size(later.h, nullptr, later.payload, 1 << 17, big), 0u);
 }
 
 // ---- drop names --------------------------------------------------------------
 
 TEST(UdpWire, DropNamesAreDistinct) {
-    ASSERT_EQ(wire::drop_reasons, 9u);
+    ASSERT_EQ(wire::drop_reasons, 10u);
     std::set<std::string> names;
     for (std::size_t i = 0; i < wire::drop_reasons; ++i) {
         const char *name = wire::drop_name(static_cast<Drop>(i));
@@ -993,4 +999,136 @@ TEST(UdpWire, DropNamesAreDistinct) {
         names.insert(name);
     }
     EXPECT_EQ(names.size(), wire::drop_reasons);
+}
+
+// ---- the MAC (mac.hpp) ---------------------------------------------------------
+
+namespace {
+
+using Key = std::uint8_t[wire::mac_key_bytes];
+const Key job_key = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+                     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+
+// A case's datagram, signed under `mac` as the conduit sends it.
+Bytes sign(const Case &c, wire::Mac &mac) {
+    Bytes b = encode(c);
+    mac.sign(b.data(), b.size(), nullptr, 0);
+    return b;
+}
+
+} // namespace
+
+// Signed datagrams of every shape decode to what was encoded under the key,
+// and the tag is where the layout says and is not zero.
+TEST(UdpMac, SignedDatagramsVerify) {
+    wire::Mac mac(job_key);
+    wire::Expect e = expect();
+    e.mac = &mac;
+    for (const Case &c : valid_cases()) {
+        const Bytes b = sign(c, mac);
+        const Decoded r = decode(b, e);
+        ASSERT_EQ(r.drop, Drop::none) << c.name << ": " << wire::drop_name(r.drop);
+        expect_same(c, r);
+        EXPECT_EQ(r.d.header.number, c.h.number) << c.name;
+        EXPECT_NE(get32(b, off_tag) | get32(b, off_tag + 4) | get32(b, off_tag + 8) | get32(b, off_tag + 12), 0u)
+            << c.name;
+        // Unsigned (a zero tag) or signed under another key: forged.
+        EXPECT_EQ(drop_of(encode(c), e), Drop::forged) << c.name;
+        Key other;
+        std::copy(std::begin(job_key), std::end(job_key), other);
+        other[31] ^= 1;
+        wire::Mac stranger(other);
+        EXPECT_EQ(drop_of(sign(c, stranger), e), Drop::forged) << c.name;
+        // A job without MACs takes only zero tags.
+        EXPECT_EQ(drop_of(b), Drop::forged) << c.name;
+    }
+}
+
+// One bit flipped anywhere, header, AM section, payload or tag: never
+// accepted.  Where the flipped datagram is still well formed (a sequence
+// number, an ack, an argument, a payload byte, the transmission number, the
+// tag), the MAC is what refuses it.
+TEST(UdpMac, EveryFlippedBitIsRefused) {
+    wire::Mac mac(job_key);
+    wire::Expect e = expect();
+    e.mac = &mac;
+    wire::Expect unsigned_job = expect();
+    for (const Case &c : valid_cases()) {
+        SCOPED_TRACE(c.name);
+        const Bytes good = sign(c, mac);
+        for (std::size_t at = 0; at < good.size(); ++at)
+            for (int bit = 0; bit < 8; ++bit) {
+                Bytes b = good;
+                b[at] ^= static_cast<std::uint8_t>(1u << bit);
+                const Drop d = drop_of(b, e);
+                ASSERT_NE(d, Drop::none) << "byte " << at << " bit " << bit;
+                // Well formed but for its tag (the same bytes, tag zeroed,
+                // pass a job without MACs): then it is counted as forged.
+                Bytes zeroed = b;
+                std::fill(zeroed.begin() + off_tag, zeroed.begin() + off_tag + 16, 0);
+                if (drop_of(zeroed, unsigned_job) == Drop::none) {
+                    ASSERT_EQ(d, Drop::forged) << "byte " << at << " bit " << bit;
+                }
+            }
+    }
+}
+
+// Cut short at every length: truncated inside the header or AM section,
+// forged inside the payload (the shorter datagram is well formed, but the
+// tag was made for the whole one); never accepted.
+TEST(UdpMac, TruncationIsRefused) {
+    wire::Mac mac(job_key);
+    wire::Expect e = expect();
+    e.mac = &mac;
+    for (const Case &c : valid_cases()) {
+        SCOPED_TRACE(c.name);
+        const Bytes full = sign(c, mac);
+        for (std::size_t n = 0; n < full.size(); ++n) {
+            const Drop d = drop_of(Bytes(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n)), e);
+            if (n < c.section()) EXPECT_EQ(d, Drop::truncated) << "length " << n;
+            else EXPECT_NE(d, Drop::none) << "length " << n;
+        }
+        // And one byte longer.
+        Bytes longer = full;
+        longer.push_back(0);
+        EXPECT_NE(drop_of(longer, e), Drop::none);
+    }
+}
+
+// The nonce is source, destination and transmission number: the same bytes
+// under another number carry another tag, and a retransmission's header
+// update (acks, number) must be signed again.  A payload signed where it
+// lies (head and tail apart) gets the tag of the whole datagram.
+TEST(UdpMac, NumberTailAndResend) {
+    wire::Mac mac(job_key);
+    wire::Expect e = expect();
+    e.mac = &mac;
+    const Case c = long_case();
+    const Bytes a = sign(c, mac);
+    Case next = c;
+    next.h.number += 1;
+    const Bytes b = sign(next, mac);
+    EXPECT_FALSE(std::equal(a.begin() + off_tag, a.begin() + off_tag + 16, b.begin() + off_tag));
+    Case other_source = c;
+    other_source.h.source = peer + 1;
+    const Bytes o = sign(other_source, mac);
+    EXPECT_FALSE(std::equal(a.begin() + off_tag, a.begin() + off_tag + 16, o.begin() + off_tag));
+
+    Bytes head(c.size());  // the capacity a whole datagram needs; the head alone is written
+    ASSERT_EQ(wire::encode_head(c.h, &c.am, c.payload.size(), head.data(), head.size(), max_message), c.section());
+    head.resize(c.section());
+    mac.sign(head.data(), head.size(), c.payload.data(), c.payload.size());
+    Bytes whole = head;
+    whole.insert(whole.end(), c.payload.begin(), c.payload.end());
+    EXPECT_EQ(whole, a);
+
+    Bytes resent = a;
+    wire::resend_update(resent.data(), 77, 0x3, c.h.number + 5);
+    EXPECT_EQ(drop_of(resent, e), Drop::forged);
+    mac.sign(resent.data(), resent.size(), nullptr, 0);
+    const Decoded r = decode(resent, e);
+    ASSERT_EQ(r.drop, Drop::none);
+    EXPECT_EQ(r.d.header.ack, 77u);
+    EXPECT_EQ(r.d.header.sack, 0x3u);
+    EXPECT_EQ(r.d.header.number, c.h.number + 5);
 }
