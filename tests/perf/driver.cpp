@@ -729,6 +729,41 @@ int driver_main(int argc, char **argv) {
             }
             std::fprintf(stderr, "%sudp %.1fs", udp_only && !default_job ? " " : ", ",
                          r.seconds);
+            // The MAC's cost: two short jobs of the AM round trip alone,
+            // with SLUICE_UDP_MAC=1 and =0, their order alternating from
+            // one repetition to the next.  Their figures are kept apart
+            // from the main job's under names of their own.
+            if (!udp_failed && only_keeps(o, "udp_am_short_rtt_mac")) {
+                for (int k = 0; k < 2; ++k) {
+                    const bool mac = (k + rep) % 2 == 0;
+                    auto cmd = sluice_cmd;
+                    for (const char *a : {"--worker", "udp", "--only", "udp_am_short_rtt"})
+                        cmd.push_back(a);
+                    if (o.quick)
+                        cmd.push_back("--quick");
+                    if (o.udp_any_transport)
+                        cmd.push_back("--any-transport");
+                    cmd.push_back("--out");
+                    const std::string name = std::string("udp-mac-") + (mac ? "on-" : "off-") + tag;
+                    cmd.push_back(tmp.path + "/" + name + ".txt");
+                    auto env = network_route;
+                    env.push_back(mac ? "SLUICE_UDP_MAC=1" : "SLUICE_UDP_MAC=0");
+                    const std::string log = tmp.path + "/" + name + ".log";
+                    JobResult r = run_job(cmd, log, o.timeout, env);
+                    Samples job;
+                    read_results(tmp.path + "/" + name + ".txt", job);
+                    const std::string as = mac ? "udp_mac_on" : "udp_mac_off";
+                    for (const char *metric : {"udp_am_short_rtt", "udp_pingpong_job"})
+                        for (double v : job[{metric, 0}])
+                            samples[{as + (std::string(metric) == "udp_am_short_rtt" ? "_rtt" : "_pingpong"), 0}]
+                                .push_back(v);
+                    if (!r.ok) {
+                        ++job_failures;
+                        show_failure("Sluice over udp, MAC on or off", cmd, r, log);
+                    }
+                    std::fprintf(stderr, ", mac %s %.1fs", mac ? "on" : "off", r.seconds);
+                }
+            }
             if (only_keeps(o, "udp_pingpong_forked")) {
                 const double t0 = now_ns();
                 samples[{"udp_pingpong_forked", 0}].push_back(udp_pingpong_forked(

@@ -167,6 +167,14 @@ struct Report {
                Check::ratio_at_most, 1.2, "udp 8 B blocking Put <= 1.2 x bare UDP round trip");
         target(add(rtt, "udp_get_lat_ns", 8, med("udp_get_lat", 8), "udp_pingpong_rtt_ns", bare),
                Check::ratio_at_most, 1.2, "udp 8 B blocking Get <= 1.2 x bare UDP round trip");
+        // The MAC's cost: jobs of the round trip alone with SLUICE_UDP_MAC=1
+        // and =0, alternating, each beside its own bare ping-pong (info: the
+        // machine's drift between the jobs).
+        target(add(rtt, "udp_am_short_rtt_mac_ns", 0, med("udp_mac_on_rtt", 0), "udp_am_short_rtt_mac_off_ns",
+                   med("udp_mac_off_rtt", 0)),
+               Check::ratio_at_most, 1.02, "udp AM Short round trip with the MAC <= 1.02 x without it");
+        add(rtt, "udp_pingpong_mac_job_ns", 0, med("udp_mac_on_pingpong", 0), "udp_pingpong_mac_off_job_ns",
+            med("udp_mac_off_pingpong", 0));
         // The conduit's own counters over the whole job (SLUICE_UDP_STATS), both ranks.
         add(rtt, "udp_job_retransmitted", 0, med("udp_job_retransmitted", 0), "udp_job_sent",
             med("udp_job_sent", 0));
