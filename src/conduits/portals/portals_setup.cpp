@@ -12,14 +12,47 @@
 #include "credit/knobs.hpp"
 #include "spawners/bootstrap.hpp"
 
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
 namespace sluice::conduit::portals {
 
 namespace detail {
+
+namespace {
+
+// This process's IP datagram sockets (file descriptors), from /proc/self/fd.
+std::vector<int> datagram_sockets() {
+    std::vector<int> out;
+    DIR *d = ::opendir("/proc/self/fd");
+    if (!d) return out;
+    while (const dirent *e = ::readdir(d)) {
+        char *end = nullptr;
+        const long fd = std::strtol(e->d_name, &end, 10);
+        struct stat st{};
+        if (end == e->d_name || *end || fd == ::dirfd(d) || ::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+            continue;
+        int type = 0, domain = 0;
+        socklen_t n = sizeof type;
+        if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &n) != 0 || type != SOCK_DGRAM) continue;
+        n = sizeof domain;
+        if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &n) != 0 ||
+            (domain != AF_INET && domain != AF_INET6))
+            continue;
+        out.push_back(static_cast<int>(fd));
+    }
+    ::closedir(d);
+    return out;
+}
+
+} // namespace
 
 PortalsTransport::PortalsTransport() : RdmaConduit("portals", Capabilities{}) {}
 
@@ -96,11 +129,40 @@ Status PortalsTransport::init_impl() {
     return Status::ok;
 }
 
+// A Portals library that carries its messages as UDP datagrams (the
+// reference implementation does, and never retransmits one) loses one for
+// good when its socket's receive buffer is full, and the job hangs.  A
+// burst towards this rank is at most every peer's send tickets and its
+// lent credits, a datagram each (about 4 KiB of buffer apiece, with the
+// kernel's overhead): a socket that cannot take that is named at start-up
+// with the sysctl that sizes it.  Rank 0 says it, for every rank.
+void PortalsTransport::udp_buffer_check(const std::vector<int> &sockets) const {
+    if (sockets.empty() || setup().rank != 0 || setup().size < 2) return;
+    constexpr std::size_t per_datagram = 4096;
+    const std::size_t burst =
+        (setup().size - 1) *
+        (msg_limit_ + static_cast<std::size_t>(base::knob_int(knob(Knob::PORTALS_MAX_CRED_PER_NODE))));
+    const std::size_t need = burst * per_datagram;
+    int have = 0;
+    socklen_t n = sizeof have;
+    if (::getsockopt(sockets.front(), SOL_SOCKET, SO_RCVBUF, &have, &n) != 0 || have < 0 ||
+        static_cast<std::size_t>(have) >= need)
+        return;
+    std::fprintf(stderr,
+                 "sluice[rank 0] warning: portals: the Portals library receives its UDP datagrams into a socket "
+                 "buffer of %d bytes (net.core.rmem_default), and a burst of this job's datagrams (%zu: the "
+                 "SLUICE_PORTALS_MSG_LIMIT and lent credits of %u peer(s)) needs about %zu; a datagram dropped for "
+                 "want of room is lost for good and the job hangs.  Raise it: sysctl -w net.core.rmem_max=%zu "
+                 "net.core.rmem_default=%zu\n",
+                 have, burst, setup().size - 1, need, need, need);
+}
+
 Status PortalsTransport::open_interface() {
     const char *op = "portals conduit init";
     // One PtlInit held for the life of the process, under the conduit's own
     // pair: the reference implementation cannot initialize again after its
     // last PtlFini, and a process may init Sluice more than once.
+    const std::vector<int> sockets_before = datagram_sockets();
     static const int held = ptl().Init();
     if (int rc = held != PTL_OK ? held : ptl().Init(); rc != PTL_OK)
         return base::report(Status::transport, op,
@@ -113,6 +175,11 @@ Status PortalsTransport::open_interface() {
         return base::report(Status::transport, op, "check the Portals 4 interface (PTL_IFACE_NAME names it)",
                             "portals: PtlNIInit (matching, logical addresses) failed (return code %d)", rc);
     ni_open_ = true;
+    std::vector<int> library_sockets = datagram_sockets();
+    std::erase_if(library_sockets, [&](int fd) {
+        return std::find(sockets_before.begin(), sockets_before.end(), fd) != sockets_before.end();
+    });
+    udp_buffer_check(library_sockets);
     const std::size_t largest = std::min<std::size_t>(limits_.max_msg_size, std::size_t{1} << 30);
     rma_chunk_ = base::knob_size(knob(Knob::PORTALS_RMA_PIECE));
     if (rma_chunk_ == 0 || rma_chunk_ > largest) rma_chunk_ = largest;

@@ -224,6 +224,7 @@ protected:
 private:
     // portals_setup.cpp
     Status open_interface();
+    void udp_buffer_check(const std::vector<int> &sockets) const;
     Status exchange_ids();
     Status buffers_create();
     Status receive_buffers(ptl_pt_index_t pt, std::size_t count, std::vector<std::unique_ptr<RecvBuffer>> &out);

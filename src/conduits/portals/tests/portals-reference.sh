@@ -128,6 +128,29 @@ else
     failed=1
 fi
 
+echo "=== portals: the UDP socket buffer"
+# The reference implementation's socket takes net.core.rmem_default (raised
+# to 64 MiB above): enough for 2 ranks' bursts at the default send tickets
+# and credits, so nothing is said; 65536 tickets need more, and rank 0 says
+# so at start-up naming the sysctl (the job itself sends too little to
+# overflow it, and passes).
+job 60 2 -- basic
+if [ "$code" = 0 ] && ! printf '%s\n' "$log" | grep -q "net.core.rmem_default"; then
+    echo "ok: a socket buffer large enough for the job's bursts: nothing said"
+else
+    echo "FAIL: the default job: code $code, or it warned of the socket buffer"
+    printf '%s\n' "$log" | tail -5
+    failed=1
+fi
+job 60 2 SLUICE_PORTALS_MSG_LIMIT=65536 -- basic
+if [ "$code" = 0 ] && printf '%s\n' "$log" | grep -q "warning: portals: .*socket buffer of [0-9]* bytes (net.core.rmem_default).*sysctl -w net.core.rmem_max="; then
+    echo "ok: a burst larger than the socket buffer is named at start-up with the sysctl"
+else
+    echo "FAIL: SLUICE_PORTALS_MSG_LIMIT=65536: code $code, or no warning naming net.core.rmem_default"
+    printf '%s\n' "$log" | tail -5
+    failed=1
+fi
+
 echo "=== portals: knobs"
 for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PORTALS_REQRB_SIZE=1K \
     SLUICE_PORTALS_ATOMICS=maybe; do
