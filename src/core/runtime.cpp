@@ -1,5 +1,6 @@
 // src/core/runtime.cpp - init, finalize, hosts, routing, segments, progress.
 #include "core/runtime.hpp"
+#include "core/topology.hpp"
 
 #include "atomic/atomic.hpp"
 #include "coll/coll.hpp"
@@ -17,6 +18,7 @@
 #include <ctime>
 #include <sched.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sluice::core {
@@ -140,28 +142,52 @@ Status Runtime::init(int *, char ***) {
     if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "start-up barrier failed");
     if (base::knob_bool(base::Knob::PROGRESS_THREAD)) progress_thread_start();
     base::say("running: %u hosts, %zu ranks on this host", host_count_, local_ranks_.size());
+    if (base::knob_bool(base::Knob::VERBOSE)) base::say("placement: %s", topology::describe(topology::here()).c_str());
     return Status::ok;
 }
+
+namespace {
+
+// What makes two ranks one host: the same host name, kernel boot and
+// /dev/shm (so that they can map each other's shared memory).  Containers
+// on different machines may repeat a host name, and ones on one machine
+// may not share /dev/shm: the name alone would put them on one host.
+std::string host_identity(const char *name) {
+    std::string id = name;
+    char boot[64] = {};
+    if (std::FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+        if (!std::fgets(boot, sizeof boot, f)) boot[0] = 0;
+        std::fclose(f);
+    }
+    boot[std::strcspn(boot, "\n")] = 0;
+    struct stat st{};
+    if (::stat("/dev/shm", &st) != 0) st = {};
+    return id + ' ' + boot + ' ' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino);
+}
+
+} // namespace
 
 Status Runtime::init_hosts(const std::string &my_choice, std::vector<std::string> &choices) {
     char name[256] = {};
     ::gethostname(name, sizeof name - 1);
-    const std::string record = std::string(name) + '\n' + my_choice;
+    const std::string record = std::string(name) + '\n' + host_identity(name) + '\n' + my_choice;
     if (!bootstrap_->allgather(record.data(), record.size(), host_names_))
         return base::report(Status::bootstrap, "init", "check that every rank started", "allgather of host names failed");
     choices.assign(size_, "");
+    std::vector<std::string> identity(size_);
     for (Rank r = 0; r < size_; ++r) {
-        const std::size_t nl = host_names_[r].find('\n');
-        if (nl == std::string::npos) continue;
-        choices[r] = host_names_[r].substr(nl + 1);
-        host_names_[r].resize(nl);
+        const std::size_t a = host_names_[r].find('\n'), b = host_names_[r].find('\n', a + 1);
+        if (b == std::string::npos) continue;
+        identity[r] = host_names_[r].substr(a + 1, b - a - 1);
+        choices[r] = host_names_[r].substr(b + 1);
+        host_names_[r].resize(a);
     }
     host_of_.assign(size_, 0);
     std::vector<std::string> hosts;
     for (Rank r = 0; r < size_; ++r) {
-        auto it = std::find(hosts.begin(), hosts.end(), host_names_[r]);
+        auto it = std::find(hosts.begin(), hosts.end(), identity[r]);
         host_of_[r] = static_cast<std::uint32_t>(it - hosts.begin());
-        if (it == hosts.end()) hosts.push_back(host_names_[r]);
+        if (it == hosts.end()) hosts.push_back(identity[r]);
     }
     host_count_ = static_cast<std::uint32_t>(hosts.size());
     local_ranks_.clear();

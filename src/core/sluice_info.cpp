@@ -8,6 +8,7 @@
 #include "base/knobs.hpp"
 #include "conduits/knobs.hpp"
 #include "conduits/registry.hpp"
+#include "core/topology.hpp"
 #include "spawners/bootstrap.hpp"
 
 #include <sluice.h>
@@ -25,7 +26,7 @@ using sluice::base::KnobInfo;
 using sluice::base::KnobType;
 
 const char usage_text[] =
-    "usage: sluice-info [--knobs] [--conduits] [--spawners] [--limits] [--atomics] [--markdown]\n"
+    "usage: sluice-info [--knobs] [--conduits] [--spawners] [--limits] [--atomics] [--topology] [--markdown]\n"
     "                   [--conduit-list[=network|same-host]] [--version] [--help]\n"
     "With no option, prints the knobs, conduits, spawners and limits.\n"
     "  --knobs     every SLUICE_* environment knob: type, default, value now, doc\n"
@@ -35,6 +36,8 @@ const char usage_text[] =
     "  --spawners  the bootstrap backends compiled in\n"
     "  --limits    AM limits (arguments, handler indices, payload sizes)\n"
     "  --atomics   the path an atomic domain takes over each conduit, and why\n"
+    "  --topology  the machine as a rank started here sees it (hwloc): packages, NUMA nodes,\n"
+    "              network devices and where they attach, and this process's placement\n"
     "  --markdown  the knob reference as markdown (this is docs/knobs.md)\n"
     "  --version   the Sluice version\n";
 
@@ -238,6 +241,12 @@ void print_markdown() {
     }
 }
 
+void print_topology() {
+    std::printf("Topology (hwloc; HWLOC_XMLFILE names another machine's):\n%s",
+                sluice::core::topology::machine().c_str());
+    std::printf("  this process: %s\n", sluice::core::topology::describe(sluice::core::topology::here()).c_str());
+}
+
 int usage_error(const char *message, const char *arg) {
     std::fprintf(stderr, "sluice-info: %s '%s'\n%s", message, arg, usage_text);
     return 2;
@@ -247,7 +256,7 @@ int usage_error(const char *message, const char *arg) {
 
 int main(int argc, char **argv) {
     sluice::conduit::knobs_register();
-    enum Section { knobs, conduits, spawners, limits, atomics, markdown, version };
+    enum Section { knobs, conduits, spawners, limits, atomics, topology, markdown, version };
     std::vector<Section> sections;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -256,6 +265,7 @@ int main(int argc, char **argv) {
         else if (a == "--spawners") sections.push_back(spawners);
         else if (a == "--limits") sections.push_back(limits);
         else if (a == "--atomics") sections.push_back(atomics);
+        else if (a == "--topology") sections.push_back(topology);
         else if (a == "--markdown") sections.push_back(markdown);
         else if (a == "--version" || a == "-V") sections.push_back(version);
         else if (a == "--conduit-list") return print_conduit_list("");
@@ -281,6 +291,7 @@ int main(int argc, char **argv) {
         case spawners: print_spawners(); break;
         case limits: print_limits(); break;
         case atomics: print_atomics(); break;
+        case topology: print_topology(); break;
         case markdown: print_markdown(); break;
         case version: print_version(); break;
         }

@@ -6,6 +6,7 @@
 #include "conduits/ibv/ibv.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
 #include "conduits/common/pin_limit.hpp"
+#include "core/topology.hpp"
 
 #include "base/knobs.hpp"
 #include "conduits/knobs.hpp"
@@ -74,10 +75,12 @@ bool ports_parse(const std::string &text, std::vector<PortSpec> &out, std::strin
     return true;
 }
 
-// The socket this process is bound within (every CPU of its affinity mask
-// in one physical package, as sysfs says), or -1: unbound, bound across
-// sockets, or unknown.
+// The socket this process is bound within, as hwloc reads the machine
+// (core/topology.hpp; HWLOC_XMLFILE may name another), or, without hwloc,
+// sysfs: every CPU of its affinity mask in one physical package.  -1:
+// unbound, bound across sockets, or unknown.
 int bound_socket() {
+    if (core::topology::here().known) return core::topology::package();
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;

@@ -17,6 +17,7 @@
 #include "base/knobs.hpp"
 #include "conduits/knobs.hpp"
 #include "conduits/smp/ring.hpp"
+#include "core/topology.hpp"
 #include "spawners/bootstrap.hpp"
 
 #include <algorithm>
@@ -45,6 +46,15 @@ constexpr std::size_t long_address_at(unsigned nargs) {
 constexpr std::size_t max_long_bytes = 1u << 20;
 constexpr std::size_t max_medium_limit = 1u << 20;
 constexpr unsigned max_barrier_rounds = 16;
+
+// Memory this rank reads most (the queues it consumes, its segment) on its
+// own NUMA node when it is bound within one (core/topology.hpp); what was
+// done goes to SLUICE_VERBOSE.
+void place_local(const char *what, void *addr, std::size_t length) {
+    std::string said;
+    (void)core::topology::memory_local(addr, length, said);
+    base::say("smp: %s: %s", what, said.c_str());
+}
 
 // The line ring: four lines.  A message that waits alone (a round trip)
 // then lands in one of the same four lines each time, and such a line moves
@@ -332,6 +342,8 @@ protected:
             return reinterpret_cast<RingShared *>(reinterpret_cast<char *>(line_at(dst, src, kind)) +
                                                   ring_footprint(line_ring_bytes));
         };
+        // The queues this rank consumes, on its own NUMA node.
+        place_local("queues in", line_at(me_, 0, 0), local * 2 * queue_footprint(ring_bytes_));
         out_ = std::vector<Outgoing>(local);
         in_ = std::vector<Incoming>(local);
         for (std::size_t p = 0; p < local; ++p) {
@@ -567,6 +579,7 @@ protected:
             return base::report(st, "segment_attach (smp)", "ask for a smaller segment or enlarge /dev/shm",
                                 "cannot create a %zu-byte segment: %s", size, error.c_str());
         setup().bootstrap->cleanup_register(segment_.name());
+        place_local("segment", segment_.base(), size);
         *base = segment_.base();
         key = segment_.name();
         return Status::ok;

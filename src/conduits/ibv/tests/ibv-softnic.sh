@@ -311,6 +311,22 @@ if printf '%s\n' "$log" | grep -q "unknown variable SLUICE_IBV_PORTS_"; then
     echo "FAIL: SLUICE_IBV_PORTS_<n> taken for an unknown variable"
     failed=1
 fi
+# Two sockets, as hwloc reads them from tests/topology/two-sockets.xml (PU 0
+# in package 0 near softnic0, PU 1 in package 1 near softnic1;
+# HWLOC_THISSYSTEM=1: bindings are this machine's): bound a core each, rank
+# 0 is within socket 0 and rank 1 within socket 1, each taking its family
+# member.
+if "$builddir/sluicerun" --help 2>&1 | grep -q -- "--bind"; then
+    ibv_job HWLOC_XMLFILE="$srcdir/tests/topology/two-sockets.xml" HWLOC_THISSYSTEM=1 \
+        SLUICE_IBV_PORTS_0=softnic0:1 SLUICE_IBV_PORTS_1=softnic1:1 \
+        timeout 60 "$run" "$builddir/sluicerun" --bind=core -n 2 -- "$job" basic
+    expect "two sockets (hwloc): rank 0 takes SLUICE_IBV_PORTS_0" 0 \
+        "sluice\[rank 0\] ibv: softnic0 port 1 (InfiniBand, MTU 4096, chosen by SLUICE_IBV_PORTS_0)"
+    expect "... and rank 1 SLUICE_IBV_PORTS_1" 0 \
+        "sluice\[rank 1\] ibv: softnic1 port 1 (InfiniBand, MTU 4096, chosen by SLUICE_IBV_PORTS_1)"
+else
+    echo "not run: the two-socket family test (sluicerun without --bind: no hwloc in this build)"
+fi
 unset SOFTNIC_DEVICES SOFTNIC_PORTS
 
 echo "=== ibv: two rails (SLUICE_NUM_QPS)"
