@@ -121,7 +121,7 @@ Status IbvTransport::connect_setup() {
     if (!conn_qp_) return fatal(op, setup().rank, "ibv_create_qp (UD, dynamic connections) failed", errno);
     ibv_qp_attr m{};
     m.qp_state = IBV_QPS_INIT;
-    m.pkey_index = 0;
+    m.pkey_index = rails_[0].pkey_index;
     m.port_num = rails_[0].port.port;
     m.qkey = conn_qkey;
     if (const int rc = ibv_modify_qp(conn_qp_, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); rc != 0)
@@ -244,7 +244,7 @@ RailAddress IbvTransport::rail_address(unsigned rail) const {
     a.port = port.port;
     a.global = port.attr.link_layer == IBV_LINK_LAYER_ETHERNET;
     std::memcpy(a.gid, rails_[rail].gid.raw, 16);
-    a.mtu = port.attr.active_mtu;
+    a.mtu = rails_[rail].mtu;
     return a;
 }
 

@@ -280,12 +280,12 @@ Status IbvTransport::init_impl() {
     std::string more;
     for (unsigned k = 1; k < rails_.size(); ++k) more += ", " + rail_name(k);
     base::say("ibv: %s port %u%s (%s, MTU %s%s%s), %s of %zu receive buffers, inline %zu bytes, Medium %zu bytes, "
-              "packed Long %zu bytes",
+              "packed Long %zu bytes; P_Key index %u, QP timeout %u, retry count %u",
               first.device.c_str(), first.port, more.c_str(),
-              first.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", mtu_text(first.attr.active_mtu),
+              first.attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", mtu_text(rails_[0].mtu),
               setting.value.empty() ? "" : ", chosen by ", setting.value.empty() ? "" : setting.name.c_str(),
               use_srq_ ? (hcas_.size() > 1 ? "an SRQ per HCA" : "an SRQ") : "per-peer queues", recv_count_,
-              inline_limit_, buffer_size_, packed);
+              inline_limit_, buffer_size_, packed, rails_[0].pkey_index, qp_timeout_, qp_retries_);
     if (rails_.size() > 1)
         base::say("ibv: %zu rails (SLUICE_NUM_QPS=%lld) on %zu HCA(s): AMs to a peer on one rail, RDMA of %zu bytes or "
                   "more striped over all%s",
@@ -296,6 +296,65 @@ Status IbvTransport::init_impl() {
 
 std::string IbvTransport::rail_name(unsigned rail) const {
     return rails_[rail].port.device + ":" + std::to_string(rails_[rail].port.port);
+}
+
+// The queue pairs' path settings, GASNet-EX's ibv knobs: the MTU
+// (SLUICE_MAX_MTU: the lesser of it and the port's active MTU; 0 and -1,
+// the port's), the partition (SLUICE_IBV_PKEY: its index in each rail's
+// port's table; unset, index 0), the transport timeout and retries
+// (SLUICE_QP_TIMEOUT, SLUICE_QP_RETRY_COUNT: an HCA waits 4.096 us x
+// 2^timeout for an acknowledgement, and gives up after that many
+// retransmissions).
+Status IbvTransport::rails_path() {
+    const char *op = "ibv conduit init";
+    const long long max_mtu = base::knob_int(knob(Knob::MAX_MTU));
+    ibv_mtu cap = IBV_MTU_4096;
+    if (max_mtu > 0) {
+        const long long sizes[] = {256, 512, 1024, 2048, 4096};
+        const ibv_mtu enums[] = {IBV_MTU_256, IBV_MTU_512, IBV_MTU_1024, IBV_MTU_2048, IBV_MTU_4096};
+        std::size_t i = 0;
+        while (i < 5 && sizes[i] != max_mtu) ++i;
+        if (i == 5)
+            return base::report(Status::argument, op, "set SLUICE_MAX_MTU to -1, 0, 256, 512, 1024, 2048 or 4096",
+                                "SLUICE_MAX_MTU=%lld is not an InfiniBand MTU", max_mtu);
+        cap = enums[i];
+    }
+    const std::string &pkey_text = base::knob_string(knob(Knob::IBV_PKEY));
+    long pkey = -1;
+    if (!pkey_text.empty()) {
+        char *end = nullptr;
+        pkey = std::strtol(pkey_text.c_str(), &end, 0) & 0x7fff;  // the membership bit is ignored
+        if (!end || *end || end == pkey_text.c_str() || pkey < 2)
+            return base::report(Status::argument, op, "set SLUICE_IBV_PKEY to a partition key from 2 to 0x7fff",
+                                "SLUICE_IBV_PKEY=%s is not a partition key", pkey_text.c_str());
+    }
+    for (Rail &r : rails_) {
+        r.mtu = std::min(r.port.attr.active_mtu, cap);
+        if (pkey < 0) continue;
+        ibv_context *ctx = hcas_[r.hca].ctx;
+        std::string table;
+        bool found = false;
+        for (int i = 0; i < r.port.attr.pkey_tbl_len && !found; ++i) {
+            __be16 raw = 0;
+            if (ibv_query_pkey(ctx, r.port.port, i, &raw) != 0) continue;
+            const unsigned value = be16toh(raw) & 0x7fffu;
+            char hex[16];
+            std::snprintf(hex, sizeof hex, "%s0x%04x", table.empty() ? "" : ", ", value);
+            table += hex;
+            if (value == static_cast<unsigned>(pkey)) {
+                r.pkey_index = static_cast<std::uint16_t>(i);
+                found = true;
+            }
+        }
+        if (!found)
+            return base::report(Status::transport, op, "set SLUICE_IBV_PKEY to a partition key of the port's table",
+                                "ibv: SLUICE_IBV_PKEY=%s (0x%04lx) is not in %s port %u's partition table (%s)",
+                                pkey_text.c_str(), pkey, r.port.device.c_str(), r.port.port,
+                                table.empty() ? "empty" : table.c_str());
+    }
+    qp_timeout_ = static_cast<std::uint8_t>(base::knob_int(knob(Knob::QP_TIMEOUT)));
+    qp_retries_ = static_cast<std::uint8_t>(base::knob_int(knob(Knob::QP_RETRY_COUNT)));
+    return Status::ok;
 }
 
 // GASNet-EX's HCA and port selection and multi-rail: the rails
@@ -342,6 +401,7 @@ Status IbvTransport::open_port() {
             return fatal(op, setup().rank, "ibv_query_gid failed", errno);
         rails_.push_back(r);
     }
+    if (Status s = rails_path(); s != Status::ok) return s;
     for (const Rail &r : rails_)
         if ((r.port.attr.link_layer == IBV_LINK_LAYER_ETHERNET) != (rails_[0].port.attr.link_layer == IBV_LINK_LAYER_ETHERNET))
             return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind",
@@ -506,7 +566,7 @@ Status IbvTransport::qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp 
     ibv_qp_attr init{};
     init.qp_state = IBV_QPS_INIT;
     init.port_num = rails_[rail].port.port;
-    init.pkey_index = 0;
+    init.pkey_index = rails_[rail].pkey_index;
     init.qp_access_flags = remote_access(rails_[rail].hca);
     if (const int rc = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS); rc != 0)
         return fatal(op, peer, "moving a queue pair to INIT failed", rc);
@@ -525,7 +585,7 @@ Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAd
     const PortInfo &port = rails_[rail].port;
     ibv_qp_attr rtr{};
     rtr.qp_state = IBV_QPS_RTR;
-    rtr.path_mtu = std::min(port.attr.active_mtu, static_cast<ibv_mtu>(theirs.mtu));
+    rtr.path_mtu = std::min(rails_[rail].mtu, static_cast<ibv_mtu>(theirs.mtu));
     rtr.dest_qp_num = qpn;
     rtr.rq_psn = 0;
     rtr.max_dest_rd_atomic = hca_of(rail).rd_atom;
@@ -543,8 +603,8 @@ Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAd
         return fatal(op, peer, "moving the queue pair to RTR failed", rc);
     ibv_qp_attr rts{};
     rts.qp_state = IBV_QPS_RTS;
-    rts.timeout = 14;
-    rts.retry_cnt = 7;
+    rts.timeout = qp_timeout_;
+    rts.retry_cnt = qp_retries_;
     rts.rnr_retry = 7;
     rts.sq_psn = 0;
     rts.max_rd_atomic = hca_of(rail).rd_atom;

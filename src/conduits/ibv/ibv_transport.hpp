@@ -73,6 +73,8 @@ struct Rail {
     unsigned hca = 0;   // index in IbvTransport::hcas_
     PortInfo port;
     ibv_gid gid{};
+    ibv_mtu mtu = IBV_MTU_4096;     // its port's active MTU, at most SLUICE_MAX_MTU
+    std::uint16_t pkey_index = 0;   // of SLUICE_IBV_PKEY in its port's table
 };
 
 // A rail's address as every rank publishes it.
@@ -249,6 +251,7 @@ protected:
 private:
     // ibv_setup.cpp
     Status open_port();
+    Status rails_path();
     Status hca_open(Hca &h);
     Status inline_probe();
     Status buffers_create();
@@ -330,6 +333,7 @@ private:
     std::size_t inline_limit_ = 0;     // whole message
     std::size_t rma_chunk_ = 0;
     unsigned send_depth_ = 0;          // per queue pair
+    std::uint8_t qp_timeout_ = 14, qp_retries_ = 7;  // SLUICE_QP_TIMEOUT, SLUICE_QP_RETRY_COUNT
     // The HCAs' asynchronous events are read every (async_every + 1)th
     // poll (ibv.cpp, async_events).
     static constexpr std::uint32_t async_every = 255;

@@ -177,6 +177,15 @@ else
     echo "FAIL: 25 % loss but no request was retransmitted"
     failed=1
 fi
+# One send buffer and two receive buffers for connection requests and
+# answers (SLUICE_CONNECT_SNDS, SLUICE_CONNECT_RCVS), 8 ranks connecting at
+# once: a request that finds no receive buffer is lost like a dropped
+# datagram, a send waits for the one buffer; retransmissions connect all.
+ibv_job SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_SNDS=1 SLUICE_CONNECT_RCVS=2 SLUICE_CONNECT_RETRANS_MIN=2000 \
+    SLUICE_IBV_STATS=1 timeout 180 "$run" "$builddir/sluicerun" -n 8 -- "$job" am
+expect "one connection send buffer, two receive buffers, 8 ranks: every pair connects" 0 "PASS am"
+ibv_job SLUICE_CONNECT_RCVS=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_CONNECT_RCVS=1 is refused by name" 2 "SLUICE_CONNECT_RCVS=1 is out of range"
 ibv_job SOFTNIC_UD_LOSS=100 SLUICE_CONNECT_STATIC=0 SLUICE_CONNECT_RETRANS_MIN=1000 SLUICE_CONNECT_RETRANS_MAX=8000 \
     timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "every connection datagram lost: the job ends with an error naming the peer and the tries" 1 \
@@ -219,6 +228,25 @@ expect "send queues of 2: the rma case passes" 0 "^PASS rma"
 ibv_job SOFTNIC_CQ_SLOTS=8 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
 expect "a CQ overrun ends the job naming IBV_EVENT_CQ_ERR" 1 \
     "ibv (softnic0): CQ error: the completion queue overran; completions were lost and its queue pairs are in error"
+
+echo "=== ibv: path settings (SLUICE_MAX_MTU, SLUICE_IBV_PKEY, SLUICE_QP_TIMEOUT, SLUICE_QP_RETRY_COUNT)"
+# The software NIC's ports are of MTU 4096 with one partition key, 0xffff,
+# at index 0 (tests/softnic/verbs/README.md); it honours the QPs' timeout
+# and retry count (rules.sh: an absent peer fails after them).
+ibv_job SLUICE_MAX_MTU=1024 SLUICE_QP_TIMEOUT=10 SLUICE_QP_RETRY_COUNT=3 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
+expect "SLUICE_MAX_MTU=1024, QP timeout 10, 3 retries: the rma case passes" 0 "^PASS rma"
+expect "... over queue pairs of MTU 1024 with that timeout and count" 0 "MTU 1024).*QP timeout 10, retry count 3"
+ibv_job SLUICE_MAX_MTU=1000 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_MAX_MTU=1000 is refused, naming the MTUs" 1 "SLUICE_MAX_MTU=1000 is not an InfiniBand MTU; fix: set SLUICE_MAX_MTU to -1, 0, 256, 512, 1024, 2048 or 4096"
+ibv_job SLUICE_IBV_PKEY=0xffff timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_PKEY=0xffff (membership bit ignored): index 0, the job passes" 0 "P_Key index 0"
+ibv_job SLUICE_IBV_PKEY=0x1234 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a partition key not in the port's table is refused, naming the table" 1 \
+    "SLUICE_IBV_PKEY=0x1234 (0x1234) is not in softnic0 port 1's partition table (0x7fff)"
+ibv_job SLUICE_IBV_PKEY=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a partition key below 2 is refused" 1 "SLUICE_IBV_PKEY=1 is not a partition key"
+ibv_job SLUICE_QP_RETRY_COUNT=8 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_QP_RETRY_COUNT=8 is refused by name" 2 "SLUICE_QP_RETRY_COUNT=8 is out of range"
 
 echo "=== ibv: the non-bulk bounce limit"
 # Longs above a 1 KiB packed limit are two-part; those of at most
