@@ -368,6 +368,9 @@ Status Runtime::finalize() {
 
 Status Runtime::init_firehose() {
     segment_large_ = base::knob_string(base::Knob::SEGMENT) == "large";  // else fast
+    if (segment_large_ && !base::knob_bool(base::Knob::USE_FIREHOSE))
+        return base::report(Status::argument, "init", "unset SLUICE_USE_FIREHOSE, or use SLUICE_SEGMENT=fast",
+                            "SLUICE_SEGMENT=large needs firehose to register peers' segments, and SLUICE_USE_FIREHOSE=0");
     for (auto &t : transports_) {
         if (!t->capabilities().needs_registration) continue;
         std::unique_ptr<rma::firehose::Registrar> r;
@@ -380,7 +383,7 @@ Status Runtime::init_firehose() {
 }
 
 void Runtime::firehose_stats_print() const {
-    if (!base::knob_bool(base::Knob::FIREHOSE_STATS)) return;
+    if (!base::knob_bool(base::Knob::FIREHOSE_STATS) && !base::knob_bool(base::Knob::FIREHOSE_VERBOSE)) return;
     for (const auto &r : registrars_) std::fprintf(stderr, "sluice[rank %u] %s\n", rank_, r->stats_line().c_str());
     for (const auto &p : main_pools_) std::fprintf(stderr, "sluice[rank %u] %s\n", rank_, p->stats_line().c_str());
 }

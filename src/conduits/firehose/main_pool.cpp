@@ -22,15 +22,29 @@ MainPoolConfig main_pool_config_from_knobs() {
     MainPoolConfig c;
     c.region_bytes = base::knob_size(base::Knob::FIREHOSE_MAXREGION_SIZE);
     c.budget = base::knob_size(base::Knob::FIREHOSE_M);
+    c.max_regions = static_cast<std::size_t>(base::knob_int(base::Knob::FIREHOSE_R));
+    c.table_scale = base::knob_double(base::Knob::FIREHOSE_TABLE_SCALE);
+    c.verbose = base::knob_bool(base::Knob::FIREHOSE_VERBOSE);
     return c;
 }
 
 MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig &c, void *my_base, std::size_t my_size,
                    std::size_t peers)
     : t_(t), am_(am), config_(c), my_base_(static_cast<char *>(my_base)), my_size_(my_size) {
-    share_ = std::max<std::size_t>(1, c.budget / std::max<std::size_t>(1, peers) / c.region_bytes);
+    // The regions of the budget (at most SLUICE_FIREHOSE_R), shared out.
+    std::size_t regions = c.budget / c.region_bytes;
+    if (c.max_regions) regions = std::min(regions, c.max_regions);
+    share_ = std::max<std::size_t>(1, regions / std::max<std::size_t>(1, peers));
     stats_.budget = c.budget;
     stats_.share_regions = share_;
+    owned_.reserve(std::max<std::size_t>(8, static_cast<std::size_t>(static_cast<double>(regions) * c.table_scale)));
+    if (c.verbose)
+        std::fprintf(stderr,
+                     "sluice[rank %d] firehose main pool on %s: %zu regions of %zu bytes of peers' segments (budget "
+                     "%zu bytes, SLUICE_FIREHOSE_R %zu), %zu per peer of %zu; owner's table of %zu buckets "
+                     "(SLUICE_FIREHOSE_TABLE_SCALE %g)\n",
+                     base::log_rank(), t.name(), regions, c.region_bytes, c.budget, c.max_regions, share_, peers,
+                     owned_.bucket_count(), c.table_scale);
 }
 
 MainPool::~MainPool() { release_all(); }
@@ -39,6 +53,8 @@ void MainPool::segments_set(std::vector<std::pair<std::uint64_t, std::uint64_t>>
     std::lock_guard<std::mutex> guard(lock_);
     segments_ = std::move(segments);
     far_.assign(segments_.size(), Far{});
+    for (Far &f : far_)
+        f.entries.reserve(std::max<std::size_t>(4, static_cast<std::size_t>(static_cast<double>(share_) * config_.table_scale)));
 }
 
 std::size_t MainPool::region_size(std::uint64_t segment_size, std::uint32_t region) const {

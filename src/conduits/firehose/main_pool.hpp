@@ -41,8 +41,12 @@ using conduit::Rank;
 struct MainPoolConfig {
     std::size_t region_bytes = std::size_t{128} << 10;  // SLUICE_FIREHOSE_MAXREGION_SIZE
     std::size_t budget = std::size_t{256} << 20;        // SLUICE_FIREHOSE_M: over every peer
+    std::size_t max_regions = 0;                        // SLUICE_FIREHOSE_R (0: budget / region_bytes)
+    double table_scale = 1;                             // SLUICE_FIREHOSE_TABLE_SCALE
+    bool verbose = false;                               // SLUICE_FIREHOSE_VERBOSE
 };
-// From the knobs: SLUICE_FIREHOSE_MAXREGION_SIZE, SLUICE_FIREHOSE_M.
+// From the knobs: SLUICE_FIREHOSE_MAXREGION_SIZE, SLUICE_FIREHOSE_M,
+// SLUICE_FIREHOSE_R, _TABLE_SCALE, _VERBOSE.
 MainPoolConfig main_pool_config_from_knobs();
 
 struct MainPoolStats {

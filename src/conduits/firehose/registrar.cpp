@@ -20,9 +20,18 @@ RegistrarConfig config_from_knobs() {
     c.victim.region_bytes = base::knob_size(base::Knob::FIREHOSE_MAXREGION_SIZE);
     c.victim.max_bytes = base::knob_size(base::Knob::FIREHOSE_MAXVICTIM_M);
     c.victim.max_regions = static_cast<std::size_t>(base::knob_int(base::Knob::FIREHOSE_MAXVICTIM_R));
-    c.put_bounce_limit = base::knob_size(base::Knob::PUT_BOUNCE_LIMIT);
-    c.get_bounce_limit = base::knob_size(base::Knob::GET_BOUNCE_LIMIT);
+    // Each limit set itself wins over SLUICE_PUTGET_BOUNCE_LIMIT, which
+    // wins over their defaults.
+    const bool both = base::knob_is_set(base::Knob::PUTGET_BOUNCE_LIMIT);
+    const auto limit = [&](base::Knob own) {
+        return base::knob_size(!both || base::knob_is_set(own) ? own : base::Knob::PUTGET_BOUNCE_LIMIT);
+    };
+    c.put_bounce_limit = limit(base::Knob::PUT_BOUNCE_LIMIT);
+    c.get_bounce_limit = limit(base::Knob::GET_BOUNCE_LIMIT);
     c.monitor = base::knob_bool(base::Knob::FIREHOSE_MEMHOOKS);
+    c.victim.table_scale = base::knob_double(base::Knob::FIREHOSE_TABLE_SCALE);
+    c.use_firehose = base::knob_bool(base::Knob::USE_FIREHOSE);
+    c.verbose = base::knob_bool(base::Knob::FIREHOSE_VERBOSE);
     return c;
 }
 
@@ -41,6 +50,11 @@ Status Registrar::create(conduit::Transport &t, const RegistrarConfig &c, std::u
     if (Status s = VictimPool::create(t, c.victim, r->pool_); s != Status::ok) return s;
     r->bounce_bytes_ = std::max(c.put_bounce_limit, c.get_bounce_limit);
     if (!r->bounce_bytes_) r->config_.bounce_buffers = 0;
+    if (!c.use_firehose && !r->bounce_bytes_)
+        return base::report(Status::argument, "firehose",
+                            "give SLUICE_PUT_BOUNCE_LIMIT or SLUICE_GET_BOUNCE_LIMIT a size, or unset SLUICE_USE_FIREHOSE",
+                            "SLUICE_USE_FIREHOSE=0 sends every transfer outside the segment through bounce buffers, "
+                            "and both bounce limits are 0");
     if (c.monitor) {
         const char *why = "";
         r->caching_ = monitor::install(&why);
@@ -50,6 +64,17 @@ Status Registrar::create(conduit::Transport &t, const RegistrarConfig &c, std::u
     }
     r->seen_ = monitor::position();
     r->stats_.caching = r->caching_;
+    if (c.verbose)
+        std::fprintf(stderr,
+                     "sluice[rank %d] firehose on %s: %s; victim pool of %zu regions of %zu bytes at most (%zu bytes), "
+                     "table of %zu buckets (SLUICE_FIREHOSE_TABLE_SCALE %g); %zu bounce buffers of %zu bytes (Puts up "
+                     "to %zu, Gets up to %zu bytes); memory monitor %s\n",
+                     base::log_rank(), t.name(),
+                     c.use_firehose ? "registers memory outside the segment on demand"
+                                    : "SLUICE_USE_FIREHOSE=0: memory outside the segment through bounce buffers only",
+                     c.victim.max_regions, c.victim.region_bytes, c.victim.max_bytes, r->pool_->table_buckets(),
+                     c.victim.table_scale, r->config_.bounce_buffers, r->bounce_bytes_, c.put_bounce_limit,
+                     c.get_bounce_limit, r->caching_ ? "on: registrations are cached" : "off: nothing is cached");
     out = std::move(r);
     return Status::ok;
 }
@@ -75,6 +100,13 @@ Status Registrar::pin(void *local, std::size_t n, bool get, Lease &lease) {
         return base::report(Status::state, "firehose pin", "this is a Sluice bug", "%s: RDMA after the transport's fini",
                             t_.name());
     if (caching_) invalidate_unmapped();
+    // SLUICE_USE_FIREHOSE=0: a bounce buffer's worth at a time, the
+    // transport cutting the rest off.
+    if (!config_.use_firehose) {
+        const Status s = bounce(local, std::min(n, bounce_bytes_), get, lease);
+        if (s == Status::not_ready) ++stats_.bounce_busy;
+        return s;
+    }
     if (n <= (get ? config_.get_bounce_limit : config_.put_bounce_limit)) {
         if (Status s = bounce(local, n, get, lease); s != Status::not_ready) return s;
     }

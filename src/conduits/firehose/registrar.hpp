@@ -35,9 +35,12 @@ struct RegistrarConfig {
     std::size_t get_bounce_limit = std::size_t{8} << 10;   // 0: never bounce small Gets
     std::size_t bounce_buffers = 32;  // each of the larger limit; none if both limits are 0
     bool monitor = true;              // use the memory monitor (else cache nothing)
+    bool use_firehose = true;         // false: every transfer outside the segment through bounce buffers
+    bool verbose = false;             // say the configuration at create (stderr)
 };
 // From the knobs: SLUICE_FIREHOSE_MAXREGION_SIZE, _MAXVICTIM_M, _MAXVICTIM_R,
-// SLUICE_PUT_BOUNCE_LIMIT, SLUICE_GET_BOUNCE_LIMIT, SLUICE_FIREHOSE_MEMHOOKS.
+// _TABLE_SCALE, _MEMHOOKS, _VERBOSE, SLUICE_PUT_BOUNCE_LIMIT,
+// SLUICE_GET_BOUNCE_LIMIT, SLUICE_USE_FIREHOSE.
 RegistrarConfig config_from_knobs();
 
 struct RegistrarStats {

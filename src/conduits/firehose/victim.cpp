@@ -23,7 +23,14 @@ Status VictimPool::create(conduit::Transport &t, const VictimConfig &c, std::uni
                             "%zu regions, %zu bytes, region size %zu", c.max_regions, c.max_bytes, c.region_bytes);
     out.reset(new VictimPool(t, c));
     out->page_ = page_bytes;
+    // The table sized for every region it may hold, scaled.
+    out->table_.reserve(std::max<std::size_t>(8, static_cast<std::size_t>(static_cast<double>(c.max_regions) * c.table_scale)));
     return Status::ok;
+}
+
+std::size_t VictimPool::table_buckets() const {
+    std::lock_guard<std::mutex> guard(lock_);
+    return table_.bucket_count();
 }
 
 VictimPool::~VictimPool() {

@@ -37,6 +37,7 @@ struct VictimConfig {
     std::size_t region_bytes = std::size_t{128} << 10;  // window size: SLUICE_FIREHOSE_MAXREGION_SIZE
     std::size_t max_regions = 1024;                     // SLUICE_FIREHOSE_MAXVICTIM_R
     std::size_t max_bytes = std::size_t{128} << 20;     // SLUICE_FIREHOSE_MAXVICTIM_M
+    double table_scale = 1;                             // SLUICE_FIREHOSE_TABLE_SCALE: of max_regions
 };
 
 struct VictimStats {
@@ -93,6 +94,8 @@ public:
 
     VictimStats stats() const;
     const VictimConfig &config() const { return config_; }
+    // The table's buckets (its size, set by SLUICE_FIREHOSE_TABLE_SCALE).
+    std::size_t table_buckets() const;
 
 private:
     VictimPool(conduit::Transport &t, const VictimConfig &c) : t_(t), config_(c) {}

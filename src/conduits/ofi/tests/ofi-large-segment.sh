@@ -12,7 +12,9 @@
 #   2. sluice-mp-test rma and bad at 2 ranks, with a budget of one region.
 #   (A sanitizer subset runs the third provider line of 1, and bad.)
 #   3. ranks that chose differently (rank 0 large, rank 1 fast) work.
-#   4. SLUICE_SEGMENT=huge is refused at init, naming the knob.
+#   4. GASNet's firehose knobs: SLUICE_FIREHOSE_R, _VERBOSE, _TABLE_SCALE,
+#      and SLUICE_USE_FIREHOSE=0 (bounce buffers only; refused with large).
+#   5. SLUICE_SEGMENT=huge is refused at init, naming the knob.
 #
 # Skips (77) without the ofi conduit.
 set -u
@@ -116,6 +118,60 @@ if job "rank 0 large, rank 1 fast" 120 SLUICE_FIREHOSE_M=512K -- -n 2 sh -c \
 else
     fail "$label"
     tail -20 "$out"
+fi
+
+# GASNet's firehose knobs: SLUICE_FIREHOSE_R caps the main pool's regions
+# (2 of a 512 KiB budget's 4, so 2 per peer at 2 ranks), and
+# SLUICE_FIREHOSE_VERBOSE says each pool's configuration, with its tables
+# scaled by SLUICE_FIREHOSE_TABLE_SCALE.
+if job "SLUICE_FIREHOSE_R=2, verbose, tables scaled by 4" 120 SLUICE_SEGMENT=large SLUICE_FIREHOSE_M=512K \
+    SLUICE_FIREHOSE_R=2 SLUICE_FIREHOSE_VERBOSE=1 SLUICE_FIREHOSE_TABLE_SCALE=4 -- -n 2 "$mp" segment 16 &&
+    grep -q '^PASS segment on 2 ranks' "$out"; then
+    if grep -q 'firehose main pool on ofi: 2 regions of 131072 bytes .*SLUICE_FIREHOSE_R 2), 2 per peer of 1' "$out" &&
+        grep -q 'firehose main pool ofi: .*budget 524288, 2 regions per peer)' "$out" &&
+        grep -q 'SLUICE_FIREHOSE_TABLE_SCALE 4)' "$out"; then
+        echo "ok: 2 regions in all, 2 per peer, said at start and in the statistics"
+    else
+        fail "$label: the configuration or statistics lines are not as set"
+        grep 'firehose' "$out" | head -5
+    fi
+else
+    fail "$label"
+    tail -20 "$out"
+fi
+# SLUICE_USE_FIREHOSE=0 with the registration modes (FI_MR_LOCAL: buffers
+# outside the segment need registering): every such transfer goes through a
+# bounce buffer, nothing is registered on demand, and the rma case passes.
+if job "SLUICE_USE_FIREHOSE=0 under FI_MR_LOCAL" 300 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
+    SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" rma &&
+    grep -q '^PASS rma on 2 ranks' "$out"; then
+    if grep -q 'firehose ofi: 0 hits, 0 misses, .*; [1-9][0-9]* Puts and [1-9][0-9]* Gets bounced' "$out"; then
+        echo "ok: no registration on demand, every transfer outside the segment bounced"
+    else
+        fail "$label: registrations were made, or nothing bounced"
+        grep 'firehose ofi:' "$out" | head -2
+    fi
+else
+    fail "$label"
+    tail -20 "$out"
+fi
+# SLUICE_PUTGET_BOUNCE_LIMIT sets both bounce limits, each of which set
+# itself wins (the configuration line SLUICE_FIREHOSE_VERBOSE prints).
+if job "SLUICE_PUTGET_BOUNCE_LIMIT=4K, SLUICE_GET_BOUNCE_LIMIT=2K" 60 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
+    SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint SLUICE_FIREHOSE_VERBOSE=1 SLUICE_PUTGET_BOUNCE_LIMIT=4K \
+    SLUICE_GET_BOUNCE_LIMIT=2K -- -n 2 "$mp" basic && grep -q "(Puts up to 4096, Gets up to 2048 bytes)" "$out"; then
+    echo "ok: Puts bounced up to SLUICE_PUTGET_BOUNCE_LIMIT, Gets up to their own limit"
+else
+    fail "$label"
+    grep 'firehose on' "$out" | head -2
+fi
+if job "SLUICE_USE_FIREHOSE=0 with SLUICE_SEGMENT=large" 60 SLUICE_SEGMENT=large SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" basic; then
+    fail "$label: the job succeeded"
+elif grep -q 'SLUICE_SEGMENT=large needs firehose to register peers.* segments, and SLUICE_USE_FIREHOSE=0' "$out"; then
+    echo "ok: refused, naming both knobs"
+else
+    fail "$label: no error naming both knobs"
+    tail -5 "$out"
 fi
 
 if job "SLUICE_SEGMENT=huge" 60 SLUICE_SEGMENT=huge -- -n 2 "$mp" basic; then
