@@ -17,7 +17,9 @@
 #      dry runs and overridden here.
 # Usage: tests/cross/aarch64.sh CROSS-BUILDDIR NATIVE-BUILDDIR
 # NATIVE-BUILDDIR is a built native tree (its sluicerun starts the jobs).
-# Exits 77 without g++-aarch64-linux-gnu or qemu-user.
+# Exits 77 without g++-aarch64-linux-gnu or qemu-user; fails without the
+# target's Nettle (nettle-dev:arm64, Debian multiarch: .ci/run installs it),
+# which the udp conduit needs.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 b=${1:?usage: aarch64.sh CROSS-BUILDDIR NATIVE-BUILDDIR}
