@@ -127,6 +127,13 @@ base::Status PinLimit::init(const char *name, std::size_t local_ranks,
         }
         how += good == limit ? ", probe passed" : good ? ", probed: the NIC registered no more"
                                                        : ", probed: the NIC registered not even 1 MiB";
+        // GASNet's GASNET_PHYSMEM_WARN: say what the probe found, and how
+        // to spare the next job the probe.
+        if (base::knob_bool(base::Knob::PHYSMEM_WARN) && base::log_rank() <= 0)
+            std::fprintf(stderr,
+                         "sluice[rank 0] warning: %s: pinnable memory probed at %s per rank (%s); set "
+                         "SLUICE_PHYSMEM_MAX to skip the probe\n",
+                         name, mib(good).c_str(), how.c_str() + 2);
         limit = good;
     }
     limit_ = limit;

@@ -101,6 +101,29 @@ int bound_socket() {
     return socket;
 }
 
+// Whether `rank` is in `list`: ranks and ranges ("0,2-4,6"); empty and
+// "*" list every rank.  False when the list does not parse.
+bool rank_in_list(const std::string &list, Rank rank, bool &in) {
+    in = list.empty() || list == "*";
+    for (std::size_t at = 0; !in && at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char *end = nullptr;
+        const unsigned long low = std::strtoul(item.c_str(), &end, 10);
+        unsigned long high = low;
+        if (end == item.c_str()) return false;
+        if (*end == '-') {
+            const char *from = end + 1;
+            high = std::strtoul(from, &end, 10);
+            if (end == from || high < low) return false;
+        }
+        if (*end) return false;
+        in = rank >= low && rank <= high;
+        at = comma + 1;
+    }
+    return true;
+}
+
 // GASNet-EX's topology-aware family: SLUICE_IBV_PORTS_<socket> for a rank
 // bound within that socket, when set; else SLUICE_IBV_PORTS.
 struct PortsSetting {
@@ -358,13 +381,19 @@ Status IbvTransport::rails_path() {
 }
 
 // GASNet-EX's HCA and port selection and multi-rail: the rails
-// rails_choose picks; SLUICE_IBV_LIST_PORTS prints every port.
+// rails_choose picks; SLUICE_IBV_LIST_PORTS prints every port, on the
+// ranks SLUICE_IBV_LIST_PORTS_NODES lists.
 Status IbvTransport::open_port() {
     const char *op = "ibv conduit init";
     std::vector<PortInfo> ports;
     std::string why, ignored, dropped;
     const bool listed = port_list(ports, why, ignored);
-    if (base::knob_bool(knob(Knob::IBV_LIST_PORTS))) {
+    bool lists = false;
+    if (!rank_in_list(base::knob_string(knob(Knob::IBV_LIST_PORTS_NODES)), setup().rank, lists))
+        return base::report(Status::argument, op, "give SLUICE_IBV_LIST_PORTS_NODES ranks and ranges, as 0,2-4,6, or *",
+                            "SLUICE_IBV_LIST_PORTS_NODES=%s is not a list of ranks",
+                            base::knob_string(knob(Knob::IBV_LIST_PORTS_NODES)).c_str());
+    if (base::knob_bool(knob(Knob::IBV_LIST_PORTS)) && lists) {
         const std::string by = ", selected by " + ports_setting().name;
         for (const PortInfo &p : ports)
             std::fprintf(stderr, "sluice[rank %u] ibv port %s:%u: %s, %s, LID %u%s\n", setup().rank, p.device.c_str(),
@@ -385,9 +414,13 @@ Status IbvTransport::open_port() {
     if (!ignored.empty())
         base::say("ibv: %s names %s, not here: ignored (a filter)", ports_setting().name.c_str(),
                   ignored.c_str());
-    if (!dropped.empty())
-        base::say("ibv: rails on at most %u HCAs: %s not used (name the HCAs wanted in SLUICE_IBV_PORTS)", max_hcas,
-                  dropped.c_str());
+    // GASNet-EX's GASNET_IBV_PORTS_VERBOSE: HCAs left out for a reason other
+    // than SLUICE_IBV_PORTS are a warning at 1 (rank 0's), silent at 0.
+    if (!dropped.empty() && base::knob_int(knob(Knob::IBV_PORTS_VERBOSE)) >= 1 && setup().rank == 0)
+        std::fprintf(stderr,
+                     "sluice[rank 0] warning: ibv: rails on at most %u HCAs: %s not used (name the HCAs wanted in "
+                     "SLUICE_IBV_PORTS; SLUICE_IBV_PORTS_VERBOSE=0 silences this)\n",
+                     max_hcas, dropped.c_str());
     for (const PortInfo &p : chosen) {
         Rail r;
         r.port = p;

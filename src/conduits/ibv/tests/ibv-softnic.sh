@@ -298,6 +298,9 @@ expect "a NIC registering 100 MiB: the probe finds it, the rma case passes" 0 \
 ibv_job SOFTNIC_MR_BUDGET=12M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 16
 expect "a NIC registering 12 MiB: a 16 MiB segment is refused, saying why" 1 \
     "more than the 1[0-9]* this rank may (.*probed: the NIC registered no more)"
+ibv_job SOFTNIC_MR_BUDGET=100M SLUICE_PHYSMEM_WARN=1 SLUICE_VERBOSE=0 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_PHYSMEM_WARN=1: rank 0 warns of what the probe found" 0 \
+    "sluice\[rank 0\] warning: ibv: pinnable memory probed at \(9[0-9]\|100\) MiB per rank (.*probed: the NIC registered no more); set SLUICE_PHYSMEM_MAX to skip the probe"
 ibv_job SLUICE_PHYSMEM_MAX=3/2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "a fraction above 1 is refused" 1 "SLUICE_PHYSMEM_MAX: '3/2' is not a fraction between 0 and 1"
 # Without CAP_IPC_LOCK the locked-memory limit binds: raised to its hard
@@ -318,6 +321,16 @@ export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2
 ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_PORTS=softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_IBV_PORTS=softnic1:2 uses port 2 of softnic1" 0 "ibv: softnic1 port 2 (InfiniBand"
 expect "SLUICE_IBV_LIST_PORTS lists all four ports" 0 "ibv port softnic0:2: active, InfiniBand, LID [0-9]*, not selected"
+ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_LIST_PORTS_NODES=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_IBV_LIST_PORTS_NODES=1: rank 1 lists its ports" 0 "sluice\[rank 1\] ibv port softnic0:1"
+if printf '%s\n' "$log" | grep -q "sluice\[rank 0\] ibv port"; then
+    echo "FAIL: SLUICE_IBV_LIST_PORTS_NODES=1: rank 0 listed its ports too"
+    failed=1
+else
+    echo "ok: ... and rank 0 does not"
+fi
+ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_LIST_PORTS_NODES=0-x timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "a malformed SLUICE_IBV_LIST_PORTS_NODES is refused" 1 "SLUICE_IBV_LIST_PORTS_NODES=0-x is not a list of ranks"
 ibv_job SLUICE_IBV_PORTS=softnic0+softnic1:1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_IBV_PORTS=softnic0+softnic1:1: a rail on each (the first active port of softnic0)" 0 \
     "ibv: softnic0 port 1, softnic1:1 (InfiniBand"
@@ -392,7 +405,15 @@ rails_used "two ports of one HCA" 3
 ibv_job SLUICE_NUM_QPS=3 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
 expect "SLUICE_NUM_QPS=3 on one port: three rails on it" 0 "ibv: 3 rails (SLUICE_NUM_QPS=3) on 1 HCA(s)"
 ibv_job SOFTNIC_DEVICES=3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
-expect "three HCAs: rails on the first two, the third named" 0 "ibv: rails on at most 2 HCAs: softnic2 not used"
+expect "three HCAs: rails on the first two, the third named in a warning" 0 \
+    "sluice\[rank 0\] warning: ibv: rails on at most 2 HCAs: softnic2 not used"
+ibv_job SOFTNIC_DEVICES=3 SLUICE_IBV_PORTS_VERBOSE=0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+if [ "$code" = 0 ] && ! printf '%s\n' "$log" | grep -q "not used"; then
+    echo "ok: SLUICE_IBV_PORTS_VERBOSE=0: nothing said of the third HCA"
+else
+    echo "FAIL: SLUICE_IBV_PORTS_VERBOSE=0: exit $code, or the third HCA was named"
+    failed=1
+fi
 
 ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
