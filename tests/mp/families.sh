@@ -1,7 +1,8 @@
 # tests/mp/families.sh - sourced by the scripts that run sluice-mp-gtest's
 # network instances again in a variant of their conduit (another provider,
-# other queue sizes, other hosts): which suites such a run leaves out, and
-# how a run of a GoogleTest program from a script is judged.
+# other queue sizes, other hosts): which suites such a run leaves out, how
+# a run of a GoogleTest program from a script is judged, and how a job's
+# code and output are (expect).
 #
 # The client families (atomic domains, teams and collectives, VIS,
 # completion, negotiated-payload AMs) reach a conduit only through its AM
@@ -46,4 +47,17 @@ gtest_ran() {
     [ -z "$_gtest_bad" ] && return 0
     echo "gtest_ran: $_gtest_bad"
     return 1
+}
+
+# expect WHAT CODE PATTERN: the last job (its code in $code, its output in
+# $log) ended with CODE ("fail": any but 0) and said PATTERN; else FAIL,
+# the end of its output, and $failed set.
+expect() {
+    if { [ "$code" = "$2" ] || { [ "$2" = fail ] && [ "$code" != 0 ]; }; } && printf '%s\n' "$log" | grep -q -- "$3"; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
+        printf '%s\n' "$log" | grep -v EXPECTED | tail -15
+        failed=1
+    fi
 }

@@ -62,15 +62,6 @@ gni_job() {
     log=$(env SLUICE_NETWORK=gni SLUICE_ROUTE=network SLUICE_GNI_STATS=1 "$@" 2>&1)
     code=$?
 }
-expect() {  # expect WHAT CODE PATTERN
-    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
-        echo "ok: $1"
-    else
-        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
-        printf '%s\n' "$log" | tail -15
-        failed=1
-    fi
-}
 # counter NAME: the sum over the ranks' SLUICE_GNI_STATS lines of the
 # counter NAME ("network full", "BTE posts", ...).
 counter() {

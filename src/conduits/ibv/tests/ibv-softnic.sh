@@ -78,15 +78,6 @@ ibv_job() {
     log=$(env SLUICE_NETWORK=ibv SLUICE_ROUTE=network SLUICE_VERBOSE=1 "$@" 2>&1)
     code=$?
 }
-expect() {  # expect WHAT CODE PATTERN
-    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
-        echo "ok: $1"
-    else
-        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
-        printf '%s\n' "$log" | tail -15
-        failed=1
-    fi
-}
 
 echo "=== ibv: the receive thread"
 # Rank 1 computes for 3 s without calling Sluice while rank 0 makes 200

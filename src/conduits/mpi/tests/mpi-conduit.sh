@@ -61,17 +61,9 @@ mp() {
     log=$( [ -z "$vars" ] || export $vars; launch 120 "$run" "$n" "$job" "$@" 2>&1)
     code=$?
 }
-# CODE "fail": any code but 0 (hydra returns the code of a rank it killed,
-# 9, when another rank's own 1 ended the job first).
-expect() {  # expect WHAT CODE PATTERN
-    if { [ "$code" = "$2" ] || { [ "$2" = fail ] && [ "$code" != 0 ]; }; } && printf '%s\n' "$log" | grep -q -- "$3"; then
-        echo "ok: $1"
-    else
-        echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
-        printf '%s\n' "$log" | grep -v EXPECTED | tail -15
-        failed=1
-    fi
-}
+# expect (tests/mp/families.sh) takes "fail" for any code but 0: hydra
+# returns the code of a rank it killed, 9, when another rank's own 1 ended
+# the job first.
 # counter NAME: the sum over the ranks' SLUICE_MPI_STATS lines.
 counter() {
     printf '%s\n' "$log" | sed -n "s/.* mpi (.*$1 \([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'

@@ -105,16 +105,6 @@ job() {
     log=$(env $envs SLUICE_PORTALS_STATS=1 timeout "$limit" "$run" -n "$ranks" -- "$mp" "$@" 2>&1)
     code=$?
 }
-# expect WHAT CODE PATTERN: the last job ended with CODE and said PATTERN.
-expect() {
-    if [ "$code" = "$2" ] && printf '%s\n' "$log" | grep -q -- "$3"; then
-        echo "ok: $1"
-    else
-        echo "FAIL: $1: exit $code (expected $2), output lacking: $3"
-        printf '%s\n' "$log" | tail -10
-        failed=1
-    fi
-}
 resent() {  # the sum of every rank's "resent" counter in $log
     printf '%s\n' "$log" | sed -n 's/.* resent \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
 }
