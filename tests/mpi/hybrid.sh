@@ -51,6 +51,18 @@ survivors_of() {
         { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "SLUICE_JOB_ID=$1" && echo "${p#/proc/}"
     done
 }
+# lingering JOB: the job's processes still there 3 s after its launcher
+# returned (a launcher may return while the ranks it killed are still on
+# their way out; one still there after that is left behind).
+lingering() {
+    _left=$(survivors_of "$1")
+    for _ in 1 2 3 4 5 6; do
+        [ -n "$_left" ] || break
+        sleep 0.5
+        _left=$(survivors_of "$1")
+    done
+    echo $_left
+}
 
 # Open MPI refuses more ranks than cores unless told; MPICH's hydra
 # oversubscribes by itself and knows no such option.
@@ -119,7 +131,7 @@ run_flavor() {
             rc=$?
             took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
             left=$(shm_of "$job")
-            alive=$(survivors_of "$job")
+            alive=$(lingering "$job")
             if [ -n "$alive" ]; then
                 echo "FAIL: [$label] $mode_label at $n ranks left processes behind:" $alive
                 kill -9 $alive 2>/dev/null
