@@ -89,8 +89,12 @@ else
 fi
 
 # 3. Unit tests under emulation.  Death tests fork without re-executing
-# (an exec of the test would run it natively).
-emulate() { qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$b/.libs" -E GTEST_DEATH_TEST_STYLE=fast "$@"; }
+# (an exec of the test would run it natively).  The libraries: the build's,
+# then the cross sysroot's (its libc), then Debian's arm64 ones (Nettle):
+# the arm64 libc multiarch put beside Nettle must not be mixed with the
+# sysroot's loader (a thread's creation then hangs).  Each run is bounded.
+libpath="$b/.libs:$sysroot/lib:/usr/lib/$host"
+emulate() { timeout 600 qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$libpath" -E GTEST_DEATH_TEST_STYLE=fast "$@"; }
 for t in tests/unit/sluice-unit-base tests/unit/sluice-unit-api tests/unit/sluice-unit-registry \
     src/conduits/udp/tests/sluice-unit-udp; do
     name=$(basename "$t")
@@ -107,7 +111,7 @@ job() {
     name=$1
     shift
     step "sluicerun -n 2 -- qemu-aarch64 $name"
-    timeout 300 "$native/sluicerun" -n 2 -- qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$b/.libs" "$@" \
+    timeout 300 "$native/sluicerun" -n 2 -- qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$libpath" "$@" \
         > "$b/job.out" 2>&1
     rc=$?
     cat "$b/job.out"
