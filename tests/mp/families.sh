@@ -38,9 +38,10 @@ gtest_ran() {
     _gtest_bad=
     if [ "$_gtest_code" != 0 ]; then
         _gtest_bad="exit $_gtest_code"
-    # The summary's first line, which a rank's stderr forwarded by an MPI
-    # launcher may split mid-line in the ones after it.
-    elif ! grep -qE '^\[==========\] [1-9][0-9]* tests? from [0-9]* test suites? ran' "$_gtest_log"; then
+    # Either summary line, anywhere in a line: an MPI launcher forwarding
+    # several ranks' output may join two ranks' lines, or split one with a
+    # rank's stderr.
+    elif ! grep -qE '\[==========\] [1-9][0-9]* tests? from [0-9]* test suites? ran|\[  PASSED  \] [1-9][0-9]* test' "$_gtest_log"; then
         _gtest_bad="no test ran (the filter matched none?)"
     elif grep -q '\[  SKIPPED \]' "$_gtest_log"; then
         _gtest_bad="tests were skipped"
