@@ -259,8 +259,15 @@ sluice_status_t sluice_barrier(void);
  * ranks, at most sluice_am_max_medium()); `out` receives size*length bytes in
  * rank order.  Called from one thread per rank at a time. */
 sluice_status_t sluice_allgather(const void *in, void *out, size_t length);
-/* Runs pending handlers and advances non-blocking operations. */
+/* Runs pending handlers and advances non-blocking operations.  Never
+ * sleeps, whatever SLUICE_WAIT says. */
 sluice_status_t sluice_poll(void);
+/* The same, for a loop that waits on something a peer may change without a
+ * message to this rank (a flag in the segment written by a Put or an
+ * atomic): under SLUICE_WAIT=block, once such polls have found nothing for
+ * SLUICE_WAIT_SPIN microseconds, each sleeps until work arrives or
+ * SLUICE_WAIT_NAP microseconds pass.  Under spin, it is sluice_poll. */
+sluice_status_t sluice_poll_wait(void);
 /* Ends the whole job with `code`, from any rank, thread or handler.  Other
  * ranks are stopped wherever they are (in a barrier, a poll, or their own
  * code).  Does not return. */

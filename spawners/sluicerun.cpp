@@ -13,6 +13,7 @@
 #include "conduits/registry.hpp"
 #include "sluice_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -324,6 +325,30 @@ int local_run(CommandLine &cl) {
     return local::launch(launch, binder);
 }
 
+// More ranks on a host than it has cores (this host's count, taken for
+// every host): waiting ranks must sleep, not spin, or each wait costs the
+// rank waited for a time slice.  SLUICE_WAIT=block for the ranks, unless the
+// user chose a mode.
+void wait_mode_choose(const CommandLine &cl) {
+    const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    const unsigned hosts = std::max(1u, cl.job.hosts);
+    const unsigned per_host = (cl.job.ranks + hosts - 1) / hosts;
+    if (static_cast<long>(per_host) <= cores) return;
+    const char *set = std::getenv("SLUICE_WAIT");
+    if (set && *set) {
+        if (cl.job.verbose)
+            std::fprintf(stderr, "sluicerun: %u ranks per host on %ld cores; SLUICE_WAIT=%s as set\n", per_host, cores,
+                         set);
+        return;
+    }
+    ::setenv("SLUICE_WAIT", "block", 1);
+    if (cl.job.verbose)
+        std::fprintf(stderr,
+                     "sluicerun: %u ranks per host on %ld cores: SLUICE_WAIT=block (a waiting rank sleeps until "
+                     "work arrives; SLUICE_WAIT=spin keeps it polling)\n",
+                     per_host, cores);
+}
+
 // A launcher started with stdin, stdout or stderr closed would hand that
 // number to a control socket, and a rank's printf would land in it.
 void stdio_ensure() {
@@ -391,6 +416,7 @@ int main(int argc, char **argv) {
                      conduit_choice_text(conduit_choose(registry, true, base::knob_string(base::Knob::NETWORK),
                                                         "SLUICE_NETWORK")).c_str());
     }
+    wait_mode_choose(cl);
     if (cl.job.spawner == "ssh") return spawner::ssh::run(cl.job);
     if (cl.job.spawner == "pmi") return spawner::pmi::run(cl.job);
     if (cl.job.spawner == "mpi") return spawner::mpi::run(cl.job);

@@ -217,6 +217,7 @@ template <class... A>
     return detail::wrap(sluice_allgather(in, out, n));
 }
 inline Status poll() { return detail::wrap(sluice_poll()); }
+inline Status poll_wait() { return detail::wrap(sluice_poll_wait()); }
 [[noreturn]] inline void exit(int code) { sluice_exit(code); }
 
 } // namespace sluice

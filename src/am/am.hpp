@@ -232,6 +232,7 @@ public:
         if (__builtin_expect(hook_work_.load(std::memory_order_relaxed) != 0, 0) && mode == PollMode::all)
             n += hooks_run();
         if (n == 0) base::idle();
+        else base::idle_reset();
         return n;
     }
 

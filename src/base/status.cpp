@@ -165,8 +165,35 @@ void signal_deferred_run() {
     if (void (*hook)(int) = signal_deferred_hook.load(); sig && hook) hook(sig);
 }
 
+IdleAction idle_action = IdleAction::spin;
 bool idle_yields = false;
-void idle_yield() { ::sched_yield(); }
+std::uint64_t idle_spin_ns = 20'000;
+thread_local std::uint64_t idle_since_ns = 0;
+thread_local bool idle_nap_only = false;
+thread_local bool idle_no_sleep = false;
+namespace {
+void (*idle_block_hook)(void *) = nullptr;
+void *idle_block_context = nullptr;
+} // namespace
+
+void idle_block_hook_set(void (*hook)(void *), void *context) {
+    idle_block_hook = hook;
+    idle_block_context = context;
+}
+
+void idle_slow() {
+    if (idle_action == IdleAction::block && idle_block_hook && !idle_no_sleep) {
+        const std::uint64_t now = now_ns();
+        if (idle_since_ns == 0) {
+            idle_since_ns = now;
+        } else if (now - idle_since_ns >= idle_spin_ns) {
+            idle_block_hook(idle_block_context);
+            idle_since_ns = 0;
+            return;
+        }
+    }
+    if (idle_yields) ::sched_yield();
+}
 
 std::uint64_t now_ns() {
     timespec ts;

@@ -63,15 +63,50 @@ void signal_deferred_hook_set(void (*hook)(int sig));
 void signal_deferred_run();
 
 std::uint64_t now_ns();
-void idle_yield();
 
-// Called by wait loops when a poll found nothing.  With more busy ranks than
-// cores (SLUICE_POLL_YIELD), it gives the core away so the rank we wait for
-// can run.  Otherwise it does nothing: a PAUSE here costs more than a poll
-// and delays noticing the very message we wait for.
-extern bool idle_yields;
+// What a wait loop does when a poll found nothing (Runtime sets it at init,
+// from SLUICE_WAIT and SLUICE_POLL_YIELD): nothing, the next poll follows at
+// once (spin); give the core away, so that the rank we wait for can run
+// when this host has more busy ranks than cores (yield); or, once the polls
+// have found nothing for SLUICE_WAIT_SPIN microseconds, sleep in the kernel
+// on the conduits' wake-up descriptors until something arrives (block: the
+// hook idle_block_hook_set installs).  Spinning costs the wait loop one load
+// of idle_action: a PAUSE here costs more than a poll and delays noticing
+// the very message we wait for.
+enum class IdleAction : std::uint8_t { spin = 0, yield = 1, block = 2 };
+extern IdleAction idle_action;
+extern bool idle_yields;                 // block mode yields while it spins, too
+extern std::uint64_t idle_spin_ns;       // block mode: empty polls this long before it sleeps
+extern thread_local std::uint64_t idle_since_ns;  // block mode: when this thread's empty polls began (0: they did not)
+void idle_block_hook_set(void (*hook)(void *), void *context);
+void idle_slow();
+
+// A wait whose end may come without waking this rank: memory a peer
+// changes without a message (an OpenSHMEM wait on a Put or atomic), or room
+// in a conduit's send queue (a provider may free it only as it makes
+// progress, which no descriptor announces).  Block mode sleeps at most
+// SLUICE_WAIT_NAP at a time while one lasts on this thread.
+extern thread_local bool idle_nap_only;
+struct IdleNap {
+    IdleNap() : outer(idle_nap_only) { idle_nap_only = true; }
+    ~IdleNap() { idle_nap_only = outer; }
+    IdleNap(const IdleNap &) = delete;
+    IdleNap &operator=(const IdleNap &) = delete;
+    bool outer;
+};
+
+// A poll the program makes (sluice_poll) never sleeps, even in block mode:
+// it is progress between the program's own work, not a wait.
+extern thread_local bool idle_no_sleep;
+
+// Called by wait loops when a poll found nothing.
 inline void idle() {
-    if (idle_yields) idle_yield();
+    if (idle_action != IdleAction::spin) idle_slow();
+}
+// Called by wait loops when a poll made progress: block mode spins again
+// for SLUICE_WAIT_SPIN before it sleeps.
+inline void idle_reset() {
+    if (__builtin_expect(idle_action == IdleAction::block, 0)) idle_since_ns = 0;
 }
 
 } // namespace sluice::base

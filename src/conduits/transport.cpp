@@ -83,6 +83,7 @@ Transport::~Transport() {
 
 Status Transport::send_retry(Rank peer, const AmMessage &m) {
     const PollMode mode = (m.header.flags & am_flag_reply) ? PollMode::replies_only : PollMode::all;
+    base::IdleNap nap;  // room may come back without a wake-up
     for (;;) {
         stats_.send_full.fetch_add(1, std::memory_order_relaxed);
         if (setup_.progress) (void)setup_.progress(setup_.progress_context, mode);  // idles when idle
@@ -102,6 +103,7 @@ Status Transport::prepare(Rank peer, std::uint8_t flags, unsigned nargs, std::si
     p.flags = flags;
     p.nargs = nargs;
     const PollMode mode = (flags & am_flag_reply) ? PollMode::replies_only : PollMode::all;
+    base::IdleNap nap;  // room may come back without a wake-up
     for (;;) {
         Status s = prepare_impl(p, least, most);
         if (s != Status::not_ready || immediate) return s;
@@ -287,18 +289,29 @@ Status Transport::rma_hand_over(RmaOp *op, bool from_backlog) {
 // The registrations covering the front of `op`: the segment's, or the
 // registrars' leases (a span of their own).  Status::not_ready: nothing
 // free now, nothing held.
-Status Transport::rma_pin(RmaOp *op) {
+Status Transport::rma_pin(RmaOp *op, std::size_t &carried) {
     const bool get = op->kind == RmaOp::Kind::get;
     std::size_t covered = op->n;
+    carried = 0;
     // The peer's region first: waiting for it holds nothing local.
     RemoteRegistrar::Lease far;
     if (op->peer < peer_unregistered_.size() && peer_unregistered_[op->peer]) {
         if (!remote_registrar_)
             return base::report(Status::state, get ? "get" : "put", "this is a Sluice bug",
                                 "%s: rank %u registered no segment and no main pool reaches it", name_, op->peer);
-        if (Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n, far);
+        // A plain Put's front may ride in the move request; one that may
+        // give up (immediate) must not write anything then, and a Put with
+        // remote completion keeps its notification behind the write.
+        const bool may_carry = op->kind == RmaOp::Kind::put && !op->immediate;
+        if (Status s = remote_registrar_->pin(op->peer, reinterpret_cast<std::uint64_t>(op->remote), op->n,
+                                              may_carry ? op->local : nullptr, may_carry ? op : nullptr, far);
             s != Status::ok)
             return s;
+        if (far.carried) {
+            remote_registrar_->unpin(far.token);
+            carried = std::min(far.carried, op->n);
+            return Status::ok;
+        }
         covered = std::min(covered, far.n);
     }
     op->span_local = op->local;
@@ -349,8 +362,21 @@ std::size_t Transport::rma_cut(std::size_t rest) const {
 
 Status Transport::rma_hand_over_one(RmaOp *op, bool from_backlog, bool &rest) {
     if (op->n && !op->span_left) {
-        if (Status s = rma_pin(op); s == Status::not_ready) return rma_later(op, from_backlog);
+        std::size_t carried = 0;
+        if (Status s = rma_pin(op, carried); s == Status::not_ready) return rma_later(op, from_backlog);
         else if (s != Status::ok) return rma_fail(op, s);
+        if (carried == op->n) {  // the move wrote all that was left
+            stats_.rma_put_in_move.fetch_add(1, std::memory_order_relaxed);
+            rma_finish(op);
+            return Status::ok;
+        }
+        if (carried) {  // the rest after what the move wrote
+            op->remote = static_cast<char *>(op->remote) + carried;
+            op->local = static_cast<char *>(op->local) + carried;
+            op->n -= carried;
+            rest = true;
+            return Status::ok;
+        }
     }
     // What this call issues: all, or the start cut off as a piece.
     const std::size_t covered = rma_cut(std::min(op->n, op->span_left));

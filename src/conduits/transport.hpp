@@ -11,6 +11,7 @@
 #include "credit/preferences.hpp"
 
 #include <algorithm>
+#include <poll.h>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -150,8 +151,10 @@ enum class PollMode { all, replies_only };
 // `counter` is 0, idling after a poll that found nothing.
 template <class Poll>
 void wait_for_zero(const std::atomic<std::uint64_t> &counter, Poll &&poll) {
-    while (counter.load(std::memory_order_acquire) != 0)
+    while (counter.load(std::memory_order_acquire) != 0) {
         if (poll() == 0) base::idle();
+        else base::idle_reset();
+    }
 }
 
 // A Medium being written in the conduit's send buffer (Transport::prepare):
@@ -261,12 +264,22 @@ public:
         std::uint64_t key = 0;
         std::uint64_t base = 0;
         void *token = nullptr;  // handed back to unpin
+        // The owner wrote the first `carried` bytes (at most n) of the Put
+        // asked for when it registered the region: they travelled in the
+        // move request (SLUICE_PUTINMOVE_LIMIT, docs/firehose.md).  The
+        // wrapper skips them.
+        std::size_t carried = 0;
     };
     virtual ~RemoteRegistrar() = default;
     // Status::not_ready: the region is being registered, or every region
     // this rank may hold at that peer is in use; the wrapper retries from
     // poll.  Another status is final (reported by the registrar).
-    virtual Status pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &lease) = 0;
+    // `put`: the n bytes a Put writes at `remote`, which the move request
+    // may carry; `carrier`: its operation, which will ask again once the
+    // region is ready and then learns what was carried.  Both null for a
+    // Get, or an operation that may give up instead of asking again.
+    virtual Status pin(Rank peer, std::uint64_t remote, std::size_t n, const void *put, const void *carrier,
+                       Lease &lease) = 0;
     // The transfer that held the lease is over (completed or failed).
     virtual void unpin(void *token) = 0;
     // Transport::fini, before the conduit closes its memory domain:
@@ -281,6 +294,9 @@ struct TransportStats {
     std::atomic<std::uint64_t> send_full{0};  // sends that had to poll and retry
     std::atomic<std::uint64_t> rma_backlogged{0};  // RDMA operations queued on "retry"
     std::atomic<std::uint64_t> rma_deferred{0};    // RDMA operations completed from poll
+    // Puts done by the move request that pinned their region (they carried
+    // all they had left: SLUICE_PUTINMOVE_LIMIT), with no RDMA.
+    std::atomic<std::uint64_t> rma_put_in_move{0};
 };
 
 class Transport {
@@ -474,6 +490,24 @@ public:
     // leave MPI alone.  Never returns to service: the process ends.
     bool exit_quiet(std::uint64_t deadline_ns) { return exit_quiet_impl(deadline_ns); }
 
+    // Block mode (SLUICE_WAIT=block, base::idle): a rank about to sleep
+    // asks each of its transports in turn.  wake_prepare adds the
+    // descriptors whose readiness means work for this transport (poll(2)
+    // events) to `w.fds` and lowers `w.sleep_ns` to the longest it may sleep
+    // (a timer due, or a transport with nothing to sleep on), arming whatever
+    // makes an arrival after this call wake the sleeper; it answers false
+    // when work is already there (the rank then polls instead of sleeping).
+    // After the sleep, or after a false answer, each transport asked is told
+    // wake_finish (in the same order), which disarms.  Any thread; several
+    // may sleep at once.
+    struct WakeSet {
+        std::vector<struct ::pollfd> *fds;
+        std::uint64_t sleep_ns;
+        std::uint64_t nap_ns;  // SLUICE_WAIT_NAP: the sleep of a transport with nothing to sleep on
+    };
+    bool wake_prepare(WakeSet &w) { return wake_prepare_impl(w); }
+    void wake_finish() { wake_finish_impl(); }
+
     // Releases every resource, in reverse order of creation: RDMA
     // operations never completed (and their local registrations), the
     // registrar's cache, the segment's registration, then the conduit's.
@@ -583,6 +617,12 @@ protected:
     virtual void exit_release_impl() {}
     virtual bool exit_quiet_impl(std::uint64_t) { return true; }
     virtual void fini_impl() {}
+    // No wake-up descriptor: a nap.
+    virtual bool wake_prepare_impl(WakeSet &w) {
+        w.sleep_ns = std::min(w.sleep_ns, w.nap_ns);
+        return true;
+    }
+    virtual void wake_finish_impl() {}
     // Negotiated payload, for conduits that set prepare_medium: reserve
     // (Status::not_ready while there is no room for `least`), publish with
     // `m`'s header and arguments, or publish something the receiver skips.
@@ -618,7 +658,9 @@ private:
     Status rma_later(RmaOp *op, bool from_backlog);
     Status rma_fail(RmaOp *op, Status s);
     void rma_finish(RmaOp *op);
-    Status rma_pin(RmaOp *op);
+    // `carried`: the front of `op` the owner of the peer's region wrote
+    // with the move that registered it (nothing pinned then).
+    Status rma_pin(RmaOp *op, std::size_t &carried);
     void rma_release(RmaOp *op, bool completed);
     int rma_progress();
 

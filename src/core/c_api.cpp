@@ -258,13 +258,23 @@ sluice_status_t sluice_allgather(const void *in, void *out, size_t length) {
     SLUICE_REQUIRE_RUNNING("allgather");
     return code(runtime().allgather(in, out, length));
 }
+namespace {
+sluice_status_t poll_checked(const char *op, sluice::core::Runtime::Poller who) {
+    if (__builtin_expect(am::AmEngine::prepared(), 0)) return code(am::AmEngine::prepared_refuse(op));
+    if (am::AmEngine::in_handler())
+        return code(sluice::base::report(Status::context, op, "do not poll from a handler", "called from a handler"));
+    runtime().poll(who);
+    return SLUICE_OK;
+}
+} // namespace
+
 sluice_status_t sluice_poll(void) {
     SLUICE_REQUIRE_RUNNING("poll");
-    if (__builtin_expect(am::AmEngine::prepared(), 0)) return code(am::AmEngine::prepared_refuse("poll"));
-    if (am::AmEngine::in_handler())
-        return code(sluice::base::report(Status::context, "poll", "do not poll from a handler", "called from a handler"));
-    runtime().poll();
-    return SLUICE_OK;
+    return poll_checked("poll", sluice::core::Runtime::Poller::program);
+}
+sluice_status_t sluice_poll_wait(void) {
+    SLUICE_REQUIRE_RUNNING("poll_wait");
+    return poll_checked("poll_wait", sluice::core::Runtime::Poller::program_wait);
 }
 
 void sluice_exit(int code) {

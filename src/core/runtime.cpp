@@ -13,8 +13,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <ctime>
 #include <sched.h>
 #include <sys/random.h>
@@ -109,9 +112,9 @@ Status Runtime::init(int *, char ***) {
     std::vector<std::string> choices;
     if (Status s = init_hosts(network.chosen ? network.chosen->name : "!" + network.error, choices); s != Status::ok)
         return s;
+    idle_policy_set();  // before the transports: smp sets up its doorbells in block mode
     if (Status s = init_transports(network, choices); s != Status::ok) return s;
     if (Status s = init_firehose(); s != Status::ok) return s;
-    idle_policy_set();
 
     segments.entries.assign(size_, am::SegmentTable::Entry{});
     std::vector<std::string> credit_notes;
@@ -355,6 +358,9 @@ Status Runtime::finalize() {
     progress_thread_stop();
     am.credit_stats_write();
     firehose_stats_print();
+    if (base::idle_action == base::IdleAction::block)
+        base::say("wait: slept %llu times, woken by work %llu times",
+                  static_cast<unsigned long long>(sleeps_.load()), static_cast<unsigned long long>(sleeps_woken_.load()));
     state_.store(State::finalized);
     segments.attached = false;
     for (auto it = transports_.rbegin(); it != transports_.rend(); ++it) (*it)->fini();
@@ -519,11 +525,63 @@ Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
 }
 
 // More spinning ranks than cores: a waiting rank must give its core to the
-// rank it waits for, or every wait costs a scheduler time slice.
+// rank it waits for, or every wait costs a scheduler time slice; and, by
+// default (SLUICE_WAIT=auto), it sleeps once its polls find nothing for a
+// while (base::idle).
 void Runtime::idle_policy_set() {
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    base::idle_yields =
-        base::knob_switch(base::Knob::POLL_YIELD, static_cast<long>(local_ranks_.size()) > std::max(1L, cores));
+    const bool crowded = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
+    base::idle_yields = base::knob_switch(base::Knob::POLL_YIELD, crowded);
+    const std::string wait = base::knob_string(base::Knob::WAIT);  // spin, block or auto (the knob's range)
+    const bool block = wait == "block" || (wait != "spin" && crowded);
+    base::idle_spin_ns = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_SPIN) * 1000);
+    wait_nap_ns_ = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_NAP) * 1000);
+    base::idle_action = block ? base::IdleAction::block
+                              : base::idle_yields ? base::IdleAction::yield : base::IdleAction::spin;
+    base::idle_block_hook_set(block ? &Runtime::sleep_hook : nullptr, this);
+    base::say("wait: %s (SLUICE_WAIT=%s; %zu ranks on this host, %ld cores)%s", block ? "block" : "spin",
+              wait.c_str(), local_ranks_.size(), cores, base::idle_yields ? ", yielding while it spins" : "");
+}
+
+// Block mode: every transport arms its wake-up and says whether work is
+// already there; if none has any, the thread sleeps in ppoll on their
+// descriptors, for the shortest sleep any of them allows (10 ms at most: a
+// check now and then costs little and bounds what a missed wake-up could
+// cost).  Then each transport asked disarms, and the caller polls.
+void Runtime::sleep_hook(void *context) { static_cast<Runtime *>(context)->sleep_for_work(); }
+
+void Runtime::sleep_for_work(int also) {
+    // SLUICETEST_WAIT_UNBOUNDED=1 (tests/wait/wait.sh): no 10 ms check, so
+    // that a lost wake-up hangs the job.  Naps stay: they are the only end
+    // of a wait no wake-up announces (base::IdleNap).
+    static const bool unbounded = [] {
+        const char *v = std::getenv("SLUICETEST_WAIT_UNBOUNDED");
+        return v && std::strcmp(v, "1") == 0;
+    }();
+    constexpr std::uint64_t forever = ~std::uint64_t{0};
+    const std::uint64_t longest_ns = unbounded ? forever : 10'000'000;
+    thread_local std::vector<struct ::pollfd> fds;
+    fds.clear();
+    if (also >= 0) fds.push_back(::pollfd{also, POLLIN, 0});
+    conduit::Transport::WakeSet w{&fds, base::idle_nap_only ? wait_nap_ns_ : longest_ns,
+                                  wait_nap_ns_};
+    std::size_t asked = 0;
+    bool quiet = true;
+    for (auto &t : transports_) {
+        ++asked;
+        if (!t->wake_prepare(w)) {
+            quiet = false;
+            break;
+        }
+    }
+    if (quiet) {
+        const timespec timeout{static_cast<time_t>(w.sleep_ns / 1'000'000'000),
+                               static_cast<long>(w.sleep_ns % 1'000'000'000)};
+        const int ready = ::ppoll(fds.data(), fds.size(), w.sleep_ns == forever ? nullptr : &timeout, nullptr);
+        sleeps_.fetch_add(1, std::memory_order_relaxed);
+        if (ready > 0) sleeps_woken_.fetch_add(1, std::memory_order_relaxed);
+    }
+    for (std::size_t i = 0; i < asked; ++i) transports_[i]->wake_finish();
 }
 
 Runtime::ProgressWhileBlocked::ProgressWhileBlocked(Runtime &runtime) : rt(runtime) {
@@ -542,6 +600,8 @@ Runtime::ProgressWhileBlocked::~ProgressWhileBlocked() {
 
 void Runtime::progress_thread_start() {
     progress_stop_.store(false);
+    if (base::idle_action == base::IdleAction::block && progress_wake_fd_ < 0)
+        progress_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     progress_thread_ = std::thread([this] {
         // Every 50 us while the program does not poll (reach a busy rank
         // soon); while it does, the thread stands back, waking every 1 ms at
@@ -550,6 +610,16 @@ void Runtime::progress_thread_start() {
         constexpr long quick_ns = 50 * 1000, slow_ns = 1000 * 1000;
         long pause_ns = quick_ns;
         std::uint64_t seen = app_polls_.load(std::memory_order_relaxed);
+        if (base::idle_action == base::IdleAction::block) {
+            // Block mode: it sleeps on the conduits' wake-ups (and on the
+            // stop's descriptor) between its polls, not on a timer.
+            base::idle_no_sleep = true;
+            while (!progress_stop_.load(std::memory_order_relaxed)) {
+                if (exit_started_.load(std::memory_order_relaxed)) exit_park();
+                if (am.poll() == 0) sleep_for_work(progress_wake_fd_);
+            }
+            return;
+        }
         while (!progress_stop_.load(std::memory_order_relaxed)) {
             const std::uint64_t now = app_polls_.load(std::memory_order_relaxed);
             if (now != seen) {
@@ -569,7 +639,13 @@ void Runtime::progress_thread_start() {
 void Runtime::progress_thread_stop() {
     if (!progress_thread_.joinable()) return;
     progress_stop_.store(true);
+    if (progress_wake_fd_ >= 0) {
+        const std::uint64_t one = 1;
+        (void)!::write(progress_wake_fd_, &one, sizeof one);
+    }
     progress_thread_.join();
+    if (progress_wake_fd_ >= 0) ::close(progress_wake_fd_);
+    progress_wake_fd_ = -1;
 }
 
 } // namespace sluice::core

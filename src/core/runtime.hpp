@@ -41,11 +41,25 @@ public:
 
     // Progress: runs handlers on every conduit.  Threads other than the one
     // running an exit park here until the process ends.
-    void poll() {
+    // Who polls: Sluice's own wait loops (barrier, allgather, exit), which
+    // may sleep in block mode (base::idle); the program's sluice_poll,
+    // which never sleeps; or the program's sluice_poll_wait, a wait on
+    // memory a peer may change without a message, which naps.
+    enum class Poller { wait, program, program_wait };
+    void poll(Poller who = Poller::wait) {
         if (exit_started_.load(std::memory_order_relaxed)) exit_park();
         // A hint for the progress thread (not a count: threads may race on it).
         app_polls_.store(app_polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        am.poll();
+        if (__builtin_expect(base::idle_action != base::IdleAction::block || who == Poller::wait, 1)) {
+            am.poll();
+        } else if (who == Poller::program_wait) {
+            base::IdleNap nap;
+            am.poll();
+        } else {
+            base::idle_no_sleep = true;
+            am.poll();
+            base::idle_no_sleep = false;
+        }
     }
     Status barrier();
     Status allgather(const void *in, void *out, std::size_t length);
@@ -82,6 +96,10 @@ private:
     void firehose_stats_print() const;  // SLUICE_FIREHOSE_STATS, at finalize
     void system_handlers_register();
     void idle_policy_set();
+    static void sleep_hook(void *context);  // base::idle's, in block mode
+    // Block mode: sleep until a transport has work (or `also`, a
+    // descriptor of the caller's, is readable), 10 ms at most.
+    void sleep_for_work(int also = -1);
     void progress_thread_start();
     void progress_thread_stop();
     // While this thread blocks in a bootstrap collective (it does not poll),
@@ -147,6 +165,11 @@ private:
     std::thread progress_thread_;
     std::atomic<bool> progress_stop_{false};
     std::atomic<std::uint64_t> app_polls_{0};  // bumped by poll(): the program is polling
+    // Block mode (SLUICE_WAIT): the nap of a transport with nothing to
+    // sleep on, and how often this rank slept, and woke to work.
+    std::uint64_t wait_nap_ns_ = 100'000;
+    int progress_wake_fd_ = -1;  // block mode: progress_thread_stop wakes the thread through it
+    std::atomic<std::uint64_t> sleeps_{0}, sleeps_woken_{0};
 
     // exit state
     std::atomic<bool> exit_started_{false};

@@ -159,10 +159,11 @@ void statics_get(void *dest, int pe, std::size_t offset, std::size_t n);
 std::uint64_t statics_amo(int pe, std::size_t offset, sluice_dt_t dt, sluice_aop_t op, std::uint64_t op1,
                           std::uint64_t op2);
 
-// Polls until `done()` holds.
+// Polls until `done()` holds; what it waits for may be written by a peer's
+// Put or atomic without a message, so block mode naps (sluice_poll_wait).
 template <class F>
 void wait_for(F done) {
-    while (!done()) sluice_poll();
+    while (!done()) sluice_poll_wait();
 }
 
 // Teams (teams.cpp).

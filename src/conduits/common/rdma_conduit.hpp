@@ -154,6 +154,10 @@ protected:
     // sleeps on, for SLUICE_VERBOSE.
     virtual void receive_wait() { receive_nap(); }
     virtual std::string receive_sleeps_on() const { return "a timer"; }
+    // Block mode (Transport::wake_prepare), when no arrival is queued:
+    // arm the network's wait object and add its descriptor to `w` (false:
+    // completions are already there).  Without one: a nap.
+    virtual bool wake_arm(WakeSet &w) { return Transport::wake_prepare_impl(w); }
     // Outside the lock: one Put (`write`: `n` bytes from `local` to
     // `remote` in `peer`'s segment) or Get (into `local`) of at most
     // Capabilities::rma_piece bytes, posted whole or not at all
@@ -290,6 +294,14 @@ protected:
         }
         if (mode == PollMode::replies_only || delivering()) return 0;
         return deliver_ready();
+    }
+    bool wake_prepare_impl(WakeSet &w) override {
+        {
+            Guard g(*this);
+            if (!up()) return true;
+            if (!ready_.empty() || !self_ready_.empty()) return false;
+        }
+        return wake_arm(w);
     }
     void dispatch_abandon_impl() override {
         if (!delivering()) return;

@@ -272,6 +272,19 @@ void OfiTransport::receive_wait() {
     }
 }
 
+// Block mode: the same descriptor, armed by fi_trywait.
+bool OfiTransport::wake_arm(WakeSet &w) {
+    if (wait_fd_ < 0) return RdmaConduit::wake_arm(w);
+    fid *f = &cq_->fid;
+    {
+        Guard g(*this);
+        if (!ep_) return RdmaConduit::wake_arm(w);
+        if (fi_trywait(fabric_, &f, 1) != FI_SUCCESS) return false;
+    }
+    w.fds->push_back(::pollfd{wait_fd_, POLLIN, 0});
+    return true;
+}
+
 // ---- RDMA ----
 
 // One fi_writemsg or fi_readmsg of at most rma_chunk_ bytes (the wrapper

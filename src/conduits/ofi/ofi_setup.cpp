@@ -279,9 +279,9 @@ Status OfiTransport::open_fabric() {
     cq.format = FI_CQ_FORMAT_DATA;
     cq.wait_obj = FI_WAIT_NONE;
     cq.size = std::max<std::size_t>(4096, 2 * tx_depth_ + 2 * base::knob_int(knob(Knob::OFI_SEND_BUFFERS)));
-    // The receive thread sleeps on a file descriptor where the provider
-    // has one; without, it polls at its rate.
-    if (base::knob_bool(base::Knob::RCV_THREAD)) {
+    // The receive thread, and a rank waiting in block mode, sleep on a
+    // file descriptor where the provider has one; without, they nap.
+    if (base::knob_bool(base::Knob::RCV_THREAD) || base::idle_action == base::IdleAction::block) {
         cq.wait_obj = FI_WAIT_FD;
         if (fi_cq_open(domain_, &cq, &cq_, nullptr) == 0 && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
         if (!cq_) cq.wait_obj = FI_WAIT_NONE;

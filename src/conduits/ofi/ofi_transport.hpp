@@ -147,6 +147,7 @@ protected:
     bool idle() override;                                             // under lock_
     std::string path(Rank peer) const override;
     void receive_wait() override;
+    bool wake_arm(WakeSet &w) override;
     std::string receive_sleeps_on() const override;
     Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                 bool &later) override;

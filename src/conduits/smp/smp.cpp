@@ -26,7 +26,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <cstddef>
+#include <cstdio>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -130,6 +135,14 @@ struct alignas(line_size) RegionHeader {
     std::uint32_t barrier_rounds;
     std::uint64_t ring_bytes;
     std::uint64_t pool_bytes;
+    std::uint32_t wait_block;  // SLUICE_WAIT=block on this host (every rank the same)
+};
+
+// Block mode (base::idle): how many threads of a rank sleep, on a line of
+// its own.  A sender that commits a record to a rank whose count is not 0
+// rings that rank's doorbell, a datagram to its abstract-namespace socket.
+struct alignas(line_size) WakeWord {
+    std::atomic<std::uint32_t> sleepers;
 };
 
 struct alignas(line_size) BarrierFlag {
@@ -258,14 +271,17 @@ unsigned rounds_for(std::size_t n) {
 }
 
 std::size_t region_bytes(std::size_t local, std::size_t ring) {
-    return sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag) +
+    return sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag) + local * sizeof(WakeWord) +
            local * local * 2 * queue_footprint(ring);
 }
 
 class SmpTransport final : public Transport {
 public:
     SmpTransport() : Transport("smp", Capabilities{}) {}
-    ~SmpTransport() override { fini_impl(); }
+    ~SmpTransport() override {
+        fini_impl();
+        if (doorbell_ >= 0) ::close(doorbell_);
+    }
 
 protected:
     Status init_impl() override {
@@ -293,6 +309,10 @@ protected:
         me_ = static_cast<std::size_t>(local_index_[s.rank]);
         const std::size_t local = locals_.size();
         rounds_ = rounds_for(local);
+        block_ = base::idle_action == base::IdleAction::block;
+        if (block_) {
+            if (Status st = doorbell_open(); st != Status::ok) return st;
+        }
 
         // The host's lowest rank creates the region; everyone learns its
         // name through one bootstrap allgather.
@@ -309,6 +329,7 @@ protected:
             h->barrier_rounds = rounds_;
             h->ring_bytes = ring_bytes_;
             h->pool_bytes = pool_.bytes;
+            h->wait_block = block_;
             h->magic = region_magic;
             name = region_.name();
         }
@@ -325,6 +346,10 @@ protected:
                                     "give every rank the same SLUICE_SMP_RING_SIZE, SLUICE_SMP_MAX_MEDIUM and "
                                     "SLUICE_SMP_PAYLOAD_POOL",
                                     "the host region's layout differs from this rank's");
+            if (h->wait_block != static_cast<std::uint32_t>(block_))
+                return base::report(Status::state, "init (smp)", "give every rank of a host the same SLUICE_WAIT",
+                                    "rank %u waits by %s, rank %u (this host's first) by %s", s.rank,
+                                    block_ ? "blocking" : "spinning", locals_[0], block_ ? "spinning" : "blocking");
         }
         if (Status st = pools_map(); st != Status::ok) return st;
         if (!s.bootstrap->barrier())
@@ -334,7 +359,8 @@ protected:
 
         char *base = region_.base();
         flags_ = reinterpret_cast<BarrierFlag *>(base + sizeof(RegionHeader));
-        char *rings = base + sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag);
+        wake_ = reinterpret_cast<WakeWord *>(base + sizeof(RegionHeader) + local * max_barrier_rounds * sizeof(BarrierFlag));
+        char *rings = reinterpret_cast<char *>(wake_ + local);
         auto line_at = [&](std::size_t dst, std::size_t src, int kind) {
             return reinterpret_cast<RingShared *>(rings + ((dst * local + src) * 2 + kind) * queue_footprint(ring_bytes_));
         };
@@ -630,11 +656,43 @@ protected:
         for (unsigned k = 0; k < rounds_; ++k) {
             std::size_t partner = (me_ + (std::size_t{1} << k)) % local;
             flags_[partner * max_barrier_rounds + k].epoch.store(epoch, std::memory_order_release);
+            if (block_) ring(partner);
             auto &mine = flags_[me_ * max_barrier_rounds + k].epoch;
+            barrier_wait_.store(&mine, std::memory_order_relaxed);
+            barrier_epoch_wanted_ = epoch;
             while (mine.load(std::memory_order_acquire) < epoch)
-                if (!poll_fn(context)) return Status::transport;
+                if (!poll_fn(context)) {
+                    barrier_wait_.store(nullptr, std::memory_order_relaxed);
+                    return Status::transport;
+                }
         }
+        barrier_wait_.store(nullptr, std::memory_order_relaxed);
         return Status::ok;
+    }
+
+    // Block mode: this rank counts as sleeping from here, so every record
+    // committed to it after this rings its doorbell; a record committed
+    // before is seen by the scan that follows (the sender's fence and ours
+    // order the two: one of us sees the other).
+    bool wake_prepare_impl(WakeSet &w) override {
+        if (!block_) return Transport::wake_prepare_impl(w);
+        wake_[me_].sleepers.fetch_add(1, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        for (InRing *q : scan_[0])
+            if (q->line.ready()) return false;
+        if (const auto *b = barrier_wait_.load(std::memory_order_relaxed);
+            b && b->load(std::memory_order_acquire) >= barrier_epoch_wanted_)
+            return false;
+        w.fds->push_back(::pollfd{doorbell_, POLLIN, 0});
+        return true;
+    }
+    void wake_finish_impl() override {
+        if (!block_) return;
+        // The last thread of this rank to wake empties the doorbell: while
+        // another still sleeps, a ring it has not seen stays readable.
+        if (wake_[me_].sleepers.fetch_sub(1, std::memory_order_relaxed) != 1) return;
+        char drain[64];
+        while (::recv(doorbell_, drain, sizeof drain, MSG_DONTWAIT) > 0) {}
     }
 
     void dispatch_abandon_impl() override {
@@ -733,6 +791,7 @@ private:
         }
         o.line[kind].refresh_head();
         if (kind == 0) o.lock.unlock();
+        if (__builtin_expect(block_, 0)) ring(static_cast<std::size_t>(&o - out_.data()));
     }
 
     // The payload pool (PoolLayout).
@@ -899,6 +958,50 @@ private:
         in.busy.store(false, std::memory_order_release);
         return 1;
     }
+
+    // Block mode: this rank's doorbell, a datagram socket in the abstract
+    // namespace (nothing left in the file system), named by the job and the
+    // rank; every local rank's address.
+    Status doorbell_open() {
+        doorbell_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (doorbell_ < 0)
+            return base::report(Status::resource, "init (smp)", "raise the limit on open files (ulimit -n)",
+                                "SLUICE_WAIT=block: socket(AF_UNIX) failed: %s", std::strerror(errno));
+        doorbells_.resize(locals_.size());
+        for (std::size_t i = 0; i < locals_.size(); ++i) {
+            sockaddr_un &a = doorbells_[i];
+            a = {};
+            a.sun_family = AF_UNIX;
+            std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "sluice.%s.wake.%u", setup().job_id.c_str(), locals_[i]);
+        }
+        const sockaddr_un &mine = doorbells_[me_];
+        if (::bind(doorbell_, reinterpret_cast<const sockaddr *>(&mine), doorbell_length(mine)) != 0)
+            return base::report(Status::resource, "init (smp)", "check that no other job uses this job id (SLUICE_JOB_ID)",
+                                "SLUICE_WAIT=block: cannot bind the doorbell socket @%s: %s", mine.sun_path + 1,
+                                std::strerror(errno));
+        return Status::ok;
+    }
+    static socklen_t doorbell_length(const sockaddr_un &a) {
+        return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::strlen(a.sun_path + 1));
+    }
+    // A record or barrier flag for local rank `li` is published: wake it if
+    // it sleeps.  The fence orders the publication before the read of its
+    // count (wake_prepare_impl orders the other way).  A doorbell whose
+    // socket is full already rings.
+    void ring(std::size_t li) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (wake_[li].sleepers.load(std::memory_order_relaxed) == 0) return;
+        const char one = 1;
+        (void)::sendto(doorbell_, &one, 1, MSG_DONTWAIT, reinterpret_cast<const sockaddr *>(&doorbells_[li]),
+                       doorbell_length(doorbells_[li]));
+    }
+
+    bool block_ = false;
+    int doorbell_ = -1;
+    std::vector<sockaddr_un> doorbells_;  // by local index
+    WakeWord *wake_ = nullptr;            // by local index, in the region
+    std::atomic<const std::atomic<std::uint64_t> *> barrier_wait_{nullptr};  // the flag this rank's barrier waits on
+    std::uint64_t barrier_epoch_wanted_ = 0;
 
     std::size_t ring_bytes_ = 0;
     PoolLayout pool_;

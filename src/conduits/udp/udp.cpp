@@ -189,6 +189,23 @@ void UdpTransport::dispatch_abandon_impl() {
     deliver_flag_.store(false, std::memory_order_release);
 }
 
+// Block mode: the sockets are readable while a datagram waits, so a
+// datagram that arrived before this is no lost wake-up; a retransmission or
+// an owed ack is due by timer_due_ns_.
+bool UdpTransport::wake_prepare_impl(WakeSet &w) {
+    Guard g(lock_);
+    if (fd_ < 0) return true;
+    if (!ready_.empty() || tx_count_) return false;
+    if (timer_due_ns_ != no_deadline) {
+        const std::uint64_t now = base::now_ns();
+        if (timer_due_ns_ <= now) return false;
+        w.sleep_ns = std::min(w.sleep_ns, timer_due_ns_ - now);
+    }
+    w.fds->push_back(::pollfd{in_.fd, POLLIN, 0});
+    if (aside_.fd >= 0 && aside_.fd != in_.fd) w.fds->push_back(::pollfd{aside_.fd, POLLIN, 0});
+    return true;
+}
+
 void UdpTransport::quiesce_impl() {
     for (;;) {
         const bool idle = progress(true);

@@ -234,6 +234,8 @@ protected:
     // Ends when everything sent is acknowledged; the timers' peer timeout
     // (peer_silent) ends the job if a peer stops answering.
     void quiesce_impl() override;
+    // Block mode: the sockets, and the timers' next deadline (udp.cpp).
+    bool wake_prepare_impl(WakeSet &w) override;
 
     void fini_impl() override;
 

@@ -1,0 +1,101 @@
+#!/bin/sh
+# SLUICE_WAIT (docs/user-guide.md, "Waiting: spin or block"): a rank that
+# waits in a Sluice call sleeps in the kernel in block mode and wakes when
+# work arrives, on smp (its doorbell), udp (its socket) and ofi
+# (tcp;ofi_rxm's wait descriptor).  tests/wait/README.md says what each
+# check shows.
+set -u
+builddir=${SLUICETEST_BUILDDIR:?}
+check=$builddir/tests/wait/sluice-wait-check
+run="$builddir/sluicerun"
+. "${SLUICETEST_SRCDIR:?}/tests/mp/families.sh"
+failed=0
+
+# job SECONDS ENV... -- SLUICERUN-ARGS...: one job; its code in $code, its
+# output in $log.
+job() {
+    t=$1
+    shift
+    envs=
+    while [ "$1" != -- ]; do envs="$envs $1"; shift; done
+    shift
+    # shellcheck disable=SC2086 # envs is a list of words
+    log=$(env $envs timeout "$t" "$run" "$@" 2>&1)
+    code=$?
+}
+
+# cpu_share RANK: the CPU time the job's line "sleepy|flag: rank RANK cpu C
+# ms of W ms" reports, in percent of its wall time.
+cpu_share() {
+    printf '%s\n' "$log" | awk -v r="$1" '$2 == "rank" && $3 == r && $4 == "cpu" { printf "%d\n", 100 * $5 / ($8 > 0 ? $8 : 1); exit }'
+}
+# share WHAT RANK OP PERCENT: rank RANK's CPU share compares so.
+share() {
+    s=$(cpu_share "$2")
+    if [ -n "$s" ] && [ "$s" "$3" "$4" ]; then
+        echo "ok: $1 (rank $2: ${s}% of its wait on a CPU)"
+    else
+        echo "FAIL: $1 (rank $2: ${s:-no figure}% of its wait on a CPU, wanted $3 $4)"
+        printf '%s\n' "$log" | tail -15
+        failed=1
+    fi
+}
+
+for net in smp udp ofi; do
+    case $net in
+    smp) envs="SLUICE_ROUTE=auto" ;;
+    udp) envs="SLUICE_ROUTE=network SLUICE_NETWORK=udp" ;;
+    ofi)
+        if ! "$builddir/sluice-info" --conduits 2>/dev/null | grep -q '^  ofi '; then
+            echo "note: no ofi conduit in this build"
+            continue
+        fi
+        envs="SLUICE_ROUTE=network SLUICE_NETWORK=ofi SLUICE_OFI_PROVIDER=tcp;ofi_rxm" ;;
+    esac
+    echo "=== $net"
+    # A barrier that waits 1 s for rank 0: spinning, rank 1 burns the
+    # wait; blocking, it sleeps through it.
+    # shellcheck disable=SC2086
+    job 60 $envs SLUICE_WAIT=spin -- -n 2 "$check" sleepy 1000
+    expect "$net: spin: the job passes" 0 "sleepy: rank 1 cpu"
+    share "$net: spin: rank 1 polls through rank 0's second" 1 -ge 30
+    # shellcheck disable=SC2086
+    job 60 $envs SLUICE_WAIT=block SLUICE_VERBOSE=1 -- -n 2 "$check" sleepy 1000
+    expect "$net: block: the job passes" 0 "sleepy: rank 1 cpu"
+    share "$net: block: rank 1 sleeps through rank 0's second" 1 -le 10
+    expect "$net: block: rank 1 says it slept and woke to work" 0 "sluice\[rank 1\].*wait: slept [1-9][0-9]* times, woken by work [1-9]"
+
+    # No lost wake-up: with every timed check off
+    # (SLUICETEST_WAIT_UNBOUNDED) a wake-up lost anywhere in 3000 round
+    # trips, or in 4 ranks' flood and barriers, leaves a rank asleep for
+    # ever and the job to the time limit.  SLUICE_WAIT_SPIN=0: every wait
+    # sleeps.
+    # shellcheck disable=SC2086
+    job 120 $envs SLUICE_WAIT=block SLUICE_WAIT_SPIN=0 SLUICETEST_WAIT_UNBOUNDED=1 -- -n 2 "$check" pingpong 3000
+    expect "$net: every round trip of 3000 woke its sleeper" 0 "pingpong: 3000 round trips"
+    # shellcheck disable=SC2086
+    job 120 $envs SLUICE_WAIT=block SLUICE_WAIT_SPIN=0 SLUICETEST_WAIT_UNBOUNDED=1 -- -n 4 "$check" flood 256
+    expect "$net: 4 ranks' flood and barriers, every wait asleep" 0 "flood: rank 3 done"
+done
+
+echo "=== smp: a flag a Put sets, waited for by sluice_poll_wait"
+job 60 SLUICE_WAIT=block -- -n 2 "$check" flag 500
+expect "the wait ends" 0 "flag: rank 1 cpu"
+share "rank 1 naps through the wait" 1 -le 50
+
+echo "=== sluicerun: more ranks than cores"
+cores=$(nproc)
+n=$((cores * 4))
+job 120 -- -v -n "$n" "$check" flood 64
+expect "sluicerun says it chose block for $n ranks on $cores cores" 0 "sluicerun: $n ranks per host on $cores cores: SLUICE_WAIT=block"
+expect "the $n ranks' flood completes" 0 "flood: rank $((n - 1)) done"
+job 60 SLUICE_WAIT=spin -- -v -n "$n" "$check" flood 8
+expect "a mode the user set is kept" 0 "SLUICE_WAIT=spin as set"
+
+echo "=== bad input"
+job 30 SLUICE_WAIT=sometimes -- -n 2 "$check" sleepy 1
+expect "SLUICE_WAIT=sometimes is refused, naming the modes" fail "SLUICE_WAIT.*spin.*block"
+# Ranks of one host that wait differently cannot share doorbells.
+job 30 -- -n 2 sh -c 'if [ "$SLUICE_RANK" = 1 ]; then export SLUICE_WAIT=block; else export SLUICE_WAIT=spin; fi; exec "$0" sleepy 1' "$check"
+expect "a host whose ranks mix spin and block is refused" fail "give every rank of a host the same SLUICE_WAIT"
+exit $failed
