@@ -493,17 +493,25 @@ public:
     // Block mode (SLUICE_WAIT=block, base::idle): a rank about to sleep
     // asks each of its transports in turn.  wake_prepare adds the
     // descriptors whose readiness means work for this transport (poll(2)
-    // events) to `w.fds` and lowers `w.sleep_ns` to the longest it may sleep
+    // events) to `w` and lowers `w.sleep_ns` to the longest it may sleep
     // (a timer due, or a transport with nothing to sleep on), arming whatever
-    // makes an arrival after this call wake the sleeper; it answers false
+    // makes an arrival after this call wake the sleeper (add(fd)); it answers false
     // when work is already there (the rank then polls instead of sleeping).
     // After the sleep, or after a false answer, each transport asked is told
     // wake_finish (in the same order), which disarms.  Any thread; several
     // may sleep at once.
+    // A plain array: a rank may wait (and sleep) while the process exits,
+    // after its thread's thread_local objects are gone.
     struct WakeSet {
-        std::vector<struct ::pollfd> *fds;
-        std::uint64_t sleep_ns;
-        std::uint64_t nap_ns;  // SLUICE_WAIT_NAP: the sleep of a transport with nothing to sleep on
+        static constexpr std::size_t most = 16;
+        struct ::pollfd fds[most];
+        std::size_t count = 0;
+        std::uint64_t sleep_ns = 0;
+        std::uint64_t nap_ns = 0;  // SLUICE_WAIT_NAP: the sleep of a transport with nothing to sleep on
+        void add(int fd) {
+            if (count < most) fds[count++] = ::pollfd{fd, POLLIN, 0};
+            else sleep_ns = std::min(sleep_ns, nap_ns);  // no room to watch it: nap
+        }
     };
     bool wake_prepare(WakeSet &w) { return wake_prepare_impl(w); }
     void wake_finish() { wake_finish_impl(); }

@@ -560,11 +560,10 @@ void Runtime::sleep_for_work(int also) {
     }();
     constexpr std::uint64_t forever = ~std::uint64_t{0};
     const std::uint64_t longest_ns = unbounded ? forever : 10'000'000;
-    thread_local std::vector<struct ::pollfd> fds;
-    fds.clear();
-    if (also >= 0) fds.push_back(::pollfd{also, POLLIN, 0});
-    conduit::Transport::WakeSet w{&fds, base::idle_nap_only ? wait_nap_ns_ : longest_ns,
-                                  wait_nap_ns_};
+    conduit::Transport::WakeSet w;
+    w.sleep_ns = base::idle_nap_only ? wait_nap_ns_ : longest_ns;
+    w.nap_ns = wait_nap_ns_;
+    if (also >= 0) w.add(also);
     std::size_t asked = 0;
     bool quiet = true;
     for (auto &t : transports_) {
@@ -577,7 +576,7 @@ void Runtime::sleep_for_work(int also) {
     if (quiet) {
         const timespec timeout{static_cast<time_t>(w.sleep_ns / 1'000'000'000),
                                static_cast<long>(w.sleep_ns % 1'000'000'000)};
-        const int ready = ::ppoll(fds.data(), fds.size(), w.sleep_ns == forever ? nullptr : &timeout, nullptr);
+        const int ready = ::ppoll(w.fds, w.count, w.sleep_ns == forever ? nullptr : &timeout, nullptr);
         sleeps_.fetch_add(1, std::memory_order_relaxed);
         if (ready > 0) sleeps_woken_.fetch_add(1, std::memory_order_relaxed);
     }

@@ -281,7 +281,7 @@ bool OfiTransport::wake_arm(WakeSet &w) {
         if (!ep_) return RdmaConduit::wake_arm(w);
         if (fi_trywait(fabric_, &f, 1) != FI_SUCCESS) return false;
     }
-    w.fds->push_back(::pollfd{wait_fd_, POLLIN, 0});
+    w.add(wait_fd_);
     return true;
 }
 

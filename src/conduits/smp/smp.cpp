@@ -683,7 +683,7 @@ protected:
         if (const auto *b = barrier_wait_.load(std::memory_order_relaxed);
             b && b->load(std::memory_order_acquire) >= barrier_epoch_wanted_)
             return false;
-        w.fds->push_back(::pollfd{doorbell_, POLLIN, 0});
+        w.add(doorbell_);
         return true;
     }
     void wake_finish_impl() override {

@@ -201,8 +201,8 @@ bool UdpTransport::wake_prepare_impl(WakeSet &w) {
         if (timer_due_ns_ <= now) return false;
         w.sleep_ns = std::min(w.sleep_ns, timer_due_ns_ - now);
     }
-    w.fds->push_back(::pollfd{in_.fd, POLLIN, 0});
-    if (aside_.fd >= 0 && aside_.fd != in_.fd) w.fds->push_back(::pollfd{aside_.fd, POLLIN, 0});
+    w.add(in_.fd);
+    if (aside_.fd >= 0 && aside_.fd != in_.fd) w.add(aside_.fd);
     return true;
 }
 
