@@ -1,22 +1,24 @@
 // src/conduits/udp/mac.hpp - the udp datagram's message authentication
-// code: Poly1305-AES (Nettle) under the job's key, over every byte of the
-// datagram but the tag itself.  The nonce is the datagram's source rank,
+// code: UMAC-64 (RFC 4418, Nettle) under the job's key, over every byte of
+// the datagram but the tag field.  The nonce is the datagram's source rank,
 // destination rank and transmission number (wire.hpp), which a sender never
 // repeats to one destination within a job: README.md, "Authentication",
 // says why that holds for retransmissions and acks too.
 #pragma once
 
-#include <nettle/poly1305.h>
+#include <nettle/umac.h>
 
 #include <cstddef>
 #include <cstdint>
 
 namespace sluice::conduit::udp::wire {
 
-inline constexpr std::size_t mac_key_bytes = POLY1305_AES_KEY_SIZE;  // 16 AES key, 16 Poly1305 r
-inline constexpr std::size_t mac_tag_bytes = POLY1305_AES_DIGEST_SIZE;
+inline constexpr std::size_t mac_key_bytes = UMAC_KEY_SIZE;
+// The header's tag field (wire.hpp): the tag, then zeros to its end.
+inline constexpr std::size_t mac_tag_bytes = 16;
+inline constexpr std::size_t mac_digest_bytes = UMAC64_DIGEST_SIZE;
 
-// One job key, set once; sign() and verify() change the context's running
+// One job key, set once; sign() and verify() change their context's running
 // state, so a Mac serves one thread at a time (udp calls it under its lock).
 class Mac {
 public:
@@ -34,10 +36,12 @@ public:
 
 private:
     // The tag of the datagram's bytes outside its tag field, into `tag`.
-    void compute(const std::uint8_t *head, std::size_t head_length, const std::uint8_t *tail, std::size_t tail_length,
-                 std::uint8_t *tag);
+    static void compute(umac64_ctx &context, const std::uint8_t *head, std::size_t head_length,
+                        const std::uint8_t *tail, std::size_t tail_length, std::uint8_t *tag);
 
-    poly1305_aes_ctx context_;
+    // One context each way: UMAC keeps the pad of the last nonce, which
+    // serves the next transmission number of the same sender.
+    umac64_ctx sign_, verify_;
 };
 
 } // namespace sluice::conduit::udp::wire

@@ -212,7 +212,7 @@ Status UdpTransport::init_impl() {
 }
 
 Status UdpTransport::job_key_share() {
-    // Rank 0 draws the job's secret (64 bits) and MAC key (256 bits) and
+    // Rank 0 draws the job's secret (64 bits) and MAC key (128 bits) and
     // says whether the job signs (its SLUICE_UDP_MAC), through the
     // bootstrap: never a command line or an environment variable (README.md,
     // Authentication, says what each bootstrap exposes).
@@ -234,7 +234,7 @@ Status UdpTransport::job_key_share() {
             ::explicit_bzero(key, sizeof key);
         }
         expect_.mac = mac_.get();
-        base::say("udp: datagrams %s", mac_ ? "signed with Poly1305-AES under the job's key"
+        base::say("udp: datagrams %s", mac_ ? "signed with UMAC-64 under the job's key"
                                             : "not signed (rank 0 has SLUICE_UDP_MAC=0)");
     }
     ::explicit_bzero(shared.data(), shared.size());
