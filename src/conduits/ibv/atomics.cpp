@@ -79,8 +79,7 @@ Status IbvTransport::atomics_create() {
             if (qp) ibv_destroy_qp(qp);
             qp = nullptr;
         }
-        if (atomic_mr_) ibv_dereg_mr(atomic_mr_);
-        atomic_mr_ = nullptr;
+        mr_release(atomic_mr_);
         atomic_.clear();
     }
     return s;
@@ -120,7 +119,7 @@ Status IbvTransport::atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint6
                      opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? "posting a compare-and-swap failed"
                                                          : "posting a fetch-and-add failed",
                      r);
-    ++atomic_posted(s->peer);
+    depth_posted(atomic_posted(s->peer));
     ++rma_outstanding_;
     ++counters_.atomics;
     if (s->peer != setup().rank) peers_[s->peer].used = true;
@@ -132,7 +131,7 @@ Status IbvTransport::atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint6
 // from the value it found.  A step that would not change the word is done.
 void IbvTransport::atomic_completion(const ibv_wc &c) {
     AtomicSlot *s = wr_pointer<AtomicSlot>(c.wr_id);
-    --atomic_posted(s->peer);
+    depth_completed(atomic_posted(s->peer));
     --rma_outstanding_;
     if (c.status != IBV_WC_SUCCESS) {
         base::report(Status::transport, "atomic (ibv)", atomic_fix(c.status),

@@ -463,8 +463,7 @@ void IbvTransport::connect_close() {
     conn_cq_ = nullptr;
     if (conn_channel_) ibv_destroy_comp_channel(conn_channel_);
     conn_channel_ = nullptr;
-    if (conn_mr_) ibv_dereg_mr(conn_mr_);
-    conn_mr_ = nullptr;
+    mr_release(conn_mr_);
     if (conn_pool_) ::munmap(conn_pool_, conn_pool_bytes_);
     conn_pool_ = nullptr;
     conn_send_free_.clear();

@@ -4,14 +4,15 @@
 // RDMA write and read straight between the caller's registered buffer and
 // the peer's segment, cut at the port's largest message; the two-part
 // Long as a write followed on the same queue pair by its header, which the
-// peer receives only once the write's bytes are in place; completions
-// reaped from one completion queue on every poll.  README.md has the design.
+// peer receives only once the write's bytes are in place; a payload of the
+// segment gathered in place (SLUICE_AM_GATHER_MIN); the work requests in
+// flight bounded over every queue pair (SLUICE_NETWORKDEPTH_TOTAL); send
+// completions.  receive.cpp has the arrivals.  README.md has the design.
 #include "conduits/ibv/ibv_transport.hpp"
 
 #include "base/status.hpp"
 
-#include <poll.h>
-
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -34,21 +35,27 @@ Buffer *IbvTransport::send_buffer_take() {
     return send_free_.take();
 }
 
-// Posts one send of `length` bytes (`b` null: inline, from `bytes`).
-// Status::not_ready when the peer's send queue is full.
-Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b) {
+// Posts one send of `length` bytes (`b` null: inline, from `bytes`), and
+// `gather` after them.  Status::not_ready when the peer's send queue, or
+// SLUICE_NETWORKDEPTH_TOTAL, is full.
+Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b, const ibv_sge *gather) {
     Peer &p = peers_[peer];
     const unsigned rail = am_rail(peer);
-    if (p.send_posted[rail] >= send_depth_) reap();
-    if (p.send_posted[rail] >= send_depth_) {
-        ++counters_.full;
-        return Status::not_ready;
+    if (p.send_posted[rail] >= send_depth_ || !depth_room(1)) {
+        ibv_counters_.depth_full += !depth_room(1);
+        reap();
+        if (p.send_posted[rail] >= send_depth_ || !depth_room(1)) {
+            ++counters_.full;
+            return Status::not_ready;
+        }
     }
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length), hca_of(rail).pool_mr->lkey};
+    ibv_sge sge[2] = {{reinterpret_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(length),
+                       hca_of(rail).pool_mr->lkey},
+                      gather ? *gather : ibv_sge{}};
     ibv_send_wr wr{};
     wr.wr_id = b ? wr_id(b, Wr::send) : (std::uint64_t{peer} << 3 | static_cast<std::uint64_t>(Wr::inline_send));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.sg_list = sge;
+    wr.num_sge = gather ? 2 : 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED | (b ? 0 : IBV_SEND_INLINE);
     ibv_send_wr *bad = nullptr;
@@ -59,7 +66,7 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
         if (r == ENOMEM) return send_queue_full(p.send_posted[rail]);
         return fatal("send (ibv)", peer, "ibv_post_send failed", r);
     }
-    ++p.send_posted[rail];
+    depth_posted(p.send_posted[rail]);
     sent_to(peer);
     p.used = true;
     if (b) {
@@ -74,6 +81,14 @@ Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length,
 Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
     if (peer == setup().rank) return self_send(m);
     if (Status s = connection(peer); s != Status::ok) return s;
+    // GASNet-EX's multi-segment gather: a payload of at least
+    // SLUICE_AM_GATHER_MIN bytes in the segment goes from where it lies.
+    const auto at = reinterpret_cast<std::uint64_t>(m.payload);
+    const std::uint64_t n = m.header.category == AmCategory::short_ ? 0 : m.header.payload_length;
+    if (gather_min_ >= 0 && n && n >= static_cast<std::uint64_t>(gather_min_))
+        if (const MrSet *segment = segment_mr_.load(std::memory_order_acquire);
+            segment && at >= segment_base_ && n <= segment_bytes_ && at - segment_base_ <= segment_bytes_ - n)
+            return send_gathered(peer, m, segment->mr);
     return send_packed<Buffer>(
         m, inline_limit_, [&] { return send_buffer_take(); },
         [&](const std::byte *bytes, std::size_t length, Buffer *b) {
@@ -83,36 +98,57 @@ Status IbvTransport::send_impl(Rank peer, const AmMessage &m) {
         });
 }
 
-// ---- completions ----
-
-void IbvTransport::repost(Buffer *b) {
-    const unsigned rail = use_srq_ ? 0 : am_rail(b->peer);
-    const Hca &h = use_srq_ ? hcas_[b->hca] : hca_of(rail);
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(b->bytes), static_cast<std::uint32_t>(buffer_size_ + head_room),
-                h.pool_mr->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = wr_id(b, Wr::recv);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr *bad = nullptr;
-    const int r = use_srq_ ? ibv_post_srq_recv(h.srq, &wr, &bad) : ibv_post_recv(peers_[b->peer].qp[rail], &wr, &bad);
-    if (r != 0) (void)fatal("poll (ibv)", b->peer, "posting a receive buffer failed", r);
-}
-
-void IbvTransport::reap() {
-    ibv_wc wc[cq_batch];
-    for (Hca &h : hcas_)
-        for (;;) {
-            const int n = ibv_poll_cq(h.cq, cq_batch, wc);
-            if (n < 0) {
-                (void)fatal("poll (ibv)", setup().rank, "ibv_poll_cq failed", -n);
-                break;
-            }
-            counters_.completions += static_cast<std::uint64_t>(n);
-            for (int i = 0; i < n; ++i) completion(wc[i]);
-            if (n < cq_batch) break;
+// The header and arguments from a send buffer, the payload (in memory
+// `mr` registered) as the send's second scatter-gather entry; the call
+// returns once the send completed, for the payload is the caller's again
+// then (GASNet-EX's ibv conduit waits so too).  The receiver sees the
+// packed message (packed_am.hpp), only not padded to 8 bytes.
+Status IbvTransport::send_gathered(Rank peer, const AmMessage &m, const ibv_mr *const *mr) {
+    Buffer *b;
+    {
+        Guard g(*this);
+        if (!up_) return Status::transport;
+        if (!(b = send_buffer_take())) return Status::not_ready;
+    }
+    AmHeader head = m.header;
+    head.payload_length = 0;
+    const std::size_t length = common::packed_encode(head, m.args, nullptr, b->bytes);
+    const auto n = static_cast<std::uint32_t>(m.header.payload_length);
+    std::memcpy(b->bytes + offsetof(common::PackedHead, length), &n, sizeof n);
+    const ibv_sge payload{reinterpret_cast<std::uint64_t>(m.payload), n, mr[rails_[am_rail(peer)].hca]->lkey};
+    bool done = false;
+    {
+        Guard g(*this);
+        b->gathered = &done;
+        if (const Status s = post_send(peer, b->bytes, length, b, &payload); s != Status::ok) {
+            b->gathered = nullptr;
+            send_free_.give(b);
+            return s;
         }
+        ++ibv_counters_.gathered;
+        counters_.packed_longs += m.header.category == AmCategory::long_;
+    }
+    for (;;) {
+        {
+            Guard g(*this);
+            if (done) return Status::ok;
+            if (!up_) return Status::transport;
+            reap();
+            if (done) return Status::ok;
+        }
+        base::cpu_relax();
+    }
 }
+
+// Under lock_: the send of the buffer `b` completed (or failed): its
+// gathering sender may return, and the buffer is free.
+void IbvTransport::send_done(Buffer *b) {
+    if (b->gathered) *b->gathered = true;
+    b->gathered = nullptr;
+    send_free_.give(b);
+}
+
+// ---- completions ----
 
 // Under lock_: the HCA refused a post with ENOMEM while `posted` work
 // requests were outstanding on the queue pair: that is as deep as its
@@ -181,27 +217,24 @@ void IbvTransport::completion(const ibv_wc &c) {
     }
     switch (static_cast<Wr>(c.wr_id & tag_mask)) {
     case Wr::recv:
-        if (!control(wr_pointer<Buffer>(c.wr_id), c.byte_len)) {
-            ready_.push_back(Arrival{wr_pointer<Buffer>(c.wr_id), c.byte_len});
-            ++counters_.received;
-        }
+        if (!control(wr_pointer<Buffer>(c.wr_id), c.byte_len)) arrived(wr_pointer<Buffer>(c.wr_id), c.byte_len);
         break;
     case Wr::send: {
         Buffer *b = wr_pointer<Buffer>(c.wr_id);
-        --peers_[b->peer].send_posted[am_rail(b->peer)];
-        send_free_.give(b);
+        depth_completed(peers_[b->peer].send_posted[am_rail(b->peer)]);
+        send_done(b);
         break;
     }
     case Wr::inline_send: {
         const auto peer = static_cast<Rank>(c.wr_id >> 3);
-        --peers_[peer].send_posted[am_rail(peer)];
+        depth_completed(peers_[peer].send_posted[am_rail(peer)]);
         break;
     }
     case Wr::atomic: break;  // above
     case Wr::rma:
     case Wr::long_data: {
         RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
-        --peers_[g->peer].send_posted[rail_of(c)];
+        depth_completed(peers_[g->peer].send_posted[rail_of(c)]);
         if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
             send_free_.give(g->notify);
             g->notify = nullptr;
@@ -275,18 +308,18 @@ void IbvTransport::completion_error(const ibv_wc &c) {
         if (tag == Wr::send) {
             Buffer *b = wr_pointer<Buffer>(c.wr_id);
             peer = b->peer;
-            send_free_.give(b);
+            send_done(b);
         } else {
             peer = static_cast<Rank>(c.wr_id >> 3);
         }
-        --peers_[peer].send_posted[am_rail(peer)];
+        depth_completed(peers_[peer].send_posted[am_rail(peer)]);
         base::report(Status::transport, "send (ibv)", "check that the peer is alive and reachable from this port",
                      "ibv (%s): an AM to rank %u was not delivered: %s", rail_name(am_rail(peer)).c_str(), peer, status);
         return;
     }
     RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
     const unsigned rail = rail_of(c);
-    --peers_[g->peer].send_posted[rail];
+    depth_completed(peers_[g->peer].send_posted[rail]);
     if (tag == Wr::long_data) {
         send_free_.give(g->notify);
         g->notify = nullptr;
@@ -300,15 +333,6 @@ void IbvTransport::completion_error(const ibv_wc &c) {
     rma_done(g);
 }
 
-// ---- delivery ----
-
-void IbvTransport::deliver_one(const Arrival &a) { deliver_packed("poll (ibv)", a.buffer->bytes, a.length); }
-
-// The receive buffer goes back to its queue.
-void IbvTransport::delivered(const Arrival &a) {
-    if (up_) repost(a.buffer);
-}
-
 // Everything posted completes before finalize goes on (the layer's
 // quiesce_impl waits for it).
 bool IbvTransport::idle() {
@@ -316,32 +340,6 @@ bool IbvTransport::idle() {
     for (const Peer &p : peers_)
         for (unsigned k : p.send_posted) idle &= k == 0;
     return idle;
-}
-
-// ---- the receive thread ----
-
-void channel_wait(ibv_comp_channel *const *channels, std::size_t n) {
-    pollfd p[max_hcas];
-    for (std::size_t i = 0; i < n; ++i) p[i] = pollfd{channels[i]->fd, POLLIN, 0};
-    if (::poll(p, static_cast<nfds_t>(n), 100) <= 0) return;
-    for (std::size_t i = 0; i < n; ++i) {
-        ibv_cq *cq = nullptr;
-        void *context = nullptr;
-        if ((p[i].revents & POLLIN) && ibv_get_cq_event(channels[i], &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
-    }
-}
-
-// Sleeps until the CQ's channel has an event (at most 100 ms, to notice a
-// stop), takes it and arms the CQ again before the poll that follows: a
-// completion after the arming raises the next event, one before it is
-// reaped by that poll.
-void IbvTransport::receive_wait() {
-    ibv_comp_channel *channels[max_hcas];
-    for (std::size_t h = 0; h < hcas_.size(); ++h) channels[h] = hcas_[h].channel;
-    channel_wait(channels, hcas_.size());
-    Guard g(*this);
-    if (up_)
-        for (Hca &h : hcas_) (void)ibv_req_notify_cq(h.cq, 0);
 }
 
 // ---- RDMA ----
@@ -437,11 +435,19 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
     Guard guard(*this);
     if (!up_) return Status::transport;
     Peer &p = peers_[peer];
-    for (unsigned k = 0; k < rails; ++k)
+    unsigned total = 0;
+    for (unsigned k = 0; k < rails; ++k) {
+        total += need[k];
         if (p.send_posted[k] + need[k] > send_depth_) {
             ++counters_.full;
             return Status::not_ready;  // the wrapper retries it from poll
         }
+    }
+    if (!depth_room(total)) {
+        ++counters_.full;
+        ++ibv_counters_.depth_full;
+        return Status::not_ready;
+    }
     auto *g = new RmaPost;
     g->op = op;
     g->write = write;
@@ -456,7 +462,7 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
             return false;
         }
         ++g->outstanding;
-        ++p.send_posted[k];
+        depth_posted(p.send_posted[k]);
         ++rma_outstanding_;
         return true;
     };

@@ -1,8 +1,8 @@
 // src/conduits/ibv/ibv_setup.cpp - the ibv conduit's set-up and tear-down:
 // which HCA port (GASNet-EX's port selection), the protection domain,
-// completion queue, shared receive queue and one RC queue pair per peer
-// (GASNet-EX's static connections), the registered AM buffers, memory
-// registration, finalize and the counters.
+// completion queues (SLUICE_NETWORKDEPTH_TOTAL), shared receive queue and
+// one RC queue pair per peer (GASNet-EX's static connections), finalize
+// and the counters.  memory.cpp has the buffers and registrations.
 #include "conduits/ibv/ibv.hpp"
 #include "conduits/ibv/ibv_transport.hpp"
 #include "conduits/common/pin_limit.hpp"
@@ -268,6 +268,9 @@ Status IbvTransport::init_impl() {
     if (packed == 0 || packed > buffer_size_) packed = buffer_size_;
     send_depth_ = static_cast<unsigned>(base::knob_int(knob(Knob::IBV_SEND_DEPTH)));
     use_srq_ = base::knob_bool(knob(Knob::USE_SRQ));
+    // GASNet-EX's receive-thread poll modes mean nothing without the thread.
+    exclusive_ = base::knob_bool(base::Knob::RCV_THREAD) &&
+                 base::knob_string(knob(Knob::RCV_THREAD_POLL_MODE)) == "exclusive";
     if (Status s = open_port(); s != Status::ok) return s;
     if (Status s = atomics_setup(); s != Status::ok) return s;
     std::size_t local = 0;
@@ -298,6 +301,7 @@ Status IbvTransport::init_impl() {
     else c.request_slots_per_peer = recv_per_peer_ / 2;
     if (Status s = buffers_create(); s != Status::ok) return s;
     if (Status s = connect_all(); s != Status::ok) return s;
+    if (Status s = regions_check(local); s != Status::ok) return s;
     const PortsSetting setting = ports_setting();
     const PortInfo &first = rails_[0].port;
     std::string more;
@@ -467,26 +471,76 @@ Status IbvTransport::open_port() {
         recv_count_ = recv_per_peer_ * peers;
     }
     send_depth_ = std::min<unsigned>(send_depth_, static_cast<unsigned>(attr.max_qp_wr));
-    // An HCA's completion queue holds its receives and the send work
-    // requests of its rails' queue pairs.
+    if (Status s = cqs_create(peers); s != Status::ok) return s;
+    rma_chunk_ = std::size_t{1} << 30;
+    for (const Rail &r : rails_)
+        if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
+    if (const std::size_t k = base::knob_size(knob(Knob::IBV_RMA_CHUNK)); k) rma_chunk_ = std::min(rma_chunk_, k);
+    capabilities_mutable().rma_piece = rma_chunk_;
+    inline_limit_ = base::knob_size(knob(Knob::INLINESEND_LIMIT));
+    // GASNet-EX's multi-segment gather needs a second scatter-gather entry.
+    gather_min_ = base::knob_int(knob(Knob::AM_GATHER_MIN));
+    for (const Hca &h : hcas_)
+        if (gather_min_ >= 0 && h.attr.max_sge < 2) {
+            base::say("ibv: %s takes one scatter-gather entry per work request: AM payloads are copied "
+                      "(SLUICE_AM_GATHER_MIN)", h.name.c_str());
+            gather_min_ = -1;
+        }
+    if (Status s = inline_probe(); s != Status::ok) return s;
+    peers_.assign(setup().size, Peer{});
+    peer_rkey_.assign(setup().size, 0);
+    liveness_setup(setup().size, std::max(0.1, base::knob_double(knob(Knob::IBV_PEER_TIMEOUT))),
+                   "SLUICE_IBV_PEER_TIMEOUT");
+    connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
+    Guard g(*this);
+    up_ = true;
+    return Status::ok;
+}
+
+// Each HCA's completion queues: one for the receives (its SRQ's buffers,
+// or its rails' share of the per-peer ones), one for the sends of its
+// rails' queue pairs (and, on rail 0's, the pair carrying this rank's
+// atomics on its own words), as deep as SLUICE_NETWORKDEPTH_TOTAL lets
+// them fill (GASNet-EX: min(NETWORKDEPTH_TOTAL, NETWORKDEPTH_PP x peers));
+// 0 or more than that: as deep as the HCAs' queues allow.  With
+// SLUICE_RCV_THREAD the receive queues get a completion channel.
+Status IbvTransport::cqs_create(std::size_t peers) {
+    const char *op = "ibv conduit init";
+    std::vector<std::size_t> most(hcas_.size());  // each HCA's sends in flight at most
+    std::size_t all = 0, limit = SIZE_MAX;
     for (unsigned h = 0; h < hcas_.size(); ++h) {
-        Hca &hca = hcas_[h];
         const auto on_it = static_cast<std::size_t>(
             std::count_if(rails_.begin(), rails_.end(), [&](const Rail &r) { return r.hca == h; }));
-        const std::size_t cqe = recv_count_ + std::size_t{send_depth_} * peers * on_it + 64;
-        if (cqe > static_cast<std::size_t>(hca.attr.max_cqe))
-            return base::report(Status::resource, op, "lower SLUICE_RBUF_COUNT, SLUICE_IBV_SEND_DEPTH or SLUICE_NUM_QPS",
-                                "ibv: %s: a completion queue of %zu entries is needed (%zu receive buffers, %u sends "
-                                "per queue pair x %zu peers x %zu rails), the HCA allows %d",
-                                hca.name.c_str(), cqe, recv_count_, send_depth_, peers, on_it, hca.attr.max_cqe);
+        most[h] = std::size_t{send_depth_} * (peers * on_it + (h == 0 ? 2 : 0));
+        all += most[h];
+        const auto cqe = static_cast<std::size_t>(std::max(hcas_[h].attr.max_cqe, 65));
+        if (most[h] + 64 > cqe) limit = std::min(limit, cqe - 64);
+    }
+    limit = std::min(limit, all);
+    const auto wanted = static_cast<std::size_t>(base::knob_int(knob(Knob::NETWORKDEPTH_TOTAL)));
+    total_depth_ = static_cast<unsigned>(wanted == 0 ? limit : std::min(wanted, limit));
+    if (wanted > limit)
+        base::say("ibv: SLUICE_NETWORKDEPTH_TOTAL=%zu is more than the queue pairs and completion queues take: %u",
+                  wanted, total_depth_);
+    for (unsigned h = 0; h < hcas_.size(); ++h) {
+        Hca &hca = hcas_[h];
+        const std::size_t recv_cqe = recv_count_ + 64;
+        if (recv_cqe > static_cast<std::size_t>(hca.attr.max_cqe))
+            return base::report(Status::resource, op, "lower SLUICE_RBUF_COUNT",
+                                "ibv: %s: a receive completion queue of %zu entries is needed (%zu receive buffers), "
+                                "the HCA allows %d",
+                                hca.name.c_str(), recv_cqe, recv_count_, hca.attr.max_cqe);
+        hca.send_cq = ibv_create_cq(hca.ctx, static_cast<int>(std::min<std::size_t>(total_depth_, most[h]) + 64),
+                                    nullptr, nullptr, 0);
+        if (!hca.send_cq) return fatal(op, setup().rank, "ibv_create_cq (sends) failed", errno);
         if (base::knob_bool(base::Knob::RCV_THREAD)) {
             hca.channel = ibv_create_comp_channel(hca.ctx);
             if (!hca.channel) return fatal(op, setup().rank, "ibv_create_comp_channel failed (SLUICE_RCV_THREAD)", errno);
         }
-        hca.cq = ibv_create_cq(hca.ctx, static_cast<int>(cqe), nullptr, hca.channel, 0);
-        if (!hca.cq) return fatal(op, setup().rank, "ibv_create_cq failed", errno);
+        hca.recv_cq = ibv_create_cq(hca.ctx, static_cast<int>(recv_cqe), nullptr, hca.channel, 0);
+        if (!hca.recv_cq) return fatal(op, setup().rank, "ibv_create_cq (receives) failed", errno);
         if (hca.channel) {
-            if (const int r = ibv_req_notify_cq(hca.cq, 0); r != 0)
+            if (const int r = ibv_req_notify_cq(hca.recv_cq, 0); r != 0)
                 return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
             receive_thread_want();
         }
@@ -498,20 +552,9 @@ Status IbvTransport::open_port() {
             if (!hca.srq) return fatal(op, setup().rank, "ibv_create_srq failed", errno);
         }
     }
-    rma_chunk_ = std::size_t{1} << 30;
-    for (const Rail &r : rails_)
-        if (r.port.attr.max_msg_sz) rma_chunk_ = std::min<std::size_t>(rma_chunk_, r.port.attr.max_msg_sz);
-    if (const std::size_t k = base::knob_size(knob(Knob::IBV_RMA_CHUNK)); k) rma_chunk_ = std::min(rma_chunk_, k);
-    capabilities_mutable().rma_piece = rma_chunk_;
-    inline_limit_ = base::knob_size(knob(Knob::INLINESEND_LIMIT));
-    if (Status s = inline_probe(); s != Status::ok) return s;
-    peers_.assign(setup().size, Peer{});
-    peer_rkey_.assign(setup().size, 0);
-    liveness_setup(setup().size, std::max(0.1, base::knob_double(knob(Knob::IBV_PEER_TIMEOUT))),
-                   "SLUICE_IBV_PEER_TIMEOUT");
-    connected_ = std::make_unique<std::atomic<bool>[]>(setup().size);
-    Guard g(*this);
-    up_ = true;
+    base::say("ibv: at most %u work requests in flight over every queue pair (SLUICE_NETWORKDEPTH_TOTAL), %u per "
+              "queue pair (SLUICE_IBV_SEND_DEPTH)",
+              total_depth_, send_depth_);
     return Status::ok;
 }
 
@@ -549,11 +592,13 @@ Status IbvTransport::hca_open(Hca &h) {
 Status IbvTransport::inline_probe() {
     for (const Hca &h : hcas_) {
         ibv_qp_init_attr a{};
-        a.send_cq = a.recv_cq = h.cq;
+        a.send_cq = h.send_cq;
+        a.recv_cq = h.recv_cq;
         a.qp_type = IBV_QPT_RC;
         a.cap.max_send_wr = send_depth_;
         a.cap.max_recv_wr = 1;
-        a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+        a.cap.max_send_sge = gather_min_ >= 0 ? 2 : 1;
+        a.cap.max_recv_sge = 1;
         a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
         ibv_qp *qp = ibv_create_qp(h.pd, &a);
         if (!qp && inline_limit_) {
@@ -587,12 +632,14 @@ Status IbvTransport::qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp 
     const char *op = "ibv conduit init";
     const Hca &h = hca_of(rail);
     ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = h.cq;
+    a.send_cq = h.send_cq;
+    a.recv_cq = h.recv_cq;
     a.srq = h.srq;
     a.qp_type = IBV_QPT_RC;
     a.cap.max_send_wr = send_depth_;
     a.cap.max_recv_wr = receives;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    a.cap.max_send_sge = gather_min_ >= 0 ? 2 : 1;  // the second: a payload gathered in place
+    a.cap.max_recv_sge = 1;
     a.cap.max_inline_data = static_cast<std::uint32_t>(inline_limit_);
     qp = ibv_create_qp(h.pd, &a);
     if (!qp) return fatal(op, peer, "ibv_create_qp failed (SLUICE_IBV_SEND_DEPTH, SLUICE_RBUF_COUNT)", errno);
@@ -648,118 +695,6 @@ Status IbvTransport::qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAd
     return Status::ok;
 }
 
-Status IbvTransport::register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr,
-                                  const char *what) {
-    mr = ibv_reg_mr(pd, base, size, access);
-    if (mr) return Status::ok;
-    const int e = errno;
-    return base::report(Status::resource, "register memory",
-                        e == ENOMEM ? "raise the locked-memory limit (ulimit -l, or memlock in limits.conf)" : nullptr,
-                        "ibv (%s): cannot register %zu bytes at %p for %s: %s", pd->context->device->name, size, base,
-                        what, std::strerror(e));
-}
-
-// Maps `bytes` of memory for `what` and registers it with every HCA, into
-// the HCA's member `mr`.
-Status IbvTransport::pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr) {
-    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return base::report(Status::resource, "ibv conduit init", fix, "cannot map %zu bytes of %s: %s", bytes, what,
-                            std::strerror(errno));
-    out = static_cast<std::byte *>(p);
-    for (Hca &h : hcas_)
-        if (Status s = register_raw(h.pd, out, bytes, IBV_ACCESS_LOCAL_WRITE, h.*mr, what); s != Status::ok) return s;
-    return Status::ok;
-}
-
-// One pool, registered with every HCA: the receive buffers (with SRQs,
-// recv_count_ for each HCA), then the send buffers.
-Status IbvTransport::buffers_create() {
-    const std::size_t slot = (buffer_size_ + head_room + 63) & ~std::size_t{63};
-    send_count_ = static_cast<std::size_t>(base::knob_int(knob(Knob::IBV_SEND_BUFFERS)));
-    const std::size_t receives = use_srq_ ? recv_count_ * hcas_.size() : recv_count_;
-    const std::size_t total = receives + send_count_;
-    pool_bytes_ = slot * total;
-    if (Status s = pool_map(pool_bytes_, "AM buffers", "lower SLUICE_RBUF_COUNT or SLUICE_IBV_BUFFER_SIZE", pool_,
-                            &Hca::pool_mr);
-        s != Status::ok)
-        return s;
-    buffers_.assign(total, Buffer{});
-    for (std::size_t i = 0; i < total; ++i) buffers_[i].bytes = pool_ + i * slot;
-    send_free_.fill(&buffers_[receives], send_count_);
-    if (Status s = bounces_create(); s != Status::ok) return s;
-    Guard g(*this);
-    if (use_srq_) {
-        for (std::size_t i = 0; i < receives; ++i) {
-            buffers_[i].hca = static_cast<unsigned>(i / recv_count_);
-            repost(&buffers_[i]);
-        }
-        return Status::ok;
-    }
-    // Each peer's share, posted when its queue pair is made (qp_create).
-    recv_first_.assign(setup().size, 0);
-    std::size_t i = 0;
-    for (Rank r : setup().peers) {
-        if (r == setup().rank) continue;
-        recv_first_[r] = i;
-        for (unsigned k = 0; k < recv_per_peer_; ++k) buffers_[i++].peer = r;
-    }
-    return Status::ok;
-}
-
-// The bounce buffers of two-part Longs (SLUICE_NONBULKPUT_BOUNCE_LIMIT).
-Status IbvTransport::bounces_create() {
-    constexpr std::size_t count = 16;
-    bounce_limit_ = base::knob_size(knob(Knob::NONBULKPUT_BOUNCE_LIMIT));
-    if (bounce_limit_ == 0) return Status::ok;
-    bounce_pool_bytes_ = count * bounce_limit_;
-    if (Status s = pool_map(bounce_pool_bytes_, "bounce buffers", "lower SLUICE_NONBULKPUT_BOUNCE_LIMIT", bounce_pool_,
-                            &Hca::bounce_mr);
-        s != Status::ok)
-        return s;
-    bounces_.assign(count, Buffer{});
-    for (std::size_t i = 0; i < count; ++i) bounces_[i].bytes = bounce_pool_ + i * bounce_limit_;
-    bounce_free_.fill(bounces_.data(), count);
-    return Status::ok;
-}
-
-Status IbvTransport::segment_connected(const std::vector<SegmentRecord> &all) {
-    (void)own_key(all, peer_rkey_[setup().rank]);
-    return Status::ok;
-}
-
-// Registrations for RDMA (the segment, firehose's regions and bounce
-// buffers) count against the pinnable-memory limit.
-Status IbvTransport::mem_register_impl(void *base, std::size_t size, std::uint64_t, std::uint64_t &handle,
-                                       std::string &rkey) {
-    if (Status s = pin_.take("ibv", base, size); s != Status::ok) return s;
-    // One region per HCA; the key is theirs, 32 bits each, in 64.
-    auto *set = new MrSet;
-    set->length = size;
-    std::uint64_t key = 0;
-    for (unsigned h = 0; h < hcas_.size(); ++h) {
-        if (Status s = register_raw(hcas_[h].pd, base, size, remote_access(h), set->mr[h], "RDMA"); s != Status::ok) {
-            set->length = 0;
-            mem_deregister_impl(reinterpret_cast<std::uint64_t>(set));
-            pin_.give(size);
-            return s;
-        }
-        key |= std::uint64_t{set->mr[h]->rkey} << (32 * h);
-    }
-    handle = reinterpret_cast<std::uint64_t>(set);
-    rkey.assign(reinterpret_cast<const char *>(&key), sizeof key);
-    return Status::ok;
-}
-
-void IbvTransport::mem_deregister_impl(std::uint64_t handle) {
-    if (!handle) return;
-    auto *set = reinterpret_cast<MrSet *>(handle);
-    pin_.give(set->length);
-    for (ibv_mr *mr : set->mr)
-        if (mr) ibv_dereg_mr(mr);
-    delete set;
-}
-
 Status IbvTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t size, const std::string &rkey) {
     if (size == 0 || rkey.empty()) return Status::ok;
     std::uint64_t key = 0;
@@ -777,6 +712,10 @@ Status IbvTransport::region_key_unpack_impl(Rank peer, const std::string &rkey, 
 }
 
 void IbvTransport::fini_impl() {
+    {
+        Guard g(*this);
+        rcv_polling_.store(false);  // every thread takes arrivals again
+    }
     receive_thread_stop();
     conn_thread_.stop();
     if (!hcas_.empty()) connect_file_write();
@@ -805,13 +744,12 @@ void IbvTransport::close_all() {
         if (h.srq) ibv_destroy_srq(h.srq);
         h.srq = nullptr;
     }
-    ready_.clear();
+    copies_free();
     for (Hca &h : hcas_) {
-        if (h.pool_mr) ibv_dereg_mr(h.pool_mr);
-        if (h.bounce_mr) ibv_dereg_mr(h.bounce_mr);
+        mr_release(h.pool_mr);
+        mr_release(h.bounce_mr);
     }
-    if (atomic_mr_) ibv_dereg_mr(atomic_mr_);
-    atomic_mr_ = nullptr;
+    mr_release(atomic_mr_);
     atomic_.clear();
     if (bounce_pool_) ::munmap(bounce_pool_, bounce_pool_bytes_);
     bounce_pool_ = nullptr;
@@ -821,8 +759,10 @@ void IbvTransport::close_all() {
     pool_ = nullptr;
     buffers_.clear();
     send_free_.clear();
+    spare_free_.clear();
     for (Hca &h : hcas_) {
-        if (h.cq) ibv_destroy_cq(h.cq);
+        if (h.send_cq) ibv_destroy_cq(h.send_cq);
+        if (h.recv_cq) ibv_destroy_cq(h.recv_cq);
         if (h.channel) ibv_destroy_comp_channel(h.channel);
         if (h.pd) ibv_dealloc_pd(h.pd);
         if (h.ctx) ibv_close_device(h.ctx);
@@ -844,7 +784,15 @@ void IbvTransport::stats_print() const {
     extra += "connections: " + std::to_string(c.connect_static) + " at start-up, " + std::to_string(c.connect_asked) +
              " asked, " + std::to_string(c.connect_accepted) + " accepted, " + std::to_string(c.connect_retransmits) +
              " retransmitted requests, compare-and-swap retries " + std::to_string(c.atomic_retries) +
-             ", posts the HCA refused (send queue full) " + std::to_string(c.hca_full);
+             ", posts the HCA refused (send queue full) " + std::to_string(c.hca_full) + ", gathered sends " +
+             std::to_string(c.gathered) + ", arrivals in place " + std::to_string(c.in_place) + " (spares " +
+             std::to_string(spare_count_) + ", at most " + std::to_string(c.spares_peak) + " in use), copied " +
+             std::to_string(c.copied) + ", arrivals taken while the receive thread ran: by it " + std::to_string(c.reaped_thread) +
+             ", by other threads " + std::to_string(c.reaped_other) + ", work requests in flight at most " +
+             std::to_string(c.depth_peak) + " (SLUICE_NETWORKDEPTH_TOTAL " + std::to_string(total_depth_) +
+             ", reached " + std::to_string(c.depth_full) + " times), registered regions at most " +
+             std::to_string(regions_peak_.load()) +
+             (region_share_ == SIZE_MAX ? std::string() : " (SLUICE_PINNED_REGIONS_MAX: " + std::to_string(region_share_) + ")");
     common::stats_line(setup().rank, "ibv", rail_name(0), counters_, receive_wakeups(), extra);
 }
 

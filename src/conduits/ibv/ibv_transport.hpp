@@ -60,8 +60,13 @@ struct Hca {
     std::string name;
     ibv_context *ctx = nullptr;
     ibv_pd *pd = nullptr;
-    ibv_comp_channel *channel = nullptr;  // SLUICE_RCV_THREAD: its CQ's events
-    ibv_cq *cq = nullptr;
+    ibv_comp_channel *channel = nullptr;  // SLUICE_RCV_THREAD: its receive CQ's events
+    // Completions of sends (AMs, RDMA, atomics: SLUICE_NETWORKDEPTH_TOTAL
+    // sizes it) and of receives, apart, as in GASNet-EX's ibv conduit, so
+    // that the receive thread can sleep on and poll arrivals alone
+    // (SLUICE_RCV_THREAD_POLL_MODE).
+    ibv_cq *send_cq = nullptr;
+    ibv_cq *recv_cq = nullptr;
     ibv_srq *srq = nullptr;
     ibv_mr *pool_mr = nullptr;            // the AM buffers, registered with its PD
     ibv_mr *bounce_mr = nullptr;          // the bounce buffers (SLUICE_NONBULKPUT_BOUNCE_LIMIT)
@@ -130,6 +135,7 @@ struct Buffer {
     Buffer *next = nullptr;   // free list
     Rank peer = 0;            // the queue pair it was posted to (per-peer receives) or sent on
     unsigned hca = 0;         // a receive buffer: the HCA whose SRQ it is posted to
+    bool *gathered = nullptr; // a send gathering its payload in place: set once it completed
 };
 
 // The work requests of one RDMA transfer (at most rma_chunk_ bytes: the
@@ -156,6 +162,7 @@ enum class Conn : std::uint8_t { none, requesting, accepted, ready, failed };
 struct MrSet {
     ibv_mr *mr[max_hcas]{};
     std::size_t length = 0;
+    void *base = nullptr;
 };
 
 // One NIC atomic in flight (NicAtomics, atomics.cpp): the fetched word
@@ -185,10 +192,13 @@ struct Peer {
     ibv_ah *ah = nullptr;        // to the peer's UD queue pair
 };
 
-// An arrived message waiting for delivery, in its receive buffer.
+// An arrived message waiting for delivery: in its receive buffer, a spare
+// posted in its place (SLUICE_RBUF_SPARES), or, with no spare free, in
+// `copy`, its buffer posted again at once (receive.cpp).
 struct Arrival {
     Buffer *buffer = nullptr;
     std::size_t length = 0;
+    std::byte *copy = nullptr;
 };
 
 // ibv's counters beyond the layer's (common::Counters), printed after them
@@ -198,6 +208,12 @@ struct IbvCounters {
                   connect_retransmits = 0, fences = 0, atomic_retries = 0;
     std::uint64_t hca_full = 0;  // posts the HCA refused with ENOMEM (its send queue full), made again later
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
+    std::uint64_t gathered = 0;            // AMs whose payload the HCA read in place (SLUICE_AM_GATHER_MIN)
+    std::uint64_t in_place = 0, copied = 0;  // arrivals held in their buffer, copied out (SLUICE_RBUF_SPARES)
+    std::uint64_t spares_peak = 0;         // most spares in use at once
+    std::uint64_t depth_full = 0;          // times an operation found SLUICE_NETWORKDEPTH_TOTAL reached
+    std::uint64_t depth_peak = 0;          // most work requests in flight at once
+    std::uint64_t reaped_thread = 0, reaped_other = 0;  // arrivals taken while it ran: by the receive thread, by others
 };
 
 // Sleeps until one of `channels` has a completion event (at most 100 ms)
@@ -244,7 +260,10 @@ protected:
                 bool &later) override;
     Status atomic_prepare(Rank peer) override { return peer == setup().rank ? Status::ok : connection(peer); }
     Status atomics_create() override;                                           // under lock_
-    bool atomic_room(Rank peer) override { return atomic_posted(peer) < send_depth_; }  // under lock_
+    bool atomic_room(Rank peer) override {                                      // under lock_
+        ibv_counters_.depth_full += !depth_room(1);
+        return atomic_posted(peer) < send_depth_ && depth_room(1);
+    }
     Status atomic_post(AtomicSlot *s, std::uint64_t remote, sluice_aop_t op, sluice_dt_t type, std::uint64_t op1,
                        std::uint64_t op2) override;                             // under lock_
 
@@ -254,16 +273,13 @@ private:
     Status rails_path();
     Status hca_open(Hca &h);
     Status inline_probe();
-    Status buffers_create();
-    Status bounces_create();
-    Status pool_map(std::size_t bytes, const char *what, const char *fix, std::byte *&out, ibv_mr *Hca::*mr);
+    Status cqs_create(std::size_t peers);
     Status qp_create(Rank peer);
     Status qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp *&qp);
     Status qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
     Status qp_ready(ibv_qp *qp, Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn);
     RailAddress rail_address(unsigned rail) const;
     int remote_access(unsigned hca) const;  // what a segment and a queue pair allow peers
-    Status register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
     unsigned am_rail(Rank peer) const { return (setup().rank + peer) % static_cast<unsigned>(rails_.size()); }
     const Hca &hca_of(unsigned rail) const { return hcas_[rails_[rail].hca]; }
     std::string rail_name(unsigned rail) const;
@@ -276,6 +292,23 @@ private:
     Status atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap);
     void atomic_completion(const ibv_wc &c);                 // under lock_
     unsigned &atomic_posted(Rank peer) { return peer == setup().rank ? loop_posted_ : peers_[peer].send_posted[0]; }
+
+    // memory.cpp: the buffers, and registrations, counted against
+    // SLUICE_PINNED_REGIONS_MAX (every one includes rail 0's HCA, hcas_[0],
+    // whose regions are counted).
+    Status buffers_create();
+    Status bounces_create();
+    Status pool_map(std::size_t count, std::size_t slot, const char *what, const char *fix, std::byte *&out,
+                    std::size_t &bytes, ibv_mr *Hca::*mr, std::vector<Buffer> &buffers);
+    Status register_raw(ibv_pd *pd, void *base, std::size_t size, int access, ibv_mr *&mr, const char *what);
+    void mr_release(ibv_mr *&mr);                         // deregisters, uncounts
+    Status regions_check(std::size_t local_ranks);        // end of init: the share, firehose's pools in it
+
+    // receive.cpp: arrivals (SLUICE_RBUF_SPARES, SLUICE_RCV_THREAD_POLL_MODE)
+    void reap_cq(ibv_cq *cq);                             // under lock_
+    void arrived(Buffer *b, std::size_t length);          // under lock_
+    void repost(Buffer *b);                               // under lock_
+    void copies_free();
 
     // connect.cpp
     Status connect_all();
@@ -300,14 +333,30 @@ private:
     }
 
     // ibv.cpp
-    Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b);  // under lock_
+    // Under lock_: one send of `length` bytes from `bytes` (`b` null:
+    // inline), followed by `gather` when there is one (its payload in place).
+    Status post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b, const ibv_sge *gather = nullptr);
+    Status send_gathered(Rank peer, const AmMessage &m, const ibv_mr *const *mr);
+    void send_done(Buffer *b);                              // under lock_: a send buffer's send completed
+    // SLUICE_NETWORKDEPTH_TOTAL, under lock_: room for `need` more work
+    // requests (any, when none is in flight: an operation larger than the
+    // cap still goes, alone); one posted on, or completed from, the queue
+    // pair counted by `slot`.
+    bool depth_room(unsigned need) const { return total_posted_ + need <= total_depth_ || total_posted_ == 0; }
+    void depth_posted(unsigned &slot) {
+        ++slot;
+        if (++total_posted_ > ibv_counters_.depth_peak) ibv_counters_.depth_peak = total_posted_;
+    }
+    void depth_completed(unsigned &slot) {
+        --slot;
+        --total_posted_;
+    }
     Status rma_post(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                     Buffer *notify, std::size_t notify_length, bool &later, Buffer *bounce = nullptr);
     bool control(Buffer *b, std::size_t length);          // under lock_
     void rma_done(RmaPost *g);                              // under lock_
     void completion(const ibv_wc &c);                       // under lock_
     unsigned rail_of(const ibv_wc &c) const { return rails_.size() == 1 ? 0 : qp_rail_.at(c.qp_num).second; }
-    void repost(Buffer *b);                                 // under lock_
     void completion_error(const ibv_wc &wc);                // under lock_
     void async_events();                                    // under lock_
     Status send_queue_full(unsigned posted);                // under lock_
@@ -333,6 +382,22 @@ private:
     std::size_t inline_limit_ = 0;     // whole message
     std::size_t rma_chunk_ = 0;
     unsigned send_depth_ = 0;          // per queue pair
+    unsigned total_depth_ = 0;         // over every queue pair (SLUICE_NETWORKDEPTH_TOTAL)
+    unsigned total_posted_ = 0;        // work requests in flight over every queue pair
+    // SLUICE_AM_GATHER_MIN (-1: never), and the segment's registration the
+    // payloads are gathered from (null: not registered by this conduit).
+    long long gather_min_ = -1;
+    std::atomic<MrSet *> segment_mr_{nullptr};
+    MrSet *last_registered_ = nullptr;  // under lock_: the segment's, until segment_connected
+    // SLUICE_RCV_THREAD_POLL_MODE=exclusive: while the receive thread runs
+    // (rcv_polling_), only it polls the receive CQs.
+    bool exclusive_ = false;
+    std::atomic<bool> rcv_polling_{false};
+    // SLUICE_PINNED_REGIONS_MAX: regions registered now (counted on
+    // hcas_[0]), this rank's share, and how it was reached, for messages.
+    std::atomic<std::size_t> regions_{0}, regions_peak_{0};
+    std::size_t region_share_ = SIZE_MAX;
+    std::string region_how_;
     std::uint8_t qp_timeout_ = 14, qp_retries_ = 7;  // SLUICE_QP_TIMEOUT, SLUICE_QP_RETRY_COUNT
     // The HCAs' asynchronous events are read every (async_every + 1)th
     // poll (ibv.cpp, async_events).
@@ -347,6 +412,13 @@ private:
     std::vector<Buffer> buffers_;
     std::size_t recv_count_ = 0;       // per HCA with SRQs; in all without
     common::FreeList<Buffer> send_free_;
+    // Spare receive buffers, posted in place of arrivals that wait for
+    // their handler (SLUICE_RBUF_SPARES); heap copies of arrivals when none
+    // is free, reused.
+    std::size_t spare_count_ = 0;
+    common::FreeList<Buffer> spare_free_;
+    std::vector<std::unique_ptr<std::byte[]>> copies_;
+    std::vector<std::byte *> copy_free_;
     // Bounce buffers of bounce_limit_ bytes for two-part Longs (GASNet-EX's
     // non-bulk bounce limit), registered with every HCA.
     std::size_t bounce_limit_ = 0;

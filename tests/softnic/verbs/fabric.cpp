@@ -110,12 +110,17 @@ bool ud_lost() {
     return static_cast<long>(std::uniform_int_distribution<int>(0, 99)(random)) < percent;
 }
 
+namespace {
+// A count from the environment: `name`'s value within [low, high], or
+// `unset` when it is not set.
+std::uint32_t env_clamped(const char *name, long low, long high, std::uint32_t unset) {
+    const char *p = std::getenv(name);
+    return p ? static_cast<std::uint32_t>(std::clamp(std::strtol(p, nullptr, 10), low, high)) : unset;
+}
+} // namespace
+
 std::uint32_t rd_atom_limit() {
-    static const std::uint32_t limit = [] {
-        const char *p = std::getenv("SOFTNIC_MAX_QP_RD_ATOM");
-        return p ? static_cast<std::uint32_t>(std::clamp(std::strtol(p, nullptr, 10), 1L, static_cast<long>(max_rd_atom)))
-                 : max_rd_atom;
-    }();
+    static const std::uint32_t limit = env_clamped("SOFTNIC_MAX_QP_RD_ATOM", 1, max_rd_atom, max_rd_atom);
     return limit;
 }
 
@@ -136,20 +141,18 @@ std::uint64_t mr_budget() {
     return budget;
 }
 
-namespace {
-std::uint32_t env_slots(const char *name) {
-    const char *p = std::getenv(name);
-    return p ? static_cast<std::uint32_t>(std::clamp(std::strtol(p, nullptr, 10), 0L, 1L << 20)) : 0;
+std::uint32_t mr_limit() {
+    static const std::uint32_t limit = env_clamped("SOFTNIC_MAX_MR", 1, max_mr, max_mr);
+    return limit;
 }
-} // namespace
 
 std::uint32_t sq_slots() {
-    static const std::uint32_t n = env_slots("SOFTNIC_SQ_SLOTS");
+    static const std::uint32_t n = env_clamped("SOFTNIC_SQ_SLOTS", 0, 1L << 20, 0);
     return n;
 }
 
 std::uint32_t cq_slots() {
-    static const std::uint32_t n = env_slots("SOFTNIC_CQ_SLOTS");
+    static const std::uint32_t n = env_clamped("SOFTNIC_CQ_SLOTS", 0, 1L << 20, 0);
     return n;
 }
 

@@ -116,7 +116,7 @@ struct Srq {
 };
 
 struct Mr {
-    std::uint32_t used;
+    std::uint32_t used;  // 0: free, else 1 + the device it was registered on (max_mr is per device)
     std::int32_t pid;
     std::uint32_t key;  // lkey = rkey
     std::uint32_t access;
@@ -184,6 +184,11 @@ std::uint32_t rd_atom_limit();
 // an HCA's does past its translation tables or the locked-memory limit.
 // Unset or 0: no budget.
 std::uint64_t mr_budget();
+// SOFTNIC_MAX_MR=N (1 to max_mr, default max_mr): the memory regions a
+// device holds, over every process of the host, that query_device reports
+// as max_mr; a registration beyond them fails with ENOMEM, as on an HCA
+// whose region table is full.
+std::uint32_t mr_limit();
 // SOFTNIC_SQ_SLOTS=N: a QP's send queue really holds N work requests at
 // most, whatever max_send_wr it was created with and reports, as on HCAs
 // whose work requests with inline data or several entries take several

@@ -332,6 +332,34 @@ int main(int argc, char **argv) {
         check(ibv_query_port(n.ctx, 9, &p) != 0, "ibv_query_port of a port that does not exist fails");
     }
 
+    // The region table: the device reports max_mr (SOFTNIC_MAX_MR when
+    // set), and a registration beyond it is refused with ENOMEM until one
+    // is deregistered.
+    {
+        ibv_device_attr d{};
+        check(ibv_query_device(n.ctx, &d) == 0 && d.max_mr >= 1, "ibv_query_device reports max_mr");
+        if (const char *want = std::getenv("SOFTNIC_MAX_MR")) {
+            check(d.max_mr == std::atoi(want), "max_mr is SOFTNIC_MAX_MR", std::to_string(d.max_mr));
+            std::vector<char> b(4096);
+            std::vector<ibv_mr *> held;
+            while (held.size() <= static_cast<std::size_t>(d.max_mr))
+                if (ibv_mr *m = ibv_reg_mr(n.pd, b.data(), b.size(), IBV_ACCESS_LOCAL_WRITE)) held.push_back(m);
+                else break;
+            const int e = errno;
+            check(held.size() < static_cast<std::size_t>(d.max_mr) && e == ENOMEM,
+                  "a registration past max_mr is refused with ENOMEM",
+                  std::to_string(held.size()) + " more regions taken, errno " + std::to_string(e));
+            if (!held.empty()) {
+                ibv_dereg_mr(held.back());
+                held.pop_back();
+            }
+            ibv_mr *again = ibv_reg_mr(n.pd, b.data(), b.size(), IBV_ACCESS_LOCAL_WRITE);
+            check(again != nullptr, "once a region is deregistered, another registers");
+            if (again) held.push_back(again);
+            for (ibv_mr *m : held) ibv_dereg_mr(m);
+        }
+    }
+
     // Outstanding reads and atomics: the device reports its limit
     // (SOFTNIC_MAX_QP_RD_ATOM when set), and a QP asking more, as target
     // (RTR) or as initiator (RTS), is refused with EINVAL.

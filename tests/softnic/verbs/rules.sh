@@ -22,8 +22,9 @@ trap 'rm -rf "$work"; rm -f "$SOFTNIC_FABRIC"' EXIT
 failed=0
 # One device with InfiniBand ports; two devices of two ports; RoCE ports;
 # a device taking 4 outstanding reads and atomics per queue pair; send
-# queues that hold 2 work requests whatever max_send_wr says.
-for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth" "SOFTNIC_MAX_QP_RD_ATOM=4" "SOFTNIC_SQ_SLOTS=2"; do
+# queues that hold 2 work requests whatever max_send_wr says; a device of
+# 8 memory regions.
+for config in "" "SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2" "SOFTNIC_DEVICES=2 SOFTNIC_LINK_LAYER=eth" "SOFTNIC_MAX_QP_RD_ATOM=4" "SOFTNIC_SQ_SLOTS=2" "SOFTNIC_MAX_MR=8"; do
     # shellcheck disable=SC2086 # $config is a list of assignments
     if env $config timeout 60 "$here/softnic-run" "$work/rules" > "$work/out" 2>&1; then
         echo "ok: every rule holds on the software NIC (${config:-one device, InfiniBand}): $(grep -c '^ok' "$work/out") rules"

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -573,7 +574,7 @@ int ibv_query_device(ibv_context *context, ibv_device_attr *a) {
     a->max_sge_rd = max_sge;
     a->max_cq = max_cq;
     a->max_cqe = max_cqe;
-    a->max_mr = max_mr;
+    a->max_mr = static_cast<int>(mr_limit());
     a->max_pd = 1024;
     a->max_qp_rd_atom = static_cast<int>(rd_atom_limit());
     a->max_ee_rd_atom = 0;
@@ -691,14 +692,26 @@ ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, std::size_t length, std::uint64
             return fail_null<ibv_mr>(ENOMEM);
         }
     }
-    const int i = free_slot(f.mr);
+    // The device's region table (SOFTNIC_MAX_MR), shared by the host's
+    // processes; those of processes that died are freed when it is full.
+    const std::uint32_t device = device_of(pd->context);
+    const auto held = [&] {
+        return static_cast<std::uint32_t>(
+            std::count_if(std::begin(f.mr), std::end(f.mr), [&](const Mr &m) { return m.used == 1 + device; }));
+    };
+    bool room = held() < mr_limit();
+    if (!room) {
+        collect_dead();
+        room = held() < mr_limit();
+    }
+    const int i = room ? free_slot(f.mr) : -1;
     if (i < 0) {
         unlock();
         return fail_null<ibv_mr>(ENOMEM);
     }
     Mr &m = f.mr[i];
     f.key_generation = (f.key_generation + 1) & 0xfffff;
-    m.used = 1;
+    m.used = 1 + device;
     m.pid = me();
     m.key = (f.key_generation << 12) | static_cast<std::uint32_t>(i);
     m.access = access | 0;

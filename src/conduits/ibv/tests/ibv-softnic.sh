@@ -3,9 +3,11 @@
 # conduit conformance suite and the multi-process suites with an SRQ and
 # with per-peer receive buffers, and with every queue and buffer made tiny
 # (RNR waits, full send queues, the RDMA backlog, two-part Longs); the exit
-# matrix; the receive thread; NIC atomics on and off (SLUICE_IBV_ATOMICS);
-# port selection on a NIC of two devices of two ports and on RoCE; send
-# queues that refuse posts (ENOMEM) and a CQ that overruns;
+# matrix; the receive thread and its poll modes; NIC atomics on and off
+# (SLUICE_IBV_ATOMICS); port selection on a NIC of two devices of two ports
+# and on RoCE; send queues that refuse posts (ENOMEM) and a CQ that
+# overruns; GASNet-EX's resource knobs (gathered payloads, spare receive
+# buffers, the total network depth, pinned regions on a NIC of few);
 # bad SLUICE_IBV_PORTS values and a machine without a verbs device, each
 # refused by name.  Every job has its own fabric file, removed at the end.
 # Skips (77) without the ibv conduit.  README.md in this folder.
@@ -28,6 +30,7 @@ conformance=$builddir/tests/conduit/sluice-conduit-conformance
 mp=$builddir/tests/mp/sluice-mp-gtest
 exitg=$builddir/tests/exit/sluice-exit-gtest
 job=$builddir/tests/mp/sluice-mp-test
+knobs=$builddir/src/conduits/ibv/tests/sluice-ibv-knobs-check
 failed=0
 subset=
 [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
@@ -89,6 +92,32 @@ expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 
 expect "SLUICE_RCV_THREAD=1: the thread sleeps on the completion channel" 0 "ibv: receive thread started (sleeps on the completion channel"
 ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 none
 expect "without a receive thread the round trips wait for rank 1" 0 "PASS rcv-thread"
+
+# every_rank WHAT RANKS PATTERN: PATTERN in one line of each of RANKS ranks
+# (the SLUICE_IBV_STATS lines).
+every_rank() {
+    if [ "$(printf '%s\n' "$log" | grep -c -- "$3")" = "$2" ]; then
+        echo "ok: $1"
+    else
+        echo "FAIL: $1: not on every one of $2 ranks: $3"
+        printf '%s\n' "$log" | grep ' ibv (softnic' | sed 's/^/    /'
+        failed=1
+    fi
+}
+# GASNet-EX's poll modes: rank 0 busy-polls for its pongs, so with the
+# default (serialized) its own thread takes most of them; exclusive leaves
+# every arrival, while the receive thread runs, to that thread.
+ibv_job SLUICE_RCV_THREAD=1 SLUICE_IBV_STATS=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 thread
+expect "SLUICE_RCV_THREAD_POLL_MODE=serialized (default): rank 0's own polls take its pongs" 0 \
+    "rank 0\] ibv .*while the receive thread ran: by it [0-9]*, by other threads [1-9]"
+ibv_job SLUICE_RCV_THREAD=1 SLUICE_RCV_THREAD_POLL_MODE=exclusive SLUICE_IBV_STATS=1 \
+    timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 8000 40 thread
+expect "SLUICE_RCV_THREAD_POLL_MODE=exclusive: the round trips still end while rank 1 computes" 0 "PASS rcv-thread"
+every_rank "... and only the receive threads took arrivals" 2 \
+    "ibv .*while the receive thread ran: by it [1-9][0-9]*, by other threads 0,"
+ibv_job SLUICE_RCV_THREAD_POLL_MODE=unserialized timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_RCV_THREAD_POLL_MODE=unserialized is refused by name" 2 \
+    "SLUICE_RCV_THREAD_POLL_MODE=unserialized is out of range: it must be serialized, or exclusive"
 
 echo "=== ibv: connect files and dynamic connections"
 # The round trip: a 6-rank run of `delivery` (each rank talks to its right
@@ -251,6 +280,50 @@ ibv_job SLUICE_PACKEDLONG_LIMIT=1K SLUICE_NONBULKPUT_BOUNCE_LIMIT=0 SLUICE_IBV_S
 expect "SLUICE_NONBULKPUT_BOUNCE_LIMIT=0: every two-part Long waits for its write instead" 0 \
     "two-part Longs [1-9][0-9]* (bounced 0)"
 
+echo "=== ibv: gathered AM payloads (SLUICE_AM_GATHER_MIN)"
+# Each rank sends 4 rounds of Mediums and packed Longs of 100, 1499, 1500,
+# 4000 bytes and the largest Medium from its segment, and a largest Medium
+# from the heap, overwriting every payload once the call returns (the
+# target checks each byte): by default (1500) the 6 a round of 1500 bytes
+# or more from the segment go in place, with 4000 the 4, with -1 none.
+for gather in "" 4000 -1; do
+    case $gather in "") want=24 ;; 4000) want=16 ;; *) want=0 ;; esac
+    ibv_job ${gather:+SLUICE_AM_GATHER_MIN=$gather} SLUICE_IBV_STATS=1 \
+        timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" gather 4
+    expect "SLUICE_AM_GATHER_MIN=${gather:-1500 (default)}: every payload arrives intact" 0 "^PASS gather"
+    every_rank "... $want of them gathered from the segment on each rank" 2 "gathered sends $want,"
+done
+ibv_job SLUICE_AM_GATHER_MIN=-2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_AM_GATHER_MIN=-2 is refused by name" 2 "SLUICE_AM_GATHER_MIN=-2 is out of range"
+
+echo "=== ibv: spare receive buffers (SLUICE_RBUF_SPARES)"
+# A flood leaves many arrivals waiting for their handlers: with the default
+# 64 spares many run in their receive buffers, a spare posted in each one's
+# place; with none every one is copied out and its buffer posted again.
+ibv_job SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
+expect "64 spares (default): the flood passes" 0 "^PASS flood"
+every_rank "... arrivals ran in place, at most 64 spares in use" 2 \
+    "arrivals in place [1-9][0-9]* (spares 64, at most [1-9][0-9]* in use), copied [0-9]*"
+ibv_job SLUICE_RBUF_SPARES=0 SLUICE_RBUF_COUNT=16 SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
+expect "no spares, 16 receive buffers: the flood passes" 0 "^PASS flood"
+every_rank "... every arrival copied out, none in place" 2 "arrivals in place 0 (spares 0, at most 0 in use), copied [1-9]"
+
+echo "=== ibv: the network depth over every peer (SLUICE_NETWORKDEPTH_TOTAL)"
+# At most 4 work requests in flight from a rank: the rma case still passes,
+# the cap was reached and never passed (the default, 255, never binds
+# within one queue pair's 128).
+ibv_job SLUICE_NETWORKDEPTH_TOTAL=4 SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" rma
+expect "SLUICE_NETWORKDEPTH_TOTAL=4: the rma case passes" 0 "^PASS rma"
+every_rank "... with at most 4 work requests in flight, the cap reached" 3 \
+    "work requests in flight at most [1-4] (SLUICE_NETWORKDEPTH_TOTAL 4, reached [1-9][0-9]* times)"
+ibv_job SLUICE_NETWORKDEPTH_TOTAL=2 SLUICE_IBV_STATS=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" flood 2000
+expect "SLUICE_NETWORKDEPTH_TOTAL=2: the flood passes" 0 "^PASS flood"
+ibv_job SLUICE_NETWORKDEPTH_TOTAL=0 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_NETWORKDEPTH_TOTAL=0: as deep as the queue pairs take (128 x (1 peer + the atomics' pair of 2))" 0 \
+    "at most 384 work requests in flight over every queue pair"
+ibv_job SLUICE_NETWORKDEPTH_TOTAL=-1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_NETWORKDEPTH_TOTAL=-1 is refused by name" 2 "SLUICE_NETWORKDEPTH_TOTAL=-1 is out of range"
+
 echo "=== ibv: NIC atomics"
 # Domains of 64-bit integers by the NIC's fetch-and-add and compare-and-swap
 # (the software NIC's IBV_ATOMIC_HCA; the other operations as
@@ -286,8 +359,8 @@ expect "SLUICE_PHYSMEM_MAX=4M at 2 ranks: a 1 MiB segment fits, unprobed (a set 
 ibv_job SOFTNIC_MR_BUDGET=100M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" rma
 expect "a NIC registering 100 MiB: the probe finds it, the rma case passes" 0 \
     "pinnable memory \(9[0-9]\|100\) MiB per rank (.*probed: the NIC registered no more)"
-ibv_job SOFTNIC_MR_BUDGET=12M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 16
-expect "a NIC registering 12 MiB: a 16 MiB segment is refused, saying why" 1 \
+ibv_job SOFTNIC_MR_BUDGET=16M timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 24
+expect "a NIC registering 16 MiB: a 24 MiB segment is refused, saying why" 1 \
     "more than the 1[0-9]* this rank may (.*probed: the NIC registered no more)"
 ibv_job SOFTNIC_MR_BUDGET=100M SLUICE_PHYSMEM_WARN=1 SLUICE_VERBOSE=0 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_PHYSMEM_WARN=1: rank 0 warns of what the probe found" 0 \
@@ -306,6 +379,31 @@ if command -v setpriv > /dev/null && command -v prlimit > /dev/null; then
 else
     echo "not run: the locked-memory limit (no setpriv or prlimit: util-linux)"
 fi
+
+# GASNet-EX's pinned regions (SLUICE_PINNED_REGIONS_MAX) on a NIC of 64
+# regions a device (SOFTNIC_MAX_MR), 2 ranks, each putting from and getting
+# into 40 windows outside its segment (a region each in firehose's victim
+# pool): unbounded, the NIC runs out and the error names the knob; half of
+# the 64 leaves 16 a rank, which firehose's default victim pool (1024)
+# does not fit: refused, naming the most that does; with that pool, the
+# windows pass within the share.
+ibv_job SOFTNIC_MAX_MR=64 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" windows 40
+expect "a NIC of 64 regions, 40 windows a rank, no bound: the NIC refuses, the error names the knob" 1 \
+    "cannot register .*: Cannot allocate memory; fix: .*bound them with SLUICE_PINNED_REGIONS_MAX"
+ibv_job SOFTNIC_MAX_MR=64 SLUICE_PINNED_REGIONS_MAX=1/2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" windows 40
+expect "SLUICE_PINNED_REGIONS_MAX=1/2 of 64: firehose's victim pool of 1024 regions refused, naming the most that fits" 1 \
+    "SLUICE_PINNED_REGIONS_MAX=1/2 of the HCA's max_mr 64, 2 rank(s) on this host leaves 16 registered regions to this rank, 11 of them for firehose's pools (5 taken by the conduit), and they may hold 1024 (SLUICE_FIREHOSE_MAXVICTIM_R=1024); fix: lower SLUICE_FIREHOSE_MAXVICTIM_R to at most 11"
+ibv_job SOFTNIC_MAX_MR=64 SLUICE_PINNED_REGIONS_MAX=1/2 SLUICE_FIREHOSE_MAXVICTIM_R=11 SLUICE_IBV_STATS=1 \
+    timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" windows 40
+expect "... with SLUICE_FIREHOSE_MAXVICTIM_R=11 the 40 windows pass" 0 "^PASS windows"
+every_rank "... each rank within its 16 regions" 2 "registered regions at most \(1[0-6]\|[1-9]\) (SLUICE_PINNED_REGIONS_MAX: 16)"
+ibv_job SOFTNIC_MAX_MR=64 SLUICE_PINNED_REGIONS_MAX=40 SLUICE_FIREHOSE_MAXVICTIM_R=8 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_PINNED_REGIONS_MAX=40 (a count): 20 a rank" 0 "registered regions: at most 20 per rank (SLUICE_PINNED_REGIONS_MAX=40 (the HCA's max_mr 64), 2 rank(s) on this host)"
+ibv_job SOFTNIC_MAX_MR=64 SLUICE_PINNED_REGIONS_MAX=4 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_PINNED_REGIONS_MAX=4: 2 a rank, fewer than the conduit's own: refused" 1 \
+    "leaves 2 registered regions to this rank; it needs [0-9]* of its own"
+ibv_job SLUICE_PINNED_REGIONS_MAX=3/2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "SLUICE_PINNED_REGIONS_MAX=3/2 is refused by name" 1 "SLUICE_PINNED_REGIONS_MAX=3/2 is neither a fraction below 1 nor a count of regions"
 
 echo "=== ibv: port selection"
 export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2
