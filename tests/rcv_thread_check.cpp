@@ -57,7 +57,9 @@ int case_rcv_thread(int argc, char **argv) {
     } else {
         for (unsigned i = 0; i < trips; ++i) {
             TOK(sluice_am_request_short(1, h_ping, &i, 1));
-            while (pongs.load() <= i) TOK(sluice_poll());
+            // A wait: under SLUICE_WAIT=block rank 0 sleeps here and leaves
+            // the CPUs to rank 1 and its receive thread.
+            while (pongs.load() <= i) TOK(sluice_poll_wait());
         }
         const double took = seconds_since(start);
         std::printf("rank 0: %u round trips in %.3f s while rank 1 computed for %.3f s (%s)\n", trips, took, spin,

@@ -19,7 +19,10 @@ job() {
     return $status
 }
 for p in 'tcp;ofi_rxm' shm; do
-    if ! job SLUICE_OFI_PROVIDER="$p" SLUICE_RCV_THREAD=1 SLUICE_RCV_THREAD_RATE=20000 $run thread; then
+    # SLUICE_WAIT=block: rank 0 sleeps between its round trips instead of
+    # spinning, so that rank 1's receive thread finds a CPU even when
+    # another test shares the two (make -j2 check).
+    if ! job SLUICE_OFI_PROVIDER="$p" SLUICE_RCV_THREAD=1 SLUICE_RCV_THREAD_RATE=20000 SLUICE_WAIT=block $run thread; then
         echo "FAIL: receive thread on $p"
         failed=1
     fi
