@@ -237,6 +237,18 @@ std::string knob_family_string(Knob k, unsigned n) {
     return v ? v : "";
 }
 
+bool knob_family_any(Knob k) {
+    const std::string prefix = family_prefix(knob_table()[static_cast<int>(k)]);
+    for (char **e = environ; e && *e; ++e) {
+        const char *v = *e;
+        if (std::strncmp(v, prefix.c_str(), prefix.size()) != 0) continue;
+        const char *d = v + prefix.size();
+        while (*d >= '0' && *d <= '9') ++d;
+        if (d != v + prefix.size() && *d == '=') return true;
+    }
+    return false;
+}
+
 bool knob_bool(Knob k) { return value(k).flag; }
 bool knob_switch(Knob k, bool when_auto) { return value(k).integer < 0 ? when_auto : value(k).integer != 0; }
 bool knob_auto(Knob k) { return value(k).integer < 0; }

@@ -57,6 +57,8 @@ bool knob_value_valid(const KnobInfo &info, const std::string &text);
 // value of the member for `n` (SLUICE_IBV_PORTS_1), "" when it is unset.
 // Members are strings, read as they are; knobs_unknown() accepts them.
 std::string knob_family_string(Knob k, unsigned n);
+// Whether any member of the family is set.
+bool knob_family_any(Knob k);
 
 bool knob_bool(Knob k);
 // A Switch knob: 1 or 0 (as a Bool's spellings), else (auto) `when_auto`.

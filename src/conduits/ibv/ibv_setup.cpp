@@ -129,8 +129,11 @@ bool rank_in_list(const std::string &list, Rank rank, bool &in) {
 struct PortsSetting {
     std::string name, value;
 };
+// The machine's topology (hwloc: a whole load, PCI devices included) is
+// read only when some SLUICE_IBV_PORTS_<n> is set: every job with ibv
+// compiled in probes it.
 PortsSetting ports_setting() {
-    if (const int socket = bound_socket(); socket >= 0) {
+    if (const int socket = base::knob_family_any(knob(Knob::IBV_PORTS_n)) ? bound_socket() : -1; socket >= 0) {
         std::string v = base::knob_family_string(knob(Knob::IBV_PORTS_n), static_cast<unsigned>(socket));
         if (!v.empty()) return {"SLUICE_IBV_PORTS_" + std::to_string(socket), v};
     }
