@@ -70,23 +70,63 @@ bool physmem_parse(const std::string &text, std::uint64_t physical, std::uint64_
     return true;
 }
 
+bool pinnable_ratio_parse(const std::string &text, double conduit_default, double &ratio, std::string &why) {
+    if (text.empty() || text == "auto") {
+        ratio = conduit_default;
+        return true;
+    }
+    double v = 0;
+    if (!real(text, v) || !(v > 0) || v > 1) {
+        why = "'" + text + "' is not a fraction of physical memory above 0 and at most 1";
+        return false;
+    }
+    ratio = v;
+    return true;
+}
+
 base::Status PinLimit::init(const char *name, std::size_t local_ranks,
-                            const std::function<bool(void *, std::size_t)> &probe) {
+                            const std::function<bool(void *, std::size_t)> &probe, const PinPolicy &policy) {
     const std::string op = std::string(name) + " conduit init";
     const std::uint64_t physical =
         static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     const std::string &text = base::knob_string(base::Knob::PHYSMEM_MAX);
+    const bool max_set = base::knob_is_set(base::Knob::PHYSMEM_MAX);
     std::uint64_t host = 0;
     std::string why;
-    if (!physmem_parse(text, physical, host, why))
+    if ((max_set || !policy.ratio) && !physmem_parse(text, physical, host, why))
         return base::report(base::Status::argument, op.c_str(),
                             "set SLUICE_PHYSMEM_MAX to a fraction (2/3) or a size (12G)", "SLUICE_PHYSMEM_MAX: %s",
                             why.c_str());
+    std::string how = "SLUICE_PHYSMEM_MAX=" + text + " of " + mib(physical);
+    const char *raise = "SLUICE_PHYSMEM_MAX";
+    if (policy.ratio) {
+        // GASNet's Portals and gemini/aries conduits: a share of physical
+        // memory sets the maximum, which SLUICE_PHYSMEM_MAX may only lower.
+        const std::string &ratio_text = base::knob_string(base::Knob::PHYSMEM_PINNABLE_RATIO);
+        double ratio = 0;
+        if (!pinnable_ratio_parse(ratio_text, policy.ratio, ratio, why))
+            return base::report(base::Status::argument, op.c_str(),
+                                "set SLUICE_PHYSMEM_PINNABLE_RATIO to a fraction above 0 and at most 1 (0.5), or auto",
+                                "SLUICE_PHYSMEM_PINNABLE_RATIO: %s", why.c_str());
+        char shown[32];
+        std::snprintf(shown, sizeof shown, "%.2f", ratio);
+        const std::string ratio_how =
+            "SLUICE_PHYSMEM_PINNABLE_RATIO=" + (ratio_text.empty() || ratio_text == "auto" ? shown : ratio_text);
+        const auto by_ratio = static_cast<std::uint64_t>(ratio * static_cast<double>(physical));
+        if (max_set && host < by_ratio) {
+            how += ", below " + ratio_how;
+        } else {
+            host = by_ratio;
+            how = ratio_how + " of " + mib(physical);
+            raise = "SLUICE_PHYSMEM_PINNABLE_RATIO";
+        }
+    }
     std::uint64_t limit = host / std::max<std::size_t>(1, local_ranks);
-    std::string how = "SLUICE_PHYSMEM_MAX=" + text + " of " + mib(physical) + ", " + std::to_string(local_ranks) +
-                      " rank(s) on this host";
+    how += ", " + std::to_string(local_ranks) + " rank(s) on this host";
+    fix_ = std::string("attach a smaller segment, run fewer ranks per host, or raise ") + raise +
+           (policy.memlock ? " (and the locked-memory limit, ulimit -l)" : "");
     rlimit rl{};
-    if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+    if (policy.memlock && ::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
         if (rl.rlim_cur != rl.rlim_max) {
             const rlimit up{rl.rlim_max, rl.rlim_max};
             if (::setrlimit(RLIMIT_MEMLOCK, &up) == 0) {
@@ -101,7 +141,7 @@ base::Status PinLimit::init(const char *name, std::size_t local_ranks,
             how += ", capped by RLIMIT_MEMLOCK";
         }
     }
-    if (!base::knob_is_set(base::Knob::PHYSMEM_MAX) && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
+    if (probe && !max_set && !base::knob_bool(base::Knob::PHYSMEM_NOPROBE) && limit) {
         // Halved until a registration works (down to 1 MiB), then up
         // between that and the last that failed, in 1 MiB steps, at most
         // six more tries.
@@ -146,9 +186,7 @@ base::Status PinLimit::take(const char *name, const void *base, std::size_t size
     if (pinned_.fetch_add(size) + size <= limit_) return base::Status::ok;
     const std::uint64_t before = pinned_.fetch_sub(size) - size;
     const std::string op = std::string("register memory (") + name + ")";
-    return base::report(base::Status::resource, op.c_str(),
-                        "attach a smaller segment, run fewer ranks per host, or raise SLUICE_PHYSMEM_MAX (and the "
-                        "locked-memory limit, ulimit -l)",
+    return base::report(base::Status::resource, op.c_str(), fix_.c_str(),
                         "%s: registering %zu bytes at %p would pin %llu bytes, more than the %llu this rank may "
                         "(%s)",
                         name, size, base, static_cast<unsigned long long>(before + size),

@@ -25,6 +25,7 @@ MainPoolConfig main_pool_config_from_knobs() {
     c.max_regions = static_cast<std::size_t>(base::knob_int(base::Knob::FIREHOSE_R));
     c.table_scale = base::knob_double(base::Knob::FIREHOSE_TABLE_SCALE);
     c.verbose = base::knob_bool(base::Knob::FIREHOSE_VERBOSE);
+    c.put_in_move = base::knob_size(base::Knob::PUTINMOVE_LIMIT);
     return c;
 }
 
@@ -35,6 +36,10 @@ MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig
     std::size_t regions = c.budget / c.region_bytes;
     if (c.max_regions) regions = std::min(regions, c.max_regions);
     share_ = std::max<std::size_t>(1, regions / std::max<std::size_t>(1, peers));
+    // The Put's bytes follow the one region a move request may release, in
+    // one Medium.
+    const std::size_t medium = std::min(am.max_medium(), t.capabilities().max_medium);
+    carry_most_ = std::min(c.put_in_move, medium > sizeof(std::uint32_t) ? medium - sizeof(std::uint32_t) : 0);
     stats_.budget = c.budget;
     stats_.share_regions = share_;
     owned_.reserve(std::max<std::size_t>(8, static_cast<std::size_t>(static_cast<double>(regions) * c.table_scale)));
@@ -42,9 +47,10 @@ MainPool::MainPool(conduit::Transport &t, am::AmEngine &am, const MainPoolConfig
         std::fprintf(stderr,
                      "sluice[rank %d] firehose main pool on %s: %zu regions of %zu bytes of peers' segments (budget "
                      "%zu bytes, SLUICE_FIREHOSE_R %zu), %zu per peer of %zu; owner's table of %zu buckets "
-                     "(SLUICE_FIREHOSE_TABLE_SCALE %g)\n",
+                     "(SLUICE_FIREHOSE_TABLE_SCALE %g); a move request carries up to %zu bytes of a Put "
+                     "(SLUICE_PUTINMOVE_LIMIT %zu)\n",
                      base::log_rank(), t.name(), regions, c.region_bytes, c.budget, c.max_regions, share_, peers,
-                     owned_.bucket_count(), c.table_scale);
+                     owned_.bucket_count(), c.table_scale, carry_most_, c.put_in_move);
 }
 
 MainPool::~MainPool() { release_all(); }
@@ -64,9 +70,11 @@ std::size_t MainPool::region_size(std::uint64_t segment_size, std::uint32_t regi
 
 // ---- requester ----
 
-Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &lease) {
+Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, const void *put, const void *carrier,
+                     Lease &lease) {
     std::uint32_t region = 0;
     std::vector<std::uint32_t> releases;
+    std::size_t carry = 0, offset = 0;
     {
         std::lock_guard<std::mutex> guard(lock_);
         if (closed_ || peer >= segments_.size() || !segments_[peer].second)
@@ -85,8 +93,15 @@ Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &leas
                 return Status::not_ready;
             }
             if (e.state == Entry::State::failed) return e.failure;  // reported when the answer came
-            if (e.in_use++ == 0) f.idle.erase(e.idle_at);
-            ++stats_.hits;
+            if (carrier && e.carrier == carrier) {
+                // Its move carried these; the region was kept in use for it.
+                lease.carried = e.carried;
+                e.carrier = nullptr;
+                e.carried = 0;
+            } else {
+                if (e.in_use++ == 0) f.idle.erase(e.idle_at);
+                ++stats_.hits;
+            }
             lease.key = e.key;
             lease.token = &e;
             return Status::ok;
@@ -106,20 +121,35 @@ Status MainPool::pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &leas
         Entry &e = f.entries[region];
         e.peer = peer;
         e.region = region;
+        if (put && carrier && carry_most_) {
+            carry = std::min(lease.n, carry_most_);
+            offset = static_cast<std::size_t>(remote - start);
+            e.carrier = carrier;
+            e.carried = carry;
+            ++stats_.put_moves;
+            stats_.put_move_bytes += carry;
+        }
         ++stats_.misses;
         ++stats_.move_requests;
         stats_.pinned_bytes += region_size(size, region);
         stats_.peak_pinned_bytes = std::max(stats_.peak_pinned_bytes, stats_.pinned_bytes);
     }
-    // The move request: args the region to pin, payload the regions released.
-    const std::uint32_t args[1] = {region};
-    const am::Send m = am::make_send(am::AmCategory::medium, am::sys_firehose_move, releases.data(),
-                                       releases.size() * sizeof(std::uint32_t), nullptr, args, 1);
+    // The move request: args the region to pin, how many regions it
+    // releases and where in the region the Put's bytes go; payload the
+    // regions released, then those bytes.
+    const std::uint32_t args[3] = {region, static_cast<std::uint32_t>(releases.size()),
+                                   static_cast<std::uint32_t>(offset)};
+    std::vector<char> payload(releases.size() * sizeof(std::uint32_t) + carry);
+    if (!releases.empty()) std::memcpy(payload.data(), releases.data(), releases.size() * sizeof(std::uint32_t));
+    if (carry) std::memcpy(payload.data() + releases.size() * sizeof(std::uint32_t), put, carry);
+    const am::Send m = am::make_send(am::AmCategory::medium, am::sys_firehose_move, payload.data(), payload.size(),
+                                     nullptr, args, 3);
     if (Status s = am_.system_request(peer, m); s != Status::ok) {
         std::lock_guard<std::mutex> guard(lock_);
         if (auto it = far_[peer].entries.find(region); it != far_[peer].entries.end()) {
             it->second.state = Entry::State::failed;
             it->second.failure = s;
+            it->second.carrier = nullptr;
         }
         return base::report(s, "firehose move", "check that the peer is alive",
                             "%s: the move request to rank %u (region %u of its segment) was not sent", t_.name(), peer,
@@ -154,19 +184,21 @@ void MainPool::answered(Rank owner, std::uint32_t region, Status s, const char *
     if (s != Status::ok) {
         e.state = Entry::State::failed;
         e.failure = s;
+        e.carrier = nullptr;
         base::report(s, "firehose move", "raise the owner's registration limits, or lower SLUICE_FIREHOSE_M",
                      "%s: rank %u could not register region %u of its segment for RDMA from this rank", t_.name(),
                      owner, region);
         return;
     }
     e.state = Entry::State::ready;
-    e.idle_at = f.idle.insert(f.idle.end(), region);
+    if (e.carrier) e.in_use = 1;  // until the Put it carried asks again (pin)
+    else e.idle_at = f.idle.insert(f.idle.end(), region);
 }
 
 // ---- owner ----
 
 Status MainPool::serve(Rank peer, std::uint32_t region, const std::uint32_t *releases, std::size_t nreleases,
-                       std::string &key) {
+                       const void *put, std::size_t offset, std::size_t n, std::string &key) {
     std::lock_guard<std::mutex> guard(lock_);
     if (closed_) return Status::state;
     ++stats_.moves_served;
@@ -185,11 +217,15 @@ Status MainPool::serve(Rank peer, std::uint32_t region, const std::uint32_t *rel
         return base::report(Status::segment, "firehose move", "this is a Sluice bug",
                             "%s: rank %u asked for region %u, beyond this rank's segment of %zu bytes", t_.name(),
                             peer, region, my_size_);
+    const std::size_t len = region_size(my_size_, region);
+    if (n && (offset >= len || n > len - offset))
+        return base::report(Status::segment, "firehose move", "this is a Sluice bug",
+                            "%s: rank %u sent %zu bytes of a Put for offset %zu of region %u, of %zu bytes", t_.name(),
+                            peer, n, offset, region, len);
+    char *at = my_base_ + std::size_t{region} * config_.region_bytes;
     Owned &o = owned_[region];
     if (held_.insert(std::uint64_t{peer} << 32 | region).second && o.holders++ == 0) {
-        const std::size_t len = region_size(my_size_, region);
-        if (Status s = t_.mem_register(my_base_ + std::size_t{region} * config_.region_bytes, len, o.region);
-            s != Status::ok) {
+        if (Status s = t_.mem_register(at, len, o.region); s != Status::ok) {
             held_.erase(std::uint64_t{peer} << 32 | region);
             owned_.erase(region);
             return s;
@@ -199,6 +235,12 @@ Status MainPool::serve(Rank peer, std::uint32_t region, const std::uint32_t *rel
         stats_.peak_owner_bytes = std::max(stats_.peak_owner_bytes, stats_.owner_bytes);
     }
     key = o.region.rkey;
+    // The Put's bytes once the region is the peer's: they land before the
+    // reply that completes the Put leaves.
+    if (n) {
+        std::memcpy(at + offset, put, n);
+        stats_.put_bytes_written += n;
+    }
     return Status::ok;
 }
 
@@ -235,16 +277,18 @@ void MainPool::on_move(sluice_token_t token, void *payload, std::size_t n, const
     MainPool *pool = peer < by_source.size() ? by_source[peer] : nullptr;
     std::string key;
     Status s = Status::state;
-    if (nargs != 1 || n % sizeof(std::uint32_t) != 0) {
+    if (nargs != 3 || n < std::size_t{args[1]} * sizeof(std::uint32_t)) {
         base::report(s, "firehose move", "run the same Sluice build on every rank",
                      "a malformed move request from rank %u (%u arguments, %zu bytes)", peer, nargs, n);
     } else if (!pool) {
         base::report(s, "firehose move", "set SLUICE_SEGMENT alike on every rank",
                      "rank %u asked to pin this rank's segment, which is registered whole (or not attached)", peer);
     } else {
-        std::vector<std::uint32_t> releases(n / sizeof(std::uint32_t));
-        if (n) std::memcpy(releases.data(), payload, n);
-        s = pool->serve(peer, args[0], releases.data(), releases.size(), key);
+        std::vector<std::uint32_t> releases(args[1]);
+        const std::size_t released = releases.size() * sizeof(std::uint32_t);
+        if (released) std::memcpy(releases.data(), payload, released);
+        s = pool->serve(peer, args[0], releases.data(), releases.size(), static_cast<const char *>(payload) + released,
+                        args[2], n - released, key);
     }
     const std::uint32_t out[2] = {args[0], static_cast<std::uint32_t>(s)};
     (void)move_am->system_reply(
@@ -276,19 +320,23 @@ void MainPool::route_set(std::vector<MainPool *> pools) { by_source = std::move(
 
 MainPoolStats MainPool::stats() const {
     std::lock_guard<std::mutex> guard(lock_);
-    return stats_;
+    MainPoolStats s = stats_;
+    s.put_done = t_.stats().rma_put_in_move.load(std::memory_order_relaxed);
+    return s;
 }
 
 std::string MainPool::stats_line() const {
     const MainPoolStats s = stats();
-    char line[512];
+    char line[640];
     std::snprintf(line, sizeof line,
-                  "firehose main pool %s: %" PRIu64 " move requests, %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+                  "firehose main pool %s: %" PRIu64 " move requests (%" PRIu64 " carrying %" PRIu64
+                  " bytes of Puts, %" PRIu64 " Puts done by them), %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
                   " evictions, %" PRIu64 " waits; holds %zu bytes of peers' segments (peak %zu, budget %zu, %zu "
-                  "regions per peer); %" PRIu64 " moves served, %zu regions of %zu bytes registered for peers (peak %zu)",
-                  t_.name(), s.move_requests, s.hits, s.misses, s.evictions, s.waits, s.pinned_bytes,
-                  s.peak_pinned_bytes, s.budget, s.share_regions, s.moves_served, s.owner_regions, s.owner_bytes,
-                  s.peak_owner_bytes);
+                  "regions per peer); %" PRIu64 " moves served (%" PRIu64 " bytes of Puts written), %zu regions of "
+                  "%zu bytes registered for peers (peak %zu)",
+                  t_.name(), s.move_requests, s.put_moves, s.put_move_bytes, s.put_done, s.hits, s.misses,
+                  s.evictions, s.waits, s.pinned_bytes, s.peak_pinned_bytes, s.budget, s.share_regions,
+                  s.moves_served, s.put_bytes_written, s.owner_regions, s.owner_bytes, s.peak_owner_bytes);
     return line;
 }
 

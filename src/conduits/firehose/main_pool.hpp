@@ -12,9 +12,13 @@
 //   when it holds its whole share already, the least recently used idle
 //   region(s) to release; the transfer waits on the transport's backlog
 //   until the reply brings the region's key.  Each rank holds at most
-//   SLUICE_FIREHOSE_M / (peers) bytes of each peer's segment.
+//   SLUICE_FIREHOSE_M / (peers) bytes of each peer's segment.  A Put's
+//   first bytes (SLUICE_PUTINMOVE_LIMIT) travel in its move request; when
+//   it asks again, the region is held for it and the lease says how many
+//   were written (GASNet's put-in-move).
 // - owner: registers a region when the first peer pins it, counts the
-//   peers holding it, and deregisters it when the last one releases it.
+//   peers holding it, deregisters it when the last one releases it, and
+//   writes the Put bytes a move request carries once the region is pinned.
 //
 // A peer's requests reach its owner in order and are answered in order
 // (every conduit delivers one peer's requests in order), so a release and a
@@ -44,9 +48,10 @@ struct MainPoolConfig {
     std::size_t max_regions = 0;                        // SLUICE_FIREHOSE_R (0: budget / region_bytes)
     double table_scale = 1;                             // SLUICE_FIREHOSE_TABLE_SCALE
     bool verbose = false;                               // SLUICE_FIREHOSE_VERBOSE
+    std::size_t put_in_move = 3072;                     // SLUICE_PUTINMOVE_LIMIT (0: off)
 };
 // From the knobs: SLUICE_FIREHOSE_MAXREGION_SIZE, SLUICE_FIREHOSE_M,
-// SLUICE_FIREHOSE_R, _TABLE_SCALE, _VERBOSE.
+// SLUICE_FIREHOSE_R, _TABLE_SCALE, _VERBOSE, SLUICE_PUTINMOVE_LIMIT.
 MainPoolConfig main_pool_config_from_knobs();
 
 struct MainPoolStats {
@@ -56,12 +61,16 @@ struct MainPoolStats {
     std::uint64_t evictions = 0;     // idle regions released to make room
     std::uint64_t waits = 0;         // pins answered "not yet" (move in flight, or share all in use)
     std::uint64_t move_requests = 0; // sent
+    std::uint64_t put_moves = 0;     // of those, carrying the front of a Put
+    std::uint64_t put_move_bytes = 0;
+    std::uint64_t put_done = 0;      // Puts the transport completed with their move (TransportStats)
     std::size_t pinned_bytes = 0;    // of peers' segments held now (requested or ready)
     std::size_t peak_pinned_bytes = 0;
     std::size_t budget = 0;          // SLUICE_FIREHOSE_M
     std::size_t share_regions = 0;   // most regions held per peer
     // Owner side: moves served, regions registered for peers.
     std::uint64_t moves_served = 0;
+    std::uint64_t put_bytes_written = 0;  // carried by moves served
     std::size_t owner_regions = 0;
     std::size_t owner_bytes = 0;
     std::size_t peak_owner_bytes = 0;
@@ -81,7 +90,8 @@ public:
     void segments_set(std::vector<std::pair<std::uint64_t, std::uint64_t>> segments);
 
     // conduit::RemoteRegistrar
-    Status pin(Rank peer, std::uint64_t remote, std::size_t n, Lease &lease) override;
+    Status pin(Rank peer, std::uint64_t remote, std::size_t n, const void *put, const void *carrier,
+               Lease &lease) override;
     void unpin(void *token) override;
     void release_all() override;
 
@@ -104,6 +114,11 @@ private:
         std::uint64_t key = 0;
         unsigned in_use = 0;
         std::list<std::uint32_t>::iterator idle_at;  // in Far::idle while in_use == 0 and ready
+        // The operation whose first `carried` bytes the move request
+        // carries; once ready, the region is in use for it (in_use counts
+        // it) until it asks again and learns so.
+        const void *carrier = nullptr;
+        std::size_t carried = 0;
     };
     // What this rank holds of one peer's segment.
     struct Far {
@@ -120,9 +135,10 @@ private:
     static void on_move_reply(sluice_token_t token, void *payload, std::size_t n, const std::uint32_t *args,
                               unsigned nargs);
     // Owner: the releases, then the pin of `region`, whose packed key goes
-    // back in the reply.  Requester: that reply.
+    // back in the reply, then the `n` bytes of a Put at `offset` in it.
+    // Requester: that reply.
     Status serve(Rank peer, std::uint32_t region, const std::uint32_t *releases, std::size_t nreleases,
-                 std::string &key);
+                 const void *put, std::size_t offset, std::size_t n, std::string &key);
     void answered(Rank owner, std::uint32_t region, Status s, const char *key, std::size_t n);
     void region_drop(std::uint32_t region);  // owner, under lock_
     std::size_t region_size(std::uint64_t segment_size, std::uint32_t region) const;
@@ -133,6 +149,7 @@ private:
     char *my_base_;
     std::size_t my_size_;
     std::size_t share_;  // regions per peer
+    std::size_t carry_most_;  // Put bytes a move request carries at most
     mutable std::mutex lock_;
     bool closed_ = false;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> segments_;

@@ -103,7 +103,8 @@ Status GniTransport::init_impl() {
                                      return false;
                                  ugni().MemDeregister(nic_, &h);
                                  return true;
-                             });
+                             },
+                             common::PinPolicy{0.80, true});  // GASNet's gemini/aries ratio
         s != Status::ok)
         return s;
     if (Status s = scratch_create(); s != Status::ok) return s;

@@ -200,7 +200,7 @@ private:
     std::size_t num_pd_ = 0, memreg_ = 0, transients_ = 0;
     std::uint16_t dlvr_mode_ = GNI_DLVMODE_PERFORMANCE;  // SLUICE_GNI_MEM_CONSISTENCY
     std::uint64_t barrier_epoch_ = 0;
-    common::PinLimit pin_;             // registered for RDMA, against SLUICE_PHYSMEM_MAX
+    common::PinLimit pin_;             // registered for RDMA, against SLUICE_PHYSMEM_PINNABLE_RATIO and _MAX
 
     std::vector<RmaPost> posts_;
     common::FreeList<RmaPost> post_free_;

@@ -99,6 +99,13 @@ Status PortalsTransport::init_impl() {
     max_medium_ = max_message_ - body_room;
     slot_ = ((max_message_ + 16) / 4 + 7) & ~std::size_t{7};
     credit_preferences();
+    // GASNet's Portals conduit: a share of physical memory may be pinned
+    // (SLUICE_PHYSMEM_PINNABLE_RATIO, 0.75), no probe (on a Cray it was the
+    // OOM killer that answered), and no RLIMIT_MEMLOCK: a Portals NIC pins
+    // through its own driver, the reference implementation not at all.
+    std::size_t local = 0;
+    for (std::uint32_t h : setup().host_of) local += h == setup().host_of[setup().rank];
+    if (Status s = pin_.init("portals", local, nullptr, common::PinPolicy{0.75, false}); s != Status::ok) return s;
     c.max_medium = max_medium_;
     c.max_long = std::numeric_limits<std::size_t>::max();
     c.max_packed_long = packed_long_ ? max_message_ - 8 - 4 * 16 : 0;  // after the address and 16 arguments
@@ -393,14 +400,17 @@ Status PortalsTransport::mem_register_impl(void *base, std::size_t size, std::ui
                                            std::string &rkey) {
     auto r = std::make_unique<Region>();
     r->base = reinterpret_cast<std::uint64_t>(base);
+    if (Status s = pin_.take("portals", base, size); s != Status::ok) return s;
     int rc;
     {
         Guard g(*this);
         rc = ni_open_ ? md_bind(base, size, PTL_MD_EVENT_SEND_DISABLE, r->iov, r->md) : PTL_FAIL;
     }
-    if (rc != PTL_OK)
+    if (rc != PTL_OK) {
+        pin_.give(size);
         return base::report(Status::resource, "register (portals)", "register less memory at once",
                             "portals: PtlMDBind of %zu bytes at %p failed (return code %d)", size, base, rc);
+    }
     handle = reinterpret_cast<std::uint64_t>(r.release());
     rkey.clear();
     return Status::ok;
@@ -412,6 +422,7 @@ void PortalsTransport::mem_deregister_impl(std::uint64_t handle) {
         Guard g(*this);
         if (ni_open_) ptl().MDRelease(r->md);
     }
+    pin_.give(r->iov.iov_len);
     delete r;
 }
 

@@ -14,6 +14,7 @@
 #include "conduits/common/atomic_slots.hpp"
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/peer_order.hpp"
+#include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -320,6 +321,7 @@ private:
     std::size_t rma_chunk_ = 0;
     std::size_t rma_outstanding_ = 0;
     PortalsCounters own_counters_;    // beside the layer's counters_
+    common::PinLimit pin_;            // memory descriptors, against SLUICE_PHYSMEM_PINNABLE_RATIO
 };
 
 } // namespace sluice::conduit::portals::detail

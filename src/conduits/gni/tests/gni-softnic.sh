@@ -11,7 +11,8 @@
 # transient registration; the FMA barrier and SLUICE_BARRIER=am; bad
 # knob values, a missing
 # PMI_GNI_* variable and a library that does not open, each refused by
-# name.  The NIC's fabric file is this script's own, removed at the end.
+# name; the pinnable-memory share (SLUICE_PHYSMEM_PINNABLE_RATIO) bounding
+# the segment, bad ratios refused by name.  The NIC's fabric file is this script's own, removed at the end.
 # Skips (77) without the gni conduit.  src/conduits/gni/README.md, Tests.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
@@ -163,6 +164,30 @@ gni_job SLUICE_VERBOSE=1 SLUICE_BARRIER=am timeout 120 "$run" "$builddir/sluicer
 expect "SLUICE_BARRIER=am: the barrier is AMs" 0 "barrier: a dissemination of AMs"
 gni_job SLUICE_BARRIER=fast timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_BARRIER=fast is refused by name" 2 "SLUICE_BARRIER=fast"
+
+echo "=== gni: pinnable memory (SLUICE_PHYSMEM_PINNABLE_RATIO)"
+# GASNet's gemini/aries share of physical memory a job may pin: 0.80 of
+# the host by default, split between its 2 ranks, then probed.  A ratio
+# of 16 MiB of this host's memory gives each rank 8 MiB: a 16 MiB segment
+# (with the scratch region) is refused at attach naming the knob and the
+# fix, a 4 MiB one is registered and used.
+gni_job SLUICE_VERBOSE=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+expect "the default share: 0.80 of the host's memory, said at init" 0 \
+    "gni: pinnable memory [0-9]* MiB per rank (SLUICE_PHYSMEM_PINNABLE_RATIO=0.80 of [0-9]* MiB, 2 rank(s) on this host"
+physical=$(($(getconf _PHYS_PAGES) * $(getconf PAGESIZE)))
+ratio=$(awk -v p="$physical" 'BEGIN { printf "%.12f", (16 * 1048576 + 8192) / p }')
+gni_job SLUICE_PHYSMEM_PINNABLE_RATIO="$ratio" timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 16 1
+expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio (8 MiB a rank): a 16 MiB segment is refused, naming the knob" fail \
+    "more than the 83[0-9]* this rank may (SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio of [0-9]* MiB, 2 rank(s) on this host"
+expect "... and the fix" fail "raise SLUICE_PHYSMEM_PINNABLE_RATIO"
+gni_job SLUICE_PHYSMEM_PINNABLE_RATIO="$ratio" SLUICE_VERBOSE=1 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" segment 4 1
+expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio: a 4 MiB segment fits, and the segment case passes" 0 "PASS segment on 2 ranks"
+expect "... with 8 MiB a rank" 0 "gni: pinnable memory 8 MiB per rank (SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio of"
+for bad in 0 -1 1.5 half; do
+    gni_job SLUICE_PHYSMEM_PINNABLE_RATIO="$bad" timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
+    expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$bad is refused by name" fail \
+        "SLUICE_PHYSMEM_PINNABLE_RATIO: '$bad' is not a fraction of physical memory above 0 and at most 1"
+done
 
 echo "=== gni: knobs and errors"
 gni_job SLUICE_GNI_NUM_PD=16 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic

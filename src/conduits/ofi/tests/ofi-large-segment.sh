@@ -13,7 +13,11 @@
 #   (A sanitizer subset runs the third provider line of 1, and bad.)
 #   3. ranks that chose differently (rank 0 large, rank 1 fast) work.
 #   4. GASNet's firehose knobs: SLUICE_FIREHOSE_R, _VERBOSE, _TABLE_SCALE,
-#      and SLUICE_USE_FIREHOSE=0 (bounce buffers only; refused with large).
+#      SLUICE_USE_FIREHOSE=0 (bounce buffers only; refused with large),
+#      SLUICE_PUTGET_BOUNCE_LIMIT, and SLUICE_PUTINMOVE_LIMIT (a Put's
+#      front carried in its move request and written by the owner: Puts
+#      done with the move's reply, bytes written as carried, data checked;
+#      none at 0; above 3K refused by name).
 #   5. SLUICE_SEGMENT=huge is refused at init, naming the knob.
 #
 # Skips (77) without the ofi conduit.
@@ -26,6 +30,8 @@ if [ "${SLUICETEST_SUBSET:-}" = tsan ]; then
 fi
 # shellcheck source=ofi-common.sh
 . "$(dirname "$0")/ofi-common.sh"
+# shellcheck source=../../../../tests/mp/families.sh
+. "$(dirname "$0")/../../../../tests/mp/families.sh"
 mp=$builddir/tests/mp/sluice-mp-test
 run="$builddir/sluicerun"
 scale=1
@@ -41,7 +47,8 @@ fail() {
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-# job LABEL SECONDS ENV... -- ARGS...: one job, all its output in $out.
+# job LABEL SECONDS ENV... -- ARGS...: one job, all its output in $out
+# (and in $log, its code in $code, for expect).
 job() {
     label=$1 limit=$(($2 * scale))
     shift 2
@@ -54,6 +61,7 @@ job() {
     # shellcheck disable=SC2086 # vars is a list of VAR=value words
     env SLUICE_ROUTE=network SLUICE_NETWORK=ofi SLUICE_FIREHOSE_STATS=1 $vars timeout "$limit" "$run" "$@" > "$out" 2>&1
     status=$?
+    code=$status log=$(cat "$out")
     echo "=== $label: exit $status"
     return $status
 }
@@ -124,62 +132,84 @@ fi
 # (2 of a 512 KiB budget's 4, so 2 per peer at 2 ranks), and
 # SLUICE_FIREHOSE_VERBOSE says each pool's configuration, with its tables
 # scaled by SLUICE_FIREHOSE_TABLE_SCALE.
-if job "SLUICE_FIREHOSE_R=2, verbose, tables scaled by 4" 120 SLUICE_SEGMENT=large SLUICE_FIREHOSE_M=512K \
-    SLUICE_FIREHOSE_R=2 SLUICE_FIREHOSE_VERBOSE=1 SLUICE_FIREHOSE_TABLE_SCALE=4 -- -n 2 "$mp" segment 16 &&
-    grep -q '^PASS segment on 2 ranks' "$out"; then
-    if grep -q 'firehose main pool on ofi: 2 regions of 131072 bytes .*SLUICE_FIREHOSE_R 2), 2 per peer of 1' "$out" &&
-        grep -q 'firehose main pool ofi: .*budget 524288, 2 regions per peer)' "$out" &&
-        grep -q 'SLUICE_FIREHOSE_TABLE_SCALE 4)' "$out"; then
-        echo "ok: 2 regions in all, 2 per peer, said at start and in the statistics"
-    else
-        fail "$label: the configuration or statistics lines are not as set"
-        grep 'firehose' "$out" | head -5
-    fi
-else
-    fail "$label"
-    tail -20 "$out"
-fi
+job "SLUICE_FIREHOSE_R=2, verbose, tables scaled by 4" 120 SLUICE_SEGMENT=large SLUICE_FIREHOSE_M=512K \
+    SLUICE_FIREHOSE_R=2 SLUICE_FIREHOSE_VERBOSE=1 SLUICE_FIREHOSE_TABLE_SCALE=4 -- -n 2 "$mp" segment 16
+expect "SLUICE_FIREHOSE_R=2: the segment case passes" 0 '^PASS segment on 2 ranks'
+expect "SLUICE_FIREHOSE_R=2: 2 regions in all, 2 per peer, said at start" 0 \
+    'firehose main pool on ofi: 2 regions of 131072 bytes .*SLUICE_FIREHOSE_R 2), 2 per peer of 1'
+expect "SLUICE_FIREHOSE_R=2: 2 regions per peer in the statistics" 0 \
+    'firehose main pool ofi: .*budget 524288, 2 regions per peer)'
+expect "SLUICE_FIREHOSE_TABLE_SCALE=4 said at start" 0 'SLUICE_FIREHOSE_TABLE_SCALE 4)'
+
 # SLUICE_USE_FIREHOSE=0 with the registration modes (FI_MR_LOCAL: buffers
 # outside the segment need registering): every such transfer goes through a
 # bounce buffer, nothing is registered on demand, and the rma case passes.
-if job "SLUICE_USE_FIREHOSE=0 under FI_MR_LOCAL" 300 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
-    SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" rma &&
-    grep -q '^PASS rma on 2 ranks' "$out"; then
-    if grep -q 'firehose ofi: 0 hits, 0 misses, .*; [1-9][0-9]* Puts and [1-9][0-9]* Gets bounced' "$out"; then
-        echo "ok: no registration on demand, every transfer outside the segment bounced"
-    else
-        fail "$label: registrations were made, or nothing bounced"
-        grep 'firehose ofi:' "$out" | head -2
-    fi
-else
-    fail "$label"
-    tail -20 "$out"
-fi
+job "SLUICE_USE_FIREHOSE=0 under FI_MR_LOCAL" 300 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
+    SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" rma
+expect "SLUICE_USE_FIREHOSE=0: the rma case passes" 0 '^PASS rma on 2 ranks'
+expect "SLUICE_USE_FIREHOSE=0: no registration on demand, every transfer outside the segment bounced" 0 \
+    'firehose ofi: 0 hits, 0 misses, .*; [1-9][0-9]* Puts and [1-9][0-9]* Gets bounced'
+
 # SLUICE_PUTGET_BOUNCE_LIMIT sets both bounce limits, each of which set
 # itself wins (the configuration line SLUICE_FIREHOSE_VERBOSE prints).
-if job "SLUICE_PUTGET_BOUNCE_LIMIT=4K, SLUICE_GET_BOUNCE_LIMIT=2K" 60 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
+job "SLUICE_PUTGET_BOUNCE_LIMIT=4K, SLUICE_GET_BOUNCE_LIMIT=2K" 60 SLUICE_OFI_PROVIDER='tcp;ofi_rxm' \
     SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint SLUICE_FIREHOSE_VERBOSE=1 SLUICE_PUTGET_BOUNCE_LIMIT=4K \
-    SLUICE_GET_BOUNCE_LIMIT=2K -- -n 2 "$mp" basic && grep -q "(Puts up to 4096, Gets up to 2048 bytes)" "$out"; then
-    echo "ok: Puts bounced up to SLUICE_PUTGET_BOUNCE_LIMIT, Gets up to their own limit"
-else
-    fail "$label"
-    grep 'firehose on' "$out" | head -2
-fi
-if job "SLUICE_USE_FIREHOSE=0 with SLUICE_SEGMENT=large" 60 SLUICE_SEGMENT=large SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" basic; then
-    fail "$label: the job succeeded"
-elif grep -q 'SLUICE_SEGMENT=large needs firehose to register peers.* segments, and SLUICE_USE_FIREHOSE=0' "$out"; then
-    echo "ok: refused, naming both knobs"
-else
-    fail "$label: no error naming both knobs"
-    tail -5 "$out"
-fi
+    SLUICE_GET_BOUNCE_LIMIT=2K -- -n 2 "$mp" basic
+expect "Puts bounced up to SLUICE_PUTGET_BOUNCE_LIMIT, Gets up to their own limit" 0 \
+    '(Puts up to 4096, Gets up to 2048 bytes)'
+job "SLUICE_USE_FIREHOSE=0 with SLUICE_SEGMENT=large" 60 SLUICE_SEGMENT=large SLUICE_USE_FIREHOSE=0 -- -n 2 "$mp" basic
+expect "SLUICE_USE_FIREHOSE=0 with SLUICE_SEGMENT=large is refused, naming both knobs" fail \
+    'SLUICE_SEGMENT=large needs firehose to register peers.* segments, and SLUICE_USE_FIREHOSE=0'
 
-if job "SLUICE_SEGMENT=huge" 60 SLUICE_SEGMENT=huge -- -n 2 "$mp" basic; then
-    fail "$label: the job succeeded"
-elif grep -q 'SLUICE_SEGMENT=huge' "$out" && grep -q 'SLUICE_SEGMENT=huge is out of range: it must be fast, or large' "$out"; then
-    grep 'SLUICE_SEGMENT=huge' "$out" | head -1
+# SLUICE_PUTINMOVE_LIMIT: a Put to a region not pinned here carries its
+# first bytes (3K by default) in the move request, and the owner writes
+# them as it pins the region.  The segment case's Puts miss often (a
+# budget of 4 regions against 256 per peer): its 1000-byte Puts ride whole
+# in their moves and are done with the reply (no RDMA: the transport
+# counts them), its 64 KiB ones carry 3K and write the rest by RDMA; every
+# byte is checked, so a carried front the owner did not write, or wrote at
+# the wrong place, fails the case.  The bytes the ranks carried are the
+# bytes the owners wrote.
+# carried FIELD: the sum over the ranks' main-pool lines of "N carrying"
+# (moves), "N bytes of Puts," (bytes), "N Puts done by them" (finished) or "N bytes
+# of Puts written".
+carried() {
+    printf '%s\n' "$log" | grep 'firehose main pool ofi:' | case $1 in
+    moves) sed -n 's/.* move requests (\([0-9]*\) carrying.*/\1/p' ;;
+    bytes) sed -n 's/.* carrying \([0-9]*\) bytes of Puts,.*/\1/p' ;;
+    finished) sed -n 's/.* bytes of Puts, \([0-9]*\) Puts done by them.*/\1/p' ;;
+    written) sed -n 's/.* moves served (\([0-9]*\) bytes of Puts written.*/\1/p' ;;
+    esac | awk '{ s += $1 } END { print s + 0 }'
+}
+job "SLUICE_PUTINMOVE_LIMIT default (3K)" 120 SLUICE_SEGMENT=large SLUICE_FIREHOSE_M=512K SLUICE_FIREHOSE_VERBOSE=1 \
+    -- -n 3 "$mp" segment 32
+expect "Puts carried in moves: the segment case passes, every byte checked" 0 '^PASS segment on 3 ranks'
+expect "SLUICE_PUTINMOVE_LIMIT default: a move request carries up to 3072 bytes of a Put" 0 \
+    'a move request carries up to 3072 bytes of a Put (SLUICE_PUTINMOVE_LIMIT 3072)'
+moves=$(carried moves) bytes=$(carried bytes) finished=$(carried finished) written=$(carried written)
+if [ "$code" = 0 ] && [ "$moves" -gt 0 ] && [ "$finished" -gt 0 ] && [ "$bytes" -gt 0 ] && [ "$written" = "$bytes" ]; then
+    echo "ok: $moves moves carried $bytes bytes of Puts ($finished Puts done with the reply, no RDMA); owners wrote $written"
 else
-    fail "$label: no error naming the knob and the fix"
-    tail -5 "$out"
+    echo "FAIL: SLUICE_PUTINMOVE_LIMIT default: $moves moves carried $bytes bytes ($finished Puts done by them), owners wrote $written"
+    printf '%s\n' "$log" | grep 'firehose main pool ofi:' | cut -c1-200
+    failed=1
 fi
+job "SLUICE_PUTINMOVE_LIMIT=0" 120 SLUICE_SEGMENT=large SLUICE_FIREHOSE_M=512K SLUICE_PUTINMOVE_LIMIT=0 \
+    -- -n 3 "$mp" segment 32
+expect "SLUICE_PUTINMOVE_LIMIT=0: the segment case passes" 0 '^PASS segment on 3 ranks'
+moves=$(carried moves) bytes=$(carried bytes) finished=$(carried finished) written=$(carried written)
+if [ "$code" = 0 ] && [ "$(printf '%s\n' "$log" | grep -c 'firehose main pool ofi: [1-9][0-9]* move requests')" = 3 ] &&
+    [ "$moves" = 0 ] && [ "$bytes" = 0 ] && [ "$finished" = 0 ] && [ "$written" = 0 ]; then
+    echo "ok: SLUICE_PUTINMOVE_LIMIT=0: every rank sent moves, none carried a Put's bytes"
+else
+    echo "FAIL: SLUICE_PUTINMOVE_LIMIT=0: $moves moves carried $bytes bytes, owners wrote $written"
+    printf '%s\n' "$log" | grep 'firehose main pool ofi:' | cut -c1-200
+    failed=1
+fi
+job "SLUICE_PUTINMOVE_LIMIT=4K" 60 SLUICE_SEGMENT=large SLUICE_PUTINMOVE_LIMIT=4K -- -n 2 "$mp" basic
+expect "SLUICE_PUTINMOVE_LIMIT above 3K is refused, naming the knob" fail 'SLUICE_PUTINMOVE_LIMIT=4K is out of range'
+
+job "SLUICE_SEGMENT=huge" 60 SLUICE_SEGMENT=huge -- -n 2 "$mp" basic
+expect "SLUICE_SEGMENT=huge is refused at init, naming the knob and the fix" fail \
+    'SLUICE_SEGMENT=huge is out of range: it must be fast, or large'
 exit $failed

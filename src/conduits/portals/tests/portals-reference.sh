@@ -17,7 +17,9 @@
 #     line says so once, the senders put them again, and every request
 #     still arrives once, in order;
 #   - sluice-bench's bare Portals 4 reference (tests/perf) on its own;
-#   - knobs refused by name; receive memory per rank at 2, 8 and 32 ranks
+#   - knobs refused by name; the pinnable-memory share
+#     (SLUICE_PHYSMEM_PINNABLE_RATIO, SLUICE_PHYSMEM_MAX) bounding the
+#     segment; receive memory per rank at 2, 8 and 32 ranks
 #     with GASNet's Portals conduit's credit defaults (printed, for the note and docs).
 # The reference implementation has no retransmission over UDP: a datagram
 # dropped by a full socket receive buffer hangs the job.  The script needs
@@ -158,6 +160,33 @@ for bad in SLUICE_PORTALS_MAX_MESSAGE=100 SLUICE_PORTALS_MSG_LIMIT=two SLUICE_PO
         printf '%s\n' "$log" | tail -5
         failed=1
     fi
+done
+
+echo "=== portals: pinnable memory (SLUICE_PHYSMEM_PINNABLE_RATIO)"
+# GASNet's Portals conduit's share of physical memory a job may pin: 0.75
+# of the host by default, split between its 2 ranks.  A ratio of 16 MiB of
+# this host's memory gives each rank 8 MiB: a 16 MiB segment is refused at
+# attach naming the knob and the fix, a 4 MiB one is registered and used.
+# SLUICE_PHYSMEM_MAX below the share binds instead, and is named.
+job 60 2 SLUICE_VERBOSE=1 -- basic
+expect "the default share: 0.75 of the host's memory, said at init" 0 \
+    "portals: pinnable memory [0-9]* MiB per rank (SLUICE_PHYSMEM_PINNABLE_RATIO=0.75 of [0-9]* MiB, 2 rank(s) on this host)"
+physical=$(($(getconf _PHYS_PAGES) * $(getconf PAGESIZE)))
+ratio=$(awk -v p="$physical" 'BEGIN { printf "%.12f", (16 * 1048576 + 8192) / p }')
+job 60 2 SLUICE_PHYSMEM_PINNABLE_RATIO="$ratio" -- segment 16 1
+expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio (8 MiB a rank): a 16 MiB segment is refused, naming the knob" fail \
+    "would pin 16777216 bytes, more than the 83[0-9]* this rank may (SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio of [0-9]* MiB, 2 rank(s) on this host)"
+expect "... and the fix" fail "raise SLUICE_PHYSMEM_PINNABLE_RATIO"
+job 300 2 SLUICE_PHYSMEM_PINNABLE_RATIO="$ratio" SLUICE_VERBOSE=1 -- segment 4 1
+expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio: a 4 MiB segment fits, and the segment case passes" 0 "^PASS segment on 2 ranks"
+expect "... with 8 MiB a rank" 0 "portals: pinnable memory 8 MiB per rank (SLUICE_PHYSMEM_PINNABLE_RATIO=$ratio of"
+job 60 2 SLUICE_PHYSMEM_MAX=16M -- segment 16 1
+expect "SLUICE_PHYSMEM_MAX=16M, below the share: a 16 MiB segment is refused, naming it" fail \
+    "more than the 8388608 this rank may (SLUICE_PHYSMEM_MAX=16M of [0-9]* MiB, below SLUICE_PHYSMEM_PINNABLE_RATIO=0.75, 2 rank(s) on this host)"
+for bad in 0 -1 1.5 half; do
+    job 60 2 SLUICE_PHYSMEM_PINNABLE_RATIO="$bad" -- basic
+    expect "SLUICE_PHYSMEM_PINNABLE_RATIO=$bad is refused by name" fail \
+        "SLUICE_PHYSMEM_PINNABLE_RATIO: '$bad' is not a fraction of physical memory above 0 and at most 1"
 done
 
 echo "=== portals: event queue limits and send buffer chunks"
