@@ -449,7 +449,25 @@ inline JobResult run_job(const JobSpec &spec) {
     }
 
     // Orphan check: every rank that started, and anything re-parented to us.
+    // SLUICETEST_LAUNCHER_GRACE (seconds, default 0): ranks may take that
+    // long to go after the launcher returned (an MPI's launcher that ends
+    // a job whose last rank it was still starting; sluicerun gets none).
     r.rank_pids = read_pid_dir(pid_dir);
+    if (const double grace = std::atof(env_or("SLUICETEST_LAUNCHER_GRACE", "0").c_str()); grace > 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
+        auto any_alive = [&] {
+            for (pid_t p : read_pid_dir(pid_dir))
+                if (alive(p)) return true;
+            for (pid_t p : adopted_children())
+                if (alive(p)) return true;
+            return false;
+        };
+        while (any_alive() && std::chrono::steady_clock::now() < until) {
+            reap_zombies();
+            ::usleep(50'000);
+        }
+        r.rank_pids = read_pid_dir(pid_dir);
+    }
     std::set<pid_t> survivors;
     for (pid_t p : r.rank_pids)
         if (alive(p)) survivors.insert(p);
