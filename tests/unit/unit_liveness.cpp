@@ -36,13 +36,15 @@ TEST(Liveness, TimerIsDueOncePerPeriodHoweverFewThePolls) {
 }
 
 TEST(Liveness, APeerSentToIsPingedAtHalfTheTimeoutAndDeadAfterTheOtherHalf) {
-    std::vector<common::PeerLife> peers(3);
+    common::PeerTable<common::PeerLife> peers;
+    peers.reset(3);
+    for (sluice::conduit::Rank r = 1; r < 3; ++r) peers.insert(r, std::make_unique<common::PeerLife>());
     const double timeout = 1.0;
     const std::uint64_t s = 1'000'000'000;
     std::vector<sluice::conduit::Rank> pinged, ponged;
     auto ping = [&](sluice::conduit::Rank r) { pinged.push_back(r); };
     auto pong = [&](sluice::conduit::Rank r) { ponged.push_back(r); };
-    peers[2].sent = true;
+    peers.find(2)->sent = true;
     EXPECT_EQ(common::liveness_check(peers, 0, 10 * s, timeout, ping, pong), 3u);  // owed from now
     EXPECT_TRUE(pinged.empty());
     EXPECT_EQ(common::liveness_check(peers, 0, 10 * s + s / 4, timeout, ping, pong), 3u);
@@ -52,8 +54,8 @@ TEST(Liveness, APeerSentToIsPingedAtHalfTheTimeoutAndDeadAfterTheOtherHalf) {
     EXPECT_EQ(common::liveness_check(peers, 0, 11 * s + 2, timeout, ping, pong), 2u);  // silent: rank 2
     // A peer heard from is owed nothing; a pong the network had no room
     // for is sent at the next check.
-    peers[2].heard = true;
-    peers[1].pong_owed = true;
+    peers.find(2)->heard = true;
+    peers.find(1)->pong_owed = true;
     EXPECT_EQ(common::liveness_check(peers, 0, 12 * s, timeout, ping, pong), 3u);
     EXPECT_EQ(ponged, std::vector<sluice::conduit::Rank>{1});
     EXPECT_EQ(common::liveness_check(peers, 0, 20 * s, timeout, ping, pong), 3u);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "base/status.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/transport.hpp"
 
 #include <atomic>
@@ -51,15 +52,16 @@ struct PeerLife {
     std::uint64_t owed_since = 0, pinged_at = 0;
 };
 
-// One check over `peers` (by rank) at `now` (base::now_ns): `ping(r)` sends
+// One check over the peers touched in `peers` (by rank; one never sent to
+// nor owed a pong has no entry) at `now` (base::now_ns): `ping(r)` sends
 // rank r a ping, `pong(r)` sends it the pong it is owed.  Returns the rank
 // found silent, or peers.size().
 template <class Ping, class Pong>
-Rank liveness_check(std::vector<PeerLife> &peers, Rank me, std::uint64_t now, double timeout_s, Ping ping, Pong pong) {
+Rank liveness_check(PeerTable<PeerLife> &peers, Rank me, std::uint64_t now, double timeout_s, Ping ping, Pong pong) {
     const auto half = static_cast<std::uint64_t>(timeout_s * 0.5e9);
     Rank silent = static_cast<Rank>(peers.size());
-    for (Rank r = 0; r < peers.size(); ++r) {
-        PeerLife &o = peers[r];
+    for (Rank r : peers.touched()) {
+        PeerLife &o = *peers.find(r);
         if (o.pong_owed) pong(r);
         if (o.heard) {
             o.heard = false;

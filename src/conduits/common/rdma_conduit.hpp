@@ -183,7 +183,7 @@ protected:
     // ---- set-up, from init_impl ----
     // Liveness over `ranks` peers, silent after `timeout_s` (knob `knob`).
     void liveness_setup(std::size_t ranks, double timeout_s, const char *knob) {
-        life_.assign(ranks, PeerLife{});
+        life_.reset(ranks);
         peer_timeout_s_ = timeout_s;
         timeout_knob_ = knob;
     }
@@ -194,9 +194,16 @@ protected:
     bool delivering() const { return delivering_conduit == this; }
     // Under lock_: an arrival from `source` (its liveness is noted).
     void heard(Rank source) {
-        if (source < life_.size()) life_[source].heard = true;
+        if (source >= life_.size()) return;
+        if (PeerLife *l = life_.find(source)) l->heard = true;  // none: never sent to
     }
-    void sent_to(Rank peer) { life_[peer].sent = true; }
+    void sent_to(Rank peer) { life(peer).sent = true; }
+    // Under lock_: peer r's liveness, made at its first touch.
+    PeerLife &life(Rank r) {
+        if (PeerLife *l = life_.find(r)) [[likely]]
+            return *l;
+        return life_.insert(r, std::make_unique<PeerLife>());
+    }
     // Under lock_: a ping or pong from `source` (a ping is answered).
     void control_arrived(Rank source, std::uint8_t category) {
         heard(source);
@@ -403,7 +410,7 @@ protected:
 
     base::SpinLock lock_;
     std::deque<Arrival> ready_;
-    std::vector<PeerLife> life_;  // by rank
+    PeerTable<PeerLife> life_;  // by rank, made at first touch (life)
     Counters counters_;
     // The segment's range here (deliver_packed checks a packed Long against it).
     std::uint64_t segment_base_ = 0, segment_bytes_ = 0;
@@ -432,7 +439,7 @@ private:
         Rank silent;
         {
             Guard g(*this);
-            if (!up() || life_.empty()) return;
+            if (!up() || life_.size() == 0) return;
             silent = liveness_check(
                 life_, setup().rank, base::now_ns(), peer_timeout_s_, [&](Rank r) { control_send(r, category_ping); },
                 [&](Rank r) { control_send(r, category_pong); });

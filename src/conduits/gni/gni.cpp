@@ -61,7 +61,7 @@ void GniTransport::control_send(Rank peer, std::uint8_t category) {
     w.category = category;
     w.source = setup().rank;
     const gni_return_t rc = ugni().SmsgSendWTag(ep_[peer], &w, sizeof w, nullptr, 0, 0, 0);
-    if (category == common::category_pong) life_[peer].pong_owed = rc != GNI_RC_SUCCESS;
+    if (category == common::category_pong) life(peer).pong_owed = rc != GNI_RC_SUCCESS;
     if (rc == GNI_RC_SUCCESS) ++sends_since_reap_;
 }
 

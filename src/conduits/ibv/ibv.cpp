@@ -282,7 +282,7 @@ void IbvTransport::control_send(Rank peer, std::uint8_t category) {
             send_free_.give(b);
         }
     }
-    if (category == common::category_pong) life_[peer].pong_owed = s != Status::ok;
+    if (category == common::category_pong) life(peer).pong_owed = s != Status::ok;
 }
 
 // How `peer` is reached, for the layer's messages: over its AM rail (the

@@ -104,7 +104,7 @@ void LapiTransport::control_send(Rank peer, std::uint8_t category) {
     else if (rc != LAPI_ERR_TGT_PURGED)  // a peer gone is for the liveness check and the launcher to find
         (void)failed("liveness (lapi)", category == common::category_ping ? "LAPI_Amsend (ping)" : "LAPI_Amsend (pong)",
                      rc, peer);
-    if (category == common::category_pong) life_[peer].pong_owed = rc != LAPI_SUCCESS && rc != LAPI_ERR_TGT_PURGED;
+    if (category == common::category_pong) life(peer).pong_owed = rc != LAPI_SUCCESS && rc != LAPI_ERR_TGT_PURGED;
 }
 
 // ---- header and completion handlers ----

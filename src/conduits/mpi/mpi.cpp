@@ -76,7 +76,7 @@ void MpiTransport::control_send(Rank peer, std::uint8_t category) {
     if (peer >= mpi_rank_.size() || peer == setup().rank) return;
     if (send_free_.empty()) reap_sends();
     SendBuffer *b = send_free_.take();
-    if (category == common::category_pong) life_[peer].pong_owed = b == nullptr;
+    if (category == common::category_pong) life(peer).pong_owed = b == nullptr;
     if (!b) return;
     common::PackedHead w{};
     w.category = category;

@@ -46,7 +46,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
                 if (++posts_since_reap_ >= reap_every_) reap();
                 return Status::ok;
             }
-            peers_[peer].order.unsend();
+            this->peer(peer).order.unsend();
             if (b) send_free_.give(b);
             if (r != -FI_EAGAIN)
                 return fatal("send (ofi)", peer, static_cast<int>(r), b ? "fi_send failed" : "fi_inject failed");
@@ -59,7 +59,7 @@ Status OfiTransport::send_impl(Rank peer, const AmMessage &m) {
 // The message's sequence number, taken under the lock in posting order.
 std::uint16_t OfiTransport::stamp(Rank peer, std::byte *message) {
     sent_to(peer);
-    const std::uint16_t seq = peers_[peer].order.next_send();
+    const std::uint16_t seq = this->peer(peer).order.next_send();
     std::memcpy(message + offsetof(WireHead, seq), &seq, sizeof seq);
     return seq;
 }
@@ -79,12 +79,12 @@ bool OfiTransport::arrived(const Arrival &a) {
         ready_.push_back(a);
         return true;
     }
-    Peer &p = peers_[w.source];
     if (w.category == common::category_ping || w.category == common::category_pong) {
         control_arrived(w.source, w.category);
         return false;
     }
     heard(w.source);
+    Peer &p = peer(w.source);
     if (w.category == category_greet || w.category == category_greet_answer) {
         if (w.category == category_greet) {
             p.greeted = true;
@@ -105,9 +105,9 @@ void OfiTransport::control_send(Rank peer, std::uint8_t category) {
     w.category = category;
     w.source = setup().rank;
     const ssize_t r = inject_limit_ >= sizeof w ? fi_inject(ep_, &w, sizeof w, addr_[peer]) : -FI_EAGAIN;
-    if (category == common::category_pong) life_[peer].pong_owed = r != 0;
-    if (category == category_greet) peers_[peer].greet_owed = r != 0;
-    if (category == category_greet_answer) peers_[peer].answer_owed = r != 0;
+    if (category == common::category_pong) life(peer).pong_owed = r != 0;
+    if (category == category_greet) this->peer(peer).greet_owed = r != 0;
+    if (category == category_greet_answer) this->peer(peer).answer_owed = r != 0;
 }
 
 std::string OfiTransport::path(Rank) const { return provider_ + ", domain " + domain_name_; }

@@ -335,19 +335,19 @@ Status OfiTransport::connect_peers() {
     const std::uint64_t deadline = base::now_ns() + static_cast<std::uint64_t>(peer_timeout_s_ * 1e9);
     Guard g(*this);
     for (Rank r = 0; r < n; ++r)
-        if (r != me) peers_[r].greet_owed = true;
+        if (r != me) peer(r).greet_owed = true;
     for (;;) {
         Rank missing = n;
         for (Rank r = 0; r < n; ++r) {
             if (r == me) continue;
-            Peer &o = peers_[r];
+            Peer &o = peer(r);
             if (o.greet_owed) control_send(r, category_greet);
             if (o.answer_owed) control_send(r, category_greet_answer);
             if (missing == n && !(o.greeted && o.greet_answered && !o.answer_owed)) missing = r;
         }
         if (missing == n) return Status::ok;
         if (base::now_ns() > deadline) {
-            const bool answered = peers_[missing].greet_answered;
+            const bool answered = peer(missing).greet_answered;
             return base::report(Status::transport, "ofi conduit init",
                                 "check that every rank started, reaches this one over the provider and has the same "
                                 "SLUICE_OFI_CONNECT",
@@ -393,7 +393,7 @@ Status OfiTransport::exchange_addresses() {
                             "fi_av_insert took %d of %u addresses (%s)", inserted, n,
                             inserted < 0 ? fi_strerror(-inserted) : "some refused");
     peer_key_.assign(n, 0);
-    peers_.assign(n, Peer{});
+    peers_.reset(n);
     liveness_setup(n, peer_timeout_s_, "SLUICE_OFI_PEER_TIMEOUT");
     return Status::ok;
 }

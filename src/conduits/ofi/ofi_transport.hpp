@@ -16,6 +16,7 @@
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/peer_order.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -191,7 +192,12 @@ private:
     MrMode mr_;
     std::vector<fi_addr_t> addr_;   // by rank
     std::vector<std::uint64_t> peer_key_;
-    std::vector<Peer> peers_;       // by rank
+    common::PeerTable<Peer> peers_;  // by rank, made at first touch (peer)
+    Peer &peer(Rank r) {             // under the conduit's lock
+        if (Peer *p = peers_.find(r)) [[likely]]
+            return *p;
+        return peers_.insert(r, std::make_unique<Peer>());
+    }
 
     // Limits.
     std::size_t inject_limit_ = 0;  // whole message

@@ -238,14 +238,14 @@ void PortalsTransport::chunk_acked(Chunk *c, const ptl_event_t &e) {
 void PortalsTransport::control_send(Rank peer, std::uint8_t category) {
     const bool pong = category == common::category_pong;
     if (!tickets_) {
-        if (pong) life_[peer].pong_owed = true;
+        if (pong) life(peer).pong_owed = true;
         return;
     }
     const std::uint64_t bits = Bits::control | std::uint64_t{pong ? control_pong : control_ping} << 56;
     const int rc = ptl().Put(control_md_, 0, 0, PTL_NO_ACK_REQ, id_[peer], pt_sys, bits, 0, &control_ctx_,
                           hdr_make(setup().rank, 0));
     if (rc == PTL_OK) --tickets_;
-    if (pong) life_[peer].pong_owed = rc != PTL_OK;
+    if (pong) life(peer).pong_owed = rc != PTL_OK;
 }
 
 void PortalsTransport::chunk_free(Chunk *c) {

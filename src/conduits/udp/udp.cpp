@@ -75,8 +75,8 @@ Status UdpTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8
 }
 
 Status UdpTransport::send_am(Rank peer, const wire::Am &am, const std::uint8_t *payload, std::size_t total, bool stable) {
-    Peer &p = peers_[peer];
     Guard g(lock_);
+    Peer &p = this->peer(peer);
     // Refused (the caller polls and retries) once a window of datagrams
     // waits, not only 2 MiB of them: 4096 Get requests of 112 bytes fit
     // in 2 MiB, and a rank queueing them all without a poll left its
@@ -329,13 +329,13 @@ bool UdpTransport::arrived_checked(std::uint8_t *buf, std::size_t n, const socka
         return false;
     }
     const Rank source = d.header.source;
-    Peer &p = peers_[source];
-    if (!p.reachable || (from && (from->sin_addr.s_addr != p.address.sin_addr.s_addr ||
-                                  (from->sin_port != p.address.sin_port &&
-                                   (from->sin_port != p.send_port || p.send_port == 0))))) {
+    const PeerAddress &a = addresses_[source];
+    if (!a.reachable() || (from && (from->sin_addr.s_addr != a.ip ||
+                                    (from->sin_port != a.port && (from->sin_port != a.send_port || a.send_port == 0))))) {
         ++counters_.address;
         return false;
     }
+    Peer &p = peer(source);
     // Authentic, but sent before: a replay, dropped before anything in it
     // is believed (not even that the peer lives).
     if (!number_accept(p, d.header.number)) {
@@ -394,7 +394,7 @@ void UdpTransport::ack_deferred_apply() {
     if (ack_deferred_.peer == no_rank) return;
     const AckDeferred a = ack_deferred_;
     ack_deferred_.peer = no_rank;
-    acked(a.peer, peers_[a.peer], a.ack, a.sack, a.now);
+    acked(a.peer, peer(a.peer), a.ack, a.sack, a.now);
 }
 
 void UdpTransport::ack_owe(Rank r, Peer &p) {
@@ -436,7 +436,7 @@ void UdpTransport::timers(std::uint64_t now, bool quiescing, Rank &silent) {
     std::uint64_t due = no_deadline;
     for (std::size_t i = 0; i < active_.size();) {
         const Rank r = active_[i];
-        Peer &p = peers_[r];
+        Peer &p = *peers_.find(r);
         if (p.tx.timers(now, [&](std::uint32_t seq) { stage(r, p, seq); }) && !silent_reported_) {
             silent = r;
             silent_reported_ = true;
@@ -591,7 +591,7 @@ int UdpTransport::deliver_held(const Received *first) {
 int UdpTransport::consume(const Received &r) {
     const wire::Datagram &d = r.datagram;
     const Rank source = d.header.source;
-    common::Reassembly &a = peers_[source].assembly;
+    common::Reassembly &a = peers_.find(source)->assembly;
     if (is_short(d)) {  // whole in one datagram
         a.reset();
         deliver_short(source, d.am.handler, d.am.flags, d.am.credit, d.am.args, d.am.nargs);

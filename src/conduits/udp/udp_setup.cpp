@@ -147,7 +147,8 @@ Status UdpTransport::init_impl() {
     std::vector<std::string> all;
     if (!s.bootstrap->allgather(&record, sizeof record, all))
         return base::report(Status::bootstrap, op, "check that every rank started", "allgather of udp addresses failed");
-    peers_ = std::vector<Peer>(s.size);
+    addresses_.assign(s.size, PeerAddress{});
+    peers_.reset(s.size);
     // Ahead of what it expects, a receiver holds as many datagrams as the
     // largest window of a peer sends.
     c.recv_window = c.window;
@@ -158,18 +159,12 @@ Status UdpTransport::init_impl() {
             return base::report(Status::state, op, "run the same Sluice build on every rank",
                                 "rank %u sent a udp address record of %zu bytes", r, all[r].size());
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        Peer &p = peers_[r];
-        p.address.sin_family = AF_INET;
-        p.address.sin_addr.s_addr = theirs.ip;
-        p.address.sin_port = theirs.port;
-        p.send_port = theirs.send_port;
-        p.reachable = true;
+        if (theirs.port == 0)
+            return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                "rank %u sent a udp address without a port", r);
+        addresses_[r] = PeerAddress{theirs.ip, theirs.port, theirs.send_port};
         c.recv_window = std::max(c.recv_window, theirs.window);
         if (!mtu_given) path_mtu = std::min(path_mtu, theirs.mtu);
-    }
-    for (Rank r : s.peers) {
-        peers_[r].tx = common::reliable::Sender(c);
-        peers_[r].rx = common::reliable::Receiver(c);
     }
     in_ = RxSocket{fd_};
     if (peer_socket) peer_socket_open(s.peers[0], mine);
@@ -179,8 +174,8 @@ Status UdpTransport::init_impl() {
     // The socket that holds the send port goes to the first peer.
     if (anchor_ >= 0) {
         for (Rank r : s.peers)
-            if (peers_[r].reachable && !peers_[r].connect_tried) {
-                connect_peer(peers_[r], anchor_);
+            if (addresses_[r].reachable()) {
+                connect_peer(peer(r), anchor_);
                 anchor_ = -1;
                 break;
             }
@@ -205,7 +200,7 @@ Status UdpTransport::init_impl() {
     // them every poll looks, as a bare socket loop would.
     max_stride_ = 1;
     for (Rank r = 0; r < s.size; ++r)
-        if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !peers_[r].reachable) max_stride_ = 64;
+        if (r != s.rank && s.host_of[r] == s.host_of[s.rank] && !addresses_[r].reachable()) max_stride_ = 64;
     stride_.store(1, std::memory_order_relaxed);
     base::say("udp: %s, datagrams of %zu bytes, window %u", address_text(mine).c_str(), datagram_max_, c.window);
     return Status::ok;
@@ -266,6 +261,7 @@ void UdpTransport::fini_impl() {
     close_socket();
     Guard g(lock_);
     peers_.clear();
+    addresses_ = {};
     ready_.clear();
     buffers_.clear();
     own_segment_.release();
@@ -278,11 +274,12 @@ void UdpTransport::close_socket() {
     fd_ = -1;
     if (anchor_ >= 0) ::close(anchor_);
     anchor_ = -1;
-    for (Peer &p : peers_)
+    peers_.each([](Rank, Peer &p) {
         if (p.fd >= 0) {
             ::close(p.fd);
             p.fd = -1;
         }
+    });
 }
 
 void UdpTransport::connected_socket_open(in_addr ip, std::uint16_t &port) {
@@ -316,6 +313,14 @@ int UdpTransport::port_socket_open(sockaddr_in &at) {
     return fd;
 }
 
+Peer &UdpTransport::peer_make(Rank r) {
+    auto p = std::make_unique<Peer>();
+    p->address = address_of(addresses_[r]);
+    p->tx = common::reliable::Sender(protocol_);
+    p->rx = common::reliable::Receiver(protocol_);
+    return peers_.insert(r, std::move(p));
+}
+
 void UdpTransport::connect_peer(Peer &p, int fd) {
     p.connect_tried = true;
     if (fd < 0) {
@@ -332,9 +337,8 @@ void UdpTransport::connect_peer(Peer &p, int fd) {
 }
 
 void UdpTransport::peer_socket_open(Rank r, sockaddr_in mine) {
-    const Peer &p = peers_[r];
-    sockaddr_in from = p.address;
-    if (p.send_port) from.sin_port = p.send_port;
+    sockaddr_in from = address_of(addresses_[r]);
+    if (addresses_[r].send_port) from.sin_port = addresses_[r].send_port;
     const int off = 0;
     const int fd = port_socket_open(mine);
     const bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0 &&
@@ -357,7 +361,7 @@ void UdpTransport::peer_socket_open(Rank r, sockaddr_in mine) {
 }
 
 void UdpTransport::peer_socket_follow(std::uint16_t port) {
-    sockaddr_in from = peers_[peer_socket_rank_].address;
+    sockaddr_in from = address_of(addresses_[peer_socket_rank_]);
     from.sin_port = port;
     peer_socket_port_ = port;
     if (::connect(in_.fd, reinterpret_cast<const sockaddr *>(&from), sizeof from) == 0) {
@@ -377,9 +381,9 @@ void UdpTransport::source_filter_try(in_addr ip) {
     if (base::knob_bool(knob(Knob::UDP_SOURCE_FILTER))) {
         std::vector<Source> sources;
         for (Rank r : setup().peers) {
-            const Peer &p = peers_[r];
-            sources.push_back(Source{p.address.sin_addr.s_addr, p.address.sin_port});
-            if (p.send_port) sources.push_back(Source{p.address.sin_addr.s_addr, p.send_port});
+            const PeerAddress &a = addresses_[r];
+            sources.push_back(Source{a.ip, a.port});
+            if (a.send_port) sources.push_back(Source{a.ip, a.send_port});
         }
         if (source_filter_attach(fd_, sources, ip, why)) {
             in_.check = SourceCheck::switching;
@@ -403,7 +407,7 @@ void UdpTransport::socket_buffers_set(int fd) {
     std::string where;
     {
         Guard g(lock_);
-        where = address_text(peers_[r].address);
+        where = address_text(address_of(addresses_[r]));
     }
     char fix[200];
     std::snprintf(fix, sizeof fix,
@@ -419,7 +423,7 @@ void UdpTransport::stats_print() {
     for (std::size_t i = 1; i < wire::drop_reasons; ++i)
         drops += std::string(wire::drop_name(static_cast<wire::Drop>(i))) + " " + std::to_string(counters_.wire[i]) + ", ";
     std::uint64_t retransmitted = 0;
-    for (const Peer &p : peers_) retransmitted += p.tx.retransmitted();
+    peers_.each([&](Rank, const Peer &p) { retransmitted += p.tx.retransmitted(); });
     std::fprintf(stderr,
                  "sluice[rank %u] udp: sent %llu (retransmitted %llu, acks alone %llu, refused by the kernel %llu, "
                  "payload sent in place %llu), "
@@ -436,9 +440,11 @@ void UdpTransport::stats_print() {
                  static_cast<unsigned long long>(counters_.replay),
                  static_cast<unsigned long long>(counters_.duplicate),
                  static_cast<unsigned long long>(counters_.window), mac_ ? "on" : "off");
-    for (Rank r = 0; r < peers_.size(); ++r) {
-        const common::reliable::Sender &tx = peers_[r].tx;
-        if (peers_[r].reachable && tx.srtt_ns())
+    std::vector<Rank> touched = peers_.touched();
+    std::sort(touched.begin(), touched.end());
+    for (Rank r : touched) {
+        const common::reliable::Sender &tx = peers_.find(r)->tx;
+        if (tx.srtt_ns())
             std::fprintf(stderr, "sluice[rank %u] udp: to rank %u: round trip %.1f us (+- %.1f), retransmission timeout %.1f us\n",
                          setup().rank, r, tx.srtt_ns() / 1e3, tx.rttvar_ns() / 1e3, tx.rto_ns() / 1e3);
     }

@@ -16,6 +16,7 @@
 #include "conduits/common/private_segment.hpp"
 #include "conduits/common/buffer_pool.hpp"
 #include "conduits/common/fifo.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/reassembly.hpp"
 #include "conduits/common/reliable.hpp"
 #include "conduits/transport.hpp"
@@ -126,13 +127,30 @@ struct Received {
 
 using common::Fifo;
 
+// What the start-up exchange says of every peer, kept for all of them
+// (8 bytes each): where it receives, and the port its connected sockets
+// send from (network order; 0: none).  port 0: not reached over udp.
+struct PeerAddress {
+    std::uint32_t ip = 0;
+    std::uint16_t port = 0, send_port = 0;
+    bool reachable() const { return port != 0; }
+};
+
+inline sockaddr_in address_of(const PeerAddress &a) {
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    s.sin_addr.s_addr = a.ip;
+    s.sin_port = a.port;
+    return s;
+}
+
+// The state of a peer this rank has sent to or heard from, made at the
+// first touch (UdpTransport::peer).
 struct Peer {
-    sockaddr_in address{};
-    std::uint16_t send_port = 0;  // network order: the port its connected sockets send from (0: none)
-    int fd = -1;                  // my socket connected to it, or -1: sendto on the receiving socket
+    sockaddr_in address{};  // where it receives (PeerAddress)
+    int fd = -1;            // my socket connected to it, or -1: sendto on the receiving socket
     bool connect_tried = false;
-    bool reachable = false;  // routed over this transport
-    bool active = false;     // in UdpTransport::active_
+    bool active = false;    // in UdpTransport::active_
     // sending: out's first tx.in_flight() datagrams are in flight,
     // numbered from tx.oldest(); the rest wait for the window
     common::reliable::Sender tx;
@@ -401,6 +419,14 @@ private:
     // slots across the wrap.
     static Received &early_slot(Peer &p, std::uint32_t seq) { return p.early[seq & (p.early.size() - 1)]; }
 
+    // Peer r's state, made at its first touch (r reachable); under lock_.
+    Peer &peer(Rank r) {
+        if (Peer *p = peers_.find(r)) [[likely]]
+            return *p;
+        return peer_make(r);
+    }
+    Peer &peer_make(Rank r);
+
     void activate(Rank r, Peer &p) {
         if (p.active) return;
         p.active = true;
@@ -475,7 +501,8 @@ private:
     common::reliable::Config protocol_;  // every peer's Sender and Receiver, from the knobs
     double peer_timeout_s_ = 0;
     bool silent_reported_ = false;
-    std::vector<Peer> peers_;
+    std::vector<PeerAddress> addresses_;  // by rank
+    common::PeerTable<Peer> peers_;       // by rank, made at first touch
     std::vector<Rank> active_;  // peers with data in flight or an ack owed
     std::uint64_t timer_due_ns_ = no_deadline;  // timers() has nothing to do before
     common::BufferPool buffers_;
