@@ -25,6 +25,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -136,11 +137,18 @@ struct Ofi {
 #ifdef SLUICE_CONDUIT_IBV
 namespace ibv = sluice::conduit::ibv::detail;
 struct Ibv {
-    std::vector<ibv::Peer> peers;
-    std::vector<ibv::ConnectHead> heads;
+    std::vector<ibv::PeerHead> heads;
+    std::unique_ptr<std::atomic<bool>[]> connected;
+    PeerTable<ibv::Peer> peers;
     PeerTable<PeerLife> life;
-    explicit Ibv(Rank n) : peers(n), heads(n) { life.reset(n); }
-    void touch(Rank r) { life.insert(r, std::make_unique<PeerLife>()); }
+    explicit Ibv(Rank n) : heads(n), connected(new std::atomic<bool>[n]()) {
+        peers.reset(n);
+        life.reset(n);
+    }
+    void touch(Rank r) {
+        peers.insert(r, std::make_unique<ibv::Peer>());
+        life.insert(r, std::make_unique<PeerLife>());
+    }
 };
 #endif
 
@@ -186,7 +194,7 @@ int main(int argc, char **argv) {
          [](void *t, Rank r) { static_cast<Ofi *>(t)->touch(r); }},
 #endif
 #ifdef SLUICE_CONDUIT_IBV
-        {"ibv", "queue pairs, connection head of every rank; liveness at first touch", owner<Ibv>,
+        {"ibv", "connection head, connected flag of every rank; queue pairs, liveness at first touch", owner<Ibv>,
          [](void *t, Rank r) { static_cast<Ibv *>(t)->touch(r); }},
 #endif
     };

@@ -112,7 +112,7 @@ Status IbvTransport::atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint6
     wr.wr.atomic.rkey = s->rkey;
     wr.wr.atomic.compare_add = compare_add;
     wr.wr.atomic.swap = swap;
-    ibv_qp *qp = s->peer == setup().rank ? loop_qp_[0] : peers_[s->peer].qp[0];
+    ibv_qp *qp = s->peer == setup().rank ? loop_qp_[0] : peer(s->peer).qp[0];
     ibv_send_wr *bad = nullptr;
     if (const int r = ibv_post_send(qp, &wr, &bad); r != 0)
         return fatal("atomic (ibv)", s->peer,
@@ -122,7 +122,7 @@ Status IbvTransport::atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint6
     depth_posted(atomic_posted(s->peer));
     ++rma_outstanding_;
     ++counters_.atomics;
-    if (s->peer != setup().rank) peers_[s->peer].used = true;
+    if (s->peer != setup().rank) peer(s->peer).used = true;
     return Status::ok;
 }
 

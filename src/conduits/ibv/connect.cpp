@@ -29,11 +29,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <unordered_map>
 
 namespace sluice::conduit::ibv::detail {
 namespace {
@@ -182,16 +185,19 @@ Status IbvTransport::connect_all() {
     std::memcpy(mine.data(), &head, sizeof head);
     for (Rank r = 0; r < n; ++r)
         for (unsigned k = 0; k < rails; ++k) {
-            const std::uint32_t qpn = peers_[r].qp[k] ? peers_[r].qp[k]->qp_num : 0;
+            const Peer *p = peers_.find(r);
+            const std::uint32_t qpn = p && p->qp[k] ? p->qp[k]->qp_num : 0;
             std::memcpy(mine.data() + sizeof head + 4u * (r * rails + k), &qpn, 4);
         }
     if (Status s = exchange(mine, "ibv addresses"); s != Status::ok) return s;
-    heads_.assign(n, ConnectHead{});  // ranks 0: not a peer over ibv
+    heads_.assign(n, PeerHead{});  // rails 0: not a peer over ibv
+    rail_sets_.clear();
+    std::unordered_map<std::string, std::uint32_t> sets;  // a rail set's bytes: its index + 1
     std::size_t remote = 0, made = 0;
     for (Rank r : setup().peers) {
         if (r == me) continue;
         ++remote;
-        ConnectHead &theirs = heads_[r];
+        ConnectHead theirs;
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
         if (theirs.rails != rails)
             return base::report(Status::state, op, "set SLUICE_NUM_QPS to the same number on every rank",
@@ -200,6 +206,13 @@ Status IbvTransport::connect_all() {
             return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
                                 "rank %u uses a %s port, this rank a %s one", r,
                                 theirs.rail[0].global ? "RoCE" : "InfiniBand", head.rail[0].global ? "RoCE" : "InfiniBand");
+        std::string key(reinterpret_cast<const char *>(theirs.rail), sizeof(RailAddress) * rails);
+        auto [set, added] = sets.try_emplace(std::move(key), static_cast<std::uint32_t>(rail_sets_.size() + 1));
+        if (added) {
+            rail_sets_.emplace_back();
+            std::copy(theirs.rail, theirs.rail + rails, rail_sets_.back().begin());
+        }
+        heads_[r] = PeerHead{theirs.ud_qpn, set->second};
         std::uint32_t qpn[max_rails];
         std::memcpy(qpn, all[r].data() + sizeof theirs + 4u * me * rails, 4u * rails);
         if (!wanted[r] && qpn[0] == 0) continue;
@@ -210,7 +223,7 @@ Status IbvTransport::connect_all() {
                                 "rank %u %s a start-up connection with this rank, this rank %s", r,
                                 qpn[0] ? "made" : "did not make", wanted[r] ? "did" : "did not");
         if (Status s = qp_connect_rails(r, qpn); s != Status::ok) return s;
-        peers_[r].conn = Conn::ready;
+        peer(r).conn = Conn::ready;
         connected_[r].store(true, std::memory_order_release);
         ++made;
     }
@@ -252,8 +265,8 @@ RailAddress IbvTransport::rail_address(unsigned rail) const {
 // rail), and remembers its rail-0 number (a repeated request names it).
 Status IbvTransport::qp_connect_rails(Rank peer, const std::uint32_t *qpn) {
     for (unsigned k = 0; k < rails_.size(); ++k)
-        if (Status s = qp_connect(peer, k, heads_[peer].rail[k], qpn[k]); s != Status::ok) return s;
-    peers_[peer].remote_qpn = qpn[0];
+        if (Status s = qp_connect(peer, k, peer_rail(peer, k), qpn[k]); s != Status::ok) return s;
+    this->peer(peer).remote_qpn = qpn[0];
     return Status::ok;
 }
 
@@ -262,7 +275,7 @@ Status IbvTransport::qp_connect_rails(Rank peer, const std::uint32_t *qpn) {
 // from its poll, or returns "would block" under SLUICE_FLAG_IMMEDIATE), an
 // error (reported) when none can be.
 Status IbvTransport::connect_need(Rank peer) {
-    Peer &p = peers_[peer];
+    Peer &p = this->peer(peer);
     switch (p.conn) {
     case Conn::ready: return Status::ok;
     case Conn::requesting:
@@ -303,11 +316,11 @@ void IbvTransport::connect_recv_post(unsigned slot) {
 // pair for it.  Without a free send buffer it is not sent: a request goes
 // again at its retransmission, an answer when the repeated request comes.
 void IbvTransport::connect_send(Rank peer, std::uint32_t kind) {
-    Peer &p = peers_[peer];
+    Peer &p = this->peer(peer);
     if (conn_send_free_.empty()) connect_serve();
     if (conn_send_free_.empty()) return;
     if (!p.ah) {
-        const RailAddress &h = heads_[peer].rail[0];
+        const RailAddress &h = peer_rail(peer, 0);
         ibv_ah_attr a{};
         a.dlid = h.lid;
         a.port_num = rails_[0].port.port;
@@ -345,7 +358,7 @@ void IbvTransport::connect_send(Rank peer, std::uint32_t kind) {
 }
 
 void IbvTransport::connect_ready(Rank peer) {
-    peers_[peer].conn = Conn::ready;
+    this->peer(peer).conn = Conn::ready;
     connected_[peer].store(true, std::memory_order_release);
 }
 
@@ -368,7 +381,7 @@ void IbvTransport::connect_serve() {
     if (conn_pending_.empty()) return;
     const std::uint64_t now = base::now_ns();
     std::erase_if(conn_pending_, [&](Rank r) {
-        Peer &p = peers_[r];
+        Peer &p = peer(r);
         if (p.conn != Conn::requesting) return true;
         if (now < p.retry_at) return false;
         if (p.interval * 2 > retrans_max_ns_) {
@@ -396,11 +409,11 @@ void IbvTransport::connect_answer(const void *bytes) {
     ConnMessage m;
     std::memcpy(&m, bytes, sizeof m);
     const Rank me = setup().rank;
-    if (m.magic != conn_magic || m.to != me || m.from >= peers_.size() || m.from == me || heads_[m.from].ranks == 0 ||
+    if (m.magic != conn_magic || m.to != me || m.from >= peers_.size() || m.from == me || heads_[m.from].rails == 0 ||
         m.rails != rails_.size())
         return;
     const Rank r = m.from;
-    Peer &p = peers_[r];
+    Peer &p = peer(r);
     if (m.kind == kind_reply) {
         if (p.conn != Conn::requesting) return;  // a repeated answer
         if (qp_connect_rails(r, m.qpn) != Status::ok) {
@@ -440,7 +453,7 @@ void IbvTransport::connect_file_write() {
     const std::string pattern = base::knob_string(knob(Knob::CONNECTFILE_OUT));
     if (pattern.empty()) return;
     std::vector<bool> used(setup().size, false);
-    for (Rank r = 0; r < peers_.size(); ++r) used[r] = peers_[r].used;
+    peers_.each([&](Rank r, const Peer &p) { used[r] = p.used; });
     const std::string text = common::connect_file_text(setup().rank, setup().size,
                                                static_cast<unsigned>(base::knob_int(knob(Knob::CONNECTFILE_BASE))), used);
     const bool shared = pattern.find('%') == std::string::npos;
@@ -455,8 +468,9 @@ void IbvTransport::connect_file_write() {
 
 void IbvTransport::connect_close() {
     conn_thread_.stop();
-    for (Peer &p : peers_)
+    peers_.each([](Rank, Peer &p) {
         if (p.ah) ibv_destroy_ah(p.ah);
+    });
     if (conn_qp_) ibv_destroy_qp(conn_qp_);
     conn_qp_ = nullptr;
     if (conn_cq_) ibv_destroy_cq(conn_cq_);

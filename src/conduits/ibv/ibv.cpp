@@ -39,7 +39,7 @@ Buffer *IbvTransport::send_buffer_take() {
 // `gather` after them.  Status::not_ready when the peer's send queue, or
 // SLUICE_NETWORKDEPTH_TOTAL, is full.
 Status IbvTransport::post_send(Rank peer, const void *bytes, std::size_t length, Buffer *b, const ibv_sge *gather) {
-    Peer &p = peers_[peer];
+    Peer &p = this->peer(peer);
     const unsigned rail = am_rail(peer);
     if (p.send_posted[rail] >= send_depth_ || !depth_room(1)) {
         ibv_counters_.depth_full += !depth_room(1);
@@ -221,20 +221,20 @@ void IbvTransport::completion(const ibv_wc &c) {
         break;
     case Wr::send: {
         Buffer *b = wr_pointer<Buffer>(c.wr_id);
-        depth_completed(peers_[b->peer].send_posted[am_rail(b->peer)]);
+        depth_completed(peer(b->peer).send_posted[am_rail(b->peer)]);
         send_done(b);
         break;
     }
     case Wr::inline_send: {
         const auto peer = static_cast<Rank>(c.wr_id >> 3);
-        depth_completed(peers_[peer].send_posted[am_rail(peer)]);
+        depth_completed(this->peer(peer).send_posted[am_rail(peer)]);
         break;
     }
     case Wr::atomic: break;  // above
     case Wr::rma:
     case Wr::long_data: {
         RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
-        depth_completed(peers_[g->peer].send_posted[rail_of(c)]);
+        depth_completed(peer(g->peer).send_posted[rail_of(c)]);
         if ((c.wr_id & tag_mask) == static_cast<std::uint64_t>(Wr::long_data)) {
             send_free_.give(g->notify);
             g->notify = nullptr;
@@ -253,8 +253,9 @@ bool IbvTransport::control(Buffer *b, std::size_t length) {
     std::memcpy(&w, b->bytes, sizeof w);
     if (w.source < peers_.size()) {
         heard(w.source);
-        peers_[w.source].used = true;
-        if (__builtin_expect(peers_[w.source].conn == Conn::accepted, 0)) connect_ready(w.source);
+        Peer &p = peer(w.source);
+        p.used = true;
+        if (__builtin_expect(p.conn == Conn::accepted, 0)) connect_ready(w.source);
     }
     if (w.category == category_rtu) {
         repost(b);
@@ -312,14 +313,14 @@ void IbvTransport::completion_error(const ibv_wc &c) {
         } else {
             peer = static_cast<Rank>(c.wr_id >> 3);
         }
-        depth_completed(peers_[peer].send_posted[am_rail(peer)]);
+        depth_completed(this->peer(peer).send_posted[am_rail(peer)]);
         base::report(Status::transport, "send (ibv)", "check that the peer is alive and reachable from this port",
                      "ibv (%s): an AM to rank %u was not delivered: %s", rail_name(am_rail(peer)).c_str(), peer, status);
         return;
     }
     RmaPost *g = wr_pointer<RmaPost>(c.wr_id);
     const unsigned rail = rail_of(c);
-    depth_completed(peers_[g->peer].send_posted[rail]);
+    depth_completed(peer(g->peer).send_posted[rail]);
     if (tag == Wr::long_data) {
         send_free_.give(g->notify);
         g->notify = nullptr;
@@ -337,8 +338,9 @@ void IbvTransport::completion_error(const ibv_wc &c) {
 // quiesce_impl waits for it).
 bool IbvTransport::idle() {
     bool idle = send_free_.size() == send_count_ && rma_outstanding_ == 0;
-    for (const Peer &p : peers_)
+    peers_.each([&](Rank, const Peer &p) {
         for (unsigned k : p.send_posted) idle &= k == 0;
+    });
     return idle;
 }
 
@@ -434,7 +436,7 @@ Status IbvTransport::rma_post(Rank peer, bool write, std::uint64_t remote, void 
     need[am] += notify != nullptr;
     Guard guard(*this);
     if (!up_) return Status::transport;
-    Peer &p = peers_[peer];
+    Peer &p = this->peer(peer);
     unsigned total = 0;
     for (unsigned k = 0; k < rails; ++k) {
         total += need[k];

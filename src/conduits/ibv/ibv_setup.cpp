@@ -490,7 +490,7 @@ Status IbvTransport::open_port() {
             gather_min_ = -1;
         }
     if (Status s = inline_probe(); s != Status::ok) return s;
-    peers_.assign(setup().size, Peer{});
+    peers_.reset(setup().size);
     peer_rkey_.assign(setup().size, 0);
     liveness_setup(setup().size, std::max(0.1, base::knob_double(knob(Knob::IBV_PEER_TIMEOUT))),
                    "SLUICE_IBV_PEER_TIMEOUT");
@@ -620,7 +620,7 @@ Status IbvTransport::inline_probe() {
 Status IbvTransport::qp_create(Rank peer) {
     for (unsigned k = 0; k < rails_.size(); ++k) {
         const bool am = k == am_rail(peer);
-        ibv_qp *&qp = peers_[peer].qp[k];
+        ibv_qp *&qp = this->peer(peer).qp[k];
         if (Status s = qp_new(peer, k, hca_of(k).srq || !am ? 0 : recv_per_peer_, qp); s != Status::ok) return s;
         qp_rail_[qp->qp_num] = {peer, k};
     }
@@ -657,7 +657,7 @@ Status IbvTransport::qp_new(Rank peer, unsigned rail, unsigned receives, ibv_qp 
 }
 
 Status IbvTransport::qp_connect(Rank peer, unsigned rail, const RailAddress &theirs, std::uint32_t qpn) {
-    return qp_ready(peers_[peer].qp[rail], peer, rail, theirs, qpn);
+    return qp_ready(this->peer(peer).qp[rail], peer, rail, theirs, qpn);
 }
 
 // RTR then RTS towards the queue pair `qpn` at `theirs`.  RNR retries
@@ -734,9 +734,10 @@ void IbvTransport::close_all() {
     }
     // Queue pairs first: nothing lands in buffers being freed.
     connect_close();
-    for (Peer &p : peers_)
+    peers_.each([](Rank, Peer &p) {
         for (ibv_qp *qp : p.qp)
             if (qp) ibv_destroy_qp(qp);
+    });
     peers_.clear();
     qp_rail_.clear();
     for (ibv_qp *&qp : loop_qp_) {

@@ -20,6 +20,7 @@
 #include "conduits/common/atomic_slots.hpp"
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/common/receive_thread.hpp"
@@ -28,6 +29,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -101,6 +103,15 @@ struct ConnectHead {
     std::uint32_t rails;
     std::uint32_t pad;
     RailAddress rail[max_rails];
+};
+
+// What this rank keeps of a peer's ConnectHead, 8 bytes for every rank:
+// its queue pair for dynamic connections, and which of the job's distinct
+// sets of rail addresses is its (ranks of a host share one; index + 1 into
+// IbvTransport::rail_sets_, 0: not a peer over ibv).
+struct PeerHead {
+    std::uint32_t ud_qpn = 0;
+    std::uint32_t rails = 0;
 };
 
 // Messages and RDMA of a rank to itself never reach the HCA: the layer
@@ -291,7 +302,7 @@ private:
     // Under lock_: one verbs atomic of the slot `s` (a loop's step too).
     Status atomic_verb(AtomicSlot *s, ibv_wr_opcode opcode, std::uint64_t compare_add, std::uint64_t swap);
     void atomic_completion(const ibv_wc &c);                 // under lock_
-    unsigned &atomic_posted(Rank peer) { return peer == setup().rank ? loop_posted_ : peers_[peer].send_posted[0]; }
+    unsigned &atomic_posted(Rank peer) { return peer == setup().rank ? loop_posted_ : this->peer(peer).send_posted[0]; }
 
     // memory.cpp: the buffers, and registrations, counted against
     // SLUICE_PINNED_REGIONS_MAX (every one includes rail 0's HCA, hcas_[0],
@@ -369,9 +380,19 @@ private:
     bool up_ = false;                  // the verbs objects exist (under lock_)
     bool fenced_puts_ = false;         // SLUICE_USE_FENCED_PUTS over rails of several HCAs
     std::size_t stripe_min_ = 0;       // RDMA this large or larger is striped
-    std::vector<Peer> peers_;          // by rank
+    common::PeerTable<Peer> peers_;    // by rank, made at first touch (peer)
+    // Peer r's state, made at its first touch (a queue pair, a connection,
+    // a message), under the lock; a receive thread only finds peers whose
+    // queue pairs brought it their messages.
+    Peer &peer(Rank r) {
+        if (Peer *p = peers_.find(r)) [[likely]]
+            return *p;
+        return peers_.insert(r, std::make_unique<Peer>());
+    }
     std::unique_ptr<std::atomic<bool>[]> connected_;  // by rank: Conn::ready, read without lock_
-    std::vector<ConnectHead> heads_;   // by rank, from the start-up exchange
+    std::vector<PeerHead> heads_;      // by rank, from the start-up exchange
+    std::vector<std::array<RailAddress, max_rails>> rail_sets_;  // the job's distinct ones
+    const RailAddress &peer_rail(Rank r, unsigned rail) const { return rail_sets_[heads_[r].rails - 1][rail]; }
     std::unordered_map<std::uint32_t, std::pair<Rank, unsigned>> qp_rail_;  // RC queue pair number: peer, rail
     std::vector<std::size_t> recv_first_;  // per-peer receives: the peer's first buffer
     std::vector<std::uint64_t> peer_rkey_;  // by rank: its segment's keys, one per HCA (32 bits each)

@@ -27,7 +27,7 @@ void IbvTransport::repost(Buffer *b) {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr *bad = nullptr;
-    const int r = use_srq_ ? ibv_post_srq_recv(h.srq, &wr, &bad) : ibv_post_recv(peers_[b->peer].qp[rail], &wr, &bad);
+    const int r = use_srq_ ? ibv_post_srq_recv(h.srq, &wr, &bad) : ibv_post_recv(peer(b->peer).qp[rail], &wr, &bad);
     if (r != 0) (void)fatal("poll (ibv)", b->peer, "posting a receive buffer failed", r);
 }
 
