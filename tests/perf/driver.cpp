@@ -83,6 +83,8 @@ void usage(std::FILE *to) {
         "                      launch or shm\n"
         "  --size N            sized figures at N bytes only\n"
         "  --csv FILE          CSV output (sluice-bench.csv)\n"
+        "  --plot FILE         the ratios (Sluice / reference) as bars, an SVG drawn by\n"
+        "                      gnuplot\n"
         "  --sluicerun PATH    launcher (default: next to the build, then PATH)\n"
         "  --bind MODE         sluicerun --bind for the 2-rank suite (core; 'default'\n"
         "                      leaves the launcher's own choice)\n"
@@ -166,6 +168,8 @@ bool parse_options(int argc, char **argv, Options &o) {
             o.only_size = value("--size");
         } else if (a == "--csv") {
             o.csv = value("--csv");
+        } else if (a == "--plot") {
+            o.plot = value("--plot");
         } else if (a == "--sluicerun") {
             o.sluicerun = value("--sluicerun");
         } else if (a == "--bind") {

@@ -30,6 +30,7 @@ struct Options {
     std::string only; // --only NAME: figures whose name contains NAME
     std::string only_size; // --size N: sized figures at N bytes only
     std::string csv = "sluice-bench.csv";
+    std::string plot;  // --plot FILE: the ratios as an SVG (gnuplot)
     std::string sluicerun;
     std::string mpirun;
     std::string mpi_reference;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <tuple>
 
@@ -547,6 +548,46 @@ struct Report {
         return static_cast<bool>(f);
     }
 
+    // --plot: every row that has a ratio, as a bar of sluice / reference
+    // (log scale, a line at 1), drawn by gnuplot into an SVG.  False with
+    // the reason in `why`.
+    bool write_plot(const std::string &path, std::string &why) const {
+        const std::string data = path + ".dat";
+        std::size_t n = 0;
+        {
+            std::ofstream f(data);
+            if (!f) {
+                why = "cannot write " + data;
+                return false;
+            }
+            for (const Row &r : rows) {
+                const double q = r.ratio();
+                if (!(q > 0) || !std::isfinite(q)) continue;
+                const std::string size = r.size_label.empty() ? size_text(r.size) : r.size_label;
+                f << n++ << " " << q << " \"" << r.metric << (size.empty() ? "" : " " + size) << "\"\n";
+            }
+        }
+        if (n == 0) {
+            std::remove(data.c_str());
+            why = "no row has a ratio";
+            return false;
+        }
+        const std::size_t width = std::max<std::size_t>(800, 16 * n + 200);
+        const std::string script =
+            "set terminal svg size " + std::to_string(width) + ",640 noenhanced; set output '" + path + "'; "
+            "set logscale y; set ylabel 'Sluice / reference'; set style fill solid 0.6; set boxwidth 0.7; "
+            "set xtics rotate by -60 font ',9' nomirror; set key off; set grid ytics; "
+            "plot '" + data + "' using 1:2:xtic(3) with boxes, 1 with lines lc rgb 'black'";
+        const std::string command = "gnuplot -e \"" + script + "\" 2>&1";
+        const int rc = std::system(command.c_str());
+        std::remove(data.c_str());
+        if (rc != 0) {
+            why = "gnuplot failed (is gnuplot installed?)";
+            return false;
+        }
+        return true;
+    }
+
     // Prints the targets; returns the number that did not pass.
     int print_targets(bool heading = true) const {
         int failed = 0;
@@ -729,6 +770,13 @@ int report(const Options &o, const Samples &samples, const Findings &f) {
         std::printf("\nCSV: %s\n", o.csv.c_str());
     else
         std::fprintf(stderr, "sluice-bench: cannot write %s\n", o.csv.c_str());
+    if (!o.plot.empty()) {
+        std::string why;
+        if (report.write_plot(o.plot, why))
+            std::printf("plot: %s\n", o.plot.c_str());
+        else
+            std::fprintf(stderr, "sluice-bench: no plot %s: %s\n", o.plot.c_str(), why.c_str());
+    }
     return failed;
 }
 
