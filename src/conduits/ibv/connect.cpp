@@ -181,15 +181,47 @@ Status IbvTransport::connect_all() {
     for (Rank r = 0; r < n; ++r)
         if (wanted[r])
             if (Status s = qp_create(r); s != Status::ok) return s;
-    std::string mine(sizeof head + 4u * n * rails, '\0');
-    std::memcpy(mine.data(), &head, sizeof head);
+    // The head, then (rank, its queue pairs by rail) for each rank this one
+    // connects at start-up, by rank: as long as the connections, not the
+    // job (a job of dynamic connections exchanges heads alone).
+    const std::size_t entry = 4u * (1 + rails);
+    std::string mine(reinterpret_cast<const char *>(&head), sizeof head);
     for (Rank r = 0; r < n; ++r)
-        for (unsigned k = 0; k < rails; ++k) {
-            const Peer *p = peers_.find(r);
-            const std::uint32_t qpn = p && p->qp[k] ? p->qp[k]->qp_num : 0;
-            std::memcpy(mine.data() + sizeof head + 4u * (r * rails + k), &qpn, 4);
+        if (const Peer *p = peers_.find(r); p && p->qp[0]) {
+            std::uint32_t e[1 + max_rails] = {r};
+            for (unsigned k = 0; k < rails; ++k) e[1 + k] = p->qp[k] ? p->qp[k]->qp_num : 0;
+            mine.append(reinterpret_cast<const char *>(e), entry);
         }
-    if (Status s = exchange(mine, "ibv addresses"); s != Status::ok) return s;
+    if (!setup().bootstrap->allgather(mine.data(), mine.size(), all))
+        return base::report(Status::bootstrap, op, "check that every rank started", "allgather of ibv addresses failed");
+    for (Rank r = 0; r < n; ++r) {
+        ConnectHead theirs;
+        if (all[r].size() >= sizeof theirs) std::memcpy(&theirs, all[r].data(), sizeof theirs);
+        if (all[r].size() >= sizeof theirs && theirs.rails != rails)
+            return base::report(Status::state, op, "set SLUICE_NUM_QPS to the same number on every rank",
+                                "rank %u has %u rails, this rank %u", r, theirs.rails, rails);
+        if (all[r].size() < sizeof head || (all[r].size() - sizeof head) % entry != 0)
+            return base::report(Status::state, op, "run the same Sluice build with the same SLUICE_CONNECT* knobs on every rank",
+                                "rank %u sent ibv addresses of %zu bytes (a head of %zu bytes, then entries of %zu)", r,
+                                all[r].size(), sizeof head, entry);
+    }
+    // Rank r's queue pairs for this rank (qpn[0] 0: none), by bisection of its list.
+    const auto theirs_for_me = [&](Rank r, std::uint32_t *qpn) {
+        const char *list = all[r].data() + sizeof head;
+        std::size_t lo = 0, hi = (all[r].size() - sizeof head) / entry;
+        qpn[0] = 0;
+        while (lo < hi) {
+            const std::size_t mid = (lo + hi) / 2;
+            std::uint32_t at;
+            std::memcpy(&at, list + mid * entry, 4);
+            if (at == me) {
+                std::memcpy(qpn, list + mid * entry + 4, 4u * rails);
+                return;
+            }
+            if (at < me) lo = mid + 1;
+            else hi = mid;
+        }
+    };
     heads_.assign(n, PeerHead{});  // rails 0: not a peer over ibv
     rail_sets_.clear();
     std::unordered_map<std::string, std::uint32_t> sets;  // a rail set's bytes: its index + 1
@@ -199,9 +231,6 @@ Status IbvTransport::connect_all() {
         ++remote;
         ConnectHead theirs;
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        if (theirs.rails != rails)
-            return base::report(Status::state, op, "set SLUICE_NUM_QPS to the same number on every rank",
-                                "rank %u has %u rails, this rank %u", r, theirs.rails, rails);
         if (theirs.rail[0].global != head.rail[0].global)
             return base::report(Status::transport, op, "set SLUICE_IBV_PORTS to ports of one kind on every rank",
                                 "rank %u uses a %s port, this rank a %s one", r,
@@ -214,7 +243,7 @@ Status IbvTransport::connect_all() {
         }
         heads_[r] = PeerHead{theirs.ud_qpn, set->second};
         std::uint32_t qpn[max_rails];
-        std::memcpy(qpn, all[r].data() + sizeof theirs + 4u * me * rails, 4u * rails);
+        theirs_for_me(r, qpn);
         if (!wanted[r] && qpn[0] == 0) continue;
         if (!wanted[r] || qpn[0] == 0)
             return base::report(Status::state, op,

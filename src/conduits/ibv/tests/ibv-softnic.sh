@@ -493,6 +493,11 @@ expect "two ports of one HCA named in SLUICE_IBV_PORTS: two rails, no fence need
 rails_used "two ports of one HCA" 3
 ibv_job SLUICE_NUM_QPS=3 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$job" am
 expect "SLUICE_NUM_QPS=3 on one port: three rails on it" 0 "ibv: 3 rails (SLUICE_NUM_QPS=3) on 1 HCA(s)"
+# Ranks of different rail counts send start-up records of different
+# shapes: refused, naming the knob and both counts.
+ibv_job timeout 60 "$run" "$builddir/sluicerun" -n 2 -- \
+    sh -c 'SLUICE_NUM_QPS=$((SLUICE_RANK + 1)) exec "$0" "$@"' "$job" basic
+expect "SLUICE_NUM_QPS 1 on rank 0, 2 on rank 1: refused, naming the knob" fail "has [12] rails, this rank [12]; fix: set SLUICE_NUM_QPS"
 ibv_job SOFTNIC_DEVICES=3 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "three HCAs: rails on the first two, the third named in a warning" 0 \
     "sluice\[rank 0\] warning: ibv: rails on at most 2 HCAs: softnic2 not used"
