@@ -387,9 +387,15 @@ fi
 # the 64 leaves 16 a rank, which firehose's default victim pool (1024)
 # does not fit: refused, naming the most that does; with that pool, the
 # windows pass within the share.
+# Without a memory monitor (a ThreadSanitizer build, docs/firehose.md)
+# firehose drops each registration after its transfer: the NIC never fills.
 ibv_job SOFTNIC_MAX_MR=64 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" windows 40
-expect "a NIC of 64 regions, 40 windows a rank, no bound: the NIC refuses, the error names the knob" 1 \
-    "cannot register .*: Cannot allocate memory; fix: .*bound them with SLUICE_PINNED_REGIONS_MAX"
+if printf '%s\n' "$log" | grep -q "no memory monitor .*registrations are dropped after each transfer"; then
+    expect "a NIC of 64 regions, 40 windows a rank, firehose not caching (no memory monitor): none stays registered, the windows pass" 0 "^PASS windows"
+else
+    expect "a NIC of 64 regions, 40 windows a rank, no bound: the NIC refuses, the error names the knob" 1 \
+        "cannot register .*: Cannot allocate memory; fix: .*bound them with SLUICE_PINNED_REGIONS_MAX"
+fi
 ibv_job SOFTNIC_MAX_MR=64 SLUICE_PINNED_REGIONS_MAX=1/2 timeout 120 "$run" "$builddir/sluicerun" -n 2 -- "$knobs" windows 40
 expect "SLUICE_PINNED_REGIONS_MAX=1/2 of 64: firehose's victim pool of 1024 regions refused, naming the most that fits" 1 \
     "SLUICE_PINNED_REGIONS_MAX=1/2 of the HCA's max_mr 64, 2 rank(s) on this host leaves 16 registered regions to this rank, 11 of them for firehose's pools (5 taken by the conduit), and they may hold 1024 (SLUICE_FIREHOSE_MAXVICTIM_R=1024); fix: lower SLUICE_FIREHOSE_MAXVICTIM_R to at most 11"
