@@ -43,11 +43,6 @@ public:
     template <class F> void each(F &&f) const {
         for (std::uint32_t r : touched_) f(r, *slots_[r]);
     }
-    // Heap bytes this table holds, its peers' states counted at sizeof(T).
-    std::size_t bytes() const {
-        return slots_.capacity() * sizeof slots_[0] + touched_.capacity() * sizeof touched_[0] + touched_.size() * sizeof(T);
-    }
-    static constexpr std::size_t untouched_bytes = sizeof(std::unique_ptr<T>);
 
 private:
     std::vector<std::unique_ptr<T>> slots_;
