@@ -57,16 +57,11 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
                 counters_.sent += st == Status::ok;
                 return st;
             }
-            // Small: MPI_Send from the stack, which an eager protocol
-            // completes at once (no buffer, no request to reap).
-            const int rc = MPI_Send(bytes, static_cast<int>(n), MPI_BYTE, mpi_rank_[peer], am_tag, comm_);
-            if (rc != MPI_SUCCESS)
-                return base::report(Status::transport, "send (mpi)", "check that the peer is alive",
-                                    "mpi: MPI_Send of %zu bytes to rank %u (MPI rank %d) failed (MPI error %d)", n, peer,
-                                    mpi_rank_[peer], rc);
-            sent_to(peer);
-            ++counters_.small;
-            return Status::ok;
+            // Small: encoded on the stack, copied into a send buffer here
+            // (one lock for both).
+            const Status st = send_copy(peer, bytes, n);
+            counters_.small += st == Status::ok;
+            return st;
         });
     return s;
 }
@@ -105,7 +100,7 @@ void MpiTransport::reap() {
     if (sends_out_ * 4 >= sends_.size() || (++polls_ & 63) == 0) reap_sends();
     reap_arrivals();
     if (rma_out_) reap_rma();
-    if (serves_out_) reap_serves();
+    if (serves_out_ || !acks_owed_.empty()) reap_serves();
 }
 
 void MpiTransport::reap_sends() {
@@ -280,32 +275,51 @@ void MpiTransport::serve_arrived(Rank origin, const std::byte *bytes, std::size_
     ++mpi_counters_.served;
 }
 
-// The Puts and Gets served here that are done; each Put acknowledged.
+// The Puts and Gets served here that are done; each Put acknowledged (an
+// acknowledgement without a free send buffer waits in acks_owed_ for the
+// next reap).
 void MpiTransport::reap_serves() {
+    while (!acks_owed_.empty() && ack_send(acks_owed_.back().first, acks_owed_.back().second)) acks_owed_.pop_back();
+    if (serves_out_ == 0) return;
     const int n = finished(serve_requests_, serve_done_);
     for (int i = 0; i < n; ++i) {
         const auto index = static_cast<std::uint32_t>(serve_done_[i]);
         const Serve &sv = serves_[index];
-        if (sv.put) {
-            RmaHeader h{};
-            h.head.category = category_put_done;
-            h.head.source = setup().rank;
-            h.post = sv.post;
-            if (const int rc = control_send_now(sv.origin, &h, sizeof h); rc != MPI_SUCCESS)
-                base::report(Status::transport, "put (mpi)", "check that the peer is alive",
-                             "mpi: the acknowledgement of a Put to rank %u failed (MPI error %d)", sv.origin, rc);
-        }
+        if (sv.put && !ack_send(sv.origin, sv.post)) acks_owed_.emplace_back(sv.origin, sv.post);
         serve_free_.push_back(index);
         --serves_out_;
     }
 }
 
-// A small control message by a blocking MPI_Send from the caller's bytes
-// (every MPI sends it eagerly).
-int MpiTransport::control_send_now(Rank peer, const void *bytes, std::size_t length) {
-    const int rc = MPI_Send(bytes, static_cast<int>(length), MPI_BYTE, mpi_rank_[peer], am_tag, comm_);
-    if (rc == MPI_SUCCESS) sent_to(peer);
-    return rc;
+// Under lock_: the acknowledgement of Put `post` to `origin`; false: no
+// send buffer free now.
+bool MpiTransport::ack_send(Rank origin, std::uint32_t post) {
+    RmaHeader h{};
+    h.head.category = category_put_done;
+    h.head.source = setup().rank;
+    h.post = post;
+    const Status st = send_copy(origin, &h, sizeof h);
+    if (st == Status::not_ready) return false;
+    if (st != Status::ok)
+        base::report(Status::transport, "put (mpi)", "check that the peer is alive",
+                     "mpi: the acknowledgement of a Put to rank %u failed", origin);
+    return true;
+}
+
+// `n` bytes (a small AM, a Put or Get header, a Put's acknowledgement)
+// copied into a send buffer and sent by MPI_Isend: Status::not_ready when
+// none is free.  Never a blocking MPI_Send under the lock: under MPICH's
+// UCX with more threads than cores one took seconds, and the rank answered
+// nothing meanwhile (its peers took it for dead).
+Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
+    if (send_free_.empty()) reap_sends();
+    if (send_free_.empty()) {
+        ++counters_.full;
+        return Status::not_ready;
+    }
+    SendBuffer *b = send_free_.take();
+    std::memcpy(b->bytes, bytes, n);
+    return isend(b, peer, n);
 }
 
 void MpiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (mpi)", a.bytes, a.length); }
@@ -340,21 +354,23 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
     const auto index = static_cast<std::size_t>(p - posts_.data());
     MPI_Request &r = rma_requests_[index];
     const int count = static_cast<int>(n);
-    int rc;
     if (rma_ == RmaMode::messages) {
-        rc = rma_messages_post(p, remote, local, count, r);
+        if (const Status st = rma_messages_post(p, remote, local, count, r); st != Status::ok) {
+            *p = RmaPost{};
+            post_free_.give(p);
+            return st;
+        }
     } else {
         const auto disp = static_cast<MPI_Aint>(remote - peer_base_[peer]);
-        rc = write ? MPI_Rput(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r)
-                   : MPI_Rget(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r);
-    }
-    if (rc != MPI_SUCCESS) {
-        *p = RmaPost{};
-        post_free_.give(p);
-        const char *call = rma_ == RmaMode::messages ? (write ? "a Put's MPI_Send and MPI_Isend" : "a Get's MPI_Irecv and MPI_Send")
-                                                     : (write ? "MPI_Rput" : "MPI_Rget");
-        return base::report(Status::transport, what, "check that the peer is alive, or set SLUICE_MPI_RMA=am",
-                            "mpi: %s of %zu bytes with rank %u failed (MPI error %d)", call, n, peer, rc);
+        const int rc = write ? MPI_Rput(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r)
+                             : MPI_Rget(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r);
+        if (rc != MPI_SUCCESS) {
+            *p = RmaPost{};
+            post_free_.give(p);
+            return base::report(Status::transport, what, "check that the peer is alive, or set SLUICE_MPI_RMA=am",
+                                "mpi: %s of %zu bytes with rank %u failed (MPI error %d)", write ? "MPI_Rput" : "MPI_Rget",
+                                n, peer, rc);
+        }
     }
     ++rma_out_;
     ++(write ? counters_.writes : counters_.reads);
@@ -366,7 +382,7 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
 // MPI_Isend; a Get posts the receive of its payload, then sends its
 // header.  Either way the header goes first on its tag and the payload's
 // tag keeps the order, so the target's answer meets this payload.
-int MpiTransport::rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r) {
+Status MpiTransport::rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r) {
     RmaHeader h{};
     h.head.category = p->write ? category_put : category_get;
     h.head.source = setup().rank;
@@ -374,18 +390,27 @@ int MpiTransport::rma_messages_post(RmaPost *p, std::uint64_t remote, void *loca
     h.length = static_cast<std::uint64_t>(count);
     h.post = static_cast<std::uint32_t>(p - posts_.data());
     const int peer = mpi_rank_[p->peer];
+    const char *what = p->write ? "put (mpi)" : "get (mpi)";
+    int rc;
     if (p->write) {
-        int rc = control_send_now(p->peer, &h, sizeof h);
-        if (rc == MPI_SUCCESS) rc = MPI_Isend(local, count, MPI_BYTE, peer, put_tag, comm_, &r);
-        return rc;
+        if (const Status st = send_copy(p->peer, &h, sizeof h); st != Status::ok) return st;
+        if ((rc = MPI_Isend(local, count, MPI_BYTE, peer, put_tag, comm_, &r)) == MPI_SUCCESS) return Status::ok;
+    } else {
+        if (send_free_.empty()) reap_sends();
+        if (send_free_.empty()) {
+            ++counters_.full;
+            return Status::not_ready;
+        }
+        if ((rc = MPI_Irecv(local, count, MPI_BYTE, peer, get_tag, comm_, &r)) == MPI_SUCCESS) {
+            if (const Status st = send_copy(p->peer, &h, sizeof h); st == Status::ok) return st;
+            MPI_Cancel(&r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            return Status::transport;
+        }
     }
-    int rc = MPI_Irecv(local, count, MPI_BYTE, peer, get_tag, comm_, &r);
-    if (rc != MPI_SUCCESS) return rc;
-    if ((rc = control_send_now(p->peer, &h, sizeof h)) != MPI_SUCCESS) {
-        MPI_Cancel(&r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
-    }
-    return rc;
+    return base::report(Status::transport, what, "check that the peer is alive, or set SLUICE_MPI_RMA=am",
+                        "mpi: %s of %d bytes with rank %u failed (MPI error %d)", p->write ? "a Put's MPI_Isend" : "a Get's MPI_Irecv",
+                        count, p->peer, rc);
 }
 
 // ---- the barrier ----

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::conduit::mpi::detail {
@@ -23,8 +24,9 @@ namespace sluice::conduit::mpi::detail {
 // the messages of one sender in order, as the AM layer needs.
 constexpr int am_tag = 0x51;
 
-// AMs of at most this many bytes (a Short, a small Medium) go by a blocking
-// MPI_Send from the stack: every MPI sends them eagerly.
+// AMs of at most this many bytes (a Short, a small Medium) are encoded on
+// the stack and copied into a send buffer under the lock (one lock, not
+// two); larger ones are encoded in the buffer.
 constexpr std::size_t small_send = 256;
 
 // Receives posted per other rank under SLUICE_MPI_RECVS=0 (within 16 and
@@ -145,9 +147,10 @@ private:
     void reap_rma();       // under lock_
     void reap_serves();    // under lock_
     void rma_finish(RmaPost *p);                                    // under lock_
-    int rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r);  // under lock_
+    Status rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r);  // under lock_
     void serve_arrived(Rank origin, const std::byte *bytes, std::size_t length);  // under lock_
-    int control_send_now(Rank peer, const void *bytes, std::size_t length);  // under lock_
+    Status send_copy(Rank peer, const void *bytes, std::size_t n);  // under lock_
+    bool ack_send(Rank origin, std::uint32_t post);                 // under lock_
     Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
 
     MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
@@ -189,6 +192,7 @@ private:
     std::vector<std::uint32_t> serve_free_;
     std::vector<int> serve_done_;
     std::size_t serves_out_ = 0;
+    std::vector<std::pair<Rank, std::uint32_t>> acks_owed_;  // (origin, post): no send buffer was free
     std::string library_;                   // MPI_Get_library_version's first line
     MpiCounters mpi_counters_;
 };
