@@ -326,9 +326,9 @@ int local_run(CommandLine &cl) {
 }
 
 // More ranks on a host than it has cores (this host's count, taken for
-// every host): waiting ranks must sleep, not spin, or each wait costs the
-// rank waited for a time slice.  SLUICE_WAIT=block for the ranks, unless the
-// user chose a mode.
+// every host): under -v, says what the ranks will do while they wait.  Each
+// rank decides (SLUICE_WAIT=auto, core/runtime.cpp): it sleeps when every
+// conduit it uses can wake it, else it spins and yields its core.
 void wait_mode_choose(const CommandLine &cl) {
     const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
     const unsigned hosts = std::max(1u, cl.job.hosts);
@@ -341,11 +341,11 @@ void wait_mode_choose(const CommandLine &cl) {
                          set);
         return;
     }
-    ::setenv("SLUICE_WAIT", "block", 1);
     if (cl.job.verbose)
         std::fprintf(stderr,
-                     "sluicerun: %u ranks per host on %ld cores: SLUICE_WAIT=block (a waiting rank sleeps until "
-                     "work arrives; SLUICE_WAIT=spin keeps it polling)\n",
+                     "sluicerun: %u ranks per host on %ld cores: SLUICE_WAIT=auto (a waiting rank sleeps until work "
+                     "arrives where its conduits can wake it, else spins yielding its core; SLUICE_WAIT=spin or block "
+                     "chooses for every rank)\n",
                      per_host, cores);
 }
 

@@ -30,6 +30,9 @@ struct TransportInfo {
     const char *description;   // one line
     int priority = 0;          // among conduits of a kind that probe, the highest is chosen
     bool network = false;      // reaches other hosts (else: ranks of one host only)
+    // A waiting rank can sleep until something arrives (a wake-up
+    // descriptor: Transport::wake_prepare); else block mode only naps.
+    bool wakes = false;
     const char *capabilities = "";  // one line for sluice-info: what it does natively
     // Can this conduit run here (device, provider, library, kernel feature)?
     // "" when it can, else why not, in a few words.  Cheap and side-effect

@@ -112,8 +112,11 @@ Status Runtime::init(int *, char ***) {
     std::vector<std::string> choices;
     if (Status s = init_hosts(network.chosen ? network.chosen->name : "!" + network.error, choices); s != Status::ok)
         return s;
-    idle_policy_set();  // before the transports: smp sets up its doorbells in block mode
-    if (Status s = init_transports(network, choices); s != Status::ok) return s;
+    const conduit::ConduitChoice same_host =
+        conduit::conduit_choose(conduit::transport_registry(), false, "", "the same-host conduit");
+    // Before the transports: smp sets up its doorbells in block mode.
+    idle_policy_set(network_needed(network, same_host) ? network.chosen : nullptr);
+    if (Status s = init_transports(network, same_host, choices); s != Status::ok) return s;
     if (Status s = init_firehose(); s != Status::ok) return s;
 
     segments.entries.assign(size_, am::SegmentTable::Entry{});
@@ -232,18 +235,25 @@ std::string choices_text(const std::vector<std::string> &choices) {
 // that conduit_choose() picks (SLUICE_NETWORK, priorities, probes), and
 // every rank must pick the same network conduit (its start-up is
 // collective): `choices` holds every rank's.
-Status Runtime::init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices) {
+// Whether this job needs its network conduit: more than one host, or
+// SLUICE_ROUTE=network, or a build without a same-host conduit (which
+// sends everything over the network conduit, the rank's messages to itself
+// too).
+bool Runtime::network_needed(const conduit::ConduitChoice &network, const conduit::ConduitChoice &same_host) const {
+    const bool network_only = !same_host.chosen && network.chosen;
+    const bool all_network = base::knob_string(base::Knob::ROUTE) == "network" || network_only;
+    return network_only || (size_ > 1 && (host_count_ > 1 || all_network));
+}
+
+Status Runtime::init_transports(const conduit::ConduitChoice &network, const conduit::ConduitChoice &same_host,
+                                const std::vector<std::string> &choices) {
     const char *op = "init";
     const std::string &route = base::knob_string(base::Knob::ROUTE);
     if (route != "auto" && route != "network")
         return base::report(Status::argument, op, "set SLUICE_ROUTE to auto or network", "SLUICE_ROUTE=%s", route.c_str());
-    const conduit::ConduitChoice same_host =
-        conduit::conduit_choose(conduit::transport_registry(), false, "", "the same-host conduit");
-    // A build without a same-host conduit sends everything over the network
-    // conduit, the rank's messages to itself too.
     const bool network_only = !same_host.chosen && network.chosen;
     const bool all_network = route == "network" || network_only;
-    const bool need_network = network_only || (size_ > 1 && (host_count_ > 1 || all_network));
+    const bool need_network = network_needed(network, same_host);
     base::say("same-host conduit: %s", conduit::conduit_choice_text(same_host).c_str());
     base::say("network conduit: %s", conduit::conduit_choice_text(network).c_str());
     if (rank_ == 0 && base::knob_bool(base::Knob::VERBOSEENV))
@@ -527,20 +537,28 @@ Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
 // More spinning ranks than cores: a waiting rank must give its core to the
 // rank it waits for, or every wait costs a scheduler time slice; and, by
 // default (SLUICE_WAIT=auto), it sleeps once its polls find nothing for a
-// while (base::idle).
-void Runtime::idle_policy_set() {
+// while (base::idle), when every conduit it uses can wake it (`network`:
+// the network conduit it will use, or null).  One that can only nap
+// (ibv, mpi, portals, gni, lapi) would pay a nap for each step of every
+// transfer, and a crowded scheduler may hold a napping thread far longer
+// than the nap: a yielding spinner hands its core over at each empty poll
+// and never waits to be woken.
+void Runtime::idle_policy_set(const conduit::TransportInfo *network) {
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
     const bool crowded = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
     base::idle_yields = base::knob_switch(base::Knob::POLL_YIELD, crowded);
     const std::string wait = base::knob_string(base::Knob::WAIT);  // spin, block or auto (the knob's range)
-    const bool block = wait == "block" || (wait != "spin" && crowded);
+    const bool naps = network && !network->wakes;
+    const bool block = wait == "block" || (wait != "spin" && crowded && !naps);
     base::idle_spin_ns = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_SPIN) * 1000);
     wait_nap_ns_ = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_NAP) * 1000);
     base::idle_action = block ? base::IdleAction::block
                               : base::idle_yields ? base::IdleAction::yield : base::IdleAction::spin;
     base::idle_block_hook_set(block ? &Runtime::sleep_hook : nullptr, this);
-    base::say("wait: %s (SLUICE_WAIT=%s; %zu ranks on this host, %ld cores)%s", block ? "block" : "spin",
-              wait.c_str(), local_ranks_.size(), cores, base::idle_yields ? ", yielding while it spins" : "");
+    base::say("wait: %s (SLUICE_WAIT=%s; %zu ranks on this host, %ld cores%s)%s", block ? "block" : "spin",
+              wait.c_str(), local_ranks_.size(), cores,
+              wait == "auto" && crowded && naps ? (std::string("; ") + network->name + " has no wake-up descriptor").c_str() : "",
+              base::idle_yields ? ", yielding while it spins" : "");
 }
 
 // Block mode: every transport arms its wake-up and says whether work is

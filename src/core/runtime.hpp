@@ -86,7 +86,9 @@ private:
     // allgather carries both): `choices[r]` is rank r's conduit, or "!" and
     // why it has none.
     Status init_hosts(const std::string &my_choice, std::vector<std::string> &choices);
-    Status init_transports(const conduit::ConduitChoice &network, const std::vector<std::string> &choices);
+    bool network_needed(const conduit::ConduitChoice &network, const conduit::ConduitChoice &same_host) const;
+    Status init_transports(const conduit::ConduitChoice &network, const conduit::ConduitChoice &same_host,
+                           const std::vector<std::string> &choices);
     // Firehose on every transport that reaches only registered memory
     // (needs_registration): its local registrar for buffers outside the
     // segment; with SLUICE_SEGMENT=large, a main pool per such transport
@@ -95,7 +97,7 @@ private:
     void main_pools_create(void *base, std::size_t size, const std::vector<conduit::SegmentRecord> &records);
     void firehose_stats_print() const;  // SLUICE_FIREHOSE_STATS, at finalize
     void system_handlers_register();
-    void idle_policy_set();
+    void idle_policy_set(const conduit::TransportInfo *network);
     static void sleep_hook(void *context);  // base::idle's, in block mode
     // Block mode: sleep until a transport has work (or `also`, a
     // descriptor of the caller's, is readable), 10 ms at most.

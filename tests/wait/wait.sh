@@ -86,8 +86,9 @@ share "rank 1 naps through the wait" 1 -le 50
 echo "=== sluicerun: more ranks than cores"
 cores=$(nproc)
 n=$((cores * 4))
-job 120 -- -v -n "$n" "$check" flood 64
-expect "sluicerun says it chose block for $n ranks on $cores cores" 0 "sluicerun: $n ranks per host on $cores cores: SLUICE_WAIT=block"
+job 120 SLUICE_VERBOSE=1 -- -v -n "$n" "$check" flood 64
+expect "sluicerun says the ranks decide for $n ranks on $cores cores" 0 "sluicerun: $n ranks per host on $cores cores: SLUICE_WAIT=auto"
+expect "the crowded ranks block over smp, which can wake them" 0 "wait: block (SLUICE_WAIT=auto; $n ranks on this host"
 expect "the $n ranks' flood completes" 0 "flood: rank $((n - 1)) done"
 job 60 SLUICE_WAIT=spin -- -v -n "$n" "$check" flood 8
 expect "a mode the user set is kept" 0 "SLUICE_WAIT=spin as set"

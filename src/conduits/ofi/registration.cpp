@@ -8,6 +8,7 @@ SLUICE_CONDUIT_REGISTER(ofi, {
     .description = "AMs and RDMA over a libfabric provider (SLUICE_OFI_PROVIDER)",
     .priority = 5,
     .network = true,
+    .wakes = true,
     .capabilities = "AMs by fi_inject/fi_send into multi-receive buffers; Put/Get by fi_write/fi_read; two-part Long; "
                     "NIC atomics by fi_fetch_atomic/fi_compare_atomic where the provider has FI_ATOMIC; needs AM credits",
     .probe = sluice::conduit::ofi::probe,

@@ -57,6 +57,7 @@ SLUICE_CONDUIT_REGISTER(smp, {
     .description = "shared memory between ranks of one host (AM rings, mapped segments)",
     .priority = 100,
     .network = false,
+    .wakes = true,
     .capabilities = "AM rings in shared memory; Put/Get as memcpy into peers' mapped segments",
     .probe = sluice::conduit::smp::probe,
     .create = sluice::conduit::smp::make_smp_transport,

@@ -28,6 +28,7 @@ SLUICE_CONDUIT_REGISTER(udp, {
     .description = "reliable AMs over UDP datagrams to other hosts (Put/Get over AM)",
     .priority = 10,
     .network = true,
+    .wakes = true,
     .capabilities = "AMs over datagrams with acks and retransmission; Put/Get over AM; needs AM credits",
     .probe = sluice::conduit::udp::probe,
     .create = sluice::conduit::udp::make_udp_transport,

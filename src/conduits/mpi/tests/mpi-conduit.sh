@@ -114,6 +114,15 @@ run_flavor() {
     expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" fail "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
     mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
     expect "[$label] SLUICE_RCV_THREAD=1: Sluice asks MPI for MPI_THREAD_MULTIPLE and the chain case passes" 0 "^PASS chain"
+    # More ranks than cores: SLUICE_WAIT=auto spins (yielding) over the
+    # mpi conduit, which has nothing to wake a sleeping rank; block when
+    # asked for still naps.
+    crowd=$(( $(nproc) + 1 ))
+    mp "$run" "$crowd" SLUICE_VERBOSE=1 -- basic
+    expect "[$label] $crowd ranks on $(nproc) cores: auto spins, naming the conduit that cannot wake a rank" 0 \
+        "wait: spin (SLUICE_WAIT=auto; $crowd ranks on this host, $(nproc) cores; mpi has no wake-up descriptor)"
+    mp "$run" "$crowd" SLUICE_VERBOSE=1 SLUICE_WAIT=block -- basic
+    expect "[$label] $crowd ranks, SLUICE_WAIT=block: the ranks block as asked" 0 "wait: block (SLUICE_WAIT=block"
     # Under ThreadSanitizer the conformance suite is left to the other
     # builds: its world's barrier calls MPI from a second thread while the
     # conduit polls (MPI_THREAD_MULTIPLE), and ThreadSanitizer, blind to
