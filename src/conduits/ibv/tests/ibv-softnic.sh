@@ -34,6 +34,16 @@ knobs=$builddir/src/conduits/ibv/tests/sluice-ibv-knobs-check
 failed=0
 subset=
 [ -n "${SLUICETEST_SUBSET:-}" ] && [ "$SLUICETEST_SUBSET" != full ] && subset=1
+# plain_section: the section whose header was just printed runs, unless
+# this is a sanitizer subset: the settings and refusal sections (path
+# settings, bounce and gather limits, spare buffers, network depth, port
+# selection, the library's shapes, no device) run in the plain build only,
+# which keeps the subsets' longest test within their time.
+plain_section() {
+    [ -z "$subset" ] && return 0
+    echo "not in the $SLUICETEST_SUBSET subset (the plain build runs it)"
+    return 1
+}
 
 # suites NAME SCOPE ENV...: the conformance suite, then the multi-process
 # suites over ibv at every rank count (SCOPE full) or at 2 ranks (SCOPE 2);
@@ -250,6 +260,7 @@ expect "a CQ overrun ends the job naming IBV_EVENT_CQ_ERR" 1 \
     "ibv (softnic0): CQ error: the completion queue overran; completions were lost and its queue pairs are in error"
 
 echo "=== ibv: path settings (SLUICE_MAX_MTU, SLUICE_IBV_PKEY, SLUICE_QP_TIMEOUT, SLUICE_QP_RETRY_COUNT)"
+if plain_section; then
 # The software NIC's ports are of MTU 4096 with one partition key, 0xffff,
 # at index 0 (tests/softnic/verbs/README.md); it honours the QPs' timeout
 # and retry count (rules.sh: an absent peer fails after them).
@@ -268,7 +279,9 @@ expect "a partition key below 2 is refused" 1 "SLUICE_IBV_PKEY=1 is not a partit
 ibv_job SLUICE_QP_RETRY_COUNT=8 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_QP_RETRY_COUNT=8 is refused by name" 2 "SLUICE_QP_RETRY_COUNT=8 is out of range"
 
+fi
 echo "=== ibv: the non-bulk bounce limit"
+if plain_section; then
 # Longs above a 1 KiB packed limit are two-part; those of at most
 # SLUICE_NONBULKPUT_BOUNCE_LIMIT (64 KiB) go from a bounce buffer, and the
 # am case overwrites each payload as soon as the call returns.
@@ -280,7 +293,9 @@ ibv_job SLUICE_PACKEDLONG_LIMIT=1K SLUICE_NONBULKPUT_BOUNCE_LIMIT=0 SLUICE_IBV_S
 expect "SLUICE_NONBULKPUT_BOUNCE_LIMIT=0: every two-part Long waits for its write instead" 0 \
     "two-part Longs [1-9][0-9]* (bounced 0)"
 
+fi
 echo "=== ibv: gathered AM payloads (SLUICE_AM_GATHER_MIN)"
+if plain_section; then
 # Each rank sends 4 rounds of Mediums and packed Longs of 100, 1499, 1500,
 # 4000 bytes and the largest Medium from its segment, and a largest Medium
 # from the heap, overwriting every payload once the call returns (the
@@ -296,7 +311,9 @@ done
 ibv_job SLUICE_AM_GATHER_MIN=-2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_AM_GATHER_MIN=-2 is refused by name" 2 "SLUICE_AM_GATHER_MIN=-2 is out of range"
 
+fi
 echo "=== ibv: spare receive buffers (SLUICE_RBUF_SPARES)"
+if plain_section; then
 # A flood leaves many arrivals waiting for their handlers: with the default
 # 64 spares many run in their receive buffers, a spare posted in each one's
 # place; with none every one is copied out and its buffer posted again.
@@ -308,7 +325,9 @@ ibv_job SLUICE_RBUF_SPARES=0 SLUICE_RBUF_COUNT=16 SLUICE_IBV_STATS=1 timeout 120
 expect "no spares, 16 receive buffers: the flood passes" 0 "^PASS flood"
 every_rank "... every arrival copied out, none in place" 2 "arrivals in place 0 (spares 0, at most 0 in use), copied [1-9]"
 
+fi
 echo "=== ibv: the network depth over every peer (SLUICE_NETWORKDEPTH_TOTAL)"
+if plain_section; then
 # At most 4 work requests in flight from a rank: the rma case still passes,
 # the cap was reached and never passed (the default, 255, never binds
 # within one queue pair's 128).
@@ -324,6 +343,7 @@ expect "SLUICE_NETWORKDEPTH_TOTAL=0: as deep as the queue pairs take (128 x (1 p
 ibv_job SLUICE_NETWORKDEPTH_TOTAL=-1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_NETWORKDEPTH_TOTAL=-1 is refused by name" 2 "SLUICE_NETWORKDEPTH_TOTAL=-1 is out of range"
 
+fi
 echo "=== ibv: NIC atomics"
 # Domains of 64-bit integers by the NIC's fetch-and-add and compare-and-swap
 # (the software NIC's IBV_ATOMIC_HCA; the other operations as
@@ -412,6 +432,7 @@ ibv_job SLUICE_PINNED_REGIONS_MAX=3/2 timeout 60 "$run" "$builddir/sluicerun" -n
 expect "SLUICE_PINNED_REGIONS_MAX=3/2 is refused by name" 1 "SLUICE_PINNED_REGIONS_MAX=3/2 is neither a fraction below 1 nor a count of regions"
 
 echo "=== ibv: port selection"
+if plain_section; then
 export SOFTNIC_DEVICES=2 SOFTNIC_PORTS=2
 ibv_job SLUICE_IBV_LIST_PORTS=1 SLUICE_IBV_PORTS=softnic1:2 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_IBV_PORTS=softnic1:2 uses port 2 of softnic1" 0 "ibv: softnic1 port 2 (InfiniBand"
@@ -465,6 +486,7 @@ else
 fi
 unset SOFTNIC_DEVICES SOFTNIC_PORTS
 
+fi
 echo "=== ibv: two rails (SLUICE_NUM_QPS)"
 # rails_used NAME RANKS [fenced]: every rank's counters show RDMA bytes on
 # both rails (striping), and fenced reads exactly when asked.
@@ -519,6 +541,7 @@ ibv_job SOFTNIC_LINK_LAYER=eth timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "
 expect "RoCE: paths by GID" 0 "ibv: softnic0 port 1 (RoCE"
 
 echo "=== ibv: one library for the NIC and for hardware"
+if plain_section; then
 # The conduit is compiled once, against rdma-core's headers, and linked to
 # libibverbs.so.1: the software NIC replaces that library at run time, so
 # the code that ran here is the code a real HCA would run.
@@ -533,7 +556,9 @@ else
     failed=1
 fi
 
+fi
 echo "=== ibv: without a verbs device"
+if plain_section; then
 ibv_job timeout 60 "$builddir/sluicerun" -n 2 -- "$job" basic
 expect "SLUICE_NETWORK=ibv without a device is refused with the reason" 1 "no InfiniBand or RoCE device here"
 if "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +ibv ' | grep -q "probe here: fails: no InfiniBand or RoCE device here"; then
@@ -541,5 +566,6 @@ if "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +ibv ' | grep -q "pr
 else
     echo "FAIL: sluice-info --conduits does not say why ibv cannot run"
     failed=1
+fi
 fi
 exit $failed
