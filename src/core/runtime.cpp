@@ -229,12 +229,6 @@ std::string choices_text(const std::vector<std::string> &choices) {
 
 } // namespace
 
-// Routing per peer: same-host peers go over the same-host conduit, the rest
-// over the network conduit; SLUICE_ROUTE=network sends every peer but the
-// rank itself over the network conduit.  Each is the conduit of its kind
-// that conduit_choose() picks (SLUICE_NETWORK, priorities, probes), and
-// every rank must pick the same network conduit (its start-up is
-// collective): `choices` holds every rank's.
 // Whether this job needs its network conduit: more than one host, or
 // SLUICE_ROUTE=network, or a build without a same-host conduit (which
 // sends everything over the network conduit, the rank's messages to itself
@@ -245,6 +239,12 @@ bool Runtime::network_needed(const conduit::ConduitChoice &network, const condui
     return network_only || (size_ > 1 && (host_count_ > 1 || all_network));
 }
 
+// Routing per peer: same-host peers go over the same-host conduit, the rest
+// over the network conduit; SLUICE_ROUTE=network sends every peer but the
+// rank itself over the network conduit.  Each is the conduit of its kind
+// that conduit_choose() picks (SLUICE_NETWORK, priorities, probes), and
+// every rank must pick the same network conduit (its start-up is
+// collective): `choices` holds every rank's.
 Status Runtime::init_transports(const conduit::ConduitChoice &network, const conduit::ConduitChoice &same_host,
                                 const std::vector<std::string> &choices) {
     const char *op = "init";

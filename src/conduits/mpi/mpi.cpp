@@ -43,14 +43,7 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
                             "mpi: an AM of %zu bytes to rank %u exceeds the %zu-byte message", length, peer, msg_max_);
     const Status s = send_packed<SendBuffer>(
         m, small_send,
-        [&]() -> SendBuffer * {
-            if (send_free_.empty()) reap_sends();
-            if (send_free_.empty()) {
-                ++counters_.full;
-                return nullptr;
-            }
-            return send_free_.take();
-        },
+        [&] { return send_buffer(); },
         [&](std::byte *bytes, std::size_t n, SendBuffer *b) {
             if (b) {
                 const Status st = isend(b, peer, n);
@@ -306,18 +299,25 @@ bool MpiTransport::ack_send(Rank origin, std::uint32_t post) {
     return true;
 }
 
+// Under lock_: a free send buffer (sends reaped first if none is), or
+// null, counted as the network full.
+SendBuffer *MpiTransport::send_buffer() {
+    if (send_free_.empty()) reap_sends();
+    if (send_free_.empty()) {
+        ++counters_.full;
+        return nullptr;
+    }
+    return send_free_.take();
+}
+
 // `n` bytes (a small AM, a Put or Get header, a Put's acknowledgement)
 // copied into a send buffer and sent by MPI_Isend: Status::not_ready when
 // none is free.  Never a blocking MPI_Send under the lock: under MPICH's
 // UCX with more threads than cores one took seconds, and the rank answered
 // nothing meanwhile (its peers took it for dead).
 Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
-    if (send_free_.empty()) reap_sends();
-    if (send_free_.empty()) {
-        ++counters_.full;
-        return Status::not_ready;
-    }
-    SendBuffer *b = send_free_.take();
+    SendBuffer *b = send_buffer();
+    if (!b) return Status::not_ready;
     std::memcpy(b->bytes, bytes, n);
     if (const Status s = isend(b, peer, n); s != Status::ok) return s;
     // So small a send is usually complete already (eager): its buffer
@@ -407,7 +407,7 @@ Status MpiTransport::rma_messages_post(RmaPost *p, std::uint64_t remote, void *l
         if (const Status st = send_copy(p->peer, &h, sizeof h); st != Status::ok) return st;
         if ((rc = MPI_Isend(local, count, MPI_BYTE, peer, put_tag, comm_, &r)) == MPI_SUCCESS) return Status::ok;
     } else {
-        if (send_free_.empty()) reap_sends();
+        if (send_free_.empty()) reap_sends();  // the header's buffer, before the receive
         if (send_free_.empty()) {
             ++counters_.full;
             return Status::not_ready;

@@ -149,6 +149,7 @@ private:
     void rma_finish(RmaPost *p);                                    // under lock_
     Status rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r);  // under lock_
     void serve_arrived(Rank origin, const std::byte *bytes, std::size_t length);  // under lock_
+    SendBuffer *send_buffer();                                      // under lock_
     Status send_copy(Rank peer, const void *bytes, std::size_t n);  // under lock_
     bool ack_send(Rank origin, std::uint32_t post);                 // under lock_
     Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
