@@ -17,43 +17,31 @@ namespace {
 using Loaded = common::RunTimeLibrary<Api>;
 using common::dl_bind;
 
+bool bind(void *lib, Api &a, std::string &why) {
+    return dl_bind(lib, "GNI_CdmCreate", a.CdmCreate, why) & dl_bind(lib, "GNI_CdmAttach", a.CdmAttach, why) &
+           dl_bind(lib, "GNI_CdmDestroy", a.CdmDestroy, why) & dl_bind(lib, "GNI_CqCreate", a.CqCreate, why) &
+           dl_bind(lib, "GNI_CqDestroy", a.CqDestroy, why) & dl_bind(lib, "GNI_CqGetEvent", a.CqGetEvent, why) &
+           dl_bind(lib, "GNI_EpCreate", a.EpCreate, why) & dl_bind(lib, "GNI_EpBind", a.EpBind, why) &
+           dl_bind(lib, "GNI_EpUnbind", a.EpUnbind, why) & dl_bind(lib, "GNI_EpDestroy", a.EpDestroy, why) &
+           dl_bind(lib, "GNI_MemRegister", a.MemRegister, why) &
+           dl_bind(lib, "GNI_MemDeregister", a.MemDeregister, why) &
+           dl_bind(lib, "GNI_SmsgBufferSizeNeeded", a.SmsgBufferSizeNeeded, why) &
+           dl_bind(lib, "GNI_SmsgInit", a.SmsgInit, why) & dl_bind(lib, "GNI_SmsgSendWTag", a.SmsgSendWTag, why) &
+           dl_bind(lib, "GNI_SmsgGetNextWTag", a.SmsgGetNextWTag, why) &
+           dl_bind(lib, "GNI_SmsgRelease", a.SmsgRelease, why) & dl_bind(lib, "GNI_PostFma", a.PostFma, why) &
+           dl_bind(lib, "GNI_PostRdma", a.PostRdma, why) & dl_bind(lib, "GNI_GetCompleted", a.GetCompleted, why);
+}
+
 Loaded load() {
-    Loaded l;
-    const std::string &chosen = base::knob_string(knob(Knob::GNI_LIBRARY));
-    const std::string path = chosen.empty() ? "libugni.so.0" : chosen;
-    void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-        const char *e = ::dlerror();
-        l.why = "cannot open the uGNI library (" + (e != nullptr ? std::string(e) : path) +
-                (chosen.empty() ? "; set SLUICE_GNI_LIBRARY or LD_LIBRARY_PATH)" : ")");
-        return l;
-    }
-    Api &a = l.api;
-    l.ok = dl_bind(lib, "GNI_CdmCreate", a.CdmCreate, l.why) & dl_bind(lib, "GNI_CdmAttach", a.CdmAttach, l.why) &
-           dl_bind(lib, "GNI_CdmDestroy", a.CdmDestroy, l.why) & dl_bind(lib, "GNI_CqCreate", a.CqCreate, l.why) &
-           dl_bind(lib, "GNI_CqDestroy", a.CqDestroy, l.why) & dl_bind(lib, "GNI_CqGetEvent", a.CqGetEvent, l.why) &
-           dl_bind(lib, "GNI_EpCreate", a.EpCreate, l.why) & dl_bind(lib, "GNI_EpBind", a.EpBind, l.why) &
-           dl_bind(lib, "GNI_EpUnbind", a.EpUnbind, l.why) & dl_bind(lib, "GNI_EpDestroy", a.EpDestroy, l.why) &
-           dl_bind(lib, "GNI_MemRegister", a.MemRegister, l.why) &
-           dl_bind(lib, "GNI_MemDeregister", a.MemDeregister, l.why) &
-           dl_bind(lib, "GNI_SmsgBufferSizeNeeded", a.SmsgBufferSizeNeeded, l.why) &
-           dl_bind(lib, "GNI_SmsgInit", a.SmsgInit, l.why) & dl_bind(lib, "GNI_SmsgSendWTag", a.SmsgSendWTag, l.why) &
-           dl_bind(lib, "GNI_SmsgGetNextWTag", a.SmsgGetNextWTag, l.why) &
-           dl_bind(lib, "GNI_SmsgRelease", a.SmsgRelease, l.why) & dl_bind(lib, "GNI_PostFma", a.PostFma, l.why) &
-           dl_bind(lib, "GNI_PostRdma", a.PostRdma, l.why) & dl_bind(lib, "GNI_GetCompleted", a.GetCompleted, l.why);
-    if (!l.ok) l.why = path + " is not a uGNI library: " + l.why;
-    return l;
+    return common::load_library<Api>(base::knob_string(knob(Knob::GNI_LIBRARY)), {"libugni.so.0"}, "uGNI",
+                                     "SLUICE_GNI_LIBRARY", "a uGNI library", bind);
 }
 
 } // namespace
 
 const Api *api(std::string *why) { return common::run_time_api<Api, load>(why); }
 
-const Api &ugni() {
-    const Api *a = api();
-    if (a == nullptr) std::abort();  // the conduit opened only after api() succeeded
-    return *a;
-}
+const Api &ugni() { return common::opened_api<Api, load>(); }
 
 const char *rc_name(gni_return_t rc) {
     switch (rc) {

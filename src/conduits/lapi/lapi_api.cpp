@@ -17,38 +17,26 @@ namespace {
 using Loaded = common::RunTimeLibrary<Api>;
 using common::dl_bind;
 
+bool bind(void *lib, Api &a, std::string &why) {
+    return dl_bind(lib, "LAPI_Init", a.Init, why) & dl_bind(lib, "LAPI_Term", a.Term, why) &
+           dl_bind(lib, "LAPI_Msg_string", a.Msg_string, why) & dl_bind(lib, "LAPI_Qenv", a.Qenv, why) &
+           dl_bind(lib, "LAPI_Senv", a.Senv, why) & dl_bind(lib, "LAPI_Addr_set", a.Addr_set, why) &
+           dl_bind(lib, "LAPI_Addr_get", a.Addr_get, why) & dl_bind(lib, "LAPI_Amsend", a.Amsend, why) &
+           dl_bind(lib, "LAPI_Put", a.Put, why) & dl_bind(lib, "LAPI_Get", a.Get, why) &
+           dl_bind(lib, "LAPI_Setcntr", a.Setcntr, why) & dl_bind(lib, "LAPI_Getcntr", a.Getcntr, why) &
+           dl_bind(lib, "LAPI_Probe", a.Probe, why);
+}
+
 Loaded load() {
-    Loaded l;
-    const std::string &chosen = base::knob_string(knob(Knob::LAPI_LIBRARY));
-    const std::string path = chosen.empty() ? "liblapi.so.1" : chosen;
-    void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-        const char *e = ::dlerror();
-        l.why = "cannot open the LAPI library (" + (e != nullptr ? std::string(e) : path) +
-                (chosen.empty() ? "; set SLUICE_LAPI_LIBRARY or LD_LIBRARY_PATH)" : ")");
-        return l;
-    }
-    Api &a = l.api;
-    l.ok = dl_bind(lib, "LAPI_Init", a.Init, l.why) & dl_bind(lib, "LAPI_Term", a.Term, l.why) &
-           dl_bind(lib, "LAPI_Msg_string", a.Msg_string, l.why) & dl_bind(lib, "LAPI_Qenv", a.Qenv, l.why) &
-           dl_bind(lib, "LAPI_Senv", a.Senv, l.why) & dl_bind(lib, "LAPI_Addr_set", a.Addr_set, l.why) &
-           dl_bind(lib, "LAPI_Addr_get", a.Addr_get, l.why) & dl_bind(lib, "LAPI_Amsend", a.Amsend, l.why) &
-           dl_bind(lib, "LAPI_Put", a.Put, l.why) & dl_bind(lib, "LAPI_Get", a.Get, l.why) &
-           dl_bind(lib, "LAPI_Setcntr", a.Setcntr, l.why) & dl_bind(lib, "LAPI_Getcntr", a.Getcntr, l.why) &
-           dl_bind(lib, "LAPI_Probe", a.Probe, l.why);
-    if (!l.ok) l.why = path + " is not a LAPI library: " + l.why;
-    return l;
+    return common::load_library<Api>(base::knob_string(knob(Knob::LAPI_LIBRARY)), {"liblapi.so.1"}, "LAPI",
+                                     "SLUICE_LAPI_LIBRARY", "a LAPI library", bind);
 }
 
 } // namespace
 
 const Api *api(std::string *why) { return common::run_time_api<Api, load>(why); }
 
-const Api &calls() {
-    const Api *a = api();
-    if (a == nullptr) std::abort();  // the conduit opened only after api() succeeded
-    return *a;
-}
+const Api &calls() { return common::opened_api<Api, load>(); }
 
 std::string error_text(int rc) {
     char text[LAPI_MAX_ERR_STRING + 1] = {};

@@ -6,8 +6,21 @@ AS_IF([test "x$sluice_have_fabric" = xno && test "x${enable_ofi+set}" != xset], 
 SLUICE_CONDUIT([ofi], [yes])
 AS_IF([test "x$enable_ofi" != xno && test "x$sluice_have_fabric" = xno],
   [AC_MSG_ERROR([the ofi conduit needs libfabric >= 1.10 (Debian: libfabric-dev); use --disable-ofi])])
-# A static libsluice needs libfabric at the consumer's link (sluice.pc).
-AS_IF([test "x$enable_ofi" = xyes], [SLUICE_CONDUIT_LIBS="$SLUICE_CONDUIT_LIBS $FABRIC_LIBS"])
+# libsluice opens libfabric at run time (fabric_api.hpp says why): the
+# library pkg-config names is the one it opens unless SLUICE_OFI_LIBRARY
+# says otherwise, and only what dlopen needs is linked.
+FABRIC_DL_LIBS=
+AS_IF([test "x$enable_ofi" = xyes], [
+  sluice_fabric_libdir=`$PKG_CONFIG --variable=libdir libfabric 2>/dev/null`
+  AS_IF([test -n "$sluice_fabric_libdir" && test -e "$sluice_fabric_libdir/libfabric.so.1"],
+    [AC_DEFINE_UNQUOTED([SLUICE_FABRIC_LIBRARY], ["$sluice_fabric_libdir/libfabric.so.1"],
+                        [The libfabric the ofi conduit opens when SLUICE_OFI_LIBRARY is not set])])
+  sluice_fabric_save_LIBS=$LIBS
+  AC_SEARCH_LIBS([dlopen], [dl], [], [AC_MSG_ERROR([the ofi conduit needs dlopen])])
+  AS_IF([test "$ac_cv_search_dlopen" != "none required"], [FABRIC_DL_LIBS=$ac_cv_search_dlopen])
+  LIBS=$sluice_fabric_save_LIBS
+  SLUICE_CONDUIT_LIBS="$SLUICE_CONDUIT_LIBS $FABRIC_DL_LIBS"])
+AC_SUBST([FABRIC_DL_LIBS])
 # SLUICE_OFI_PROVIDER's built-in default (a Cray EX: cxi).
 AC_ARG_WITH([ofi-provider],
   [AS_HELP_STRING([--with-ofi-provider=NAME], [the default of SLUICE_OFI_PROVIDER, as fi_info -p names it (default: empty, the first that works)])],

@@ -23,7 +23,7 @@ namespace sluice::conduit::ofi::detail {
 
 Status OfiTransport::fatal(const char *op, Rank peer, int error, const char *what) {
     return base::report(Status::transport, op, "check that the peer is alive and reachable over this provider",
-                        "ofi (%s): %s, rank %u: %s", provider_.c_str(), what, peer, fi_strerror(error < 0 ? -error : error));
+                        "ofi (%s): %s, rank %u: %s", provider_.c_str(), what, peer, fab().strerror(error < 0 ? -error : error));
 }
 
 // ---- sends ----
@@ -211,7 +211,7 @@ void OfiTransport::reap_error() {
     if (err.flags & FI_RECV) {
         auto *b = static_cast<RecvBuffer *>(c);
         base::report(Status::transport, "poll (ofi)", "this is a Sluice bug or a provider fault",
-                     "ofi (%s): a receive failed: %s (%s)", provider_.c_str(), fi_strerror(err.err), detail ? detail : "");
+                     "ofi (%s): a receive failed: %s (%s)", provider_.c_str(), fab().strerror(err.err), detail ? detail : "");
         if (err.flags & FI_MULTI_RECV) release(b);
         return;
     }
@@ -220,7 +220,7 @@ void OfiTransport::reap_error() {
         auto *b = static_cast<SendBuffer *>(c);
         base::report(Status::transport, "send (ofi)", "check that the peer is alive and reachable over this provider",
                      "ofi (%s): an AM to rank %u was not delivered: %s (%s)", provider_.c_str(), b->peer,
-                     fi_strerror(err.err), detail ? detail : "");
+                     fab().strerror(err.err), detail ? detail : "");
         send_free_.give(b);
     } else if (c->tag == Tag::rma) {
         auto *p = static_cast<RmaPost *>(c);
@@ -228,11 +228,11 @@ void OfiTransport::reap_error() {
         base::report(Status::transport, p->write ? "put (ofi)" : "get (ofi)",
                      "check that the peer is alive and that the address lies in its segment",
                      "ofi (%s): %s of %zu bytes with rank %u failed: %s (%s)", provider_.c_str(),
-                     p->write ? "fi_write" : "fi_read", p->n, p->peer, fi_strerror(err.err), detail ? detail : "");
+                     p->write ? "fi_write" : "fi_read", p->n, p->peer, fab().strerror(err.err), detail ? detail : "");
         rma_done(p);
     } else if (c->tag == Tag::atomic) {
         base::report(Status::transport, "atomic (ofi)", "check that the peer is alive and the word lies in its segment",
-                     "ofi (%s): an atomic failed: %s (%s)", provider_.c_str(), fi_strerror(err.err),
+                     "ofi (%s): an atomic failed: %s (%s)", provider_.c_str(), fab().strerror(err.err),
                      detail ? detail : "");
         --rma_outstanding_;
         atomic_.done(static_cast<AtomicSlot *>(c), false);
@@ -388,9 +388,9 @@ std::string OfiTransport::nic_atomics_support(sluice_dt_t type, std::uint64_t op
         const fi_datatype dt = fi_type(type);
         if (fi_query_atomic(domain_, dt, fop, &attr, flags) != 0 || attr.count < 1) {
             std::string why = "provider " + provider_ + " has no ";
-            why += fi_tostr(&fop, FI_TYPE_ATOMIC_OP);  // a static buffer: one at a time
+            why += fab().tostr(&fop, FI_TYPE_ATOMIC_OP);  // a static buffer: one at a time
             why += " on ";
-            why += fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE);
+            why += fab().tostr(&dt, FI_TYPE_ATOMIC_TYPE);
             return why;
         }
     }

@@ -10,6 +10,7 @@
 #include "base/status.hpp"
 #include "spawners/bootstrap.hpp"
 
+#include <strings.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -26,6 +27,10 @@ namespace detail {
 namespace {
 
 constexpr std::uint32_t fabric_version = FI_VERSION(1, 10);
+// ofi_rxm's shared receive buffers (query, below), and libfabric's own
+// defaults for its buffers (receive_buffer_bytes_impl).
+constexpr const char *rxm_shared_receives = "256";
+constexpr std::size_t rxm_buffer_default = 16384, rxm_per_connection_default = 128, rxm_shared_default = 4096;
 
 // The default order: hardware providers first, then the software ones
 // that run anywhere.
@@ -36,7 +41,7 @@ constexpr const char *provider_order[] = {"cxi", "verbs;ofi_rxm", "efa", "psm3",
 // memory-registration mode this conduit honours, each peer's messages in
 // order.
 fi_info *hints_make(const std::string &provider) {
-    fi_info *h = fi_allocinfo();
+    fi_info *h = fab().dupinfo(nullptr);
     if (!h) return nullptr;
     h->ep_attr->type = FI_EP_RDM;
     h->caps = FI_MSG | FI_RMA | FI_MULTI_RECV;
@@ -83,6 +88,7 @@ const fi_info *choose(const fi_info *list, const std::string &domain, bool one_h
 // fi_getinfo for `provider` (empty: every provider).  Null and `why` set
 // when nothing answers.
 fi_info *query(const std::string &provider, std::string &why) {
+    if (api(&why) == nullptr) return nullptr;
     fi_info *h = hints_make(provider);
     if (!h) {
         why = "fi_allocinfo failed";
@@ -104,14 +110,24 @@ fi_info *query(const std::string &provider, std::string &why) {
     // ping-pong there stalled in retransmissions of dropped segments.
     // Sleep as soon as it is idle instead, under the same rule as above.
     setenv("FI_SOCKETS_PE_WAITTIME", "0", 0);
+    // ofi_rxm posts FI_OFI_RXM_MSG_RX_SIZE (128) buffers of
+    // FI_OFI_RXM_BUFFER_SIZE (16 KiB) on each connection, 2 MiB for every
+    // peer it connects to: memory that grows with the job.  One shared
+    // receive context of 256 such buffers instead, 4 MiB at any size
+    // (the pool's size only with the shared context chosen here: a program
+    // that sets FI_OFI_RXM_USE_SRX keeps rxm's sizes for its choice).
+    if (!std::getenv("FI_OFI_RXM_USE_SRX")) {
+        setenv("FI_OFI_RXM_USE_SRX", "1", 0);
+        setenv("FI_OFI_RXM_MSG_RX_SIZE", rxm_shared_receives, 0);
+    }
     fi_info *list = nullptr;
-    const int r = fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &list);
-    fi_freeinfo(h);
+    const int r = fab().getinfo(fabric_version, nullptr, nullptr, 0, h, &list);
+    fab().freeinfo(h);
     if (r != 0 || !list) {
         why = provider.empty() ? std::string("no libfabric provider offers reliable datagram endpoints with messages "
-                                             "and RMA (fi_getinfo: ") + fi_strerror(-r) + ")"
+                                             "and RMA (fi_getinfo: ") + fab().strerror(-r) + ")"
                                : "provider " + provider + " offers no reliable datagram endpoint with messages and "
-                                 "RMA here (fi_getinfo: " + fi_strerror(-r) + ")";
+                                 "RMA here (fi_getinfo: " + fab().strerror(-r) + ")";
         return nullptr;
     }
     return list;
@@ -183,12 +199,12 @@ Status OfiTransport::open_fabric() {
     std::string provider;
     const fi_info *pick = choose(list, domain, one_host, &provider);
     if (!pick) {
-        fi_freeinfo(list);
+        fab().freeinfo(list);
         return base::report(Status::transport, op, "fi_info -v lists each provider's domains; unset SLUICE_OFI_DOMAIN or set it to one",
                             "no domain %s for provider %s", domain.c_str(), provider.c_str());
     }
-    info_ = fi_dupinfo(pick);
-    fi_freeinfo(list);
+    info_ = fab().dupinfo(pick);
+    fab().freeinfo(list);
     if (!info_) return base::report(Status::resource, op, nullptr, "fi_dupinfo failed");
     provider_ = info_->fabric_attr->prov_name;
     domain_name_ = info_->domain_attr->name ? info_->domain_attr->name : "";
@@ -204,27 +220,27 @@ Status OfiTransport::open_fabric() {
         fi_info *with = nullptr;
         if (h) {
             h->caps |= FI_ATOMIC;
-            if (fi_getinfo(fabric_version, nullptr, nullptr, 0, h, &with) != 0) with = nullptr;
-            fi_freeinfo(h);
+            if (fab().getinfo(fabric_version, nullptr, nullptr, 0, h, &with) != 0) with = nullptr;
+            fab().freeinfo(h);
         }
         for (const fi_info *i = with; i; i = i->next) {
             const char *d = i->domain_attr->name ? i->domain_attr->name : "";
             if (domain_name_ != d || std::strcmp(i->fabric_attr->name, info_->fabric_attr->name) != 0) continue;
-            if (fi_info *dup = fi_dupinfo(i)) {
-                fi_freeinfo(info_);
+            if (fi_info *dup = fab().dupinfo(i)) {
+                fab().freeinfo(info_);
                 info_ = dup;
                 atomics_ = true;
             }
             break;
         }
-        if (with) fi_freeinfo(with);
+        if (with) fab().freeinfo(with);
     }
 
     const std::uint64_t mode = info_->domain_attr->mr_mode;
     if (mode & (FI_MR_RAW | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT))
         return base::report(Status::transport, op, "choose another provider with SLUICE_OFI_PROVIDER",
                             "provider %s demands a memory-registration mode this conduit does not implement (%s)",
-                            provider_.c_str(), fi_tostr(&mode, FI_TYPE_MR_MODE));
+                            provider_.c_str(), fab().tostr(&mode, FI_TYPE_MR_MODE));
     mr_.local = mode & FI_MR_LOCAL;
     mr_.virt_addr = mode & FI_MR_VIRT_ADDR;
     mr_.prov_key = mr_.real_prov_key = mode & FI_MR_PROV_KEY;
@@ -261,7 +277,7 @@ Status OfiTransport::open_fabric() {
     auto check = [&](int r, const char *call) -> Status {
         if (r == 0) return Status::ok;
         return base::report(Status::transport, op, "SLUICE_OFI_PROVIDER chooses another provider",
-                            "provider %s, domain %s: %s: %s", provider_.c_str(), domain_name_.c_str(), call, fi_strerror(-r));
+                            "provider %s, domain %s: %s: %s", provider_.c_str(), domain_name_.c_str(), call, fab().strerror(-r));
     };
     // sockets progresses data from a thread of its own by default
     // (FI_PROGRESS_AUTO), which spins FI_SOCKETS_PE_WAITTIME (10 ms) after
@@ -269,7 +285,7 @@ Status OfiTransport::open_fabric() {
     // milliseconds.  Manual progress moves its data in this rank's polls.
     if (provider_ == "sockets") info_->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     manual_progress_ = info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
-    if (Status s = check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric"); s != Status::ok) return s;
+    if (Status s = check(fab().fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric"); s != Status::ok) return s;
     if (Status s = check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain"); s != Status::ok) return s;
     fi_av_attr av{};
     av.type = FI_AV_TABLE;
@@ -367,7 +383,7 @@ Status OfiTransport::exchange_addresses() {
     std::size_t length = sizeof mine.name;
     if (int r = fi_getname(&ep_->fid, mine.name, &length); r != 0)
         return base::report(Status::transport, op, nullptr, "provider %s: fi_getname: %s (%zu bytes)", provider_.c_str(),
-                            fi_strerror(-r), length);
+                            fab().strerror(-r), length);
     mine.name_length = static_cast<std::uint32_t>(length);
     std::vector<std::string> all;
     if (Status s = common::allgather_records(setup(), "ofi", "an address", &mine, sizeof mine, all); s != Status::ok)
@@ -391,7 +407,7 @@ Status OfiTransport::exchange_addresses() {
     if (inserted != static_cast<int>(n))
         return base::report(Status::transport, op, "check that every rank reaches the others over this provider",
                             "fi_av_insert took %d of %u addresses (%s)", inserted, n,
-                            inserted < 0 ? fi_strerror(-inserted) : "some refused");
+                            inserted < 0 ? fab().strerror(-inserted) : "some refused");
     peer_key_.assign(n, 0);
     peers_.reset(n);
     liveness_setup(n, peer_timeout_s_, "SLUICE_OFI_PEER_TIMEOUT");
@@ -417,7 +433,7 @@ Status OfiTransport::register_raw(void *base, std::size_t size, std::uint64_t ac
     mr = nullptr;
     return base::report(Status::resource, "register memory", "check the locked-memory limit (ulimit -l)",
                         "ofi (%s): cannot register %zu bytes at %p for %s: %s", provider_.c_str(), size, base, what,
-                        fi_strerror(-r));
+                        fab().strerror(-r));
 }
 
 Status OfiTransport::buffers_create() {
@@ -554,13 +570,36 @@ void OfiTransport::close_all() {
     domain_ = nullptr;
     if (fabric_) fi_close(&fabric_->fid);
     fabric_ = nullptr;
-    if (info_) fi_freeinfo(info_);
+    if (info_) fab().freeinfo(info_);
     info_ = nullptr;
     own_segment_.release();
 }
 
 void OfiTransport::stats_print() const {
     common::stats_line(setup().rank, "ofi", provider_, counters_, receive_wakeups(), "");
+}
+
+// The conduit's posted buffers, and under ofi_rxm the provider's own:
+// FI_OFI_RXM_MSG_RX_SIZE buffers of FI_OFI_RXM_BUFFER_SIZE, once with a
+// shared receive context, else on each connection (at most one per peer).
+std::size_t OfiTransport::receive_buffer_bytes_impl() {
+    std::size_t n = 0;
+    for (const auto &b : recv_) n += b->size;
+    if (provider_.ends_with(";ofi_rxm")) {
+        auto number = [](const char *name, std::size_t fallback) {
+            const char *v = std::getenv(name);
+            std::size_t x = 0;
+            return v && base::parse_size(v, x) ? x : fallback;
+        };
+        const char *srx = std::getenv("FI_OFI_RXM_USE_SRX");
+        const bool shared = srx && (!std::strcmp(srx, "1") || !strcasecmp(srx, "on") || !strcasecmp(srx, "yes") ||
+                                    !strcasecmp(srx, "true"));
+        const std::size_t buffers =
+            number("FI_OFI_RXM_MSG_RX_SIZE", shared ? rxm_shared_default : rxm_per_connection_default);
+        const std::size_t bytes = buffers * number("FI_OFI_RXM_BUFFER_SIZE", rxm_buffer_default);
+        n += shared ? bytes : bytes * (setup().size - 1);
+    }
+    return n;
 }
 
 } // namespace detail
@@ -571,7 +610,7 @@ std::string probe() {
     std::string why;
     fi_info *list = detail::query(base::knob_string(knob(Knob::OFI_PROVIDER)), why);
     if (!list) return why;
-    fi_freeinfo(list);
+    fab().freeinfo(list);
     return "";
 }
 
@@ -589,7 +628,7 @@ std::string limits() {
                       pick->tx_attr->inject_size);
         out = line;
     }
-    fi_freeinfo(list);
+    fab().freeinfo(list);
     return out;
 }
 

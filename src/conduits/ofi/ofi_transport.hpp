@@ -17,6 +17,7 @@
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/peer_order.hpp"
 #include "conduits/common/peer_table.hpp"
+#include "conduits/ofi/fabric_api.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
 #include "conduits/transport.hpp"
@@ -131,6 +132,7 @@ public:
 
 protected:
     Status init_impl() override;
+    std::size_t receive_buffer_bytes_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,

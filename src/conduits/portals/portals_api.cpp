@@ -18,60 +18,33 @@ namespace {
 using Loaded = common::RunTimeLibrary<Api>;
 using common::dl_bind;
 
-void *open_library(std::string &why, std::string &opened) {
-    std::string tried;
-    auto attempt = [&](const std::string &path) -> void * {
-        void *lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (lib != nullptr) {
-            opened = path;
-        } else {
-            const char *e = ::dlerror();
-            tried += (tried.empty() ? "" : "; ") + (e != nullptr ? std::string(e) : path);
-        }
-        return lib;
-    };
-    const std::string &chosen = base::knob_string(knob(Knob::PORTALS_LIBRARY));
-    void *lib = nullptr;
-    if (!chosen.empty()) {
-        lib = attempt(chosen);
-    } else {
-#ifdef SLUICE_PORTALS4_LIBRARY
-        lib = attempt(SLUICE_PORTALS4_LIBRARY);
-#endif
-        if (lib == nullptr) lib = attempt("libportals.so.4");
-    }
-    if (lib == nullptr) why = "cannot open the Portals 4 library (" + tried + ")";
-    return lib;
+bool bind(void *lib, Api &a, std::string &why) {
+    return dl_bind(lib, "PtlInit", a.Init, why) & dl_bind(lib, "PtlFini", a.Fini, why) &
+           dl_bind(lib, "PtlNIInit", a.NIInit, why) & dl_bind(lib, "PtlNIFini", a.NIFini, why) &
+           dl_bind(lib, "PtlGetPhysId", a.GetPhysId, why) & dl_bind(lib, "PtlSetMap", a.SetMap, why) &
+           dl_bind(lib, "PtlEQAlloc", a.EQAlloc, why) & dl_bind(lib, "PtlEQFree", a.EQFree, why) &
+           dl_bind(lib, "PtlEQGet", a.EQGet, why) & dl_bind(lib, "PtlPTAlloc", a.PTAlloc, why) &
+           dl_bind(lib, "PtlPTFree", a.PTFree, why) & dl_bind(lib, "PtlMDBind", a.MDBind, why) &
+           dl_bind(lib, "PtlMDRelease", a.MDRelease, why) & dl_bind(lib, "PtlMEAppend", a.MEAppend, why) &
+           dl_bind(lib, "PtlMEUnlink", a.MEUnlink, why) & dl_bind(lib, "PtlPut", a.Put, why) &
+           dl_bind(lib, "PtlGet", a.Get, why) & dl_bind(lib, "PtlAtomic", a.Atomic, why) &
+           dl_bind(lib, "PtlFetchAtomic", a.FetchAtomic, why) & dl_bind(lib, "PtlSwap", a.Swap, why);
 }
 
 Loaded load() {
-    Loaded l;
-    std::string path;
-    void *lib = open_library(l.why, path);
-    if (lib == nullptr) return l;
-    Api &a = l.api;
-    l.ok = dl_bind(lib, "PtlInit", a.Init, l.why) & dl_bind(lib, "PtlFini", a.Fini, l.why) &
-           dl_bind(lib, "PtlNIInit", a.NIInit, l.why) & dl_bind(lib, "PtlNIFini", a.NIFini, l.why) &
-           dl_bind(lib, "PtlGetPhysId", a.GetPhysId, l.why) & dl_bind(lib, "PtlSetMap", a.SetMap, l.why) &
-           dl_bind(lib, "PtlEQAlloc", a.EQAlloc, l.why) & dl_bind(lib, "PtlEQFree", a.EQFree, l.why) &
-           dl_bind(lib, "PtlEQGet", a.EQGet, l.why) & dl_bind(lib, "PtlPTAlloc", a.PTAlloc, l.why) &
-           dl_bind(lib, "PtlPTFree", a.PTFree, l.why) & dl_bind(lib, "PtlMDBind", a.MDBind, l.why) &
-           dl_bind(lib, "PtlMDRelease", a.MDRelease, l.why) & dl_bind(lib, "PtlMEAppend", a.MEAppend, l.why) &
-           dl_bind(lib, "PtlMEUnlink", a.MEUnlink, l.why) & dl_bind(lib, "PtlPut", a.Put, l.why) &
-           dl_bind(lib, "PtlGet", a.Get, l.why) & dl_bind(lib, "PtlAtomic", a.Atomic, l.why) &
-           dl_bind(lib, "PtlFetchAtomic", a.FetchAtomic, l.why) & dl_bind(lib, "PtlSwap", a.Swap, l.why);
-    if (!l.ok) l.why = path + " is not a Portals 4 library: " + l.why;
-    return l;
+#ifdef SLUICE_PORTALS4_LIBRARY
+    const char *configured = SLUICE_PORTALS4_LIBRARY;
+#else
+    const char *configured = nullptr;
+#endif
+    return common::load_library<Api>(base::knob_string(knob(Knob::PORTALS_LIBRARY)),
+                                     {configured, "libportals.so.4"}, "Portals 4", "SLUICE_PORTALS_LIBRARY", "a Portals 4 library", bind);
 }
 
 } // namespace
 
 const Api *api(std::string *why) { return common::run_time_api<Api, load>(why); }
 
-const Api &ptl() {
-    const Api *a = api();
-    if (a == nullptr) std::abort();  // the conduit opened only after api() succeeded
-    return *a;
-}
+const Api &ptl() { return common::opened_api<Api, load>(); }
 
 } // namespace sluice::conduit::portals

@@ -487,6 +487,11 @@ void PortalsTransport::close_all() {
     atomic_.clear();
 }
 
+// The request and SYS buffers and the event queues.
+std::size_t PortalsTransport::receive_memory() const {
+    return (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * sizeof(ptl_event_t);
+}
+
 // The layer's line (common::stats_line) with portals' own counters after
 // it, then the receive memory.
 void PortalsTransport::stats_print() const {
@@ -500,8 +505,7 @@ void PortalsTransport::stats_print() const {
     std::fprintf(stderr,
                  "[%u] portals: receive memory %zu bytes: request buffers %zu x %zu, SYS buffers %zu x %zu, "
                  "events %zu x %zu (AM %zu, SAFE %zu, SYS %zu); send buffers %zu bytes\n",
-                 setup().rank,
-                 (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * event,
+                 setup().rank, receive_memory(),
                  reqrb_.size(), reqrb_size_, sysrb_.size(), reqrb_size_, am_eq_size_ + safe_eq_size_ + sys_eq_size_,
                  event, am_eq_size_, safe_eq_size_, sys_eq_size_, (reqsb_.size() + rplsb_.size()) * chunk_bytes);
 }

@@ -226,13 +226,5 @@ else
 fi
 
 echo "=== gni: libsluice opens libugni at run time"
-lib=$(ls "$builddir"/.libs/libsluice.so.*.*.* 2> /dev/null | head -1)
-if [ -z "$lib" ]; then
-    echo "not run: no shared libsluice in this build"
-elif objdump -p "$lib" | grep -q 'NEEDED *libugni'; then
-    echo "FAIL: $(basename "$lib") links libugni (it must open it with dlopen)"
-    failed=1
-else
-    echo "ok: $(basename "$lib") does not link libugni"
-fi
+not_linked libugni
 exit $failed

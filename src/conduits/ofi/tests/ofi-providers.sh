@@ -5,8 +5,9 @@
 # with a ring of receive buffers: the conduit conformance suite, then the
 # multi-process suites over the network path (tests/mp, Net/*ofi*).  The
 # default provider (tcp;ofi_rxm) runs in those suites already.  In the
-# plain build, then, sluice-bench's ofi section (--quick --reps 1) over each of the
-# five must finish within a hard time limit.  Skips (77) without the ofi
+# plain build, then, sluice-bench's ofi section (--quick --reps 1) over
+# tcp;ofi_rxm and sockets (every provider with SLUICETEST_OFI_BENCH_ALL=1)
+# must finish within a hard time limit.  Skips (77) without the ofi
 # conduit; a provider fi_info does not list here is named and skipped.
 # README.md in this folder.
 set -u
@@ -219,16 +220,55 @@ mp_exclude=$mp_client_families
 run "tcp;ofi_rxm as if it demanded FI_MR_LOCAL, PROV_KEY and ENDPOINT, with 64 KiB RMA pieces, 4 send buffers and small receive buffers" \
     SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_MR_MODE_ADD=local,prov_key,endpoint \
     SLUICE_OFI_RMA_CHUNK=64K SLUICE_OFI_SEND_BUFFERS=4 SLUICE_OFI_RECV_BUFFERS=2 SLUICE_OFI_RECV_BUFFER_SIZE=300K
+# libfabric is opened the first time a job probes or opens ofi, never
+# linked (src/conduits/ofi/fabric_api.hpp): a job on one host loads none of
+# it, a library that does not open or is not libfabric is named.
+echo "=== ofi: libsluice opens libfabric at run time"
+not_linked libfabric
+# loads ENV...: how many times the ranks of a 2-rank job with ENV loaded
+# libfabric (LD_DEBUG=files).
+loads() {
+    env LD_DEBUG=files "$@" timeout 60 "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" basic 2>&1 |
+        grep -c 'file=[^ ]*libfabric\.so.*generating link map'
+}
+n=$(loads)
+if [ "$n" = 0 ]; then
+    echo "ok: a job on one host (smp) loads no libfabric"
+else
+    echo "FAIL: a job on one host loaded libfabric ($n times; LD_DEBUG=files)"
+    failed=1
+fi
+n=$(loads SLUICE_NETWORK=ofi SLUICE_ROUTE=network)
+if [ "$n" = 2 ]; then
+    echo "ok: a job over ofi loads libfabric once in each rank"
+else
+    echo "FAIL: a job over ofi loaded libfabric $n times in its 2 ranks (LD_DEBUG=files)"
+    failed=1
+fi
+code=0
+log=$(SLUICE_OFI_LIBRARY=/nonexistent/libfabric.so.1 SLUICE_NETWORK=ofi SLUICE_ROUTE=network timeout 60 \
+    "$builddir/sluicerun" -n 2 -- "$builddir/tests/mp/sluice-mp-test" basic 2>&1) || code=$?
+expect "SLUICE_OFI_LIBRARY naming no file: the job is refused with the reason" fail \
+    "cannot open the libfabric library (/nonexistent/libfabric.so.1"
+if SLUICE_OFI_LIBRARY=libc.so.6 "$builddir/sluice-info" --conduits 2>&1 | grep -A3 -E '^ +ofi ' |
+    grep -q "probe here: fails: libc.so.6 is not libfabric: it has no fi_"; then
+    echo "ok: sluice-info says when SLUICE_OFI_LIBRARY names a library that is not libfabric"
+else
+    echo "FAIL: sluice-info --conduits with SLUICE_OFI_LIBRARY=libc.so.6 does not say it is not libfabric"
+    failed=1
+fi
 if [ -n "$subset" ]; then
     echo "not run: tcp;ofi_rxm with a ring of receive buffers, sluice-bench --ofi (plain build only; README, Tests)"
     exit $failed
 fi
 run "tcp;ofi_rxm with a ring of receive buffers" SLUICE_OFI_PROVIDER='tcp;ofi_rxm' SLUICE_OFI_RECV_MODE=ring
-# sluice-bench --ofi --quick --reps 1 over each provider: every job of the section
-# (the 2-rank job beside the bare libfabric reference, the large-segment
-# jobs) within the bench's limit per job, the whole run within this
-# script's, and the AM Short round trip measured.  Before the conduit
-# progressed sockets itself, this job hung there until its limit.
+# sluice-bench --ofi --quick --reps 1 over the default provider and over
+# sockets: every job of the section (the 2-rank job beside the bare
+# libfabric reference, the large-segment jobs) within the bench's limit per
+# job, the whole run within this script's, and the AM Short round trip
+# measured.  Before the conduit progressed sockets itself, this job hung
+# there until its limit.  SLUICETEST_OFI_BENCH_ALL=1 runs it over every
+# provider above (about 100 s more).
 bench=$builddir/tests/perf/sluice-bench
 bench_check() {
     p=$1
@@ -258,7 +298,12 @@ else
     for p in 'tcp;ofi_rxm' $providers; do
         case " $skipped " in
         *" $p "*) echo "not run: sluice-bench --ofi over $p (not offered here, above)" ;;
-        *) bench_check "$p" ;;
+        *)
+            if [ "$p" != 'tcp;ofi_rxm' ] && [ "$p" != sockets ] && [ "${SLUICETEST_OFI_BENCH_ALL:-0}" != 1 ]; then
+                echo "not run: sluice-bench --ofi over $p (by hand: SLUICETEST_OFI_BENCH_ALL=1)"
+                continue
+            fi
+            bench_check "$p" ;;
         esac
     done
 fi
