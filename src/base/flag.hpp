@@ -105,4 +105,11 @@ template <class T> inline void count_add(std::atomic<T> &counter, T n) {
     else counter.fetch_add(n, std::memory_order_relaxed);
 }
 
+// Raises a statistics counter to `v` if it is below (the most seen).
+template <class T> inline void count_max(std::atomic<T> &counter, T v) {
+    T seen = counter.load(std::memory_order_relaxed);
+    while (seen < v && !counter.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
+    }
+}
+
 } // namespace sluice::base

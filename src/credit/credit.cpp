@@ -147,6 +147,9 @@ std::vector<std::string> Config::normalize() {
     clamp(scavenge_targets, 1, ~0u, "scavenge_targets", "1", "");
     clamp(sys_outstanding, 1, ~0u, "sys_outstanding", "1 (asks and revokes could never go)", "");
     clamp(ask_extra, 0, max_per_peer - min_credits, "ask_extra", "", "max_per_peer - min_credits");
+    if (send_total != 0)
+        clamp(send_total, min_credits, ~0u, "send_total", "min_credits (a full-size request must be able to go)", "");
+    clamp(return_batch, 0, max_request_credits, "return_batch", "", "15 (a reply carries at most 15 credits)");
     switch (policy) {
     case Policy::off:
         break;
@@ -157,6 +160,16 @@ std::vector<std::string> Config::normalize() {
         // most what still leaves the sender a full-size request.
         clamp(slack, 0, per_peer - min_credits, "slack", "",
               "per_peer - min_credits (what is held back must leave a full-size request)");
+        // Credits a lender holds back stay in use at the sender until a
+        // message of the lender's carries them home, which may never come:
+        // the bound must leave a full-size request with every lender's slack
+        // held back.
+        if (send_total != 0) {
+            const std::uint64_t held = std::uint64_t{nodes - 1} * slack + min_credits;
+            clamp(send_total, static_cast<unsigned>(std::min<std::uint64_t>(held, ~0u)), ~0u, "send_total",
+                  "(nodes - 1) x slack + min_credits (credits held back at every peer must leave a full-size request)",
+                  "");
+        }
         break;
     case Policy::dynamic:
         clamp(per_peer, min_credits, max_per_peer, "per_peer",
@@ -368,6 +381,13 @@ void Engine::scavenge(bool urgent) {
             m.kind = SysKind::revoke;
             m.urgent = urgent;
             m.epoch = epoch_flag_take(s);
+            // Credits held back here (return_batch) go home with it, so that
+            // a peer that has stopped sending can give them back; not with
+            // one deferred (sys_outstanding), which would hide them meanwhile.
+            if (initiations_[budget_of(SysKind::revoke)] < config_.sys_outstanding) {
+                m.returned = s.c.owed;
+                s.c.owed = 0;
+            }
             initiate(m);
             ++sent;
         }
@@ -469,6 +489,19 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
         base::count_add<std::uint64_t>(counters_.requests_sent, 1);
         return true;
     }
+    // GASNet's AM_CREDITS_TOTAL: the credits in use over every lender are
+    // reserved first, and given back below if this peer's are short.
+    if (config_.send_total != 0) {
+        const std::uint32_t before = send_total_inuse_.fetch_add(n, std::memory_order_acq_rel);
+        if (before + n > config_.send_total) {
+            send_total_inuse_.fetch_sub(n, std::memory_order_acq_rel);
+            if (!total_stalling_.exchange(true, std::memory_order_relaxed))
+                counters_.total_stalls.fetch_add(1, std::memory_order_relaxed);
+            return false;
+        }
+        total_stalling_.store(false, std::memory_order_relaxed);
+        base::count_max(send_total_max_, before + n);
+    }
     State &s = state(p);
     {
         SpinGuard g(s.lock);
@@ -533,7 +566,19 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
             return true;
         }
     }
+    send_total_release(n);
     return false;
+}
+
+void Engine::send_total_release(unsigned n) {
+    if (config_.send_total != 0 && n != 0) send_total_inuse_.fetch_sub(n, std::memory_order_acq_rel);
+}
+
+// Up to `n` of the peer's credits in my requests are free again (its lock held).
+void Engine::inuse_release(State &s, unsigned n) {
+    const unsigned before = s.c.send_inuse;
+    s.c.send_inuse = sat_sub(s.c.send_inuse, n);
+    send_total_release(before - s.c.send_inuse);
 }
 
 void Engine::request_cancel(Peer p, std::uint8_t byte) {
@@ -542,7 +587,7 @@ void Engine::request_cancel(Peer p, std::uint8_t byte) {
     const CreditByte b = CreditByte::decode(byte);
     State &s = state(p);
     SpinGuard g(s.lock);
-    s.c.send_inuse = sat_sub(s.c.send_inuse, b.count);
+    inuse_release(s, b.count);
     if (b.epoch) s.flags |= flag_reached_epoch;
     if (config_.policy == Policy::fixed) s.c.owed = sat_add(s.c.owed, b.extra);
     else if (b.extra) ++s.c.send_wanted;
@@ -559,7 +604,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
         if (b.epoch) send_decay(s);
         if (config_.policy == Policy::fixed) {
             // Credits it had banked for my requests ride on its request.
-            s.c.send_inuse = sat_sub(s.c.send_inuse, b.extra);
+            inuse_release(s, b.extra);
         }
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
         s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
@@ -584,14 +629,18 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             out.count = static_cast<std::uint8_t>(in.count + take);
             return out.encode();
         }
+        // Credits held back from earlier requests (return_batch) go home too.
+        const unsigned take = std::min<unsigned>(s.c.owed, max_request_credits - in.count);
+        s.c.owed = static_cast<std::uint16_t>(s.c.owed - take);
+        out.count = static_cast<std::uint8_t>(in.count + take);
         const unsigned floor = floor_credits();
-        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_credits >= floor + in.count &&
-            in.count > 0) {
-            // Askers wait: this request's credits go to them, not back.
+        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_credits >= floor + out.count &&
+            out.count > 0) {
+            // Askers wait: these credits go to them, not back.
             out.extra = CreditByte::reclaim;
-            counters_.reclaimed.fetch_add(in.count, std::memory_order_relaxed);
+            counters_.reclaimed.fetch_add(out.count, std::memory_order_relaxed);
             lock_engine();
-            loan_return(s, in.count);
+            loan_return(s, out.count);
             unlock_engine();
             reclaimed = true;
         } else if (in.extra > 0) {
@@ -628,15 +677,31 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
 
 bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
     if (config_.policy == Policy::off || p == config_.me) return false;
-    if (config_.policy == Policy::fixed) {
+    // The request's credits are held back (owed) for a later reply, or a
+    // hidden reply carries them and all held before.  fixed (GASNet's ibv
+    // conduit): up to the slack.  dynamic and demand (return_batch): up to
+    // the batch, unless the sender asked for more (it stalled), the peer
+    // would be left without a full-size request beyond what is held, a
+    // revoke is on its way (the peer may hold fewer than my count says) or
+    // askers wait (the hidden reply reclaims the credits for them); not
+    // under a send total, against which held credits would count at the
+    // sender.  A revoke carries what is held home (scavenge), so a peer
+    // that stopped sending still gives them back.
+    const bool fixed = config_.policy == Policy::fixed;
+    if (fixed || (config_.return_batch != 0 && config_.send_total == 0)) {
         const CreditByte in = CreditByte::decode(request_byte);
         State &s = state(p);
         SpinGuard g(s.lock);
-        // GASNet's ibv conduit: bank up to the slack; beyond it a hidden reply carries
-        // this request's credits and all that were banked.
-        if (s.c.owed + in.count <= config_.slack) {
-            s.c.owed = static_cast<std::uint16_t>(s.c.owed + in.count);
+        const unsigned held = s.c.owed + in.count;
+        const bool hold = fixed ? held <= config_.slack
+                                : in.extra == 0 && held <= config_.return_batch &&
+                                      s.c.loan_credits >= held + config_.min_credits &&
+                                      !(s.flags & flag_revoke_inflight) &&
+                                      askers_waiting_.load(std::memory_order_relaxed) == 0;
+        if (hold) {
+            s.c.owed = static_cast<std::uint16_t>(held);
             s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
+            if (!fixed) base::count_add<std::uint64_t>(counters_.held_back, 1);
             return false;
         }
     }
@@ -652,7 +717,7 @@ void Engine::reply_arrived(Peer p, std::uint8_t byte) {
     State &s = state(p);
     SpinGuard g(s.lock);
     if (b.epoch) send_decay(s);
-    s.c.send_inuse = sat_sub(s.c.send_inuse, b.count);
+    inuse_release(s, b.count);
     if (config_.policy == Policy::fixed) return;
     if (b.extra == CreditByte::reclaim)
         s.c.send_credits = sat_sub(s.c.send_credits, b.count);
@@ -716,27 +781,32 @@ void Engine::sys_arrived(const SysMessage &m) {
             unlock_engine();
             break;
         }
-        case SysKind::grant:
+        case SysKind::grant: {
             s.c.send_credits = static_cast<std::uint16_t>(std::min<unsigned>(max_loan, s.c.send_credits + m.count));
             s.flags = static_cast<std::uint8_t>((s.flags & ~flag_ask_inflight) | flag_grant_unused);
             lock_engine();
             sys_answered(SysKind::ask);
             unlock_engine();
             break;
+        }
         case SysKind::revoke: {
             // GASNet's Portals scheme, SYS_CREDIT_REVOKE: give back what exceeds recent use,
             // within the per-epoch revoke limit, nothing if I stalled on
             // this peer lately.  Urgent: everything not in use, unless
             // they were granted for a request of mine that has not gone
             // yet (the grant crossed this revoke).
+            // A full-size request stays free beyond what is in use: some of
+            // that may be held back at the lender (return_batch) until this
+            // rank sends it a request, which it must be able to.
+            inuse_release(s, m.returned);
             const unsigned floor = floor_credits();
+            const unsigned least = s.c.send_inuse == 0 ? floor : s.c.send_inuse + config_.min_credits;
             unsigned give = 0;
             if (m.urgent) {
-                const unsigned keep =
-                    s.flags & flag_grant_unused ? s.c.send_credits : std::max<unsigned>(floor, s.c.send_inuse);
+                const unsigned keep = s.flags & flag_grant_unused ? s.c.send_credits : least;
                 give = s.c.send_credits > keep ? s.c.send_credits - keep : 0;
             } else if (s.c.send_stalls == 0 && s.c.send_revoked < config_.revoke_limit) {
-                const unsigned keep = std::max<unsigned>({floor, s.c.send_max, s.c.send_inuse});
+                const unsigned keep = std::max<unsigned>(least, s.c.send_max);
                 give = s.c.send_credits > keep ? s.c.send_credits - keep : 0;
                 give = std::min<unsigned>(give, config_.revoke_limit - s.c.send_revoked);
             }
@@ -802,10 +872,12 @@ Totals Engine::totals() const {
     Totals t;
     t.requests_sent = counters_.requests_sent.load(std::memory_order_relaxed);
     t.stalls = counters_.stalls.load(std::memory_order_relaxed);
+    t.total_stalls = counters_.total_stalls.load(std::memory_order_relaxed);
     t.granted = counters_.granted.load(std::memory_order_relaxed);
     t.revoked = counters_.revoked.load(std::memory_order_relaxed);
     t.reclaimed = counters_.reclaimed.load(std::memory_order_relaxed);
     t.hidden_replies = counters_.hidden_replies.load(std::memory_order_relaxed);
+    t.held_back = counters_.held_back.load(std::memory_order_relaxed);
     t.sys_sent = counters_.sys_sent.load(std::memory_order_relaxed);
     t.sys_refused = counters_.sys_refused.load(std::memory_order_relaxed);
     t.epochs = epoch();
@@ -853,16 +925,18 @@ void Engine::stats_write(std::FILE *out) const {
     const Totals t = totals();
     std::fprintf(out,
                  "# sluice credit statistics: rank %u of %u, policy %s, %llu credits of %zu bytes, %u banked now\n"
-                 "# requests %llu, stalls %llu, granted %llu, revoked %llu, reclaimed %llu, hidden replies %llu, "
+                 "# requests %llu, stalls %llu, at the send total %llu (in use there at most %u of %u), granted %llu, revoked %llu, reclaimed %llu, hidden replies %llu (held back %llu), "
                  "system messages %llu (refused %llu), epochs %llu, state %zu bytes\n"
                  "# peer send_credits send_inuse send_stalls send_max send_revoked loan_credits loan_requested "
                  "loan_given loan_busy owed\n",
                  config_.me, config_.nodes, policy_name(config_.policy),
                  static_cast<unsigned long long>(config_.total_credits()), config_.credit_bytes, bank(),
                  static_cast<unsigned long long>(t.requests_sent), static_cast<unsigned long long>(t.stalls),
+                 static_cast<unsigned long long>(t.total_stalls), send_total_max_.load(std::memory_order_relaxed),
+                 config_.send_total,
                  static_cast<unsigned long long>(t.granted), static_cast<unsigned long long>(t.revoked),
                  static_cast<unsigned long long>(t.reclaimed), static_cast<unsigned long long>(t.hidden_replies),
-                 static_cast<unsigned long long>(t.sys_sent), static_cast<unsigned long long>(t.sys_refused),
+                 static_cast<unsigned long long>(t.held_back), static_cast<unsigned long long>(t.sys_sent), static_cast<unsigned long long>(t.sys_refused),
                  static_cast<unsigned long long>(t.epochs), state_bytes());
     const PeerCredits initial = initial_state().c;
     for (Peer p = 0; p < config_.nodes; ++p) {

@@ -23,8 +23,14 @@
 //            `min_credits`), `banked` more are lent to peers that stall,
 //            taken back from peers that stopped using them (revoke/return
 //            system messages, the scavenge list), with decaying usage
-//            statistics per epoch of received requests.
-//   demand   peers start with nothing.  A peer's first
+//            statistics per epoch of received requests.  A request whose
+//            handler does not reply has its credits held back, up to
+//            `return_batch`, while the peer keeps a full-size request beyond
+//            them; a reply, hidden or not, or a revoke carries them home, so
+//            one-way traffic costs a hidden reply per batch rather than per
+//            request.
+//   demand   peers start with nothing (credits held back as under dynamic,
+//            but not while askers wait).  A peer's first
 //            request asks for `min_credits` with an `ask` system message;
 //            idle peers lose everything to the bank, and while askers wait
 //            the replies to busy peers take their credits back (reclaim).
@@ -76,6 +82,9 @@ struct Config {
     unsigned slack = 1;              // fixed: credits banked before a hidden reply
     unsigned sys_outstanding = 64;   // asks awaiting a grant at once, and revokes awaiting a give
     unsigned ask_extra = 4;          // demand: an ask wants this many beyond its waiting request
+    unsigned send_total = 0;         // most credits in use over every lender at once; 0: no bound
+    unsigned return_batch = 8;       // dynamic, demand: credits of unanswered requests held back per
+                                     // peer before a hidden reply; 0: a hidden reply for each
 
     // The defaults for a job of `nodes`, interpolated from the table in
     // credit.cpp (chosen with tests/sim/creditsim): dynamic for small jobs,
@@ -126,7 +135,8 @@ enum class SysKind : std::uint8_t {
     ask,      // -> lender: lend me `count` (demand: a request is waiting); the
               //    `returned` credits I held but could not use come back with it
     grant,    // -> borrower: here are `count` credits (answers ask)
-    revoke,   // -> borrower: give back what you do not use; `urgent`: askers wait
+    revoke,   // -> borrower: give back what you do not use; `urgent`: askers wait;
+              //    the `returned` credits of its requests I held back come home with it
     give,     // -> lender: `count` credits back (answers revoke; 0 = none this epoch)
 };
 const char *sys_kind_name(SysKind k);
@@ -137,7 +147,7 @@ struct SysMessage {
     bool epoch = false;     // E bit, as on the credit byte
     bool urgent = false;    // revoke only
     std::uint16_t count = 0;
-    std::uint16_t returned = 0;  // ask only
+    std::uint16_t returned = 0;  // ask and revoke
 };
 
 // One peer's state as the engine keeps it.  Send*
@@ -160,10 +170,12 @@ struct PeerCredits {
 struct Totals {
     std::uint64_t requests_sent = 0;
     std::uint64_t stalls = 0;            // request_begin() answered false
+    std::uint64_t total_stalls = 0;      // ... for send_total, the peer's own credits aside
     std::uint64_t granted = 0;           // extra credits lent (reply XXX and grants)
     std::uint64_t revoked = 0;           // credits that came back by give or with an ask
     std::uint64_t reclaimed = 0;         // credits taken back by reclaiming replies
     std::uint64_t hidden_replies = 0;    // reply_needed() answered true without a handler reply
+    std::uint64_t held_back = 0;         // ... false: its credits held back for a later reply (return_batch)
     std::uint64_t sys_sent = 0;
     std::uint64_t sys_refused = 0;
     std::uint64_t epochs = 0;
@@ -219,6 +231,8 @@ public:
 
     // ---- queries --------------------------------------------------------------
     PeerCredits peer(Peer p) const;      // a consistent copy
+    // Credits in use over every lender (bounded by Config::send_total).
+    std::uint32_t send_total_inuse() const { return send_total_inuse_.load(std::memory_order_relaxed); }
     std::uint32_t bank() const;
     std::size_t waiting_askers() const;  // demand: asks not yet granted
     std::size_t scavenge_list_size() const;
@@ -245,8 +259,8 @@ private:
         std::uint16_t count;
     };
     struct Counters {
-        std::atomic<std::uint64_t> requests_sent{0}, stalls{0}, granted{0}, revoked{0}, reclaimed{0},
-            hidden_replies{0}, sys_sent{0}, sys_refused{0};
+        std::atomic<std::uint64_t> requests_sent{0}, stalls{0}, total_stalls{0}, granted{0}, revoked{0},
+            reclaimed{0}, hidden_replies{0}, held_back{0}, sys_sent{0}, sys_refused{0};
     };
 
     // Per-peer state lives in pages allocated on first touch (two levels:
@@ -279,6 +293,12 @@ private:
     std::atomic<std::size_t> pages_{0}, mids_{0};
     std::atomic<Peer> touched_{0};  // peers other than me with state
     std::atomic<std::uint64_t> received_{0};
+    // Credits in use over every lender (Config::send_total), and whether the
+    // last request it refused has not yet been followed by one that went.
+    std::atomic<std::uint32_t> send_total_inuse_{0}, send_total_max_{0};
+    std::atomic<bool> total_stalling_{false};
+    void send_total_release(unsigned n);
+    void inuse_release(State &s, unsigned n);
     std::atomic<std::size_t> askers_waiting_{0};
     std::atomic<std::size_t> outbox_size_{0};
     Counters counters_;

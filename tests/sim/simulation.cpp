@@ -190,6 +190,7 @@ void Simulation::after_call(Peer self, Peer peer, std::uint32_t pair, const char
                 if (m.kind == SysKind::grant) ledger_->lent_by(pq, self).grants += m.count;
                 else if (m.kind == SysKind::give) ledger_->lent_by(pq, m.peer).gives += m.count;
                 else if (m.kind == SysKind::ask) ledger_->lent_by(pq, m.peer).gives += m.returned;
+                else if (m.kind == SysKind::revoke) ledger_->lent_by(pq, self).returning += m.returned;
                 touched_.push_back(pq);
             }
             const std::uint32_t r = record_new();
@@ -455,6 +456,7 @@ void Simulation::sys_done(std::uint32_t r) {
         if (s.kind == SysKind::grant) ledger_->lent_by(m.pair, p).grants -= s.count;
         else if (s.kind == SysKind::give) ledger_->lent_by(m.pair, a).gives -= s.count;
         else if (s.kind == SysKind::ask) ledger_->lent_by(m.pair, a).gives -= s.returned;
+        else if (s.kind == SysKind::revoke) ledger_->lent_by(m.pair, p).returning -= s.returned;
         if (s.kind == SysKind::grant || s.kind == SysKind::give) move_note(s.count);
         if (s.kind == SysKind::ask) move_note(s.returned);
     }
@@ -473,6 +475,7 @@ void Simulation::refused_done(std::uint32_t r) {
         if (m.sys.kind == SysKind::grant) ledger_->lent_by(m.pair, a).grants -= m.sys.count;
         else if (m.sys.kind == SysKind::give) ledger_->lent_by(m.pair, p).gives -= m.sys.count;
         else if (m.sys.kind == SysKind::ask) ledger_->lent_by(m.pair, p).gives -= m.sys.returned;
+        else if (m.sys.kind == SysKind::revoke) ledger_->lent_by(m.pair, a).returning -= m.sys.returned;
     }
     engines_[a]->sys_refused(m.sys);
     after_call(a, p, m.pair, "sys_refused");

@@ -312,6 +312,85 @@ TEST(CreditRequest, CountKeptWithin1To15) {
 
 // ---- fixed: static credits, slack, hidden replies (GASNet ibv) -----------------------
 
+// GASNet's AM_CREDITS_TOTAL (Config::send_total): the credits in use over
+// every lender together, whatever each lent.
+TEST(CreditSendTotal, BoundsTheCreditsInUseOverEveryPeer) {
+    Config cfg = config_for(Policy::dynamic, 4);
+    cfg.per_peer = 8;
+    cfg.send_total = 10;
+    Cluster c(cfg);
+    const std::uint8_t to1 = c.send(0, 1, 4);
+    const std::uint8_t to2 = c.send(0, 2, 4);
+    EXPECT_EQ(c[0].send_total_inuse(), 8u);
+    std::uint8_t b = 0xAB;
+    EXPECT_FALSE(c[0].request_begin(3, 4, b));  // rank 3 lent 8, the total has 2 left
+    EXPECT_EQ(b, 0xAB);
+    EXPECT_EQ(c[0].peer(3).send_inuse, 0);
+    for (int i = 0; i < 5; ++i) EXPECT_FALSE(c[0].request_begin(3, 4, b));
+    EXPECT_EQ(c[0].totals().total_stalls, 1u);  // one per episode
+    EXPECT_EQ(c[0].totals().stalls, 0u);        // no peer's own credits were short
+    ASSERT_TRUE(c[0].request_begin(3, 2, b));   // what is left still goes
+    c[3].request_arrived(0, b);
+    c[0].reply_arrived(3, c[3].reply_byte(0, b));
+    c.serve(0, 1, to1);                          // a reply gives back its credits
+    EXPECT_EQ(c[0].send_total_inuse(), 4u);
+    const std::uint8_t to3 = c.send(0, 3, 4);
+    EXPECT_EQ(c[0].send_total_inuse(), 8u);
+    // A peer short of its own credits gives its reservation back.
+    ASSERT_TRUE(c[0].request_begin(3, 2, b));
+    EXPECT_FALSE(c[0].request_begin(3, 4, b));   // rank 3: 6 of 8 in use
+    EXPECT_EQ(c[0].send_total_inuse(), 10u);
+    c[0].request_cancel(3, b);                   // a cancelled request gives back too
+    EXPECT_EQ(c[0].send_total_inuse(), 8u);
+    c.serve(0, 2, to2);
+    c.serve(0, 3, to3);
+    EXPECT_EQ(c[0].send_total_inuse(), 0u);
+}
+
+TEST(CreditSendTotal, CreditsReturnedOnARequestUnderFixed) {
+    Config cfg = config_for(Policy::fixed, 2);
+    cfg.per_peer = 8;
+    cfg.slack = 3;
+    cfg.send_total = 7;  // the least it may be: 1 peer x slack 3 + a full-size request of 4
+    Cluster c(cfg);
+    for (int i = 0; i < 2; ++i) {
+        const std::uint8_t x = c.send(1, 0, 1);
+        c[0].request_arrived(1, x);
+        EXPECT_FALSE(c[0].reply_needed(1, x));  // held back at rank 0: still in use at rank 1
+    }
+    EXPECT_EQ(c[1].send_total_inuse(), 2u);
+    const std::uint8_t four = c.send(1, 0, 4);
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[1].request_begin(0, 2, b));  // 8 > 7, though rank 0 lent 2 more
+    EXPECT_EQ(c[1].totals().total_stalls, 1u);
+    const std::uint8_t back = c.send(0, 1, 1);  // carries the 2 held back home
+    c[1].request_arrived(0, back);
+    EXPECT_EQ(c[1].send_total_inuse(), 4u);
+    EXPECT_TRUE(c[1].request_begin(0, 2, b));
+    c[0].request_arrived(1, b);
+    c[1].reply_arrived(0, c[0].reply_byte(1, b));
+    c.serve(1, 0, four);
+    EXPECT_EQ(c[1].send_total_inuse(), 0u);
+}
+
+TEST(CreditSendTotal, NormalizeKeepsAFullSizeRequestPossible) {
+    Config cfg = config_for(Policy::dynamic, 2);
+    cfg.send_total = 2;  // below min_credits 4
+    const auto changed = cfg.normalize();
+    EXPECT_EQ(cfg.send_total, 4u);
+    ASSERT_EQ(changed.size(), 1u);
+    EXPECT_NE(changed[0].find("send_total raised to min_credits"), std::string::npos) << changed[0];
+    Config fixed = config_for(Policy::fixed, 5);
+    fixed.per_peer = 8;
+    fixed.slack = 2;
+    fixed.send_total = 4;
+    fixed.normalize();
+    EXPECT_EQ(fixed.send_total, 4u * 2 + 4);  // every peer's slack held back, and a full-size request
+    Config unbounded = config_for(Policy::dynamic, 2);
+    EXPECT_TRUE(unbounded.normalize().empty());
+    EXPECT_EQ(unbounded.send_total, 0u);
+}
+
 TEST(CreditFixed, ReplyReturnsTheRequestsCredits) {
     Config cfg = config_for(Policy::fixed, 2);
     cfg.per_peer = 8;
@@ -611,12 +690,14 @@ TEST_F(CreditRevoke, KeepsCreditsInUse) {
     ASSERT_NO_FATAL_FAILURE(lend16(config_for(Policy::dynamic, 2)));
     const std::uint8_t r[3] = {c->send(1, 0, 4), c->send(1, 0, 4), c->send(1, 0, 4)};
     // The E bit decays send_max 12 -> 3 first; the 12 in use are still kept.
+    // A full-size request stays free beyond them (some may be held back at
+    // the lender): 16 - (4 + 12) = nothing to give.
     const SysMessage g = give_for_revoke(*c, 1, 0, false, true);
     EXPECT_EQ((*c)[1].peer(0).send_max, 3);
-    EXPECT_EQ(g.count, 4);
+    EXPECT_EQ(g.count, 0);
     c->deliver(1, g);
     for (std::uint8_t x : r) c->serve(1, 0, x);
-    EXPECT_EQ((*c)[1].peer(0).send_credits, 12);
+    EXPECT_EQ((*c)[1].peer(0).send_credits, 16);
     c->expect_balanced();
 }
 
@@ -659,11 +740,78 @@ TEST_F(CreditRevoke, UrgentGivesAllNotInUseDespiteStallsAndLimit) {
     EXPECT_FALSE((*c)[1].request_begin(0, 1, b));
     for (int i = 0; i < 2; ++i) c->serve(1, 0, r[i]);
     const SysMessage g = give_for_revoke(*c, 1, 0, true, false);
-    EXPECT_EQ(g.count, 8);  // 16 - max(floor 4, 8 in use)
+    EXPECT_EQ(g.count, 4);  // 16 - (floor 4 + 8 in use)
     c->deliver(1, g);
     for (int i = 2; i < 4; ++i) c->serve(1, 0, r[i]);
-    EXPECT_EQ((*c)[1].peer(0).send_credits, 8);
+    EXPECT_EQ((*c)[1].peer(0).send_credits, 12);
     c->expect_balanced();
+}
+
+// ---- credits held back (return_batch) ---------------------------------------------------
+
+// Rank 1 holds 16 of rank 0's credits; its 1-credit requests get no reply.
+class CreditHeldBack : public CreditRevoke {
+protected:
+    // x's request of n credits to y arrives and its handler does not reply:
+    // whether a hidden reply must go (and then its byte, delivered).
+    bool unanswered(Peer x, Peer y, unsigned n, std::uint8_t extra = 0) {
+        std::uint8_t b = c->send(x, y, n);
+        if (extra) b = with_extra(b, extra);
+        (*c)[y].request_arrived(x, b);
+        if (!(*c)[y].reply_needed(x, b)) return false;
+        (*c)[x].reply_arrived(y, (*c)[y].reply_byte(x, b));
+        return true;
+    }
+};
+
+TEST_F(CreditHeldBack, AHiddenReplyPerBatchCarriesThemAll) {
+    Config cfg = config_for(Policy::dynamic, 2);
+    cfg.return_batch = 8;
+    ASSERT_NO_FATAL_FAILURE(lend16(cfg));
+    for (int i = 0; i < 8; ++i) EXPECT_FALSE(unanswered(1, 0, 1)) << i;
+    EXPECT_EQ((*c)[0].peer(1).owed, 8);
+    EXPECT_EQ((*c)[1].peer(0).send_inuse, 8);
+    EXPECT_TRUE(unanswered(1, 0, 1));  // 9 > the batch: the hidden reply carries 9
+    EXPECT_EQ((*c)[0].peer(1).owed, 0);
+    EXPECT_EQ((*c)[1].peer(0).send_inuse, 0);
+    EXPECT_EQ((*c)[0].totals().held_back, 8u);
+    EXPECT_EQ((*c)[0].totals().hidden_replies, 1u);
+    c->expect_balanced();
+}
+
+TEST_F(CreditHeldBack, TheSenderKeepsAFullSizeRequest) {
+    Config cfg = config_for(Policy::dynamic, 2);
+    cfg.return_batch = 15;
+    ASSERT_NO_FATAL_FAILURE(lend16(cfg));
+    // 16 lent, a full-size request is 4: at most 12 held back.
+    int held = 0;
+    while (!unanswered(1, 0, 1)) ++held;
+    EXPECT_EQ(held, 12);
+    std::uint8_t b = 0;
+    for (int i = 0; i < 4; ++i) EXPECT_FALSE(unanswered(1, 0, 1));
+    EXPECT_TRUE((*c)[1].request_begin(0, 4, b));  // 4 held, 4 free beyond them and the 4 sent
+    c->serve(1, 0, b);
+    EXPECT_EQ((*c)[1].peer(0).send_inuse, 0);  // the reply carried the held ones home
+    c->expect_balanced();
+}
+
+TEST_F(CreditHeldBack, NotWhenTheSenderAsksNorWithoutABatchNorUnderASendTotal) {
+    Config cfg = config_for(Policy::dynamic, 2);
+    cfg.return_batch = 8;
+    ASSERT_NO_FATAL_FAILURE(lend16(cfg));
+    EXPECT_FALSE(unanswered(1, 0, 1));
+    EXPECT_TRUE(unanswered(1, 0, 1, 3));  // a stalled sender asks: the reply goes now, with the held one
+    EXPECT_EQ((*c)[1].peer(0).send_inuse, 0);
+    c->expect_balanced();
+
+    cfg.return_batch = 0;
+    ASSERT_NO_FATAL_FAILURE(lend16(cfg));
+    EXPECT_TRUE(unanswered(1, 0, 1));
+
+    cfg.return_batch = 8;
+    cfg.send_total = 64;
+    ASSERT_NO_FATAL_FAILURE(lend16(cfg));
+    EXPECT_TRUE(unanswered(1, 0, 1));
 }
 
 // ---- the scavenger (GASNet's scavenge_for_credits) ---------------------------------------
@@ -944,6 +1092,52 @@ TEST(CreditDemand, NoAskWhileRequestsAreInFlight) {
     EXPECT_TRUE(c.take(1).empty());  // its reply brings the credits back
     c.serve(1, 0, a);
     c.roundtrip(1, 0, 4);
+    c.settle();
+    c.expect_balanced();
+}
+
+// The hang CI once met (8 ranks, silent handlers, a bank of 16): a
+// borrower whose last requests the lender holds back goes quiet, and an
+// asker waits for the bank.  The urgent revoke carries the held credits
+// home, so the quiet borrower gives them back and the asker is granted.
+TEST(CreditDemand, AnUrgentRevokeCarriesHeldCreditsHome) {
+    Config cfg = demand_config(3);
+    cfg.return_batch = 8;
+    Cluster c(cfg);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 12));
+    const unsigned lent = c[0].peer(1).loan_credits;
+    ASSERT_EQ(c[0].bank(), cfg.banked - lent);
+    const std::uint8_t r = c.send(1, 0, 2);
+    c[0].request_arrived(1, r);
+    EXPECT_FALSE(c[0].reply_needed(1, r));  // held back: rank 1 still has a full request
+    EXPECT_EQ(c[0].peer(1).owed, 2);
+    EXPECT_EQ(c[1].peer(0).send_inuse, 2);
+    const std::uint8_t a = c.send(1, 0, 4);  // in flight while the revoke comes
+    // Rank 2 asks for more than the bank has: urgent revoke of rank 1.
+    std::uint8_t b2 = 0;
+    ASSERT_FALSE(c[2].request_begin(0, 12, b2));
+    c.pass(2);
+    const auto revokes = c.take(0);
+    ASSERT_EQ(destinations(revokes, SysKind::revoke), std::vector<Peer>{1});
+    EXPECT_TRUE(revokes[0].urgent);
+    EXPECT_EQ(revokes[0].returned, 2);
+    EXPECT_EQ(c[0].peer(1).owed, 0);
+    c.deliver(0, revokes[0]);
+    EXPECT_EQ(c[1].peer(0).send_inuse, 4);  // the held 2 came home
+    const auto gives = c.take(1);
+    ASSERT_EQ(gives.size(), 1u);
+    EXPECT_EQ(gives[0].count, lent - 4 - cfg.min_credits);  // keeps the 4 in flight and a full request
+    c.deliver(1, gives[0]);
+    // While rank 2 waits, rank 0 holds nothing back: the in-flight
+    // request's credits are reclaimed for it.
+    c[0].request_arrived(1, a);
+    EXPECT_TRUE(c[0].reply_needed(1, a));
+    const std::uint8_t ra = c[0].reply_byte(1, a);
+    EXPECT_EQ(decode(ra).extra, CreditByte::reclaim);
+    c[1].reply_arrived(0, ra);
+    c.settle();
+    EXPECT_TRUE(c[2].request_begin(0, 12, b2)) << "the asker was granted";
+    c.serve(2, 0, b2);
     c.settle();
     c.expect_balanced();
 }
@@ -1455,6 +1649,7 @@ public:
         c.slack = pick(4);
         c.sys_outstanding = 1 + pick(3);
         reply_percent_ = 50 + pick(50);
+        c.send_total = pick(2) ? 0 : c.min_credits + pick(20);
         for (Peer r = 0; r < c.nodes; ++r) {
             c.me = r;
             e_.push_back(std::make_unique<Engine>(c));
@@ -1490,8 +1685,19 @@ public:
     bool drain() {
         for (int round = 0; round < 20000; ++round) {
             collect();
-            if (idle() && std::all_of(pending_.begin(), pending_.end(), [](unsigned p) { return p == 0; }))
-                return finish();
+            if (idle() && std::all_of(pending_.begin(), pending_.end(), [](unsigned p) { return p == 0; })) {
+                // Credits held back (return_batch) come home with the next
+                // reply: one more request from each such borrower, answered.
+                bool held = false;
+                if (cfg_.policy == Policy::dynamic || cfg_.policy == Policy::demand)
+                    for (Peer x = 0; x < n_; ++x)
+                        for (Peer y = 0; y < n_; ++y)
+                            if (x != y && e_[y]->peer(x).owed != 0) {
+                                pending_[x * n_ + y] = 1;
+                                held = true;
+                            }
+                if (!held) return finish();
+            }
             std::shuffle(requests_.begin(), requests_.end(), rng_);
             std::shuffle(arrived_.begin(), arrived_.end(), rng_);
             std::shuffle(replies_.begin(), replies_.end(), rng_);
@@ -1584,9 +1790,14 @@ private:
     }
     bool handle(const Request &r, bool reply) {
         if (!reply && !e_[r.to]->reply_needed(r.from, r.byte)) {
-            if (cfg_.policy != Policy::fixed && cfg_.policy != Policy::off)
-                return fail("reply_needed false outside fixed");
-            return true;  // banked (fixed) or nothing to return (off)
+            // Banked (fixed), held back (dynamic, demand: return_batch) or
+            // nothing to return (off); held back only while the sender keeps
+            // a full-size request beyond it.
+            const PeerCredits l = e_[r.to]->peer(r.from);
+            if ((cfg_.policy == Policy::dynamic || cfg_.policy == Policy::demand) &&
+                (l.owed > cfg_.return_batch || l.loan_credits < l.owed + cfg_.min_credits))
+                return fail("held back beyond the batch or the sender's full-size request: " + state(r.from, r.to));
+            return true;
         }
         replies_.push_back(Request{r.to, r.from, e_[r.to]->reply_byte(r.from, r.byte)});
         return true;
@@ -1633,6 +1844,7 @@ private:
             if (s.m.kind == SysKind::grant) grant_[s.m.peer * n_ + s.from] += s.m.count;
             if (s.m.kind == SysKind::give) give_[s.from * n_ + s.m.peer] += s.m.count;
             if (s.m.kind == SysKind::ask) give_[s.from * n_ + s.m.peer] += s.m.returned;  // held, handed back
+            if (s.m.kind == SysKind::revoke) rp_[s.m.peer * n_ + s.from] += s.m.returned;  // held back, going home
         }
         for (Peer y = 0; y < n_; ++y) {
             const std::uint64_t total = e_[y]->config().total_credits();
@@ -1650,7 +1862,7 @@ private:
                                 std::to_string(s.send_credits) + " + grants " + std::to_string(grant_[k]) +
                                 " + gives " + std::to_string(give_[k]) + " - reclaims " +
                                 std::to_string(reclaim_[k]) + who());
-                const long long inuse = rq_[k] + ar_[k] + rp_[k] + (fixed ? l.owed + ride_[k] : 0);
+                const long long inuse = rq_[k] + ar_[k] + rp_[k] + l.owed + (fixed ? ride_[k] : 0);
                 if (s.send_inuse != inuse)
                     return fail("send_inuse " + std::to_string(s.send_inuse) + " != " + std::to_string(inuse) + who());
                 if (l.loan_busy != ar_[k])
@@ -1664,6 +1876,15 @@ private:
                 queued += rq_[k] + ar_[k];
             }
             if (queued > static_cast<long long>(total)) return fail("overflow at rank " + std::to_string(y));
+            if (cfg_.send_total != 0 && cfg_.policy != Policy::off) {
+                unsigned inuse = 0;
+                for (Peer x = 0; x < n_; ++x)
+                    if (x != y) inuse += e_[y]->peer(x).send_inuse;
+                if (e_[y]->send_total_inuse() != inuse || inuse > cfg_.send_total)
+                    return fail("rank " + std::to_string(y) + ": send total " +
+                                std::to_string(e_[y]->send_total_inuse()) + ", in use " + std::to_string(inuse) +
+                                ", bound " + std::to_string(cfg_.send_total));
+            }
         }
         return true;
     }
@@ -1676,7 +1897,7 @@ private:
                     if (x == y) continue;
                     std::uint8_t b = 0;
                     if (!e_[x]->request_begin(y, cfg_.min_credits, b))
-                        return fail("fixed: a full-size request does not fit with the slack banked");
+                        return fail("a full-size request does not fit with the credits held back: " + state(x, y));
                     e_[y]->request_arrived(x, b);
                     e_[x]->reply_arrived(y, e_[y]->reply_byte(x, b));
                 }
