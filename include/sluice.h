@@ -144,6 +144,25 @@ sluice_status_t sluice_handler_register(sluice_handler_t index,
 size_t sluice_am_max_medium(void);
 size_t sluice_am_max_long(void);
 
+/* Memory this rank holds to receive active messages (docs/scale.md):
+ *   credits, credit_bytes  the AM request credits this rank owns (what its
+ *                          peers hold of it plus its bank) and the request
+ *                          bytes one credit stands for; 0 and 0 when no
+ *                          transport of the job uses flow control
+ *                          (SLUICE_CREDIT_FLOW)
+ *   credit_space           credits x credit_bytes: the most request bytes
+ *                          its peers may have in flight to it at once
+ *   receive_buffers        what its conduits set aside to receive into:
+ *                          posted or ring buffers, and the kernel receive
+ *                          buffers of its sockets (as the kernel granted) */
+typedef struct sluice_receive_memory {
+    size_t credits;
+    size_t credit_bytes;
+    size_t credit_space;
+    size_t receive_buffers;
+} sluice_receive_memory_t;
+sluice_status_t sluice_receive_memory(sluice_receive_memory_t *memory);
+
 /* Requests.  Completion: each returns once `payload` may be reused; delivery
  * is asynchronous.  Sending may poll (and so run handlers) while the
  * destination queue is full; it never drops a message.  A Long's `dest` must

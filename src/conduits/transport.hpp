@@ -360,6 +360,10 @@ public:
     // Gives the room back: the receiver skips it, nothing is delivered.
     void cancel_prepared(PreparedSend &p) { cancel_impl(p); }
 
+    // Bytes this transport set aside to receive into: posted or ring
+    // buffers, kernel socket receive buffers as granted (sluice_receive_memory).
+    std::size_t receive_buffer_bytes() { return receive_buffer_bytes_impl(); }
+
     // Runs the deliver callback for arrived messages; returns how many.
     // Every conduit delivers the requests of one peer in the order they
     // were sent, each handler returning before the next request of that
@@ -587,6 +591,7 @@ protected:
     virtual Status segment_create_impl(std::size_t size, void **base, std::string &key) = 0;
     virtual Status segment_connect_impl(const std::vector<SegmentRecord> &all) = 0;
     virtual void setup_done_impl() {}
+    virtual std::size_t receive_buffer_bytes_impl() { return 0; }
     virtual void *peer_segment_view_impl(Rank) const { return nullptr; }
     // RDMA hooks (native_rma).  Return Status::ok with `later` false when
     // the operation completed during the call; Status::ok with `later` true

@@ -109,6 +109,21 @@ sluice_status_t sluice_handler_register(sluice_handler_t index, sluice_handler_f
 size_t sluice_am_max_medium(void) { return running() ? runtime().am.max_medium() : 0; }
 size_t sluice_am_max_long(void) { return running() ? runtime().am.max_long() : 0; }
 
+sluice_status_t sluice_receive_memory(sluice_receive_memory_t *memory) {
+    SLUICE_REQUIRE_RUNNING("receive_memory");
+    if (!memory)
+        return code(sluice::base::report(Status::argument, "receive_memory", "pass a sluice_receive_memory_t to fill",
+                                         "null output"));
+    *memory = sluice_receive_memory_t{};
+    if (const sluice::credit::Engine *c = runtime().am.credits()) {
+        memory->credits = c->config().total_credits();
+        memory->credit_bytes = c->config().credit_bytes;
+        memory->credit_space = c->config().receive_bytes();
+    }
+    memory->receive_buffers = runtime().receive_buffer_bytes();
+    return SLUICE_OK;
+}
+
 sluice_status_t sluice_am_request_short(sluice_rank_t dest, sluice_handler_t handler, const uint32_t *args,
                                         unsigned nargs) {
     SLUICE_REQUIRE_RUNNING("am_request_short");

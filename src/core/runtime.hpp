@@ -36,6 +36,13 @@ public:
     const std::string &host_name(Rank r) const { return host_names_[r]; }
     const std::vector<Rank> &host_ranks() const { return local_ranks_; }
 
+    // Receive buffers of every transport (sluice_receive_memory).
+    std::size_t receive_buffer_bytes() const {
+        std::size_t n = 0;
+        for (const auto &t : transports_) n += t->receive_buffer_bytes();
+        return n;
+    }
+
     Status segment_attach(std::size_t size);
     Status segment_info(Rank r, void **base, std::size_t *size) const;
 

@@ -96,6 +96,8 @@ TEST_F(BeforeInit, CallsSayTheRuntimeIsNotStarted) {
     std::uint8_t b[8];
     EXPECT_EQ(sluice_put(0, b, b, sizeof b), SLUICE_ERR_STATE);
     EXPECT_EQ(sluice_segment_attach(4096), SLUICE_ERR_STATE);
+    sluice_receive_memory_t m;
+    EXPECT_EQ(sluice_receive_memory(&m), SLUICE_ERR_STATE);
     EXPECT_EQ(sluice::finalize(), sluice::Status::state);
     EXPECT_NE(sluice::last_error().find("sluice"), std::string_view::npos);
 }

@@ -118,6 +118,8 @@ public:
 
 protected:
     Status init_impl() override;
+    // The mailboxes, one per sender (SMSG).
+    std::size_t receive_buffer_bytes_impl() override { return std::size_t{mbox_bytes_} * setup().size; }
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
                              std::string &rkey) override;

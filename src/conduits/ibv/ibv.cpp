@@ -21,8 +21,9 @@ namespace sluice::conduit::ibv::detail {
 
 Status IbvTransport::fatal(const char *op, Rank peer, const char *what, int error) {
     return base::report(Status::transport, op,
-                        error == ENOMEM ? "lower SLUICE_IBV_SEND_DEPTH: this HCA's send queues hold fewer work "
-                                          "requests than it reported"
+                        error == ENOMEM ? "the HCA ran out of queue pairs (one per peer and rail: its max_qp; "
+                                          "fewer ranks per HCA, or a connect file and SLUICE_CONNECT_DYNAMIC=1), "
+                                          "of send queue entries (lower SLUICE_IBV_SEND_DEPTH) or of memory"
                                         : "check that the peer is alive and that its port is reachable",
                         "ibv (%s): %s, rank %u: %s", rails_.empty() ? "closed" : rail_name(0).c_str(), what, peer,
                         std::strerror(error));

@@ -533,16 +533,24 @@ Status IbvTransport::cqs_create(std::size_t peers) {
                                 "ibv: %s: a receive completion queue of %zu entries is needed (%zu receive buffers), "
                                 "the HCA allows %d",
                                 hca.name.c_str(), recv_cqe, recv_count_, hca.attr.max_cqe);
-        hca.send_cq = ibv_create_cq(hca.ctx, static_cast<int>(std::min<std::size_t>(total_depth_, most[h]) + 64),
-                                    nullptr, nullptr, 0);
-        if (!hca.send_cq) return fatal(op, setup().rank, "ibv_create_cq (sends) failed", errno);
-        if (base::knob_bool(base::Knob::RCV_THREAD)) {
-            hca.channel = ibv_create_comp_channel(hca.ctx);
-            if (!hca.channel) return fatal(op, setup().rank, "ibv_create_comp_channel failed (SLUICE_RCV_THREAD)", errno);
+        // The receive CQ's channel: the receive thread's (SLUICE_RCV_THREAD),
+        // else a sleeping rank's wake-up in block mode (wake_arm), for the
+        // send CQ as well and read without blocking.
+        const bool rcv_thread = base::knob_bool(base::Knob::RCV_THREAD);
+        hca.channel = ibv_create_comp_channel(hca.ctx);
+        if (!hca.channel) return fatal(op, setup().rank, "ibv_create_comp_channel failed", errno);
+        if (!rcv_thread) {
+            const int flags = ::fcntl(hca.channel->fd, F_GETFL);
+            if (flags < 0 || ::fcntl(hca.channel->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+                return fatal(op, setup().rank, "making the completion channel non-blocking failed", errno);
+            wake_channels_ = true;
         }
+        hca.send_cq = ibv_create_cq(hca.ctx, static_cast<int>(std::min<std::size_t>(total_depth_, most[h]) + 64),
+                                    nullptr, rcv_thread ? nullptr : hca.channel, 0);
+        if (!hca.send_cq) return fatal(op, setup().rank, "ibv_create_cq (sends) failed", errno);
         hca.recv_cq = ibv_create_cq(hca.ctx, static_cast<int>(recv_cqe), nullptr, hca.channel, 0);
         if (!hca.recv_cq) return fatal(op, setup().rank, "ibv_create_cq (receives) failed", errno);
-        if (hca.channel) {
+        if (rcv_thread) {
             if (const int r = ibv_req_notify_cq(hca.recv_cq, 0); r != 0)
                 return fatal(op, setup().rank, "ibv_req_notify_cq failed (SLUICE_RCV_THREAD)", r);
             receive_thread_want();

@@ -242,6 +242,7 @@ public:
 
 protected:
     Status init_impl() override;
+    std::size_t receive_buffer_bytes_impl() override;
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
     Status put_rc_impl(Rank peer, void *remote, const void *local, std::size_t n, const AmMessage &notify, RmaOp *op,
@@ -266,6 +267,8 @@ protected:
     bool idle() override;                                          // under lock_
     std::string path(Rank peer) const override;
     void receive_wait() override;
+    bool wake_arm(WakeSet &w) override;
+    void wake_finish_impl() override;
     std::string receive_sleeps_on() const override { return "the completion channel"; }
     Status rdma(Rank peer, bool write, std::uint64_t remote, void *local, std::size_t n, RmaOp *op,
                 bool &later) override;
@@ -308,6 +311,8 @@ private:
     // SLUICE_PINNED_REGIONS_MAX (every one includes rail 0's HCA, hcas_[0],
     // whose regions are counted).
     Status buffers_create();
+    // One AM buffer of the pool: a Medium and its header, 64-byte aligned.
+    std::size_t am_slot() const { return (buffer_size_ + head_room + 63) & ~std::size_t{63}; }
     Status bounces_create();
     Status pool_map(std::size_t count, std::size_t slot, const char *what, const char *fix, std::byte *&out,
                     std::size_t &bytes, ibv_mr *Hca::*mr, std::vector<Buffer> &buffers);
@@ -413,6 +418,10 @@ private:
     // SLUICE_RCV_THREAD_POLL_MODE=exclusive: while the receive thread runs
     // (rcv_polling_), only it polls the receive CQs.
     bool exclusive_ = false;
+    // Block mode: each HCA's channel (both CQs, non-blocking) is what a
+    // sleeping rank waits on; false with the receive thread, which owns the
+    // channels (a sleeping rank naps then).
+    bool wake_channels_ = false;
     std::atomic<bool> rcv_polling_{false};
     // SLUICE_PINNED_REGIONS_MAX: regions registered now (counted on
     // hcas_[0]), this rank's share, and how it was reached, for messages.

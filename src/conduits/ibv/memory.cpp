@@ -86,7 +86,7 @@ Status IbvTransport::pool_map(std::size_t count, std::size_t slot, const char *w
 // recv_count_ for each HCA), the spares (SLUICE_RBUF_SPARES), then the
 // send buffers.
 Status IbvTransport::buffers_create() {
-    const std::size_t slot = (buffer_size_ + head_room + 63) & ~std::size_t{63};
+    const std::size_t slot = am_slot();
     send_count_ = static_cast<std::size_t>(base::knob_int(knob(Knob::IBV_SEND_BUFFERS)));
     spare_count_ = static_cast<std::size_t>(base::knob_int(knob(Knob::RBUF_SPARES)));
     const std::size_t receives = use_srq_ ? recv_count_ * hcas_.size() : recv_count_;
@@ -249,6 +249,12 @@ Status IbvTransport::regions_check(std::size_t local_ranks) {
     base::say("ibv: registered regions: at most %zu per rank (%s): %zu for the conduit, up to %zu for firehose's pools",
               share, region_how_.c_str(), own, victim + main);
     return Status::ok;
+}
+
+// The receive buffers and the spares of the AM pool (buffers_create).
+std::size_t IbvTransport::receive_buffer_bytes_impl() {
+    if (buffers_.empty()) return 0;
+    return ((use_srq_ ? recv_count_ * hcas_.size() : recv_count_) + spare_count_) * am_slot();
 }
 
 } // namespace sluice::conduit::ibv::detail

@@ -104,6 +104,43 @@ void IbvTransport::copies_free() {
     copies_.clear();
 }
 
+// ---- block mode ----
+
+// Arms both CQs of every HCA and reaps once more: a completion that came
+// before the arming raises no event, so one reaped here means work (the
+// caller polls instead of sleeping); after it, any completion wakes the
+// channel.  While a dynamic connection waits to be retried, nap.
+bool IbvTransport::wake_arm(WakeSet &w) {
+    if (!wake_channels_) return RdmaConduit::wake_arm(w);
+    {
+        Guard g(*this);
+        if (!up_) return true;
+        if (!conn_pending_.empty()) return RdmaConduit::wake_arm(w);
+        for (Hca &h : hcas_) {
+            (void)ibv_req_notify_cq(h.send_cq, 0);
+            (void)ibv_req_notify_cq(h.recv_cq, 0);
+        }
+        const std::uint64_t before = counters_.completions;
+        reap();
+        if (counters_.completions != before || !ready_.empty()) return false;
+    }
+    for (const Hca &h : hcas_) w.add(h.channel->fd);
+    return true;
+}
+
+// Takes (and acknowledges) the events that woke the sleeper, so the
+// channels are quiet until the next arming.
+void IbvTransport::wake_finish_impl() {
+    if (!wake_channels_) return;
+    Guard g(*this);
+    if (!up_) return;
+    for (Hca &h : hcas_) {
+        ibv_cq *cq = nullptr;
+        void *context = nullptr;
+        while (ibv_get_cq_event(h.channel, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+    }
+}
+
 // ---- the receive thread ----
 
 void channel_wait(ibv_comp_channel *const *channels, std::size_t n) {

@@ -117,6 +117,11 @@ public:
 
 protected:
     Status init_impl() override;                                   // lapi_setup.cpp
+    // The Medium buffers made so far (LAPI's own receive buffers are its own).
+    std::size_t receive_buffer_bytes_impl() override {
+        base::SpinGuard a(arrival_lock_);
+        return medium_pool_.allocated() * msg_max_;
+    }
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status segment_connected(const std::vector<SegmentRecord> &all) override;
     void fini_impl() override;                                     // lapi_setup.cpp

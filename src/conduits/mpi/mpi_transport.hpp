@@ -107,6 +107,7 @@ public:
 
 protected:
     Status init_impl() override;
+    std::size_t receive_buffer_bytes_impl() override { return recv_requests_.size() * msg_max_; }
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status mem_register_impl(void *, std::size_t, std::uint64_t, std::uint64_t &handle, std::string &) override {
         handle = 0;

@@ -194,6 +194,8 @@ public:
 
 protected:
     Status init_impl() override;
+    std::size_t receive_buffer_bytes_impl() override { return receive_memory(); }
+    std::size_t receive_memory() const;
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
                            const std::uint32_t *args, unsigned nargs) override;

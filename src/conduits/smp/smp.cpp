@@ -632,6 +632,9 @@ protected:
     }
 
     void setup_done_impl() override { segment_.unlink(); }
+    // The queues this rank consumes, a request and a reply queue from each
+    // local rank (the other ranks' payload pools are theirs).
+    std::size_t receive_buffer_bytes_impl() override { return in_.size() * 2 * queue_footprint(ring_bytes_); }
 
     void *peer_segment_view_impl(Rank peer) const override {
         return peer < views_.size() ? views_[peer] : nullptr;

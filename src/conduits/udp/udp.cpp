@@ -628,4 +628,20 @@ int UdpTransport::consume(const Received &r) {
     return 1;
 }
 
+// The kernel receive buffers of the receiving socket and of a peer socket
+// (SO_RCVBUF as the kernel reports it: what it charges the socket, twice
+// what was asked), and the datagram buffers offered to recvmmsg.
+std::size_t UdpTransport::receive_buffer_bytes_impl() {
+    auto kernel = [](int fd) -> std::size_t {
+        int bytes = 0;
+        socklen_t len = sizeof bytes;
+        if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, &len) != 0) return 0;
+        return static_cast<std::size_t>(bytes);
+    };
+    Guard g(lock_);
+    std::size_t n = kernel(fd_) + rx_.size() * buffers_.buffer_bytes();
+    if (in_.fd != fd_) n += kernel(in_.fd);
+    return n;
+}
+
 } // namespace sluice::conduit::udp::detail

@@ -238,6 +238,7 @@ protected:
     // runs no handler here: room on udp comes back with acks alone, and a
     // request handler must not run nested inside another handler.
     int poll_impl(PollMode mode) override;
+    std::size_t receive_buffer_bytes_impl() override;
 
     Status segment_create_impl(std::size_t size, void **base, std::string &key) override;
 
