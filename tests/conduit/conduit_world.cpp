@@ -308,10 +308,16 @@ std::chrono::steady_clock::time_point World::deadline() {
 }
 
 bool World::wait_delivered(std::size_t n) {
-    const auto end = deadline();
+    auto end = deadline();
+    std::size_t seen = delivered.size();
     while (delivered.size() < n) {
         t->poll();
-        if (std::chrono::steady_clock::now() > end) return false;
+        if (delivered.size() != seen) {
+            seen = delivered.size();
+            end = deadline();
+        } else if (std::chrono::steady_clock::now() > end) {
+            return false;
+        }
     }
     return true;
 }

@@ -61,8 +61,10 @@ struct World {
     // transport's local registrar (from the knobs), as core does.
     sluice::rma::firehose::Registrar *firehose = nullptr;
 
-    // Polls until `n` messages were delivered or 20 s passed (times
-    // sluice_test::time_scale(): longer for a slow subset).
+    // Polls until `n` messages were delivered, or 20 s (times
+    // sluice_test::time_scale(): longer for a slow subset) passed with
+    // none delivered: a lost message stalls and fails, a flood through
+    // small queues on a loaded machine only takes longer.
     bool wait_delivered(std::size_t n);
     // Polls until the counter is 0 or that time passed.
     bool wait_counter(const std::atomic<std::uint64_t> &c);

@@ -2,7 +2,8 @@
 # network instances again in a variant of their conduit (another provider,
 # other queue sizes, other hosts): which suites such a run leaves out, how
 # a run of a GoogleTest program from a script is judged, and how a job's
-# code and output are (expect).
+# code and output are (expect), and that libsluice links no NIC library
+# its conduit opens at run time (not_linked).
 #
 # The client families (atomic domains, teams and collectives, VIS,
 # completion, negotiated-payload AMs) reach a conduit only through its AM
@@ -62,5 +63,20 @@ expect() {
         echo "FAIL: $1: exit $code (expected $2) and output lacking: $3"
         printf '%s\n' "$log" | grep -v EXPECTED | tail -15
         failed=1
+    fi
+}
+
+# not_linked LIBRARY: the build's shared libsluice has no NEEDED entry for
+# LIBRARY (a NIC library its conduit opens with dlopen); else FAIL and
+# $failed set.  Says so when the build has no shared libsluice.
+not_linked() {
+    _lib=$(ls "${SLUICETEST_BUILDDIR:?}"/.libs/libsluice.so.*.*.* 2> /dev/null | head -1)
+    if [ -z "$_lib" ]; then
+        echo "not run: the $1 NEEDED check (no shared libsluice in this build)"
+    elif objdump -p "$_lib" | grep -q "NEEDED *$1"; then
+        echo "FAIL: $(basename "$_lib") links $1 (it must open it with dlopen)"
+        failed=1
+    else
+        echo "ok: $(basename "$_lib") does not link $1"
     fi
 }

@@ -233,6 +233,11 @@ int case_bad(int, char **) {
     std::size_t count = 0;
     sluice_rank_t src = 77;
     TERR(SLUICE_ERR_ARGUMENT, sluice_host_of(0, nullptr));
+    TERR(SLUICE_ERR_ARGUMENT, sluice_receive_memory(nullptr));
+    sluice_receive_memory_t memory;
+    TCHECK(sluice_receive_memory(&memory) == SLUICE_OK, "receive_memory refused a good call");
+    TCHECK(memory.credit_space == memory.credits * memory.credit_bytes, "credit_space is not credits x credit_bytes");
+    TCHECK(memory.receive_buffers > 0, "receive_memory counts no receive buffers");
     TERR(SLUICE_ERR_ARGUMENT, sluice_host_name(0, nullptr));
     TERR(SLUICE_ERR_ARGUMENT, sluice_host_ranks(nullptr, 0, nullptr));
     TERR(SLUICE_ERR_ARGUMENT, sluice_host_ranks(nullptr, 4, &count));

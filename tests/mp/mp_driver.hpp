@@ -42,10 +42,12 @@ inline std::string config_name(const ::testing::TestParamInfo<Config> &info) {
 }
 
 // The rank counts every multi-process suite runs at, and the configurations
-// built from them.
+// built from them: one rank, one peer, an odd count, more ranks than cores
+// four times over; the sanitizer subsets run 2 and 4 (the full run leaves 4
+// to them).
 inline std::vector<int> rank_counts() {
     if (reduced()) return {2, 4};
-    return {1, 2, 3, 4, 8};
+    return {1, 2, 3, 8};
 }
 
 inline std::vector<Config> by_ranks() {
@@ -183,18 +185,21 @@ inline int expected_error_lines(const JobResult &r) {
 
 // Every rank reported its refused calls (at least one in all, unless
 // `some` is false), and each refused call printed exactly one
-// "sluice[rank R] ...; fix: ..." line: no more, no less.
+// "sluice[rank R] ...; fix: ..." line: no more, no less.  Counted as
+// pieces of text, not lines: an MPI launcher forwards the ranks' stderr
+// in pieces, and a line of one rank may be cut by a piece of another's
+// (seen under Open MPI's mpirun: "... is prepasluice[rank 0] ...").
 inline void expect_one_error_line_each(const JobResult &r, int ranks, bool some = true) {
     const int expected = expected_error_lines(r);
     EXPECT_EQ(count_occurrences(r.out, "EXPECTED-ERRORS rank"), ranks) << r.describe();
     if (some) {
         EXPECT_GT(expected, 0) << "no rank reported its refused calls\n" << r.describe();
     }
-    int with_fix = 0;
-    for (const auto &l : lines_with(r.err, "sluice[rank"))
-        if (l.find("; fix: ") != std::string::npos) ++with_fix;
-    EXPECT_EQ(with_fix, expected) << "each refused call must print exactly one line naming the rank and the fix\n"
-                                  << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, "; fix: "), expected)
+        << "each refused call must print exactly one line naming the rank and the fix\n"
+        << r.describe();
+    EXPECT_GE(count_occurrences(r.err, "sluice[rank "), expected) << "each refused call's line must name the rank\n"
+                                                                  << r.describe();
 }
 
 } // namespace sluice_test

@@ -12,7 +12,11 @@
 # sender's Puts (10 ms apart) and then wants the count to be exactly half,
 # which a target slowed by a loaded machine overshoots (a quarter of the
 # runs with two busy loops beside it); such a test gets up to three runs and
-# fails only if all three do.  Exits 77 when with-portals4
+# fails only if all three do.  A run that hydra ends at finalize with
+# "assert (!closed) failed" (a process's PMI socket closed while hydra
+# answered its PMI_Finalize: seen once for test_ME_oversize_put in a CI run
+# under load) runs once more, saying so and showing how it ended; a
+# second failure stands.  Exits 77 when with-portals4
 # cannot build (no tarball, no libev-dev).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +50,10 @@ for t in $required $known; do
     elif echo " $timed " | grep -q " $t " && cp "$work/$t" "$work/$t.first" &&
          { run_one "$t" || run_one "$t"; }; then
         echo "ok: $t (on a later run; the first, slowed by the machine's load, ended:)"
+        sed 's/^/    /' "$work/$t.first" | tail -5
+    elif grep -q 'fn_finalize.*error sending PMI response' "$work/$t" && cp "$work/$t" "$work/$t.first" &&
+         run_one "$t"; then
+        echo "ok: $t (on a second run; hydra ended the first at PMI finalize:)"
         sed 's/^/    /' "$work/$t.first" | tail -5
     elif echo " $known " | grep -q " $t "; then
         echo "known failure (not used by the conduit): $t"

@@ -1,15 +1,20 @@
-#!/bin/sh
-# tests/scale/scale.sh [--sizes "16 64"] [--conduits "udp"] [--csv FILE] [--plot FILE]
+#!/bin/bash
+# tests/scale/scale.sh [--sizes "16 64"] [--conduits "udp"] [--hosts N] [--csv FILE] [--plot FILE]
 # Jobs of many ranks on this host under sluicerun, every peer over the
 # network conduit (SLUICE_ROUTE=network), in the wait mode sluicerun picks
 # (block when the ranks outnumber the cores).  At each size and conduit:
 # start-up to the first barrier, barrier and 8-byte allgather (medians),
 # sluice_exit(3) from rank 0 and a rank killed by SIGKILL, each timed until
 # sluicerun returned; then nothing may be left: no rank process, no
-# /dev/shm file of the job.  Prints a table and a CSV (--csv also writes
-# it), --plot draws time against ranks with gnuplot.  make check runs 64
-# ranks over udp (16 in a sanitizer subset); make scale-check 16, 64 and
-# 256 over udp and ofi.
+# /dev/shm file of the job.  Then a stencil and a hot spot of AM Mediums,
+# timed with the credit engine and in a second job without flow control,
+# and the receive memory per rank (sluice_receive_memory).  ibv runs on
+# the software verbs NIC (tests/softnic/verbs/softnic-run).  Prints a
+# table and a CSV (--csv also writes it), --plot draws time against ranks
+# with gnuplot.  make check runs 64 ranks over udp (16 in a sanitizer
+# subset); make scale-check 16, 64 and 256 over udp, ofi and ibv.
+# --hosts N (1 to 8, root): the ranks spread over N network-namespace
+# hosts under the ssh spawner (tests/spawn/ssh/hosts.sh), udp and ofi.
 # tests/scale/README.md.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
@@ -22,21 +27,41 @@ sizes="64"
 conduits="udp"
 csv_file=""
 plot_file=""
+hosts=0
+usage() {
+    echo "usage: scale.sh [--sizes \"16 64\"] [--conduits \"udp ofi\"] [--hosts 1..8] [--csv FILE] [--plot FILE]" >&2
+    exit 2
+}
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) sizes=$2; shift ;;
     --conduits) conduits=$2; shift ;;
+    --hosts) hosts=$2; shift ;;
     --csv) csv_file=$2; shift ;;
     --plot) plot_file=$2; shift ;;
-    *) echo "usage: scale.sh [--sizes \"16 64\"] [--conduits \"udp ofi\"] [--csv FILE] [--plot FILE]" >&2; exit 2 ;;
+    *) usage ;;
     esac
     shift
 done
+case $hosts in [0-8]) ;; *) usage ;; esac
 [ -x "$check" ] || { echo "FAIL: $check is not built"; exit 1; }
 limit=600
+# What starts sluicerun, and its spawner options: here, or in the hub of
+# the namespace hosts with the ssh spawner (the start time sent to the ranks).
+launch=()
+spawn=()
+if [ "$hosts" -gt 0 ]; then
+    ssh_host_letters=$(echo A B C D E F G H | cut -d' ' -f1-"$hosts")
+    ssh_hosts_own_names=1  # each its own host name: ranks see N hosts
+    # shellcheck source=../spawn/ssh/hosts.sh
+    . "$(cd "$(dirname "$0")" && pwd)/../spawn/ssh/hosts.sh"
+    ssh_hosts_begin "the scale harness over $hosts hosts"
+    launch=(in_hub)
+    spawn=(-spawner=ssh -E SCALETEST_T0_NS)
+fi
 failed=0
 ran=0
-csv="conduit,ranks,startup_s,barrier_us,allgather_us,exit_s,kill_exit_s"
+csv="conduit,ranks,startup_s,barrier_us,allgather_us,exit_s,kill_exit_s,stencil_s,stencil_unlimited_s,hotspot_s,hotspot_unlimited_s,credit_space_mib,receive_buffers_mib"
 now_ns() { date +%s%N; }
 value() { printf '%s\n' "$log" | sed -n "s/^scale: $1 //p" | head -1; }
 seconds_since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
@@ -60,15 +85,41 @@ leftovers() {
     printf '%s' "$left"
 }
 
-printf '%-8s %6s %10s %11s %13s %8s %12s\n' conduit ranks startup_s barrier_us allgather_us exit_s kill_exit_s
+# job N MODE [VAR=VALUE...]: one job of the harness; its output in $log,
+# its code in $code.
+job() {
+    local n=$1 mode=$2
+    shift 2
+    # shellcheck disable=SC2086 # mode is "run 20" or one word; wrap empty or one path
+    log=$("${launch[@]}" env "$@" timeout -k 5 $limit $wrap "$run" "${spawn[@]}" -n "$n" -- "$check" $mode "$nonce" 2>&1)
+    code=$?
+}
+
+row() { printf '%-8s %6s %10s %11s %13s %8s %12s %10s %10s %12s %12s\n' "$@"; }
+row conduit ranks startup_s barrier_us allgather_us exit_s kill_exit_s stencil hotspot credit_MiB buffers_MiB
 for conduit in $conduits; do
+    # ibv runs on the software verbs NIC, a fabric file of its own per run.
+    wrap=""
+    if [ "$conduit" = ibv ] && [ "$hosts" -gt 0 ]; then
+        echo "not run: ibv over namespace hosts (the software NIC's hosts are not set up here; ibv-hosts.sh runs them)"
+        continue
+    fi
+    if [ "$conduit" = ibv ]; then
+        wrap="${SLUICETEST_SRCDIR:?}/tests/softnic/verbs/softnic-run"
+        export SOFTNIC_FABRIC=/dev/shm/softnic-scale-$$
+    fi
     for n in $sizes; do
+        # The software verbs NIC's fabric holds 256 queue pairs and ibv
+        # connects every pair of ranks at start-up: 16 ranks at most.
+        if [ "$conduit" = ibv ] && [ "$n" -gt 16 ]; then
+            echo "not run: ibv at $n ranks (the software NIC's fabric holds 256 queue pairs, every pair of ranks takes one)"
+            continue
+        fi
         nonce=scale$$x$n$conduit
         job=scale-$$-$conduit-$n
         export SLUICE_ROUTE=network SLUICE_NETWORK=$conduit SLUICE_JOB_ID=$job
         t0=$(now_ns)
-        log=$(SCALETEST_T0_NS=$t0 timeout -k 5 $limit "$run" -n "$n" -- "$check" run 20 "$nonce" 2>&1)
-        code=$?
+        job "$n" "run 20" SCALETEST_T0_NS="$t0"
         end=$(now_ns)
         left=$(leftovers "$job" "$nonce")
         startup=$(value startup_s)
@@ -81,11 +132,32 @@ for conduit in $conduits; do
         fi
         [ -n "$left" ] && fail "$conduit, $n ranks: left behind after sluice_exit: $left"
         exit_s=$(seconds_since "$exit_at" "$end")
+        stencil=$(value stencil_s)
+        hotspot=$(value hotspot_s)
+        credit_mib=$(value credit_space_mib)
+        buffers_mib=$(value receive_buffers_mib)
+        if [ -z "$stencil" ] || [ -z "$hotspot" ] || [ -z "$credit_mib" ] || [ -z "$buffers_mib" ]; then
+            fail "$conduit, $n ranks: the stencil, the hot spot or the receive memory is missing"
+            continue
+        fi
+
+        # The same traffic without flow control: the unlimited-credit reference.
+        export SLUICE_JOB_ID=$job-unlimited
+        job "$n" traffic SLUICE_CREDIT_FLOW=0
+        left=$(leftovers "$job-unlimited" "$nonce")
+        stencil_unl=$(value stencil_s)
+        hotspot_unl=$(value hotspot_s)
+        # A failed reference fails the run but still leaves the size's row
+        # (its ratios '-').
+        if [ "$code" != 0 ] || [ -z "$stencil_unl" ] || [ -z "$hotspot_unl" ]; then
+            fail "$conduit, $n ranks, unlimited credits: the job ended with $code or a step is missing"
+            stencil_unl='' hotspot_unl=''
+        fi
+        [ -n "$left" ] && fail "$conduit, $n ranks, unlimited credits: left behind: $left"
 
         job=$job-kill
         export SLUICE_JOB_ID=$job
-        log=$(timeout -k 5 $limit "$run" -n "$n" -- "$check" kill "$nonce" 2>&1)
-        code=$?
+        job "$n" kill
         end=$(now_ns)
         left=$(leftovers "$job" "$nonce")
         kill_at=$(value kill_at_ns)
@@ -97,10 +169,15 @@ for conduit in $conduits; do
         [ -n "$left" ] && fail "$conduit, $n ranks: left behind after a rank was killed: $left"
         kill_s=$(seconds_since "$kill_at" "$end")
         ran=$((ran + 1))
-        printf '%-8s %6s %10s %11s %13s %8s %12s\n' "$conduit" "$n" "$startup" "$barrier" "$allgather" "$exit_s" "$kill_s"
+        # Throughput with the credit engine against without: unlimited time / time.
+        stencil_ratio=$(awk -v a="$stencil_unl" -v b="$stencil" 'BEGIN { if (a == "") print "-"; else printf "%.2f", a / b }')
+        hotspot_ratio=$(awk -v a="$hotspot_unl" -v b="$hotspot" 'BEGIN { if (a == "") print "-"; else printf "%.2f", a / b }')
+        row "$conduit" "$n" "$startup" "$barrier" "$allgather" "$exit_s" "$kill_s" "$stencil_ratio" "$hotspot_ratio" \
+            "$credit_mib" "$buffers_mib"
         csv="$csv
-$conduit,$n,$startup,$barrier,$allgather,$exit_s,$kill_s"
+$conduit,$n,$startup,$barrier,$allgather,$exit_s,$kill_s,$stencil,$stencil_unl,$hotspot,$hotspot_unl,$credit_mib,$buffers_mib"
     done
+    [ -n "$wrap" ] && rm -f "$SOFTNIC_FABRIC"*
 done
 echo
 echo "CSV"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SLUICE_WAIT (docs/user-guide.md, "Waiting: spin or block"): a rank that
 # waits in a Sluice call sleeps in the kernel in block mode and wakes when
-# work arrives, on smp (its doorbell), udp (its socket) and ofi
-# (tcp;ofi_rxm's wait descriptor).  tests/wait/README.md says what each
+# work arrives, on smp (its doorbell), udp (its socket), ofi (tcp;ofi_rxm's
+# wait descriptor) and ibv (its completion channels, on the software NIC).  tests/wait/README.md says what each
 # check shows.
 set -u
 builddir=${SLUICETEST_BUILDDIR:?}
@@ -19,8 +19,8 @@ job() {
     envs=
     while [ "$1" != -- ]; do envs="$envs $1"; shift; done
     shift
-    # shellcheck disable=SC2086 # envs is a list of words
-    log=$(env $envs timeout "$t" "$run" "$@" 2>&1)
+    # shellcheck disable=SC2086 # envs is a list of words; run, a command
+    log=$(env $envs timeout "$t" $run "$@" 2>&1)
     code=$?
 }
 
@@ -41,7 +41,13 @@ share() {
     fi
 }
 
-for net in smp udp ofi; do
+# ibv runs on the software verbs NIC (its channels are what a real HCA's
+# completion events would be), a fabric file of this script's own.
+export SOFTNIC_FABRIC=/dev/shm/softnic-wait-test-$$
+trap 'rm -f "$SOFTNIC_FABRIC"' EXIT
+plain_run=$run
+for net in smp udp ofi ibv; do
+    run=$plain_run
     case $net in
     smp) envs="SLUICE_ROUTE=auto" ;;
     udp) envs="SLUICE_ROUTE=network SLUICE_NETWORK=udp" ;;
@@ -51,6 +57,13 @@ for net in smp udp ofi; do
             continue
         fi
         envs="SLUICE_ROUTE=network SLUICE_NETWORK=ofi SLUICE_OFI_PROVIDER=tcp;ofi_rxm" ;;
+    ibv)
+        if ! "$builddir/sluice-info" --conduits 2>/dev/null | grep -q '^  ibv '; then
+            echo "note: no ibv conduit in this build"
+            continue
+        fi
+        run="${SLUICETEST_SRCDIR:?}/tests/softnic/verbs/softnic-run $plain_run"
+        envs="SLUICE_ROUTE=network SLUICE_NETWORK=ibv" ;;
     esac
     echo "=== $net"
     # A barrier that waits 1 s for rank 0: spinning, rank 1 burns the

@@ -8,6 +8,9 @@
 #                           its own host name, sluice-a, sluice-b, sluice-c,
 #                           so ranks started there see three hosts; unset,
 #                           every host shares this machine's name
+#   ssh_host_letters="A B C ..."  (set before ssh_hosts_start, opt-in)
+#                           the hosts to make, up to 8 of A to H; unset:
+#                           A B C (tests/scale/scale.sh takes 8)
 #   ssh_hosts_start         an sshd on 127.0.0.1 (a high port), and three
 #                           network namespaces A, B, C on one bridge in a
 #                           fourth, the hub, each host running its own sshd
@@ -136,7 +139,7 @@ netns_stale_remove() {
 }
 
 ssh_hosts_start() {
-    netns_stale_remove '^sl([0-9]+)(hub|A|B|C)$'
+    netns_stale_remove '^sl([0-9]+)(hub|[A-H])$'
     ssh_work=$(mktemp -d /tmp/sluice-ssh.XXXXXX) || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/host_key" || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/user_key" || return 1
@@ -162,7 +165,7 @@ ssh_hosts_start() {
     ssh_hosts=""
     ssh_host_names=""
     local name number=11 hostname=""
-    for name in A B C; do
+    for name in ${ssh_host_letters:-A B C}; do
         local ns="sl$$$name"
         ip netns add "$ns" || return 1
         ssh_namespaces="$ssh_namespaces $ns"

@@ -178,9 +178,7 @@ conformance() {
 # the conduit, each job started by RUN through tests/mpi/mpirun-launcher in
 # place of sluicerun.  Left out, as they test sluicerun rather than the
 # conduit: the two NetworkChoice tests that need sluicerun -v and its
-# per-rank SLUICE_RANK, BadInput's count of error lines (mpirun forwards
-# the ranks' stderr in pieces, so lines of two ranks can mix; the
-# sluice-mp-test bad case itself runs above), the signals sent to the
+# per-rank SLUICE_RANK, the signals sent to the
 # launcher (mpirun answers
 # them with its own codes), a stopped rank (mpirun continues it); under
 # MPICH's hydra also the signals in a rank and the spinning ranks (hydra
@@ -192,7 +190,7 @@ conformance() {
 suites() {
     label=$1 run=$2
     common="SLUICETEST_LAUNCHER=$srcdir/tests/mpi/mpirun-launcher MPIRUN_LAUNCHER_RUN=$run SLUICETEST_NETWORKS=mpi SLUICETEST_LAUNCHER_GRACE=5"
-    mp_out='Net/NetworkChoice.TheListedConduitCarriesTheJob/*:Net/NetworkChoice.RanksThatDisagree*:Net/BadInput.*'
+    mp_out='Net/NetworkChoice.TheListedConduitCarriesTheJob/*:Net/NetworkChoice.RanksThatDisagree*'
     exit_out='*ToLauncher*:*CtrlCToProcessGroup*:*PeerStoppedTimesOut*'
     if "$run" --version 2>&1 | grep -q HYDRA; then exit_out="$exit_out:*InOneRank*:*InRankZero*:*OthersSpinning*"; fi
     # shellcheck disable=SC2086 # $common is a list of assignments
