@@ -360,6 +360,13 @@ public:
     // Gives the room back: the receiver skips it, nothing is delivered.
     void cancel_prepared(PreparedSend &p) { cancel_impl(p); }
 
+    // The conduit's counters on stderr when its SLUICE_<NAME>_STATS is
+    // set, once: at finalize, or when the job exits otherwise (sluice_exit,
+    // a signal, a failed peer), showing what the exit found.
+    void stats_report() {
+        if (!stats_reported_.exchange(true)) stats_report_impl();
+    }
+
     // Bytes this transport set aside to receive into: posted or ring
     // buffers, kernel socket receive buffers as granted (sluice_receive_memory).
     std::size_t receive_buffer_bytes() { return receive_buffer_bytes_impl(); }
@@ -592,6 +599,7 @@ protected:
     virtual Status segment_connect_impl(const std::vector<SegmentRecord> &all) = 0;
     virtual void setup_done_impl() {}
     virtual std::size_t receive_buffer_bytes_impl() { return 0; }
+    virtual void stats_report_impl() {}
     virtual void *peer_segment_view_impl(Rank) const { return nullptr; }
     // RDMA hooks (native_rma).  Return Status::ok with `later` false when
     // the operation completed during the call; Status::ok with `later` true
@@ -682,6 +690,7 @@ private:
     TransportSetup setup_;
     TransportStats stats_;
     std::atomic<std::uint64_t> send_deadline_{0};
+    std::atomic<bool> stats_reported_{false};
     // RDMA state (transport.cpp): operations the conduit said "retry" to,
     // in order, and completions reaped by poll_impl not yet signalled.
     std::mutex rma_lock_;

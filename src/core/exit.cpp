@@ -294,6 +294,7 @@ void Runtime::exit_body(int code) {
     bootstrap_->exit_begin();
     base::say("exit with code %d", code);
     am.credit_stats_write();
+    for (auto &t : transports_) t->stats_report();
 
     bool graceful = size_ == 1;
     if (!graceful) {

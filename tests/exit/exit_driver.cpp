@@ -106,10 +106,10 @@ std::vector<Param> params() {
 // (tests/harness.hpp, network_conduits), plus a peer that stops answering:
 // the others end the job once the conduit's SLUICE_<NAME>_PEER_TIMEOUT
 // passes (docs/conduits.md), with an error naming the silent rank.
-std::string peer_timeout_knob(const std::string &network) {
+std::string conduit_knob(const std::string &network, const char *name) {
     std::string knob = "SLUICE_";
     for (char ch : network) knob += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    return knob + "_PEER_TIMEOUT";
+    return knob + "_" + name;
 }
 // Under ThreadSanitizer over the first of them only (the plain and ASan
 // builds run every one): its time goes to the threads of one process,
@@ -120,8 +120,15 @@ std::vector<Param> network_params() {
     if (subset() == "tsan" && networks.size() > 1) networks.resize(1);
     for (const std::string &network : networks) {
         std::vector<ExitCase> cases = exit_cases();
-        const std::string knob = peer_timeout_knob(network);
+        const std::string knob = conduit_knob(network, "PEER_TIMEOUT");
         cases.push_back({"PeerStoppedTimesOut", "stopped", Who::last, "", 1, {{knob, "1.5"}}, 0, false, knob});
+        // SLUICE_<NAME>_STATS prints the counters however the job ends,
+        // not at finalize alone: at sluice_exit, and at a signal.
+        const std::string stats = conduit_knob(network, "STATS");
+        const std::string line = network == "udp" ? "] udp: sent " : "): small sends ";
+        cases.push_back({"StatsAtSluiceExit", "spin", Who::last, "5", 5, {{stats, "1"}}, 0, false, line});
+        cases.push_back({"StatsAtSigtermToLauncher", "ready", Who::none, "", 128 + SIGTERM, {{stats, "1"}}, SIGTERM,
+                         false, line});
         for (const auto &c : cases) v.push_back({reduced() ? 2 : 3, c, network});
     }
     return v;

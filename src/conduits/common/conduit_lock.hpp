@@ -7,6 +7,7 @@
 #include "base/status.hpp"
 
 #include <chrono>
+#include <thread>
 
 namespace sluice::conduit::common {
 
@@ -22,16 +23,25 @@ public:
         lock_.lock();
         in_conduit_lock = true;
     }
+    // Waits for the lock until `deadline_ns` (base::now_ns) at most:
+    // owns() says whether it was taken.
+    ConduitGuard(base::SpinLock &lock, std::uint64_t deadline_ns) : lock_(lock) {
+        while (!(owns_ = lock_.try_lock()) && base::now_ns() < deadline_ns) std::this_thread::yield();
+        if (owns_) in_conduit_lock = true;
+    }
     ~ConduitGuard() {
+        if (!owns_) return;
         in_conduit_lock = false;
         lock_.unlock();
         if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
     }
+    bool owns() const { return owns_; }
     ConduitGuard(const ConduitGuard &) = delete;
     ConduitGuard &operator=(const ConduitGuard &) = delete;
 
 private:
     base::SpinLock &lock_;
+    bool owns_ = true;
 };
 
 // Transport::quiesce of such a conduit: everything posted completes before

@@ -42,6 +42,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -127,9 +128,28 @@ protected:
         explicit Guard(RdmaConduit &c) : ConduitGuard(c.lock_) {}
     };
 
+    // stats_report: the counters under lock_ while the network is open.
+    // At an exit, another thread (one stuck inside the network library)
+    // may hold the lock: after 200 ms the report says so instead.
+    void stats_report_impl() final {
+        if (!stats_wanted()) return;
+        ConduitGuard g(lock_, base::now_ns() + 200'000'000);
+        if (!g.owns()) {
+            std::fprintf(stderr, "sluice[rank %u] %s: counters not printed: another thread held the conduit for 200 ms\n",
+                         setup().rank, name());
+            return;
+        }
+        if (up()) stats_print();
+    }
+
     // ---- hooks ----
     // Under lock_: the network is open (false once closed; polls do nothing).
     virtual bool up() const = 0;
+    // SLUICE_<NAME>_STATS is set.
+    virtual bool stats_wanted() const = 0;
+    // Under lock_, the network open: the SLUICE_<NAME>_STATS line(s)
+    // (stats_line, then the conduit's own).
+    virtual void stats_print() = 0;
     // Under lock_: takes completions, queues arrivals (ready() or a
     // PeerOrder into ready_), reposts, issues what waited for room.
     virtual void reap() = 0;

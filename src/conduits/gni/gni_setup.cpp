@@ -319,7 +319,7 @@ Status GniTransport::key_unpack_impl(Rank peer, std::uint64_t, std::uint64_t siz
 
 void GniTransport::fini_impl() {
     receive_thread_stop();
-    if (nic_ && base::knob_bool(knob(Knob::GNI_STATS))) stats_print();
+    stats_report();
     close_all();
 }
 
@@ -371,7 +371,9 @@ void GniTransport::close_all() {
     own_segment_.release();
 }
 
-void GniTransport::stats_print() const {
+bool GniTransport::stats_wanted() const { return base::knob_bool(knob(Knob::GNI_STATS)); }
+
+void GniTransport::stats_print() {
     const GniCounters &g = gni_counters_;
     const std::string extra = "FMA posts " + std::to_string(g.fma) + ", BTE posts " + std::to_string(g.bte) +
                               ", AMOs " + std::to_string(g.amo) + ", immediate " + std::to_string(g.immediate) +

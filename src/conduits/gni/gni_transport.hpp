@@ -152,7 +152,8 @@ private:
     Status endpoints_create();
     Status failed(const char *op, const char *call, gni_return_t rc, const char *fix = nullptr);
     void close_all();
-    void stats_print() const;
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     // gni.cpp
     void reap_local();                                // under lock_

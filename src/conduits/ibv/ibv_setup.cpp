@@ -730,7 +730,7 @@ void IbvTransport::fini_impl() {
     receive_thread_stop();
     conn_thread_.stop();
     if (!hcas_.empty()) connect_file_write();
-    if (!hcas_.empty() && base::knob_bool(knob(Knob::IBV_STATS))) stats_print();
+    stats_report();
     close_all();
 }
 
@@ -784,8 +784,10 @@ void IbvTransport::close_all() {
     own_segment_.release();
 }
 
+bool IbvTransport::stats_wanted() const { return base::knob_bool(knob(Knob::IBV_STATS)); }
+
 // The layer's counters, then ibv's own (IbvCounters).
-void IbvTransport::stats_print() const {
+void IbvTransport::stats_print() {
     const IbvCounters &c = ibv_counters_;
     std::string extra = "two-part Longs " + std::to_string(c.long_two_part) + " (bounced " +
                         std::to_string(c.long_bounced) + "), ";

@@ -298,7 +298,8 @@ private:
     const Hca &hca_of(unsigned rail) const { return hcas_[rails_[rail].hca]; }
     std::string rail_name(unsigned rail) const;
     void close_all();
-    void stats_print() const;
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     // atomics.cpp
     Status atomics_setup();                                  // at init: SLUICE_IBV_ATOMICS, atomic_cap

@@ -326,7 +326,7 @@ Status LapiTransport::buffers_create() {
 
 void LapiTransport::fini_impl() {
     receive_thread_stop();
-    if (open_.load() && base::knob_bool(knob(Knob::LAPI_STATS))) stats_print();
+    stats_report();
     close_all();
 }
 
@@ -363,6 +363,8 @@ void LapiTransport::close_all() {
     posts_.clear();
     own_segment_.release();
 }
+
+bool LapiTransport::stats_wanted() const { return base::knob_bool(knob(Knob::LAPI_STATS)); }
 
 // The handlers' counters are read under arrival_lock_ (LAPI still runs).
 void LapiTransport::stats_print() {

@@ -159,7 +159,8 @@ private:
     Status buffers_create();
     Status failed(const char *op, const char *call, int rc, Rank peer, const char *fix = nullptr) const;
     void close_all();
-    void stats_print();
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     static std::atomic<LapiTransport *> live_;
 

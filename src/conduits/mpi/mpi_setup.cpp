@@ -258,7 +258,7 @@ Status MpiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
 
 void MpiTransport::fini_impl() {
     receive_thread_stop();
-    if (up() && base::knob_bool(knob(Knob::MPI_STATS))) stats_print();
+    stats_report();
     close_all(true);
 }
 
@@ -332,7 +332,9 @@ void MpiTransport::close_all(bool collective) {
     comm_ = MPI_COMM_NULL;
 }
 
-void MpiTransport::stats_print() const {
+bool MpiTransport::stats_wanted() const { return base::knob_bool(knob(Knob::MPI_STATS)); }
+
+void MpiTransport::stats_print() {
     const std::string extra = "window flushes " + std::to_string(mpi_counters_.flushes) + ", served " +
                               std::to_string(mpi_counters_.served);
     common::stats_line(setup().rank, "mpi", path(setup().rank), counters_, receive_wakeups(), extra);

@@ -139,7 +139,8 @@ private:
     Status buffers_create();
     Status rma_probe();
     void close_all(bool collective);
-    void stats_print() const;
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     // mpi.cpp
     static int finished(std::vector<MPI_Request> &requests, std::vector<int> &index);  // under lock_

@@ -528,7 +528,7 @@ std::string OfiTransport::receive_sleeps_on() const {
 
 void OfiTransport::fini_impl() {
     receive_thread_stop();
-    if (ep_ && base::knob_bool(knob(Knob::OFI_STATS))) stats_print();
+    stats_report();
     close_all();
 }
 
@@ -575,7 +575,9 @@ void OfiTransport::close_all() {
     own_segment_.release();
 }
 
-void OfiTransport::stats_print() const {
+bool OfiTransport::stats_wanted() const { return base::knob_bool(knob(Knob::OFI_STATS)); }
+
+void OfiTransport::stats_print() {
     common::stats_line(setup().rank, "ofi", provider_, counters_, receive_wakeups(), "");
 }
 

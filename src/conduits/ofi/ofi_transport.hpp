@@ -170,7 +170,8 @@ private:
                         const char *what);
     void close_all();
     void exit_release_impl() override;
-    void stats_print() const;
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     // ofi.cpp
     Status post(Rank peer, const void *bytes, std::size_t length);  // under lock_

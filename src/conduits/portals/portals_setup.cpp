@@ -427,7 +427,7 @@ void PortalsTransport::mem_deregister_impl(std::uint64_t handle) {
 }
 
 void PortalsTransport::fini_impl() {
-    if (ni_open_ && base::knob_bool(knob(Knob::PORTALS_STATS))) stats_print();
+    stats_report();
     close_all();
 }
 
@@ -492,9 +492,11 @@ std::size_t PortalsTransport::receive_memory() const {
     return (reqrb_.size() + sysrb_.size()) * reqrb_size_ + (am_eq_size_ + safe_eq_size_ + sys_eq_size_) * sizeof(ptl_event_t);
 }
 
+bool PortalsTransport::stats_wanted() const { return base::knob_bool(knob(Knob::PORTALS_STATS)); }
+
 // The layer's line (common::stats_line) with portals' own counters after
 // it, then the receive memory.
-void PortalsTransport::stats_print() const {
+void PortalsTransport::stats_print() {
     const PortalsCounters &o = own_counters_;
     auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
     char extra[256];

@@ -236,7 +236,8 @@ private:
     void credit_preferences();
     std::size_t reqrb_count() const;
     void close_all();
-    void stats_print() const;
+    bool stats_wanted() const override;
+    void stats_print() override;
 
     // portals.cpp
     Status message(Rank peer, std::uint64_t bits, const std::uint32_t *args, unsigned nargs, AmCategory category,

@@ -257,7 +257,7 @@ Status UdpTransport::segment_connect_impl(const std::vector<SegmentRecord> &all)
 }
 
 void UdpTransport::fini_impl() {
-    if (fd_ >= 0 && base::knob_bool(knob(Knob::UDP_STATS))) stats_print();
+    stats_report();
     close_socket();
     Guard g(lock_);
     peers_.clear();
@@ -415,6 +415,10 @@ void UdpTransport::socket_buffers_set(int fd) {
                   "needs a larger SLUICE_UDP_PEER_TIMEOUT or SLUICE_PROGRESS_THREAD=1", r);
     base::fatal("udp", fix, "rank %u (%s) has acknowledged nothing for %.1f s (SLUICE_UDP_PEER_TIMEOUT=%g): taking it for dead",
                 r, where.c_str(), peer_timeout_s_, peer_timeout_s_);
+}
+
+void UdpTransport::stats_report_impl() {
+    if (fd_ >= 0 && base::knob_bool(knob(Knob::UDP_STATS))) stats_print();
 }
 
 void UdpTransport::stats_print() {

@@ -476,6 +476,7 @@ private:
 
     [[noreturn]] void peer_silent(Rank r);
 
+    void stats_report_impl() override;
     void stats_print();
 
     // At init: the job's secret and MAC key from rank 0 (README.md, Authentication).

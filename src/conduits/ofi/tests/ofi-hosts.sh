@@ -142,14 +142,18 @@ succeeded() {
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...: sluice-mp-test CASE.
 mp_case() {
-    local ranks=$1 env_args case_args label remote=$(($1 - $1 / 3))
+    local ranks=$1 env_args case_args label limit remote=$(($1 - $1 / 3))
     shift
     ssh_split_args "$@"
     set -- "${case_args[@]}"
     label="$provider, $((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp $*"
     # SLUICE_ROUTE=network: every peer but the rank itself over ofi.
     case " ${env_args[*]} " in *" SLUICE_ROUTE=network "*) remote=$((ranks - 1)) ;; esac
-    run_job "$([ "$1" = rma ] && echo 300 || echo 150)" "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
+    # The ranks' waits give up, naming what they waited for, 30 s before
+    # the job's limit (and a rank stuck elsewhere prints its counters
+    # when the limit's SIGTERM comes: SLUICE_<NAME>_STATS).
+    limit=$([ "$1" = rma ] && echo 300 || echo 150)
+    run_job "$limit" SLUICETEST_RANK_TIMEOUT=$(((limit - 30) * scale)) "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
     succeeded "$label" "$ranks" "$remote" eth0 "$([ "$1" = rma ] && echo rma)"
 }
 

@@ -125,13 +125,17 @@ succeeded() { ssh_job_passed "$1" portals_used "${@:2}"; }
 
 # mp_case RANKS [ENV-ARGS...] -- CASE ARGS...: sluice-mp-test CASE.
 mp_case() {
-    local ranks=$1 env_args case_args label remote=$(($1 - $1 / 3))
+    local ranks=$1 env_args case_args label limit remote=$(($1 - $1 / 3))
     shift
     ssh_split_args "$@"
     set -- "${case_args[@]}"
     label="$((ranks / 3)) rank(s) per host${env_args[*]:+, ${env_args[*]}}: mp $*"
     case " ${env_args[*]} " in *" SLUICE_ROUTE=network "*) remote=$((ranks - 1)) ;; esac
-    run_job "$([ "$1" = rma ] && echo 300 || echo 150)" "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
+    # The ranks' waits give up, naming what they waited for, 30 s before
+    # the job's limit (and a rank stuck elsewhere prints its counters
+    # when the limit's SIGTERM comes: SLUICE_<NAME>_STATS).
+    limit=$([ "$1" = rma ] && echo 300 || echo 150)
+    run_job "$limit" SLUICETEST_RANK_TIMEOUT=$(((limit - 30) * scale)) "${env_args[@]}" -- -n "$ranks" "$mp" "$@"
     succeeded "$label" "$ranks" "$remote" "$([ "$1" = rma ] && echo rma)"
 }
 
