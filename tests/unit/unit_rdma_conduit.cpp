@@ -192,6 +192,8 @@ protected:
     }
 
     bool up() const override { return true; }
+    bool stats_wanted() const override { return false; }
+    void stats_print() override {}
     void reap() override {
         if (!hold_atomics) {
             for (Slot *s : atomics_posted) atomic_.done(s, true);
