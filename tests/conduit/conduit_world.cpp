@@ -323,10 +323,17 @@ bool World::wait_delivered(std::size_t n) {
 }
 
 bool World::wait_counter(const std::atomic<std::uint64_t> &c) {
-    const auto end = deadline();
-    while (c.load(std::memory_order_acquire) != 0) {
+    auto end = deadline();
+    std::uint64_t seen = c.load(std::memory_order_acquire);
+    while (seen != 0) {
         t->poll();
-        if (std::chrono::steady_clock::now() > end) return false;
+        const std::uint64_t now = c.load(std::memory_order_acquire);
+        if (now != seen) {
+            seen = now;
+            end = deadline();
+        } else if (std::chrono::steady_clock::now() > end) {
+            return false;
+        }
     }
     return true;
 }

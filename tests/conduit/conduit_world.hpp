@@ -66,7 +66,8 @@ struct World {
     // none delivered: a lost message stalls and fails, a flood through
     // small queues on a loaded machine only takes longer.
     bool wait_delivered(std::size_t n);
-    // Polls until the counter is 0 or that time passed.
+    // Polls until the counter is 0, or that time passed with the counter
+    // unchanged.
     bool wait_counter(const std::atomic<std::uint64_t> &c);
     static std::chrono::steady_clock::time_point deadline();
     bool barrier();  // bootstrap barrier, for phases of a test
