@@ -6,6 +6,13 @@
 # datagrams); these tests need 64 MiB, enough for a rank that other
 # tests keep off the CPU for a while under make -j.
 #
+# Its datagrams reach 64 KiB, which IP cuts into some 44 fragments on a
+# 1500-byte link: a flood between namespaces is tens of thousands of
+# packets, and the kernel's backlog of received packets per CPU
+# (net.core.netdev_max_backlog, 1000) overflows when the receiving CPU is
+# busy elsewhere.  Losing one fragment loses the datagram.  So as root the
+# backlog is raised to 100000 as well.
+#
 # portals_udp_buffers: true when rmem_default is at least 64 MiB, or was
 # raised to it (root); otherwise it says why and returns 1 (the caller
 # skips).  The caller's EXIT trap runs portals_udp_restore.
@@ -20,11 +27,14 @@
 # one step each.  POSIX sh: some callers are #!/bin/sh.
 #
 # portals_udp_drops [NETNS...]: the datagrams UDP dropped for want of
-# receive buffer space (RcvbufErrors in /proc/net/snmp), summed over the
-# network namespaces named, or in this one.  A script that owns its
-# namespaces compares it before and after a job: a failed job with drops
-# met the reference implementation's limit, not (necessarily) a bug.
+# receive buffer space (RcvbufErrors in /proc/net/snmp) and those IP could
+# not put together from their fragments (ReasmFails), summed over the
+# network namespaces named, or in this one, plus the packets every CPU's
+# backlog dropped (/proc/net/softnet_stat, the whole machine's).  A script
+# compares it before and after a job: a failed job with drops met the
+# reference implementation's limit, not (necessarily) a bug.
 portals_udp_want=67108864
+portals_udp_backlog=100000
 portals_udp_lock=/tmp/sluice-portals-udp
 portals_udp_users=
 
@@ -43,11 +53,19 @@ portals_udp_buffers() {
     portals_udp_users=1
     portals_udp_now=$(cat /proc/sys/net/core/rmem_default)
     portals_udp_max=$(cat /proc/sys/net/core/rmem_max)
+    portals_udp_queue=$(cat /proc/sys/net/core/netdev_max_backlog)
+    if [ "$portals_udp_now" -lt "$portals_udp_want" ] || [ "$portals_udp_queue" -lt "$portals_udp_backlog" ]; then
+        [ -s "$portals_udp_lock.saved" ] ||
+            echo "$portals_udp_now $portals_udp_max $portals_udp_queue" > "$portals_udp_lock.saved"
+    fi
     if [ "$portals_udp_now" -lt "$portals_udp_want" ]; then
-        [ -s "$portals_udp_lock.saved" ] || echo "$portals_udp_now $portals_udp_max" > "$portals_udp_lock.saved"
         [ "$portals_udp_max" -ge "$portals_udp_want" ] || echo "$portals_udp_want" > /proc/sys/net/core/rmem_max
         echo "$portals_udp_want" > /proc/sys/net/core/rmem_default
         echo "net.core.rmem_default raised from $portals_udp_now to $portals_udp_want while the Portals tests run (the reference implementation's UDP transport)"
+    fi
+    if [ "$portals_udp_queue" -lt "$portals_udp_backlog" ]; then
+        echo "$portals_udp_backlog" > /proc/sys/net/core/netdev_max_backlog
+        echo "net.core.netdev_max_backlog raised from $portals_udp_queue to $portals_udp_backlog while the Portals tests run"
     fi
     flock -u 7
     exec 7>&-
@@ -63,6 +81,7 @@ portals_udp_restore() {
         set -- $(cat "$portals_udp_lock.saved")
         echo "$1" > /proc/sys/net/core/rmem_default
         echo "$2" > /proc/sys/net/core/rmem_max
+        [ -z "${3:-}" ] || echo "$3" > /proc/sys/net/core/netdev_max_backlog
         rm -f "$portals_udp_lock.saved"
     fi
     flock -u 8
@@ -74,10 +93,19 @@ portals_udp_restore() {
 
 portals_udp_drops() {
     [ $# -gt 0 ] || set -- ""
-    portals_udp_total=0
+    # softnet_stat: a line per CPU, its second field the drops, in hex.
+    portals_udp_total=$(awk '{
+            v = 0
+            for (i = 1; i <= length($2); ++i) v = v * 16 + index("0123456789abcdef", tolower(substr($2, i, 1))) - 1
+            n += v
+        } END { print n + 0 }' /proc/net/softnet_stat 2> /dev/null || echo 0)
     for portals_udp_ns in "$@"; do
-        portals_udp_n=$(${portals_udp_ns:+ip netns exec "$portals_udp_ns"} awk '/^Udp:/ {
-            if (!col) { for (i = 2; i <= NF; ++i) if ($i == "RcvbufErrors") col = i } else print $col }' /proc/net/snmp)
+        portals_udp_n=$(${portals_udp_ns:+ip netns exec "$portals_udp_ns"} awk '
+            $1 == "Udp:" || $1 == "Ip:" {
+                if (!(($1) in col)) { for (i = 2; i <= NF; ++i) if ($i == "RcvbufErrors" || $i == "ReasmFails") col[$1] = i; if (!(($1) in col)) col[$1] = 0 }
+                else if (col[$1]) n += $(col[$1])
+            }
+            END { print n + 0 }' /proc/net/snmp)
         portals_udp_total=$((portals_udp_total + ${portals_udp_n:-0}))
     done
     echo "$portals_udp_total"
