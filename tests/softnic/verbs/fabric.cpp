@@ -28,7 +28,7 @@ std::once_flag mapped_once;
 constinit softnic_common::HostList hosts{"softnic"};
 
 void map_fabric() {
-    const std::string path = softnic_common::fabric_path("SOFTNIC_FABRIC", "/dev/shm/softnic-v2-", hosts);
+    const std::string path = softnic_common::fabric_path("SOFTNIC_FABRIC", "/dev/shm/softnic-v3-", hosts);
     softnic_common::FabricHead *h = softnic_common::map_fabric(path, sizeof(Fabric), fabric_magic, "softnic", [](softnic_common::FabricHead *h) {
         // Start generations apart from a previous fabric's handles.
         reinterpret_cast<Fabric *>(h)->key_generation = static_cast<std::uint32_t>(::getpid()) & 0xffff;

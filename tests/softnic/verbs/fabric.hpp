@@ -1,7 +1,7 @@
 // tests/softnic/verbs/fabric.hpp - the software verbs NIC's shared state.
 //
 // Every process of a host that opens the software NIC maps one file
-// (SOFTNIC_FABRIC, default /dev/shm/softnic-v2-<uid>, with "-h<host>" after
+// (SOFTNIC_FABRIC, default /dev/shm/softnic-v3-<uid>, with "-h<host>" after
 // it when SOFTNIC_HOSTS names several hosts): the host's fabric.  It holds, under one
 // robust process-shared mutex, the tables a real HCA keeps in its own
 // memory and that a peer's operations must reach: queue pairs with their
@@ -28,10 +28,13 @@
 
 namespace softnic {
 
-// Limits, reported by ibv_query_device.
-constexpr std::uint32_t max_qp = 256;
-constexpr std::uint32_t max_cq = 256;
-constexpr std::uint32_t max_srq = 64;
+// Limits, reported by ibv_query_device.  The fabric file holds every
+// table whole but is sparse: a slot takes memory once used (a QP's page,
+// and its receive ring's pages as receives are posted), so the limits are
+// set for 256 ranks on a host with connections made on demand.
+constexpr std::uint32_t max_qp = 8192;
+constexpr std::uint32_t max_cq = 2048;
+constexpr std::uint32_t max_srq = 1024;
 constexpr std::uint32_t max_mr = 4096;
 constexpr std::uint32_t max_qp_wr = 1024;
 constexpr std::uint32_t max_srq_wr = 4096;
@@ -133,7 +136,7 @@ struct Fabric {
     Mr mr[max_mr];
 };
 
-constexpr std::uint64_t fabric_magic = 0x33766369666e7373ull;  // "ssnficv3"
+constexpr std::uint64_t fabric_magic = 0x34766369666e7373ull;  // "ssnficv4"
 
 // The mapped fabric (opened on first use) and its lock.  lock() frees the
 // objects of processes that died, if one died holding the lock.
