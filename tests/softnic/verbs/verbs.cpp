@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 using namespace softnic;
@@ -75,7 +76,8 @@ int next_context = 0;
 
 // By QP table index, this process's signaled sends not yet polled: each
 // the value of Qp::sq_posted once it was posted (under the fabric lock).
-std::vector<std::deque<std::uint32_t>> sq_signaled(max_qp);
+// A map: the process holds a few of the table's QPs.
+std::unordered_map<std::uint32_t, std::deque<std::uint32_t>> sq_signaled;
 
 // The work requests `q`'s send queue holds at most.
 std::uint32_t sq_depth(const Qp &q) { return sq_slots() ? std::min(q.max_send_wr, sq_slots()) : q.max_send_wr; }
@@ -87,8 +89,8 @@ void sq_free(const ibv_wc &wc) {
     const std::uint32_t qi = wc.qp_num - qpn_base;
     if (qi >= max_qp) return;
     Qp &q = fabric().qp[qi];
-    std::deque<std::uint32_t> &signaled = sq_signaled[qi];
     if (!q.used || q.pid != me()) return;
+    std::deque<std::uint32_t> &signaled = sq_signaled[qi];
     if (wc.status != IBV_WC_SUCCESS) {
         q.sq_freed = q.sq_posted;
         signaled.clear();
@@ -973,7 +975,7 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     q.srq = attr->srq ? static_cast<std::int32_t>(reinterpret_cast<SoftSrq *>(attr->srq)->index) : -1;
     q.sq_sig_all = attr->sq_sig_all;
     q.max_send_wr = std::max<std::uint32_t>(1, cap.max_send_wr);
-    sq_signaled[static_cast<std::size_t>(i)].clear();
+    sq_signaled.erase(static_cast<std::uint32_t>(i));
     q.rq.head = q.rq.tail = 0;
     q.rq.cap = std::max<std::uint32_t>(1, cap.max_recv_wr);
     unlock();
@@ -1054,7 +1056,7 @@ int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask) {
     if (to == IBV_QPS_RESET) {
         q.rq.head = q.rq.tail = 0;
         q.sq_posted = q.sq_freed = 0;
-        sq_signaled[s->index].clear();
+        sq_signaled.erase(s->index);
     }
     q.state = to;
     if (to == IBV_QPS_ERR) to_error(s->index, notices);
@@ -1113,7 +1115,7 @@ int ibv_destroy_qp(ibv_qp *qp) {
         if (pending_state.in_flight == s->index) pending_state.in_flight_dropped = true;
         lock();
         fabric().qp[s->index].used = 0;
-        sq_signaled[s->index].clear();
+        sq_signaled.erase(s->index);
         unlock();
     }
     delete s;
