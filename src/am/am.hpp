@@ -43,7 +43,6 @@ using Token = sluice_token;
 enum SystemHandler : std::uint8_t {
     sys_noop_reply = 0,   // hidden reply: returns a credit
     sys_barrier,
-    sys_allgather,
     sys_exit_arrive,
     sys_exit_done,
     sys_exit_elect,

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace sluice::coll {
 
@@ -278,18 +279,61 @@ Task reduce_task(Op &op, Rank root, void *dst, const void *src, Reduction r, std
     if (all || op.me() == root) copy_in(dst, acc, bytes);
 }
 
-// Every member sends its block to every other one, starting with its
-// successor so that no member is everyone's first target.
+// Up to `direct_allgather_max` members, every member sends its block to
+// every other one, starting with its successor so that no member is
+// everyone's first target: one round of p - 1 messages.  Above, Bruck's
+// algorithm: in round k each member sends what it has gathered (its own
+// block and its 2^k - 1 successors') to the member 2^k before it and
+// receives as much from the member 2^k after it: ceil(log2 p) rounds,
+// each member talking to 2 ceil(log2 p) others (a network conduit that
+// connects on demand, ibv, then makes that many connections, not p - 1).
+constexpr Rank direct_allgather_max = 16;
+
 Task allgather_task(Op &op, void *dst, const void *src, std::size_t n) {
     const Rank p = op.size(), me = op.me();
-    for (Rank k = 1; k < p; ++k) send(op, (me + k) % p, tag(1, me), src, n);
-    copy_in(static_cast<char *>(dst) + std::size_t{me} * n, src, n);
-    for (Rank k = 1; k < p; ++k) {
-        const Rank from = (me + p - k) % p;
-        Message m = co_await recv(op, tag(1, from));
-        size_check(op, m, n);
-        std::memcpy(static_cast<char *>(dst) + std::size_t{from} * n, m.bytes(), std::min(n, m.size));
+    if (p <= direct_allgather_max) {
+        for (Rank k = 1; k < p; ++k) send(op, (me + k) % p, tag(1, me), src, n);
+        copy_in(static_cast<char *>(dst) + std::size_t{me} * n, src, n);
+        for (Rank k = 1; k < p; ++k) {
+            const Rank from = (me + p - k) % p;
+            Message m = co_await recv(op, tag(1, from));
+            size_check(op, m, n);
+            std::memcpy(static_cast<char *>(dst) + std::size_t{from} * n, m.bytes(), std::min(n, m.size));
+        }
+        co_return;
     }
+    // Block i of `gathered` is member (me + i) % p's and sizes[i] the size
+    // it passed.  Each message carries its blocks' sizes before them, so
+    // every member learns every member's size, and sizes that differ fail
+    // the call on every member, as the direct exchange does.
+    std::vector<char> gathered(std::size_t{p} * n), out;
+    std::vector<std::uint64_t> sizes(p);
+    copy_in(gathered.data(), src, n);
+    sizes[0] = n;
+    std::uint32_t round = 0;
+    for (Rank have = 1; have < p; ++round) {
+        const Rank count = std::min(have, p - have);
+        const std::size_t head = std::size_t{count} * sizeof sizes[0], bytes = std::size_t{count} * n;
+        out.resize(head + bytes);
+        std::memcpy(out.data(), sizes.data(), head);
+        if (bytes) std::memcpy(out.data() + head, gathered.data(), bytes);
+        send(op, (me + p - have) % p, tag(2, round), out.data(), out.size());
+        const Message m = co_await recv(op, tag(2, round));
+        if (m.size >= head) {
+            std::memcpy(sizes.data() + have, m.bytes(), head);
+            if (bytes) std::memcpy(gathered.data() + std::size_t{have} * n, m.bytes() + head, std::min(bytes, m.size - head));
+        } else {
+            std::fill_n(sizes.begin() + have, count, ~std::uint64_t{0});
+        }
+        have += count;
+    }
+    for (Rank i = 1; i < p && op.status == Status::ok; ++i)
+        if (sizes[i] != n)
+            op.fail(base::report(Status::argument, op.name, "pass the same sizes on every member of the team",
+                                 "rank %u passed %llu bytes, this rank %zu", op.job((me + i) % p),
+                                 static_cast<unsigned long long>(sizes[i]), n));
+    for (Rank i = 0; i < p && n; ++i)
+        std::memcpy(static_cast<char *>(dst) + std::size_t{(me + i) % p} * n, gathered.data() + std::size_t{i} * n, n);
 }
 
 Task alltoall_task(Op &op, void *dst, const void *src, std::size_t n) {

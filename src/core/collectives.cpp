@@ -1,6 +1,8 @@
-// src/core/collectives.cpp - barrier and allgather over the conduits.
+// src/core/collectives.cpp - barrier over the conduits; allgather, the job
+// team's (src/coll).
 #include "core/runtime.hpp"
 #include "base/tsan.hpp"
+#include "coll/team.hpp"
 
 #include <cstring>
 
@@ -17,14 +19,6 @@ struct SystemHandlers {
         while (seen < epoch && !heard.compare_exchange_weak(seen, epoch, std::memory_order_release)) {
         }
     }
-    static void allgather(sluice_token_t, void *payload, std::size_t n, const std::uint32_t *args, unsigned) {
-        Runtime &rt = runtime();
-        std::lock_guard<std::mutex> lock(rt.allgather_mutex_);
-        auto &g = rt.gatherings_[args[0]];
-        if (g.parts.empty()) g.parts.resize(rt.size_);
-        g.parts[args[1]].assign(static_cast<const char *>(payload), n);
-        ++g.count;
-    }
 };
 
 namespace {
@@ -36,7 +30,6 @@ bool poll_for_barrier(void *context) {
 
 void Runtime::system_handlers_register() {
     am.system_register(am::sys_barrier, SystemHandlers::barrier);
-    am.system_register(am::sys_allgather, SystemHandlers::allgather);
     void exit_handlers_register(am::AmEngine &);
     exit_handlers_register(am);
 }
@@ -85,43 +78,7 @@ Status Runtime::allgather(const void *in, void *out, std::size_t length) {
     if (length > am.max_medium())
         return base::report(Status::too_large, op, "gather at most sluice_am_max_medium() bytes per rank",
                             "%zu bytes per rank, the largest is %zu", length, am.max_medium());
-    const std::uint32_t seq = ++allgather_seq_;
-    for (Rank r = 0; r < size_; ++r) {
-        if (r == rank_) continue;
-        std::uint32_t args[2] = {seq, rank_};
-        am::Send m;
-        m.category = am::AmCategory::medium;
-        m.handler = am::sys_allgather;
-        m.payload = in;
-        m.length = length;
-        m.args = args;
-        m.nargs = 2;
-        if (Status s = am.system_request(r, m); s != Status::ok)
-            return base::report(s, op, nullptr, "could not send to rank %u", r);
-    }
-    for (;;) {
-        {
-            std::lock_guard<std::mutex> lock(allgather_mutex_);
-            auto it = gatherings_.find(seq);
-            if (size_ == 1 || (it != gatherings_.end() && it->second.count == size_ - 1)) {
-                char *dst = static_cast<char *>(out);
-                for (Rank r = 0; r < size_; ++r) {
-                    if (r == rank_) {
-                        if (length) std::memcpy(dst + r * length, in, length);
-                    } else if (length) {
-                        const std::string &part = it->second.parts[r];
-                        if (part.size() != length)
-                            return base::report(Status::argument, op, "pass the same length on every rank",
-                                                "rank %u gave %zu bytes, this rank %zu", r, part.size(), length);
-                        std::memcpy(dst + r * length, part.data(), length);
-                    }
-                }
-                if (it != gatherings_.end()) gatherings_.erase(it);
-                return Status::ok;
-            }
-        }
-        poll();
-    }
+    return coll::team_allgather(coll::team_job(), in, out, length, op);
 }
 
 } // namespace sluice::core

@@ -10,9 +10,7 @@
 #include "spawners/bootstrap.hpp"
 
 #include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,14 +160,6 @@ private:
     // barrier over AM: highest epoch heard per dissemination round
     std::uint64_t barrier_epoch_ = 0;
     std::atomic<std::uint64_t> barrier_heard_[64] = {};
-    // allgather over AM: parts that arrived, by sequence number
-    std::mutex allgather_mutex_;
-    std::uint32_t allgather_seq_ = 0;
-    struct Gathering {
-        std::vector<std::string> parts;
-        std::size_t count = 0;
-    };
-    std::map<std::uint32_t, Gathering> gatherings_;
 
     std::thread progress_thread_;
     std::atomic<bool> progress_stop_{false};
