@@ -6,10 +6,6 @@
 #include "conduits/common/run_time_library.hpp"
 #include "conduits/knobs.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
 namespace sluice::conduit::gni {
 
 namespace {

@@ -7,10 +7,6 @@
 #include "conduits/knobs.hpp"
 #include "sluice_config.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
 namespace sluice::conduit::portals {
 
 namespace {
