@@ -155,16 +155,6 @@ void fatal_signals_install() {
     }
 }
 
-std::atomic<int> signal_deferred{0};
-namespace {
-std::atomic<void (*)(int)> signal_deferred_hook{nullptr};
-}
-void signal_deferred_hook_set(void (*hook)(int)) { signal_deferred_hook.store(hook); }
-void signal_deferred_run() {
-    const int sig = signal_deferred.exchange(0);
-    if (void (*hook)(int) = signal_deferred_hook.load(); sig && hook) hook(sig);
-}
-
 IdleAction idle_action = IdleAction::spin;
 bool idle_yields = false;
 std::uint64_t idle_spin_ns = 20'000;

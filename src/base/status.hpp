@@ -55,13 +55,6 @@ void backtrace_print();
 // signal (and a backtrace under SLUICE_BACKTRACE), then die by the signal.
 void fatal_signals_install();
 
-// A termination signal that arrived while a conduit was in the middle of
-// updating its state (Transport::signal_exit_safe): the exit it asks for
-// runs when the conduit leaves that section (signal_deferred_run).
-extern std::atomic<int> signal_deferred;
-void signal_deferred_hook_set(void (*hook)(int sig));
-void signal_deferred_run();
-
 std::uint64_t now_ns();
 
 // What a wait loop does when a poll found nothing (Runtime sets it at init,

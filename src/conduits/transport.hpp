@@ -482,9 +482,9 @@ public:
     // here (core::Runtime::finalize).
     void quiesce() { quiesce_impl(); }
 
-    // False while this thread is in the middle of updating the conduit's
-    // state, where an exit run from a signal handler could not use it; the
-    // conduit then runs base::signal_deferred_run() when it leaves.
+    // False while this thread holds what the exit needs of the conduit (its
+    // lock): a termination signal's handler then returns instead of waiting,
+    // and the thread parks at its next poll (core/exit.cpp).
     bool signal_exit_safe() const { return signal_exit_safe_impl(); }
 
     // The process ends now (_exit, after the exit protocol) without

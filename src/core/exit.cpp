@@ -44,9 +44,9 @@ int signal_pipe[2] = {-1, -1};
 std::thread *signal_thread = nullptr;  // never destroyed: the process may end while it waits
 
 // A second signal while exiting hurries the end.  The interrupted thread
-// does not go on with the program's work: it waits here, unless a conduit
-// is mid-update on it, in which case it leaves that section and parks at
-// its next poll.
+// does not go on with the program's work: it waits here, unless it holds a
+// conduit's lock, which the exit needs; then it leaves that section and
+// parks at its next poll.
 void on_termination_signal(int sig) {
     const int saved = errno;
     runtime().exit_signal_forward(sig);

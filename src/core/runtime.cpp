@@ -79,7 +79,6 @@ Status Runtime::init(int *, char ***) {
     base::log_rank_set(static_cast<int>(rank_));
     base::fatal_signals_install();
     base::fatal_hook_set(fatal_hook);
-    base::signal_deferred_hook_set([](int sig) { runtime().exit(128 + sig); });
     base::say("bootstrap %s: rank %u of %u", bootstrap_->name(), rank_, size_);
 
     if (rank_ == 0) {

@@ -11,10 +11,11 @@
 
 namespace sluice::conduit::common {
 
-// Set while this thread holds a conduit's lock: an exit run from a signal
-// handler then waits until the lock is released (the conduit's state, and
-// the network library's, may be half updated).  Conduits never take one
-// another's lock while holding their own.
+// Set while this thread holds a conduit's lock: a termination signal that
+// interrupts it does not wait in its handler, since the exit (on Sluice's
+// signal thread, core/exit.cpp) needs the lock; the thread leaves its
+// section and parks at its next poll.  Conduits never take one another's
+// lock while holding their own.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local bool in_conduit_lock;
 
 class ConduitGuard {
@@ -33,7 +34,6 @@ public:
         if (!owns_) return;
         in_conduit_lock = false;
         lock_.unlock();
-        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
     }
     bool owns() const { return owns_; }
     ConduitGuard(const ConduitGuard &) = delete;

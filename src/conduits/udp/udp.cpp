@@ -42,7 +42,6 @@
 
 namespace sluice::conduit::udp::detail {
 
-thread_local bool in_socket_call = false;
 thread_local char thread_marker;
 thread_local bool UdpTransport::delivering_ = false;
 thread_local std::uint64_t UdpTransport::poll_now_ = 0;
@@ -255,10 +254,8 @@ void UdpTransport::quiesce_impl() {
     sockaddr_in from;
     socklen_t from_length = sizeof from;
     const bool ask = x.check != SourceCheck::kernel;
-    in_socket_call = true;
     const ssize_t got = ::recvfrom(x.fd, rx_[0], datagram_max_, MSG_DONTWAIT | MSG_TRUNC,
                                    ask ? reinterpret_cast<sockaddr *>(&from) : nullptr, ask ? &from_length : nullptr);
-    in_socket_call = false;
     if (got < 0) return received(x, -1, nullptr, nullptr, now);
     // MSG_TRUNC: a longer datagram reports its whole length.
     const std::size_t length = length_of(x, static_cast<std::size_t>(got), got > static_cast<ssize_t>(datagram_max_), from_length);
@@ -280,9 +277,7 @@ void UdpTransport::quiesce_impl() {
         msgs[i].msg_hdr.msg_iov = &iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    in_socket_call = true;
     const int n = ::recvmmsg(x.fd, msgs, x.batch, MSG_DONTWAIT, nullptr);
-    in_socket_call = false;
     for (int i = 0; i < n; ++i)
         length[i] = length_of(x, msgs[i].msg_len, (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, msgs[i].msg_hdr.msg_namelen);
     return received(x, n, length, ask ? from : nullptr, now);
@@ -507,9 +502,7 @@ void UdpTransport::tx_send(unsigned first, unsigned end) {
         msgs[i].msg_hdr.msg_iovlen = tx_[i].tail_length ? 2 : 1;
     }
     for (unsigned done = first; done < end;) {
-        in_socket_call = true;
         const int n = ::sendmmsg(connected ? tx_[first].fd : fd_, msgs + done, end - done, 0);
-        in_socket_call = false;
         if (n > 0) {
             done += static_cast<unsigned>(n);
             counters_.sent += static_cast<unsigned>(n);
@@ -523,11 +516,9 @@ void UdpTransport::tx_send(unsigned first, unsigned end) {
 void UdpTransport::transmit(const std::uint8_t *bytes, std::size_t length, int fd, const sockaddr_in *to,
                             const std::uint8_t *tail, std::size_t tail_length) {
     for (;;) {
-        in_socket_call = true;
         const ssize_t n = tail_length ? transmit_gathered(bytes, length, fd, to, tail, tail_length)
                         : fd >= 0     ? ::send(fd, bytes, length, 0)
                                       : ::sendto(fd_, bytes, length, 0, reinterpret_cast<const sockaddr *>(to), sizeof *to);
-        in_socket_call = false;
         if (n >= 0) {
             ++counters_.sent;
             return;

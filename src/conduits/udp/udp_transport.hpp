@@ -54,33 +54,24 @@ constexpr std::size_t from_stranger = ~std::size_t{0};
 constexpr unsigned aside_every = 64;
 constexpr Rank no_rank = ~Rank{0};
 
-// Set while this thread is inside one of the conduit's socket calls.
-extern thread_local bool in_socket_call;
 // This thread's identity for Lock (the address of a thread-local).
 extern thread_local char thread_marker;
 
-// The spin lock (base::SpinLock) that its holder may take again from inside one of the
-// conduit's socket calls: an exit that starts in a signal handler which
-// interrupted recvmmsg or sendmmsg must still send and receive.  The
-// interrupted call never resumes (exit does not return).
+// The conduit's spin lock (base::SpinLock), which knows its holder: a
+// termination signal must not wait in its handler on the thread that holds
+// it, since the exit, on Sluice's signal thread, sends and receives under
+// it (Transport::signal_exit_safe).
 class Lock {
 public:
-    // False when this was such a re-entry: the caller must not unlock.
-    bool lock() {
-        if (in_socket_call && owner_.load(std::memory_order_relaxed) == &thread_marker) return false;
+    void lock() {
         lock_.lock();
         owner_.store(&thread_marker, std::memory_order_relaxed);
-        return true;
     }
     void unlock() {
         owner_.store(nullptr, std::memory_order_relaxed);
         lock_.unlock();
     }
-    // Held by this thread outside a socket call: its state may be half
-    // updated, so an exit must not run here (Transport::signal_exit_safe).
-    bool held_mid_update() const {
-        return owner_.load(std::memory_order_relaxed) == &thread_marker && !in_socket_call;
-    }
+    bool held_here() const { return owner_.load(std::memory_order_relaxed) == &thread_marker; }
 
 private:
     base::SpinLock lock_;
@@ -89,19 +80,13 @@ private:
 
 class Guard {
 public:
-    explicit Guard(Lock &l) : lock_(l), taken_(l.lock()) {}
-    ~Guard() {
-        if (!taken_) return;
-        lock_.unlock();
-        // A termination signal arrived while the lock was held: exit now.
-        if (__builtin_expect(base::signal_deferred.load(std::memory_order_relaxed) != 0, 0)) base::signal_deferred_run();
-    }
+    explicit Guard(Lock &l) : lock_(l) { lock_.lock(); }
+    ~Guard() { lock_.unlock(); }
     Guard(const Guard &) = delete;
     Guard &operator=(const Guard &) = delete;
 
 private:
     Lock &lock_;
-    bool taken_;
 };
 
 // A datagram I sent (or will send when the window has room) to a peer:
@@ -248,7 +233,7 @@ protected:
     // poll on this thread must be free to deliver (the exit messages).
     void dispatch_abandon_impl() override;
 
-    bool signal_exit_safe_impl() const override { return !lock_.held_mid_update(); }
+    bool signal_exit_safe_impl() const override { return !lock_.held_here(); }
 
     // Ends when everything sent is acknowledged; the timers' peer timeout
     // (peer_silent) ends the job if a peer stops answering.
