@@ -111,14 +111,10 @@ std::string conduit_knob(const std::string &network, const char *name) {
     for (char ch : network) knob += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     return knob + "_" + name;
 }
-// Under ThreadSanitizer over the first of them only (the plain and ASan
-// builds run every one): its time goes to the threads of one process,
-// which the conduit under the exit protocol hardly changes.
+// Under a sanitizer subset over the first of them only (suite_networks).
 std::vector<Param> network_params() {
     std::vector<Param> v;
-    std::vector<std::string> networks = network_conduits();
-    if (subset() == "tsan" && networks.size() > 1) networks.resize(1);
-    for (const std::string &network : networks) {
+    for (const std::string &network : suite_networks()) {
         std::vector<ExitCase> cases = exit_cases();
         const std::string knob = conduit_knob(network, "PEER_TIMEOUT");
         cases.push_back({"PeerStoppedTimesOut", "stopped", Who::last, "", 1, {{knob, "1.5"}}, 0, false, knob});
@@ -146,7 +142,7 @@ std::vector<Param> refused_params() {
     std::vector<Param> v;
     for (const auto &c : cases) {
         for (int n : {2, 3}) v.push_back({n, c, {}});
-        for (const std::string &network : network_conduits()) v.push_back({2, c, network});
+        for (const std::string &network : suite_networks()) v.push_back({2, c, network});
     }
     return v;
 }

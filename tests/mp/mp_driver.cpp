@@ -307,7 +307,7 @@ TEST(NetworkConduits, SluiceInfoListsThem) {
     EXPECT_TRUE(network_conduits_listed) << build_dir() << "/sluice-info --conduit-list=network failed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Net, NetworkChoice, ::testing::ValuesIn(network_conduits()),
+INSTANTIATE_TEST_SUITE_P(Net, NetworkChoice, ::testing::ValuesIn(suite_networks()),
                          [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 // A build without a network conduit (--disable-udp) has nothing to choose.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NetworkChoice);

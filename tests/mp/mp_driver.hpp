@@ -95,7 +95,7 @@ inline std::vector<Config> by_ranks_and_rma() {
 // credit engine (dynamic policy).
 inline std::vector<Config> over_network(const std::vector<int> &counts) {
     std::vector<Config> v;
-    for (const std::string &network : network_conduits())
+    for (const std::string &network : suite_networks())
         for (int n : counts) v.push_back({n, true, nullptr, network});
     return v;
 }
