@@ -16,6 +16,23 @@
 mp_client_families_but_atomics='Net/Coll*:Net/Vis*:Net/Completion*:Net/AmPrepare*'
 mp_client_families="Net/Atomic*:$mp_client_families_but_atomics"
 
+# mp_across_hosts CONDUIT [SUITE...]: a --gtest_filter value of the suites
+# a run across hosts repeats over CONDUIT at 3 ranks, one per host: the
+# transport's own (every AM category and size, a flood, delivery before
+# barriers, barriers among AMs), and the SUITEs named (default Rma: every
+# RMA size).  The others ride the same AM and RMA paths; they run over the
+# conduit on one host, in its own script.
+mp_across_hosts() {
+    _conduit=$1
+    shift
+    [ $# = 0 ] && set -- Rma
+    _filter=
+    for _suite in AmCategories AmFlood Delivery BarrierStorm "$@"; do
+        _filter="$_filter${_filter:+:}Net/$_suite.*/N3_native_$_conduit"
+    done
+    printf '%s\n' "$_filter"
+}
+
 # mp_filter POSITIVE [EXCLUDED]: a --gtest_filter value of the POSITIVE
 # patterns without EXCLUDED (patterns joined by ':', either may be empty).
 mp_filter() {

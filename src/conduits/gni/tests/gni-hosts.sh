@@ -13,9 +13,9 @@
 #      host the same-host peer through the host's fabric, the others over
 #      TCP), and rma at 2 ranks per host (FMA and BTE)
 #   2. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
-#   3. sluice-mp-gtest's gni instances at 3 ranks (one per host) but the
-#      client families (tests/mp/families.sh), its jobs started over the
-#      hosts
+#   3. sluice-mp-gtest's transport suites over gni at 3 ranks (one per
+#      host; mp_across_hosts in tests/mp/families.sh), its jobs started
+#      over the hosts
 #
 # Every job runs with SLUICE_VERBOSE=1 and SLUICE_GNI_STATS=1; it passes
 # when it exits 0, rank 0 printed PASS, every rank used the gni conduit
@@ -128,8 +128,8 @@ elif ssh_leftovers_check "$job" "$label"; then
 fi
 
 # --- 3. the multi-process suites across hosts -------------------------------------------
-# sluice-mp-gtest's gni instances at 3 ranks, one per host, but the client
-# families, its jobs started by `sluicerun -spawner=ssh` over the three
+# sluice-mp-gtest's transport suites over gni at 3 ranks, one per host
+# (mp_across_hosts), its jobs started by `sluicerun -spawner=ssh` over the three
 # hosts (SLUICETEST_LAUNCHER: a wrapper that adds the spawner and the
 # variables the ranks need).  The conformance suite runs on one host only
 # (gni-softnic.sh): it pairs two processes of its own over a socketpair.
@@ -139,7 +139,7 @@ printf '#!/bin/sh\nexec "%s" -spawner=ssh -E %s "$@"\n' "$sluicerun" \
 chmod +x "$launcher"
 start=$(date +%s.%N)
 in_hub env SLUICETEST_LAUNCHER="$launcher" timeout $((600 * scale)) "$builddir/tests/mp/sluice-mp-gtest" \
-    --gtest_filter="$(mp_filter 'Net/*N3_native_gni:Net/*/gni' "$mp_client_families")" --gtest_brief=1 > "$out" 2>&1
+    --gtest_filter="$(mp_across_hosts gni)" --gtest_brief=1 > "$out" 2>&1
 rc=$?
 took=$(elapsed "$start" 0)
 if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out" && ! grep -q '^\[  SKIPPED \]' "$out"; then

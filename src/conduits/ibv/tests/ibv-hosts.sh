@@ -14,9 +14,10 @@
 #      off, at 2 ranks per host
 #   3. two rails: two HCAs in every host, mp rma at 1 rank per host
 #   4. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
-#   5. sluice-mp-gtest's ibv instances at 3 ranks (am categories, arguments,
-#      chains, hidden replies, IMMEDIATE, flood, RMA 1 B-16 MiB, barriers...),
-#      its jobs started over the hosts
+#   5. sluice-mp-gtest's transport suites over ibv at 3 ranks (AM
+#      categories, flood, delivery, barriers, RMA 1 B-16 MiB:
+#      mp_across_hosts in tests/mp/families.sh), its jobs started over the
+#      hosts
 #
 # Every job runs with SLUICE_VERBOSE=1 and SLUICE_IBV_STATS=1; it passes
 # when it exits 0, rank 0 printed PASS, every rank used the ibv conduit and
@@ -127,9 +128,9 @@ elif ssh_leftovers_check "$job" "$label"; then
 fi
 
 # --- 5. the multi-process suites across hosts -------------------------------------------
-# sluice-mp-gtest's ibv instances at 3 ranks (one per host; every peer over ibv)
-# but the client families (tests/mp/families.sh),
-# its jobs started by `sluicerun -spawner=ssh` over the three hosts
+# sluice-mp-gtest's transport suites over ibv at 3 ranks (one per host;
+# every peer over ibv; mp_across_hosts in tests/mp/families.sh), its jobs
+# started by `sluicerun -spawner=ssh` over the three hosts
 # (SLUICETEST_LAUNCHER: a wrapper that adds the spawner and the variables
 # the ranks need).  The conformance suite runs on one host only: it pairs
 # two processes of its own over a socketpair.
@@ -140,7 +141,7 @@ printf '#!/bin/sh\nexec "%s" -spawner=ssh -E %s "$@"\n' "$sluicerun" \
 chmod +x "$launcher"
 start=$(date +%s.%N)
 in_hub env SLUICETEST_LAUNCHER="$launcher" SLUICETEST_RANK_TIMEOUT=$((120 * scale)) timeout $((900 * scale)) \
-    "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter="$(mp_filter 'Net/*N3_native_ibv:Net/*/ibv' "$mp_client_families")" --gtest_brief=1 > "$out" 2>&1
+    "$builddir/tests/mp/sluice-mp-gtest" --gtest_filter="$(mp_across_hosts ibv)" --gtest_brief=1 > "$out" 2>&1
 rc=$?
 took=$(elapsed "$start" 0)
 if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out" && ! grep -q '^\[  SKIPPED \]' "$out"; then

@@ -14,8 +14,9 @@
 #      TCP), in interrupt and in polling mode, and rma (its smaller sizes)
 #      at 2 ranks per host
 #   2. an exit case across hosts (sluice-exit-test spin: code 5 in 15 s)
-#   3. sluice-mp-gtest's lapi instances at 3 ranks (one per host) but the
-#      client families (tests/mp/families.sh) and Rma (the software LAPI's
+#   3. sluice-mp-gtest's transport suites over lapi at 3 ranks (one per
+#      host; mp_across_hosts in tests/mp/families.sh) with AmArguments
+#      instead of Rma (the software LAPI's
 #      TCP wire makes a round trip per 2 KiB packet: its 16 MiB transfers
 #      take minutes; the rma case of 1. runs up to 4 MiB), its jobs
 #      started over the hosts
@@ -129,8 +130,8 @@ elif ssh_leftovers_check "$job" "$label"; then
 fi
 
 # --- 3. the multi-process suites across hosts -------------------------------------------
-# sluice-mp-gtest's lapi instances at 3 ranks, one per host, but the client
-# families, its jobs started by `sluicerun -spawner=ssh` over the three
+# sluice-mp-gtest's transport suites over lapi at 3 ranks, one per host
+# (mp_across_hosts), its jobs started by `sluicerun -spawner=ssh` over the three
 # hosts (SLUICETEST_LAUNCHER: a wrapper that adds the spawner and the
 # variables the ranks need).  The conformance suite runs on one host only
 # (lapi-softnic.sh): it pairs two processes of its own over a socketpair.
@@ -140,7 +141,7 @@ printf '#!/bin/sh\nexec "%s" -spawner=ssh -E %s "$@"\n' "$sluicerun" \
 chmod +x "$launcher"
 start=$(date +%s.%N)
 in_hub env SLUICETEST_LAUNCHER="$launcher" timeout $((600 * scale)) "$builddir/tests/mp/sluice-mp-gtest" \
-    --gtest_filter="$(mp_filter 'Net/*N3_native_lapi:Net/*/lapi' "$mp_client_families:Net/Rma*")" --gtest_brief=1 \
+    --gtest_filter="$(mp_across_hosts lapi AmArguments)" --gtest_brief=1 \
     > "$out" 2>&1
 rc=$?
 took=$(elapsed "$start" 0)
