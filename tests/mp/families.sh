@@ -1,6 +1,6 @@
 # tests/mp/families.sh - sourced by the scripts that run sluice-mp-gtest's
 # network instances again in a variant of their conduit (another provider,
-# other queue sizes, other hosts): which suites such a run leaves out, how
+# other queue sizes, other hosts): which suites such a run takes, how
 # a run of a GoogleTest program from a script is judged, and how a job's
 # code and output are (expect), and that libsluice links no NIC library
 # its conduit opens at run time (not_linked).
@@ -10,27 +10,50 @@
 # and RMA paths, which the transport suites exercise in every variant.
 # They run over each conduit once, in its default form (sluice-mp-gtest's
 # Net instances, and the conduit's own script where the shared suites
-# leave it out); a variant run adds only the families whose conduit code
-# the variant changes, named by the script (ofi's providers: AtomicDomains,
-# each provider's atomic path).
+# leave it out).  A provider variant leaves them out and adds only the
+# families whose conduit code the variant changes, named by the script
+# (ofi's providers: AtomicDomains, each provider's atomic path); a
+# variant of queue sizes, modes or connections runs mp_variant's suites,
+# and a run across hosts mp_across_hosts's.
 mp_client_families_but_atomics='Net/Coll*:Net/Vis*:Net/Completion*:Net/AmPrepare*'
 mp_client_families="Net/Atomic*:$mp_client_families_but_atomics"
 
-# mp_across_hosts CONDUIT [SUITE...]: a --gtest_filter value of the suites
-# a run across hosts repeats over CONDUIT at 3 ranks, one per host: the
-# transport's own (every AM category and size, a flood, delivery before
-# barriers, barriers among AMs), and the SUITEs named (default Rma: every
-# RMA size).  The others ride the same AM and RMA paths; they run over the
-# conduit on one host, in its own script.
-mp_across_hosts() {
-    _conduit=$1
-    shift
-    [ $# = 0 ] && set -- Rma
+# The transport's own suites of sluice-mp-gtest: every AM category and
+# size, a flood, delivery before barriers, barriers among AMs.
+mp_transport_suites='AmCategories AmFlood Delivery BarrierStorm'
+
+# mp_suites RANKS CONDUIT SUITE...: a --gtest_filter value of
+# sluice-mp-gtest's SUITEs over CONDUIT at RANKS ranks.
+mp_suites() {
+    _ranks=$1 _conduit=$2
+    shift 2
     _filter=
-    for _suite in AmCategories AmFlood Delivery BarrierStorm "$@"; do
-        _filter="$_filter${_filter:+:}Net/$_suite.*/N3_native_$_conduit"
+    for _suite in "$@"; do
+        _filter="$_filter${_filter:+:}Net/$_suite.*/N${_ranks}_native_$_conduit"
     done
     printf '%s\n' "$_filter"
+}
+
+# mp_across_hosts CONDUIT [SUITE...]: what a run across hosts repeats over
+# CONDUIT at 3 ranks, one per host: the transport's suites and the SUITEs
+# named (default Rma: every RMA size).  The others ride the same AM and
+# RMA paths; they run over the conduit on one host, in its own script.
+mp_across_hosts() {
+    _c=$1
+    shift
+    [ $# = 0 ] && set -- Rma
+    # shellcheck disable=SC2086 # a list of words
+    mp_suites 3 "$_c" $mp_transport_suites "$@"
+}
+
+# mp_variant CONDUIT: what a variant of a conduit (other queue sizes,
+# modes, cutovers, connections) runs at 2 ranks: the transport's suites,
+# hidden replies (credits home without a reply), IMMEDIATE sends (refused
+# when the queues are full) and every RMA size.  The default form runs
+# every suite, at 2 and 3 ranks.
+mp_variant() {
+    # shellcheck disable=SC2086 # a list of words
+    mp_suites 2 "$1" $mp_transport_suites AmHiddenReplies AmImmediate Rma
 }
 
 # mp_filter POSITIVE [EXCLUDED]: a --gtest_filter value of the POSITIVE

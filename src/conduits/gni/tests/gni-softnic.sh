@@ -36,8 +36,8 @@ job=$builddir/tests/mp/sluice-mp-test
 failed=0
 
 # suites NAME SCOPE ENV...: the conformance suite, then the multi-process
-# suites over gni at 2 and 3 ranks (SCOPE full) or at 2 ranks without the
-# client families (SCOPE 2, tests/mp/families.sh).
+# suites over gni at 2 and 3 ranks (SCOPE full) or a variant's at 2 ranks
+# (SCOPE 2: mp_variant in tests/mp/families.sh).
 suites() {
     name=$1 scope=$2
     shift 2
@@ -50,7 +50,7 @@ suites() {
         failed=1
     fi
     filter='Net/*_gni:Net/*/gni'
-    [ "$scope" = 2 ] && filter=$(mp_filter 'Net/*N2_native_gni' "$mp_client_families")
+    [ "$scope" = 2 ] && filter=$(mp_variant gni)
     if ! gtest_ran env "$@" timeout 1200 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over gni ($name)"
         failed=1

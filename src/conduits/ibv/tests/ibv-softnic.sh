@@ -56,7 +56,7 @@ not_tsan_section() {
 
 # suites NAME SCOPE ENV...: the conformance suite, then the multi-process
 # suites over ibv at every rank count (SCOPE full) or at 2 ranks (SCOPE 2);
-# the variants (SCOPE 2) without the client families (tests/mp/families.sh).
+# the variants (SCOPE 2) a variant's suites (mp_variant, tests/mp/families.sh).
 suites() {
     name=$1 scope=$2
     shift 2
@@ -66,7 +66,7 @@ suites() {
         failed=1
     fi
     filter='Net/*_ibv:Net/*/ibv'
-    [ "$scope" = 2 ] && filter=$(mp_filter 'Net/*N2_native_ibv' "$mp_client_families")
+    [ "$scope" = 2 ] && filter=$(mp_variant ibv)
     if ! gtest_ran env "$@" timeout 900 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
         echo "FAIL: multi-process suites over ibv ($name)"
         failed=1
