@@ -33,8 +33,9 @@ failed=0
 start=$(date +%s)
 
 # suites NAME SCOPE ENV...: the conformance suite, then the multi-process
-# suites over lapi at 2 and 3 ranks and the exit matrix (SCOPE full), the
-# same at 2 ranks (SCOPE 2), or those of the multi-process suites at 2
+# suites over lapi at 2 and 3 ranks and the exit matrix (SCOPE full), a
+# variant's suites at 2 ranks (mp_variant in tests/mp/families.sh) and
+# the exit matrix (SCOPE 2), or those of the multi-process suites at 2
 # ranks that send AMs (SCOPE am:
 # the AM families, delivery before a barrier, threads; not the client
 # families of tests/mp/families.sh, nor Put/Get, which use no handler).
@@ -49,7 +50,7 @@ suites() {
         failed=1
     fi
     filter='Net/*_lapi:Net/*/lapi'
-    [ "$scope" = 2 ] && filter='Net/*N2_native_lapi:Net/*/lapi'
+    [ "$scope" = 2 ] && filter=$(mp_variant lapi)
     [ "$scope" = am ] &&
         filter=$(mp_filter 'Net/Am*N2_native_lapi:Net/Delivery*N2_native_lapi:Net/Threads*N2_native_lapi' 'Net/AmPrepare*')
     if ! gtest_ran env "$@" timeout 1200 "$run" "$mp" --gtest_filter="$filter" --gtest_brief=1; then
