@@ -157,6 +157,8 @@ void fatal_signals_install() {
 
 IdleAction idle_action = IdleAction::spin;
 bool idle_yields = false;
+std::uint32_t idle_check_polls = UINT32_MAX;
+thread_local std::uint32_t idle_empty_polls = 0;
 std::uint64_t idle_spin_ns = 20'000;
 thread_local std::uint64_t idle_since_ns = 0;
 thread_local bool idle_nap_only = false;
@@ -172,6 +174,20 @@ void idle_block_hook_set(void (*hook)(void *), void *context) {
 }
 
 void idle_slow() {
+    if (idle_action == IdleAction::spin) {
+        // idle_check_polls empty polls: past SLUICE_WAIT_SPIN of them,
+        // yield now and at each further one (the count stays at the
+        // limit), unless this is the program's own poll, not a wait.
+        const std::uint64_t now = now_ns();
+        if (idle_since_ns == 0) idle_since_ns = now;
+        if (now - idle_since_ns < idle_spin_ns || idle_no_sleep) {
+            idle_empty_polls = 0;
+            return;
+        }
+        idle_empty_polls = idle_check_polls;
+        ::sched_yield();
+        return;
+    }
     if (idle_action == IdleAction::block && idle_block_hook && !idle_no_sleep) {
         const std::uint64_t now = now_ns();
         if (idle_since_ns == 0) {

@@ -63,14 +63,21 @@ std::uint64_t now_ns();
 // when this host has more busy ranks than cores (yield); or, once the polls
 // have found nothing for SLUICE_WAIT_SPIN microseconds, sleep in the kernel
 // on the conduits' wake-up descriptors until something arrives (block: the
-// hook idle_block_hook_set installs).  Spinning costs the wait loop one load
-// of idle_action: a PAUSE here costs more than a poll and delays noticing
-// the very message we wait for.
+// hook idle_block_hook_set installs).  Spinning costs the wait loop a load
+// of idle_action and a count of its empty polls: a PAUSE here costs more
+// than a poll and delays noticing the very message we wait for.  A spin may
+// also yield once its polls have found nothing for SLUICE_WAIT_SPIN (the
+// clock read every idle_check_polls empty polls, then at each): the host
+// may be crowded by processes Sluice cannot count (other jobs, a loaded
+// build machine), and a rank that waits for a descheduled peer would
+// otherwise burn its whole time slice on every handoff.
 enum class IdleAction : std::uint8_t { spin = 0, yield = 1, block = 2 };
 extern IdleAction idle_action;
 extern bool idle_yields;                 // block mode yields while it spins, too
-extern std::uint64_t idle_spin_ns;       // block mode: empty polls this long before it sleeps
-extern thread_local std::uint64_t idle_since_ns;  // block mode: when this thread's empty polls began (0: they did not)
+extern std::uint32_t idle_check_polls;   // spin mode: empty polls between clock reads (UINT32_MAX: it never yields)
+extern thread_local std::uint32_t idle_empty_polls;  // spin mode: empty polls since the last clock read
+extern std::uint64_t idle_spin_ns;       // empty polls this long before block mode sleeps, spin mode yields
+extern thread_local std::uint64_t idle_since_ns;  // when this thread's empty polls began (0: they did not)
 void idle_block_hook_set(void (*hook)(void *), void *context);
 void idle_slow();
 
@@ -94,12 +101,13 @@ extern thread_local bool idle_no_sleep;
 
 // Called by wait loops when a poll found nothing.
 inline void idle() {
-    if (idle_action != IdleAction::spin) idle_slow();
+    if (idle_action != IdleAction::spin || ++idle_empty_polls >= idle_check_polls) idle_slow();
 }
-// Called by wait loops when a poll made progress: block mode spins again
-// for SLUICE_WAIT_SPIN before it sleeps.
+// Called by wait loops when a poll made progress: a wait spins again for
+// SLUICE_WAIT_SPIN before it sleeps (block) or yields (spin).
 inline void idle_reset() {
-    if (__builtin_expect(idle_action == IdleAction::block, 0)) idle_since_ns = 0;
+    idle_empty_polls = 0;
+    idle_since_ns = 0;
 }
 
 } // namespace sluice::base

@@ -541,11 +541,21 @@ Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
 // (ibv, mpi, portals, gni, lapi) would pay a nap for each step of every
 // transfer, and a crowded scheduler may hold a napping thread far longer
 // than the nap: a yielding spinner hands its core over at each empty poll
-// and never waits to be woken.
+// and never waits to be woken.  A host that is not crowded by ranks may
+// still be by other processes: under SLUICE_POLL_YIELD=auto a spinning wait
+// yields once its polls have found nothing for SLUICE_WAIT_SPIN (20 µs by
+// default, far past a message's latency).
+namespace {
+constexpr std::uint32_t idle_check_polls = 16;  // empty polls between clock reads of a spin that may yield
+} // namespace
+
 void Runtime::idle_policy_set(const conduit::TransportInfo *network) {
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
     const bool crowded = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
     base::idle_yields = base::knob_switch(base::Knob::POLL_YIELD, crowded);
+    // auto on a host that is not crowded by ranks: yield once a wait has
+    // spun SLUICE_WAIT_SPIN (a crowd of other processes).
+    base::idle_check_polls = base::knob_auto(base::Knob::POLL_YIELD) ? idle_check_polls : UINT32_MAX;
     const std::string wait = base::knob_string(base::Knob::WAIT);  // spin, block or auto (the knob's range)
     const bool naps = network && !network->wakes;
     const bool block = wait == "block" || (wait != "spin" && crowded && !naps);
@@ -554,10 +564,13 @@ void Runtime::idle_policy_set(const conduit::TransportInfo *network) {
     base::idle_action = block ? base::IdleAction::block
                               : base::idle_yields ? base::IdleAction::yield : base::IdleAction::spin;
     base::idle_block_hook_set(block ? &Runtime::sleep_hook : nullptr, this);
+    const std::string yields = base::idle_yields ? ", yielding while it spins"
+                               : base::idle_check_polls != UINT32_MAX ? ", yielding after a spin of SLUICE_WAIT_SPIN"
+                                                                        : "";
     base::say("wait: %s (SLUICE_WAIT=%s; %zu ranks on this host, %ld cores%s)%s", block ? "block" : "spin",
               wait.c_str(), local_ranks_.size(), cores,
               wait == "auto" && crowded && naps ? (std::string("; ") + network->name + " has no wake-up descriptor").c_str() : "",
-              base::idle_yields ? ", yielding while it spins" : "");
+              yields.c_str());
 }
 
 // Block mode: every transport arms its wake-up and says whether work is

@@ -55,7 +55,7 @@ public:
         if (exit_started_.load(std::memory_order_relaxed)) exit_park();
         // A hint for the progress thread (not a count: threads may race on it).
         app_polls_.store(app_polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (__builtin_expect(base::idle_action != base::IdleAction::block || who == Poller::wait, 1)) {
+        if (__builtin_expect(who == Poller::wait, 1)) {
             am.poll();
         } else if (who == Poller::program_wait) {
             base::IdleNap nap;

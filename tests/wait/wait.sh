@@ -110,6 +110,34 @@ expect "the $n ranks' flood completes" 0 "flood: rank $((n - 1)) done"
 job 60 SLUICE_WAIT=spin -- -v -n "$n" "$check" flood 8
 expect "a mode the user set is kept" 0 "SLUICE_WAIT=spin as set"
 
+echo "=== smp: two spinning ranks on one core"
+# Both ranks pinned to core 0 (taskset), spinning (SLUICE_WAIT=spin): the
+# host does not look crowded (2 ranks, $(nproc) cores), as when other
+# processes crowd it.  Under SLUICE_POLL_YIELD=auto a wait yields once its
+# polls have found nothing for SLUICE_WAIT_SPIN, so a round trip costs
+# microseconds; with yielding off (0) each costs the spinner's time slice.
+pp_ns() {  # the "N ns each" of the pingpong line in $log
+    printf '%s\n' "$log" | sed -n 's/^pingpong: .* \([0-9]*\) ns each$/\1/p'
+}
+if command -v taskset > /dev/null 2>&1; then
+    job 60 SLUICE_WAIT=spin SLUICE_POLL_YIELD=0 -- -n 2 taskset -c 0 "$check" pingpong 200
+    expect "spin, yielding off: the round trips complete" 0 "pingpong: 200 round trips"
+    off=$(pp_ns)
+    job 60 SLUICE_WAIT=spin SLUICE_VERBOSE=1 -- -n 2 taskset -c 0 "$check" pingpong 200
+    expect "spin, SLUICE_POLL_YIELD=auto: the round trips complete" 0 "pingpong: 200 round trips"
+    expect "the ranks say they yield after a spin" 0 "wait: spin (SLUICE_WAIT=spin.*yielding after a spin of SLUICE_WAIT_SPIN"
+    on=$(pp_ns)
+    if [ -n "$off" ] && [ -n "$on" ] && [ $((on * 10)) -lt "$off" ]; then
+        echo "ok: a round trip on a shared core: $on ns yielding after a spin, $off ns spinning out the time slice"
+    else
+        echo "FAIL: a round trip on a shared core: ${on:-no figure} ns yielding after a spin, not a tenth of ${off:-no figure} ns spinning"
+        failed=1
+    fi
+else
+    echo "FAIL: taskset (util-linux) is missing"
+    failed=1
+fi
+
 echo "=== bad input"
 job 30 SLUICE_WAIT=sometimes -- -n 2 "$check" sleepy 1
 expect "SLUICE_WAIT=sometimes is refused, naming the modes" fail "SLUICE_WAIT.*spin.*block"
