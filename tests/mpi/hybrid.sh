@@ -45,11 +45,11 @@ failed=0
 # Each job gets its own id, so its shared-memory names can be told from those
 # of other tests running at the same time (make -j check).
 shm_of() { ls /dev/shm 2>/dev/null | grep "^sluice\\.$1\\." | sort; }
-# The processes of a job that outlive its mpirun (their environment has its id).
+# The processes of a job that outlive its mpirun (their environment has its
+# id): one grep over every environment (a process per process costs seconds
+# a job on a loaded machine).
 survivors_of() {
-    for p in /proc/[0-9]*; do
-        { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "SLUICE_JOB_ID=$1" && echo "${p#/proc/}"
-    done
+    env -u SLUICE_JOB_ID grep -lsxzF "SLUICE_JOB_ID=$1" /proc/[0-9]*/environ | sed 's|^/proc/||; s|/environ$||'
 }
 # lingering JOB: the job's processes still there 3 s after its launcher
 # returned (a launcher may return while the ranks it killed are still on

@@ -213,15 +213,20 @@ ssh_hosts_stop() {
 
 # The processes of job $1 ("pid command line", the line cut at $2
 # characters, 120 unless given): ranks and ssh clients (their environment names
-# the job) and control processes (their command line does); the pattern
-# [-]-job does not match the grep looking for it.
+# the job) and control processes (their command line does: an argument
+# holding --job=$1 at its end or before a space).  One grep over every
+# process's environment and one over every command line: a process per
+# process would cost seconds a call on a loaded machine.
 job_processes() {
-    local d
-    for d in /proc/[0-9]*; do
-        if grep -qa "SLUICE_JOB_ID=$1" "$d/environ" 2> /dev/null ||
-            tr "\\0" " " 2> /dev/null < "$d/cmdline" | grep -q "[-]-job=$1 "; then
-            echo "${d#/proc/} $(tr "\\0" " " 2> /dev/null < "$d/cmdline" | cut -c1-"${2:-120}")"
-        fi
+    local f pid
+    {
+        env -u SLUICE_JOB_ID grep -lsaF "SLUICE_JOB_ID=$1" /proc/[0-9]*/environ
+        grep -lszE -- "--job=$1( |\$)" /proc/[0-9]*/cmdline
+    } | sort -u -t/ -k3,3n | while IFS= read -r f; do
+        pid=${f#/proc/}
+        pid=${pid%/*}
+        [ "$pid" = "$$" ] && continue
+        echo "$pid $(tr "\\0" " " 2> /dev/null < "/proc/$pid/cmdline" | cut -c1-"${2:-120}")"
     done
 }
 
@@ -237,16 +242,13 @@ job_process_find() {
     done
 }
 
-# sshd session processes still open (children of the test's sshds).
+# sshd session processes still open (children of the test's sshds), read
+# from every /proc/PID/stat at once ("pid (comm) state ppid ...": the comm
+# may hold spaces and parentheses, so the match takes the last ") ").
 ssh_sessions() {
-    local stat rest
-    for stat in /proc/[0-9]*/stat; do
-        # pid (comm) state ppid ...: the comm may hold spaces, so cut after ')'.
-        rest=$(cat "$stat" 2> /dev/null) || continue
-        rest=${rest##*) }
-        rest=${rest#* }
-        case " $ssh_pids " in *" ${rest%% *} "*) stat=${stat#/proc/}; echo "${stat%/stat}" ;; esac
-    done
+    [ -n "$ssh_pids" ] || return 0
+    sed -n 's/^\([0-9]*\) (.*) [A-Za-z] \([0-9]*\) .*/\1 \2/p' /proc/[0-9]*/stat 2> /dev/null |
+        awk -v parents=" $ssh_pids " 'index(parents, " " $2 " ") { print $1 }'
 }
 
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" -v d="${2:-2}" 'BEGIN { printf "%.*f\n", d, b - a }'; }
