@@ -173,6 +173,11 @@ void idle_block_hook_set(void (*hook)(void *), void *context) {
     idle_block_context = context;
 }
 
+void idle_spin_policy_set() {
+    idle_spin_ns = static_cast<std::uint64_t>(knob_double(Knob::WAIT_SPIN) * 1000);
+    idle_check_polls = knob_auto(Knob::POLL_YIELD) ? 16 : UINT32_MAX;
+}
+
 void idle_slow() {
     if (idle_action == IdleAction::spin) {
         // idle_check_polls empty polls: past SLUICE_WAIT_SPIN of them,

@@ -80,6 +80,11 @@ extern std::uint64_t idle_spin_ns;       // empty polls this long before block m
 extern thread_local std::uint64_t idle_since_ns;  // when this thread's empty polls began (0: they did not)
 void idle_block_hook_set(void (*hook)(void *), void *context);
 void idle_slow();
+// SLUICE_WAIT_SPIN into idle_spin_ns, and under SLUICE_POLL_YIELD=auto a
+// spin that yields once it has spun that long (idle_check_polls 16; else
+// it never does): what every rank's waits do, set by the runtime, and by
+// the conduit tests' worlds, which run a transport without one.
+void idle_spin_policy_set();
 
 // A wait whose end may come without waking this rank: memory a peer
 // changes without a message (an OpenSHMEM wait on a Put or atomic), or room

@@ -545,21 +545,14 @@ Status Runtime::segment_info(Rank r, void **base, std::size_t *size) const {
 // still be by other processes: under SLUICE_POLL_YIELD=auto a spinning wait
 // yields once its polls have found nothing for SLUICE_WAIT_SPIN (20 µs by
 // default, far past a message's latency).
-namespace {
-constexpr std::uint32_t idle_check_polls = 16;  // empty polls between clock reads of a spin that may yield
-} // namespace
-
 void Runtime::idle_policy_set(const conduit::TransportInfo *network) {
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
     const bool crowded = static_cast<long>(local_ranks_.size()) > std::max(1L, cores);
     base::idle_yields = base::knob_switch(base::Knob::POLL_YIELD, crowded);
-    // auto on a host that is not crowded by ranks: yield once a wait has
-    // spun SLUICE_WAIT_SPIN (a crowd of other processes).
-    base::idle_check_polls = base::knob_auto(base::Knob::POLL_YIELD) ? idle_check_polls : UINT32_MAX;
+    base::idle_spin_policy_set();
     const std::string wait = base::knob_string(base::Knob::WAIT);  // spin, block or auto (the knob's range)
     const bool naps = network && !network->wakes;
     const bool block = wait == "block" || (wait != "spin" && crowded && !naps);
-    base::idle_spin_ns = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_SPIN) * 1000);
     wait_nap_ns_ = static_cast<std::uint64_t>(base::knob_double(base::Knob::WAIT_NAP) * 1000);
     base::idle_action = block ? base::IdleAction::block
                               : base::idle_yields ? base::IdleAction::yield : base::IdleAction::spin;

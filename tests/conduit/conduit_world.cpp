@@ -190,6 +190,10 @@ std::string world_run(const Conduit &c, spawner::Bootstrap &boot, const std::str
     World w;
     std::unique_ptr<Transport> t;
     std::unique_ptr<rma::firehose::Registrar> firehose;  // goes before the transport
+    // The waits a rank of a job makes: on a crowded host a spinning wait
+    // yields once it has spun SLUICE_WAIT_SPIN (the transport's send
+    // retries, the world's waits below).
+    base::idle_spin_policy_set();
     if (std::string error = world_open(c, w, t, firehose, boot, job); !error.empty()) return error;
     body(w);
     // Both ranks leave together: a peer may still be polling for us.
@@ -216,7 +220,7 @@ std::string fork_ranks(const Conduit &c, Rank size, const std::function<void(Wor
         std::fflush(nullptr);
         pid_t pid = ::fork();
         if (pid == 0) {
-            ::alarm(60);
+            ::alarm(static_cast<unsigned>(60 * sluice_test::time_scale()));
             if (size == 2) ::close(sv[1 - r]);
             ::close(why[0]);
             PairBootstrap boot(r, size, size == 2 ? sv[r] : -1);
@@ -311,10 +315,11 @@ bool World::wait_delivered(std::size_t n) {
     auto end = deadline();
     std::size_t seen = delivered.size();
     while (delivered.size() < n) {
-        t->poll();
+        if (t->poll() == 0) base::idle();
         if (delivered.size() != seen) {
             seen = delivered.size();
             end = deadline();
+            base::idle_reset();
         } else if (std::chrono::steady_clock::now() > end) {
             return false;
         }
@@ -326,11 +331,12 @@ bool World::wait_counter(const std::atomic<std::uint64_t> &c) {
     auto end = deadline();
     std::uint64_t seen = c.load(std::memory_order_acquire);
     while (seen != 0) {
-        t->poll();
+        if (t->poll() == 0) base::idle();
         const std::uint64_t now = c.load(std::memory_order_acquire);
         if (now != seen) {
             seen = now;
             end = deadline();
+            base::idle_reset();
         } else if (std::chrono::steady_clock::now() > end) {
             return false;
         }
