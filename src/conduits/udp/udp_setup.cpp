@@ -122,14 +122,13 @@ Status UdpTransport::init_impl() {
     mine.sin_family = AF_INET;
     mine.sin_addr = ip;
     socklen_t length = sizeof mine;
-    // A peer socket will share the receiving port (peer_socket_open).
-    const int on = 1;
-    const bool peer_socket = base::knob_bool(knob(Knob::UDP_PEER_SOCKET)) && s.peers.size() == 1 &&
-                             ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0;
     if (::bind(fd_, reinterpret_cast<sockaddr *>(&mine), sizeof mine) != 0 ||
         ::getsockname(fd_, reinterpret_cast<sockaddr *>(&mine), &length) != 0)
         return base::report(Status::resource, op, "set SLUICE_UDP_ADDRESS to an address of this host",
                             "cannot bind a UDP socket to %s: %s", address_text(mine).c_str(), std::strerror(errno));
+    // A peer socket will share the receiving port (peer_socket_open);
+    // shared only once bound (port_socket_open says why).
+    const bool peer_socket = base::knob_bool(knob(Knob::UDP_PEER_SOCKET)) && s.peers.size() == 1 && port_share(fd_);
     socket_buffers_set(fd_);
     std::uint16_t send_port = 0;
     connected_socket_open(ip, send_port);
@@ -298,14 +297,23 @@ void UdpTransport::connected_socket_open(in_addr ip, std::uint16_t &port) {
     port = a.sin_port;
 }
 
+bool UdpTransport::port_share(int fd) {
+    const int on = 1;
+    return ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) == 0;
+}
+
+// SO_REUSEPORT is set before a bind that joins a port (at's, when given),
+// and after a bind to a port of the kernel's choice: with it set before,
+// the kernel may choose a port that another socket of this user holds
+// with SO_REUSEPORT, another rank's, and the two ranks' datagrams are then
+// shared out between them, each dropping the other's as misrouted.
 int UdpTransport::port_socket_open(sockaddr_in &at) {
     const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    const int on = 1;
+    const bool join = at.sin_port != 0;
     socklen_t length = sizeof at;
-    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
-        ::bind(fd, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr *>(&at), &length) != 0) {
+    if ((join && !port_share(fd)) || ::bind(fd, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0 ||
+        (!join && !port_share(fd)) || ::getsockname(fd, reinterpret_cast<sockaddr *>(&at), &length) != 0) {
         ::close(fd);
         return -1;
     }

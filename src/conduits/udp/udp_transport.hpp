@@ -264,6 +264,8 @@ private:
     // back), so that others can share the port: the send port's, or the
     // peer socket on the receiving port.  -1 on failure.
     int port_socket_open(sockaddr_in &at);
+    // Sets SO_REUSEPORT on `fd`, bound already or about to join a port.
+    static bool port_share(int fd);
 
     // Under lock_ (or at init): gives `p` its connected socket, `fd` or a
     // new one on the send port.  On any failure `p` keeps using sendto.

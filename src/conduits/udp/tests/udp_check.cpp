@@ -30,8 +30,16 @@
 // prints "PASS C ..." when every rank passed.
 #include "conduits/udp/tests/udp_check.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -564,9 +572,38 @@ const Case cases[] = {{"hosts", case_hosts},
                       {"nbi-get", case_nbi_get},
                       {"intruder", udp_check::case_intruder}};
 
+// --hold-ports FIRST COUNT -- COMMAND...: binds COUNT UDP sockets with
+// SO_REUSEPORT to 127.0.0.1, ports FIRST to FIRST + COUNT - 1, as other
+// ranks of this user hold theirs, and runs COMMAND with them still held
+// (UdpPorts in udp_driver.cpp).
+int hold_ports(int argc, char **argv) {
+    if (argc < 6 || std::strcmp(argv[4], "--") != 0) {
+        std::fprintf(stderr, "usage: sluice-udp-check --hold-ports FIRST COUNT -- COMMAND...\n");
+        return 2;
+    }
+    const long first = std::strtol(argv[2], nullptr, 10), count = std::strtol(argv[3], nullptr, 10);
+    for (long port = first; port < first + count; ++port) {
+        const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+        const int on = 1;
+        sockaddr_in at{};
+        at.sin_family = AF_INET;
+        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        at.sin_port = htons(static_cast<std::uint16_t>(port));
+        if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+            ::bind(fd, reinterpret_cast<sockaddr *>(&at), sizeof at) != 0) {
+            std::fprintf(stderr, "hold-ports: cannot hold port %ld: %s\n", port, std::strerror(errno));
+            return 1;
+        }
+    }
+    ::execvp(argv[5], argv + 5);
+    std::fprintf(stderr, "hold-ports: cannot run %s: %s\n", argv[5], std::strerror(errno));
+    return 127;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+    if (argc >= 2 && std::strcmp(argv[1], "--hold-ports") == 0) return hold_ports(argc, argv);
     record_pid();
     const Case *chosen = nullptr;
     for (const auto &c : cases)

@@ -229,6 +229,40 @@ TEST_P(UdpPeerSocket, FloodAndRmaOnThePeersOwnSocket) {
 INSTANTIATE_TEST_SUITE_P(Udp, UdpPeerSocket, ::testing::Values("two_ranks", "two_hosts"),
                          [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 
+// ---- ports of the kernel's choice --------------------------------------------
+// In a network namespace of its own, whose ephemeral port range is 40000 to
+// 40023, 16 of those ports held by a process of this user with SO_REUSEPORT
+// set (as other ranks hold their receiving and send ports), a 2-rank job
+// over udp (a peer socket on each rank's receiving port, connected sockets
+// on its send port) must get ports of its own for both: a socket that asks
+// for SO_REUSEPORT before the kernel chooses its port may be given one of
+// the held ones, and the holder then gets its datagrams.
+TEST(UdpPorts, NoRankSharesAPortAnotherProcessHolds) {
+    require_programs();
+    ASSERT_EQ(::geteuid(), 0u) << "this test needs root for unshare --net (CI runs as root)";
+    JobSpec spec;
+    spec.ranks = 0;
+    const std::string script = "ip link set lo up && echo '40000 40023' > /proc/sys/net/ipv4/ip_local_port_range && "
+                               "exec \"$0\" \"$@\"";
+    spec.program = {"/usr/bin/unshare", "--net", "sh", "-c", script, udp_check_program(), "--hold-ports", "40000", "16", "--",
+                    launcher_path(), "-n", "2", "--", mp_program(), "am"};
+    spec.env = {{"SLUICE_ROUTE", "network"}, {"SLUICE_NETWORK", "udp"},  {"SLUICE_UDP_ADDRESS", "127.0.0.1"},
+                {"SLUICE_VERBOSE", "1"},      {"SLUICE_UDP_STATS", "1"}, {"SLUICE_UDP_PEER_TIMEOUT", "10"}};
+    JobResult r = run_job(spec);
+    expect_success(r);
+    const std::regex bound(R"(sluice\[rank \d+\] udp: 127\.0\.0\.1:(\d+), datagrams)");
+    int ranks = 0;
+    for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), bound); it != std::sregex_iterator(); ++it) {
+        const int port = std::stoi((*it)[1].str());
+        EXPECT_TRUE(port >= 40016 && port <= 40023) << "a rank's receiving port is " << port
+                                                     << ", one the holder holds\n" << r.describe();
+        ++ranks;
+    }
+    EXPECT_EQ(ranks, 2) << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, "datagrams come in on a socket connected to"), 2) << r.describe();
+    EXPECT_EQ(count_occurrences(r.err, ", misrouted 0,"), 2) << r.describe();
+}
+
 // ---- smp and udp in one job --------------------------------------------------
 // Two "hosts" on this machine: each rank runs in its own UTS namespace named
 // after rank / 2 (`unshare --uts`, root), so pairs of ranks share a host and
