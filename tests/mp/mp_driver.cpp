@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 
 using namespace sluice_test;
@@ -26,8 +27,16 @@ void expect_error_lines(const JobResult &r, int ranks, bool quiet) {
     if (quiet) {
         EXPECT_EQ(with_fix, 0) << "SLUICE_QUIET_ERRORS=1 but errors were printed\n" << r.describe();
     } else {
-        EXPECT_GE(with_fix, expected) << "each failed call must print a line naming the rank and the fix\n"
-                                      << r.describe();
+        // Under an MPI's launcher (tests/mpi/mpirun-launcher) the ranks'
+        // stderr reaches the test through mpirun, which forwards each
+        // rank's output in pieces of what it read and can cut one rank's
+        // line with another's pieces; one such cut fell inside a "; fix: "
+        // (332 of 333 found).  One is allowed there: a call that prints no
+        // line still loses one on every rank.
+        const char *launcher = std::getenv("SLUICETEST_LAUNCHER");
+        const int cut = launcher && std::strstr(launcher, "mpirun-launcher") && ranks > 1 ? 1 : 0;
+        EXPECT_GE(with_fix, expected - cut) << "each failed call must print a line naming the rank and the fix\n"
+                                            << r.describe();
     }
 }
 
