@@ -137,10 +137,18 @@ else
     fail "--help does not print the script's header"
 fi
 
-# configure NAME ARGS...: runs configure natively in a fresh folder.
+# configure ARGS...: runs configure natively in a fresh folder.  The first
+# run's results (config.cache) seed every later run's, which then checks
+# only what the cache lacks: the compiler's and libtool's checks are the
+# same every time, and the arguments under test (presets, conduits, an MPI
+# folder) are given on the command line, which overrides a cached value.
 configure() {
     rm -rf "$tmp/cfg"; mkdir "$tmp/cfg"
-    (cd "$tmp/cfg" && "$srcdir/configure" --disable-mpi-interop "$@") > "$tmp/cfg.log" 2>&1
+    if [ -f "$tmp/seed.cache" ]; then cp "$tmp/seed.cache" "$tmp/cfg/config.cache"; fi
+    (cd "$tmp/cfg" && "$srcdir/configure" --cache-file=config.cache --disable-mpi-interop "$@") > "$tmp/cfg.log" 2>&1
+    status=$?
+    if [ ! -f "$tmp/seed.cache" ] && [ "$status" = 0 ]; then cp "$tmp/cfg/config.cache" "$tmp/seed.cache"; fi
+    return $status
 }
 # has FILE LINE...: FILE has each LINE (a basic regular expression).
 has() {
