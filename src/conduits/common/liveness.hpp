@@ -33,7 +33,11 @@ public:
 
     // `clock` is base::now_ns but for the unit test's own clock.
     bool due(std::uint64_t (*clock)() = base::now_ns) {
-        if ((polls_.fetch_add(1, std::memory_order_relaxed) + 1) % clock_every != 0) return false;
+        // A relaxed load and store, not a locked add: polls racing on
+        // several threads may lose a count, which only delays a check.
+        const unsigned polls = polls_.load(std::memory_order_relaxed) + 1;
+        polls_.store(polls, std::memory_order_relaxed);
+        if (polls % clock_every != 0) return false;
         const std::uint64_t now = clock();
         std::uint64_t last = last_ns_.load(std::memory_order_relaxed);
         return now - last >= liveness_period_ns &&

@@ -273,7 +273,13 @@ protected:
     // The segment's range, set while no handler runs (a receive thread may
     // be delivering, and deliver_packed checks a packed Long against it).
     void segment_set(std::uint64_t base, std::uint64_t bytes) {
-        while (!base::flag_try_take(deliver_flag_)) base::cpu_relax();
+        for (;;) {
+            {
+                Guard g(*this);
+                if (deliver_flag_take()) break;
+            }
+            base::cpu_relax();
+        }
         segment_base_ = base;
         segment_bytes_ = bytes;
         base::flag_release(deliver_flag_);
@@ -312,15 +318,23 @@ protected:
         if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
             receive_thread_start();
         if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
+        Arrival a{};
+        SelfMessage self;
         {
             Guard g(*this);
             if (!up()) return 0;
             reap_all();
             poll_more();
             if (ready_.empty() && self_ready_.empty()) return 0;
+            // The first message is taken under the reap's lock (one lock
+            // from the network's completion to the handler).
+            if (mode == PollMode::replies_only || delivering() || !deliver_flag_take()) return 0;
+            if (!next_ready(a, self)) {
+                base::flag_release(deliver_flag_);
+                return 0;
+            }
         }
-        if (mode == PollMode::replies_only || delivering()) return 0;
-        return deliver_ready();
+        return deliver_from(a, std::move(self));
     }
     bool wake_prepare_impl(WakeSet &w) override {
         {
@@ -387,43 +401,17 @@ protected:
     // Delivers what is ready, one handler at a time (the thread that takes
     // the flag), up to poll_budget.
     int deliver_ready() {
-        if (!base::flag_try_take(deliver_flag_)) return 0;
-        const void *outer = delivering_conduit;  // another conduit's handler, when nested
-        delivering_conduit = this;
-        int n = 0;
         Arrival a{};
-        bool done = false;
-        while (n < static_cast<int>(poll_budget)) {
-            SelfMessage self;
-            {
-                Guard g(*this);
-                if (done) delivered(a);
-                done = false;
-                if (!self_ready_.empty()) {
-                    self = std::move(self_ready_.front());
-                    self_ready_.pop_front();
-                } else {
-                    if (ready_.empty()) break;
-                    if (!take(ready_.front())) {
-                        ++counters_.deferred;
-                        break;
-                    }
-                    a = ready_.front();
-                    ready_.pop_front();
-                    done = true;
-                }
-            }
-            if (self.bytes) deliver_packed("poll", reinterpret_cast<const std::byte *>(self.bytes.get()), self.length);
-            else deliver_one(a);
-            ++n;
-        }
-        if (done) {
+        SelfMessage self;
+        {
             Guard g(*this);
-            delivered(a);
+            if (!deliver_flag_take()) return 0;
+            if (!next_ready(a, self)) {
+                base::flag_release(deliver_flag_);
+                return 0;
+            }
         }
-        delivering_conduit = outer;
-        base::flag_release(deliver_flag_);
-        return n;
+        return deliver_from(a, std::move(self));
     }
 
     static constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
@@ -443,6 +431,56 @@ private:
         std::unique_ptr<std::uint64_t[]> bytes;
         std::size_t length = 0;
     };
+
+    // The delivery flag: one thread runs this conduit's handlers at a
+    // time.  It is taken only under lock_ (a plain load and store, no
+    // locked instruction beside the lock's), and given back by its holder
+    // with a release store, with or without the lock (nobody else writes
+    // it while it is held).
+    bool deliver_flag_take() {
+        if (deliver_flag_.load(std::memory_order_acquire)) return false;
+        deliver_flag_.store(true, std::memory_order_relaxed);
+        return true;
+    }
+    // Under lock_, holding the delivery flag: the next message to deliver,
+    // into `self` (this rank's own, first) or `a`; false when none is
+    // ready or take() holds the next one back.
+    bool next_ready(Arrival &a, SelfMessage &self) {
+        if (!self_ready_.empty()) {
+            self = std::move(self_ready_.front());
+            self_ready_.pop_front();
+            return true;
+        }
+        if (ready_.empty()) return false;
+        if (!take(ready_.front())) {
+            ++counters_.deferred;
+            return false;
+        }
+        a = ready_.front();
+        ready_.pop_front();
+        return true;
+    }
+    // Holding the delivery flag, outside lock_: delivers `self` (when it
+    // has bytes) or `a`, as next_ready took them, then the next ready, one
+    // handler at a time, up to poll_budget; gives the flag back.
+    int deliver_from(Arrival a, SelfMessage self) {
+        const void *outer = delivering_conduit;  // another conduit's handler, when nested
+        delivering_conduit = this;
+        int n = 0;
+        for (;;) {
+            const bool arrival = !self.bytes;
+            if (arrival) deliver_one(a);
+            else deliver_packed("poll", reinterpret_cast<const std::byte *>(self.bytes.get()), self.length);
+            self.bytes.reset();
+            ++n;
+            Guard g(*this);
+            if (arrival) delivered(a);
+            if (n >= static_cast<int>(poll_budget) || !next_ready(a, self)) break;
+        }
+        delivering_conduit = outer;
+        base::flag_release(deliver_flag_);
+        return n;
+    }
 
     // Under lock_: the conduit's reap, then what complete_at_poll queued.
     void reap_all() {
