@@ -4,14 +4,15 @@
 //
 // A locked exchange or add waits for the store buffer to drain; on a round
 // trip that takes a few of them per message that is tens of nanoseconds
-// (the same-host conduit's README measured about 30 ns of a 2-rank Short round
-// trip).  While the process has only ever had one thread (glibc's
+// (a 2-rank smp Short round trip measured about 30 ns of them).  While
+// the process has only ever had one thread (glibc's
 // __libc_single_threaded), nothing else can race for a flag, so a plain
 // load and store do.  A signal handler on this thread still sees a flag
 // taken.  A thread created later is created by this thread, outside the
 // code that holds a flag, and sees every flag through pthread_create; from
 // then on the locked instructions are used.  A release is a release store
-// either way.
+// either way.  An initialized Sluice always has a second thread (the
+// signal thread, core/exit.cpp), so in a job the locked instructions run.
 #pragma once
 
 #include <atomic>
