@@ -16,7 +16,7 @@
 // time, and a notification thread waiting for it waited a scheduler time
 // slice whenever that thread was descheduled holding it (README.md,
 // Design).  No handler calls LAPI or runs an AM handler: AM handlers run
-// from the poll (deliver_ready), outside both locks, one at a time.
+// from the poll (the layer's deliver_from), outside both locks, one at a time.
 #pragma once
 
 #include "base/status.hpp"
