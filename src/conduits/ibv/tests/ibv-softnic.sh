@@ -104,7 +104,8 @@ ibv_job() {
 echo "=== ibv: the receive thread"
 # Rank 1 computes for 3 s without calling Sluice while rank 0 makes 200
 # round trips to it: its receive thread (on the completion channel)
-# answers them within half of that; without it they wait for rank 1.
+# answers them all before rank 1 stops computing; without it they wait
+# for rank 1.
 check=$builddir/tests/sluice-rcv-thread-check
 ibv_job SLUICE_RCV_THREAD=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 thread
 expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 0 "PASS rcv-thread"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The receive thread (SLUICE_RCV_THREAD) of the ofi conduit: rank 1
 # computes for 3 s without calling Sluice while rank 0 makes 200 round
-# trips to it; with the thread they end within half of that, without it
-# they cannot (tests/sluice-rcv-thread-check rcv-thread).  On tcp;ofi_rxm (a wait
+# trips to it; with the thread they all end before rank 1 stops
+# computing, without it none can (tests/sluice-rcv-thread-check rcv-thread).  On tcp;ofi_rxm (a wait
 # descriptor) and shm (none: the thread polls at its rate).  Skips (77)
 # without the ofi conduit.
 set -u
