@@ -20,6 +20,7 @@
 # bootstrapped once into ${XDG_CACHE_HOME:-~/.cache}/sluice/tests-sos/<hash>;
 # the tests are built in the build tree (tests/shmem/sos-build), each
 # configuration's logs kept in tests/shmem/sos-logs/<conduit>-<PEs>.
+# SLUICETEST_SOS_PREPARE=1 only configures and builds them.
 # Prints one line per configuration with its counts and every failure's
 # log; exits 1 when a test failed or a configuration ran no test.
 set -u
@@ -83,6 +84,14 @@ if ! { rm -f "$sos/test/unit/mt_membar" "$sos"/test/unit/mt_membar-mt_membar.o &
     echo "FAIL: building mt_membar at -O0"
     tail -20 "$here/sos-make.log"
     exit 1
+fi
+
+# SLUICETEST_SOS_PREPARE=1: stop here, the programs configured and built
+# (.ci/run does that before its test lanes; the run in the lane then finds
+# nothing to build).
+if [ -n "${SLUICETEST_SOS_PREPARE:-}" ]; then
+    echo "tests-sos: configured and built in $sos"
+    exit 0
 fi
 
 # ---- one run per configuration ------------------------------------------------------
