@@ -89,6 +89,12 @@ in_host() {
 
 # sshd_start NAME ADDRESS [NAMESPACE [HOSTNAME]]: one sshd, its pid added to
 # ssh_pids; with HOSTNAME, in a new UTS namespace of that host name.
+# SetEnv SHLVL=1: bash, the user's shell that runs each session's command,
+# then counts itself nested and skips ~/.bashrc, which it otherwise reads
+# when started by sshd.  The rc file is the machine's, not under test, and
+# here (pyenv's init) it took 0.45 s of every ssh: `ssh host true` 0.72 s
+# with it, 0.27 s without, on 2 cores where a job's ssh sessions start at
+# once.
 sshd_start() {
     local name=$1 address=$2 ns=${3:-} hostname=${4:-} config="$ssh_work/sshd-$1.conf"
     cat > "$config" <<EOF
@@ -104,6 +110,7 @@ UsePAM no
 StrictModes no
 MaxStartups 100:30:200
 MaxSessions 100
+SetEnv SHLVL=1
 EOF
     rm -f "$ssh_work/sshd-$name.pid"
     if [ -n "$hostname" ]; then
