@@ -92,9 +92,8 @@ in_host() {
 # SetEnv SHLVL=1: bash, the user's shell that runs each session's command,
 # then counts itself nested and skips ~/.bashrc, which it otherwise reads
 # when started by sshd.  The rc file is the machine's, not under test, and
-# here (pyenv's init) it took 0.45 s of every ssh: `ssh host true` 0.72 s
-# with it, 0.27 s without, on 2 cores where a job's ssh sessions start at
-# once.
+# a slow one (pyenv's init here) would add its start-up to every job's
+# ssh sessions, which start at once on few cores.
 sshd_start() {
     local name=$1 address=$2 ns=${3:-} hostname=${4:-} config="$ssh_work/sshd-$1.conf"
     cat > "$config" <<EOF
