@@ -62,11 +62,38 @@ job_tag=inst job_libpath=
 . "$here/common.sh"
 
 # ---- make install DESTDIR=... -------------------------------------------
-if make -C "$builddir" install DESTDIR="$stage" > "$tmp/install.log" 2>&1; then
-    pass "make install DESTDIR=<tmp> ($(find "$stage" -type f | wc -l) files)"
+# `make install` relinks each library that links another of the build's
+# (libsluice-mpi, libsluice-shmem: libtool moves it aside in .libs, links it
+# anew for the installed location, then moves it back); a test of the same
+# `make -j check` starting a program on it meanwhile would find it missing
+# or half written ("file too short").  So the install runs from a copy of
+# the build directory made of hard links, beside it (relative source paths
+# still resolve; same file system), whose relinks replace the copy's
+# directory entries only.  Its .la files name the copy instead.
+copy=$(mktemp -d "$(dirname "$builddir")/.sluice-install.XXXXXX") || { fail "mktemp beside $builddir"; exit 1; }
+trap 'rm -rf "$tmp" "$copy"' EXIT
+rmdir "$copy"
+if ! cp -al "$builddir" "$copy" 2> "$tmp/copy.log"; then
+    fail "a copy of $builddir made of hard links:"; show "$tmp/copy.log"
+    exit 1
+fi
+at=$(printf '%s\n' "$builddir" | sed 's/[][\\.*^$|]/\\&/g')
+find "$copy" -name '*.la' -type f ! -path '*/.libs/*' | while IFS= read -r la; do
+    sed -i "s|$at\([/;\"]\)|$copy\\1|g" "$la"  # a new file: the build's stays as it is
+done
+libs_of_build() { find "$builddir" -path '*/.libs/*.so*' -exec stat -c '%n %i %s %Y' {} + | sort; }
+libs_of_build > "$tmp/libs.before"
+if make -C "$copy" install DESTDIR="$stage" > "$tmp/install.log" 2>&1; then
+    pass "make install DESTDIR=<tmp> ($(find "$stage" -type f | wc -l) files, $(grep -c "warning: relinking '" "$tmp/install.log") libraries relinked)"
 else
     fail "make install DESTDIR=<tmp>:"; show "$tmp/install.log"
     exit 1
+fi
+libs_of_build > "$tmp/libs.after"
+if cmp -s "$tmp/libs.before" "$tmp/libs.after"; then
+    pass "the build's own libraries are as they were (the install relinked the copy's)"
+else
+    fail "the install changed the build's own libraries:"; diff "$tmp/libs.before" "$tmp/libs.after" | sed 's/^/    /' | head -12
 fi
 pcfile=$(find "$stage" -path '*/pkgconfig/sluice.pc' | head -1)
 [ -n "$pcfile" ] || { fail "no sluice.pc under the staged install"; exit 1; }
