@@ -7,6 +7,7 @@
 #include "tests/harness.hpp"
 #include "conduits/firehose/monitor.hpp"
 #include "conduits/firehose/registrar.hpp"
+#include "conduits/knobs.hpp"
 #include "spawners/bootstrap.hpp"
 #include "sluice_config.h"
 #ifdef SLUICE_CONDUIT_TEMPLATE_TESTS
@@ -28,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <thread>
 
 #define SLUICE_CONDUIT_IN_LIBRARY(name)
@@ -407,7 +409,28 @@ std::string run_world(const Conduit &c, const std::function<void(World &)> &body
     return fork_ranks(c, mode == "pair" ? 2 : 1, body);
 }
 
+// Under a slow subset every wait of these tests is time_scale() times as
+// long (World::deadline, the ranks' alarm); the conduits' peer timeouts,
+// after which a rank takes a peer that answered nothing for dead, stretch
+// likewise.  A flooded receiver answers a ping only after the messages
+// queued before it, which under ThreadSanitizer on two busy cores can take
+// longer than the default.  Set before the first knob is read (knobs load
+// once per process; the ranks fork from this one), unless the environment
+// sets one.
+static void stretch_peer_timeouts() {
+    const double scale = sluice_test::time_scale();
+    if (scale == 1.0) return;
+    sluice::conduit::knobs_register();
+    for (const auto &k : sluice::base::knob_table()) {
+        const std::string_view name = k.name;
+        if (k.internal || !name.ends_with("_PEER_TIMEOUT")) continue;
+        const std::string seconds = std::to_string(std::strtod(k.default_value, nullptr) * scale);
+        ::setenv(k.name, seconds.c_str(), 0);
+    }
+}
+
 std::vector<Conduit> conduits_under_test() {
+    stretch_peer_timeouts();
     std::vector<Conduit> out;
     if (Launched *l = launched()) {
         // The mpi conduit only: as the pair of the job's two ranks, or
