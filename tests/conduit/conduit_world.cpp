@@ -412,11 +412,10 @@ std::string run_world(const Conduit &c, const std::function<void(World &)> &body
 // Under a slow subset every wait of these tests is time_scale() times as
 // long (World::deadline, the ranks' alarm); the conduits' peer timeouts,
 // after which a rank takes a peer that answered nothing for dead, stretch
-// likewise.  A flooded receiver answers a ping only after the messages
-// queued before it, which under ThreadSanitizer on two busy cores can take
-// longer than the default.  Set before the first knob is read (knobs load
-// once per process; the ranks fork from this one), unless the environment
-// sets one.
+// likewise: under ThreadSanitizer on two busy cores a rank can answer
+// nothing for longer than the default 30 s and be taken for dead.  Set
+// before the first knob is read (knobs load once per process; the ranks
+// fork from this one), unless the environment sets one.
 static void stretch_peer_timeouts() {
     const double scale = sluice_test::time_scale();
     if (scale == 1.0) return;
