@@ -31,6 +31,14 @@ inline double now_seconds() {
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// The host's monotonic clock in nanoseconds: one clock for every process
+// of the host, so ranks on it can compare their times.
+inline std::int64_t monotonic_ns() {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 inline double rank_timeout() {
     const char *t = std::getenv("SLUICETEST_RANK_TIMEOUT");
     double v = t ? std::atof(t) : 0;

@@ -35,16 +35,12 @@ enum : sluice_handler_t { h_ping = 40, h_pong, h_stopped };
 std::atomic<unsigned> pongs{0};
 std::atomic<std::int64_t> first_pong_ns{0}, last_pong_ns{0}, stopped_ns{0};
 
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 void on_ping(sluice_token_t token, void *, std::size_t, const std::uint32_t *args, unsigned) {
     std::uint32_t arg = args[0];
     TOK(sluice_am_reply_short(token, h_pong, &arg, 1));
 }
 void on_pong(sluice_token_t, void *, std::size_t, const std::uint32_t *, unsigned) {
-    const std::int64_t t = now_ns();
+    const std::int64_t t = monotonic_ns();
     if (pongs.fetch_add(1) == 0) first_pong_ns.store(t);
     last_pong_ns.store(t);
 }
@@ -72,7 +68,7 @@ int case_rcv_thread(int argc, char **argv) {
         // Computing: no Sluice call at all.
         volatile std::uint64_t sink = 0;
         while (seconds_since(start) < spin) sink = sink + 1;
-        const auto stopped = static_cast<std::uint64_t>(now_ns());
+        const auto stopped = static_cast<std::uint64_t>(monotonic_ns());
         const std::uint32_t words[2] = {static_cast<std::uint32_t>(stopped >> 32), static_cast<std::uint32_t>(stopped)};
         TOK(sluice_am_request_short(0, h_stopped, words, 2));
     } else {

@@ -35,10 +35,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 std::uint8_t pattern(unsigned op, std::size_t i) { return static_cast<std::uint8_t>(op * 31 + i * 7 + 1); }
 
@@ -73,7 +69,7 @@ int main(int argc, char **argv) {
     if (me == 1) {
         volatile std::uint64_t sink = 0;  // computing: no Sluice call at all
         while (seconds_since(start) < spin) sink = sink + 1;
-        const std::int64_t stopped = now_ns();
+        const std::int64_t stopped = monotonic_ns();
         std::memcpy(remote + bytes, &stopped, sizeof stopped);
     } else {
         std::uint8_t buffer[piece];
@@ -84,7 +80,7 @@ int main(int argc, char **argv) {
             for (std::size_t i = 0; i < piece; ++i) buffer[i] = static_cast<std::uint8_t>(~pattern(op, i));
             TOK(sluice_put(1, remote + (ops + op) * piece, buffer, piece));
         }
-        done = now_ns();
+        done = monotonic_ns();
         std::printf("rank 0: %u Gets and %u Puts in %.3f s while rank 1 computed for %.3f s (%s mode)\n", ops, ops,
                     seconds_since(start), spin, mode.c_str());
     }
