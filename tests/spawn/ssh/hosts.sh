@@ -17,6 +17,10 @@
 #                           (same port, key login); sets the variables below
 #   ssh_hosts_stop          stops every sshd by pid, deletes the namespaces
 #                           and the temporary folder (safe to call twice)
+#   ssh_autogroup hold|release
+#                           scheduler autogroups off while any run has its
+#                           hosts up (ssh_hosts_start holds, ssh_hosts_stop
+#                           releases; below)
 #   in_hub CMD...           runs CMD in the hub (where sluicerun runs to
 #                           reach A, B and C); in_host X CMD in namespace X
 #
@@ -144,8 +148,46 @@ netns_stale_remove() {
     done
 }
 
+# The namespace hosts share this machine's scheduler.  With autogroups on
+# (kernel.sched_autogroup_enabled=1, Debian's default) every sshd session
+# is a scheduling group of its own, and the kernel shares the cores
+# between the groups before it shares them between their processes: each
+# host's ranks get 1/H of the cores however many of them are runnable, and
+# a rank woken by a message waits for its host's turn.  That is not H hosts
+# with cores of their own (docs/scale.md, "Over 8 namespace hosts": a
+# 64-rank stencil took 1.4-2.9 s with autogroups, 0.05-0.06 s without), so
+# they are off while any run of this file has its hosts up; the value from
+# before the first comes back when the last stops.  The holders are pids in
+# a list, dead ones dropped at each call, so a run killed by SIGKILL keeps
+# them off only until the next run stops.
+ssh_autogroup_knob=/proc/sys/kernel/sched_autogroup_enabled
+ssh_autogroup_state=/run/sluice-autogroup
+ssh_autogroup() {
+    [ -w "$ssh_autogroup_knob" ] || return 0
+    (
+        flock 9 || exit 0
+        local pid holders=""
+        for pid in $(cat "$ssh_autogroup_state.pids" 2> /dev/null); do
+            [ "$pid" != $$ ] && kill -0 "$pid" 2> /dev/null && holders="$holders $pid"
+        done
+        if [ "$1" = hold ]; then
+            # The first holder keeps the value to restore (one a killed
+            # run saved is still the value from before it).
+            [ -z "$holders" ] && [ ! -s "$ssh_autogroup_state.saved" ] &&
+                cat "$ssh_autogroup_knob" > "$ssh_autogroup_state.saved"
+            holders="$holders $$"
+            echo 0 > "$ssh_autogroup_knob"
+        elif [ -z "$holders" ] && [ -s "$ssh_autogroup_state.saved" ]; then
+            cat "$ssh_autogroup_state.saved" > "$ssh_autogroup_knob"
+            rm -f "$ssh_autogroup_state.saved"
+        fi
+        echo $holders > "$ssh_autogroup_state.pids"
+    ) 9> "$ssh_autogroup_state.lock"
+}
+
 ssh_hosts_start() {
     netns_stale_remove '^sl([0-9]+)(hub|[A-H])$'
+    ssh_autogroup hold
     ssh_work=$(mktemp -d /tmp/sluice-ssh.XXXXXX) || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/host_key" || return 1
     ssh-keygen -q -t ed25519 -N '' -f "$ssh_work/user_key" || return 1
@@ -215,6 +257,7 @@ ssh_hosts_stop() {
     ssh_namespaces=""
     [ -n "$ssh_work" ] && rm -rf "$ssh_work"
     ssh_work=""
+    ssh_autogroup release
 }
 
 # The processes of job $1 ("pid command line", the line cut at $2
