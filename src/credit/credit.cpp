@@ -201,7 +201,7 @@ struct Engine::State {
     State() = default;
     State(const State &o) : flags(o.flags), c(o.c), loan_epoch(o.loan_epoch), scavenge_slot(o.scavenge_slot) {}
 };
-static_assert(sizeof(PeerCredits) == 22);
+static_assert(sizeof(PeerCredits) == 24);
 
 struct Engine::Page {
     State states[peers_per_page];
@@ -465,10 +465,13 @@ void Engine::askers_serve() {
     }
 }
 
+bool Engine::reclaimable(const State &s) const { return s.c.loan_served >= config_.reclaim_after; }
+
 // Lends `count` (already out of the bank) to `p` with a grant message.
 // Its state and the engine lock are held.
 void Engine::grant_send(Peer p, State &s, std::uint16_t count) {
     s.c.loan_credits = sat_add(s.c.loan_credits, count);
+    s.c.loan_served = 0;
     s.flags |= flag_fresh_grant;
     counters_.granted.fetch_add(count, std::memory_order_relaxed);
     scavenge_list_add(p, s);
@@ -607,6 +610,7 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
             inuse_release(s, b.extra);
         }
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
+        s.c.loan_served = sat_add(s.c.loan_served, 1);
         s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
     }
     base::count_add<std::uint64_t>(received_, 1);
@@ -617,7 +621,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
     if (config_.policy == Policy::off || p == config_.me) return CreditByte{false, 0, in.count}.encode();
     CreditByte out;
     out.count = in.count;
-    bool reclaimed = false, low = false;
+    bool reclaimed = false, low = false, serve = false;
     State &s = state(p);
     {
         SpinGuard g(s.lock);
@@ -634,15 +638,21 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
         s.c.owed = static_cast<std::uint16_t>(s.c.owed - take);
         out.count = static_cast<std::uint8_t>(in.count + take);
         const unsigned floor = floor_credits();
-        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_credits >= floor + out.count &&
-            out.count > 0) {
-            // Askers wait: these credits go to them, not back.
+        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && reclaimable(s) &&
+            s.c.loan_credits >= floor + out.count && out.count > 0) {
+            // Askers wait and the peer had its turn: these credits go to
+            // them, not back.
             out.extra = CreditByte::reclaim;
             counters_.reclaimed.fetch_add(out.count, std::memory_order_relaxed);
             lock_engine();
             loan_return(s, out.count);
             unlock_engine();
             reclaimed = true;
+        } else if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_busy == 0) {
+            // Askers wait and this was the peer's last request here, its
+            // turn not over: the rest of its loan may lie idle now, which
+            // only a revoke brings back (askers_serve scavenges).
+            serve = true;
         } else if (in.extra > 0) {
             // GASNet's Portals scheme: a stalled peer asks for extra on its request; lend it
             // from the bank within the per-peer and per-epoch limits.
@@ -666,7 +676,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             out.extra = static_cast<std::uint8_t>(grant);
         }
     }
-    if (reclaimed) askers_serve();
+    if (reclaimed || serve) askers_serve();
     if (low) {
         lock_engine();
         scavenge(false);
@@ -683,7 +693,10 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
     // the batch, unless the sender asked for more (it stalled), the peer
     // would be left without a full-size request beyond what is held, a
     // revoke is on its way (the peer may hold fewer than my count says) or
-    // askers wait (the hidden reply reclaims the credits for them); not
+    // askers wait and either the peer's turn is over (reclaim_after: the
+    // hidden reply reclaims the credits for them) or this is its last
+    // request here (the reply serves the askers, whose scavenge may then
+    // revoke a loan left idle); not
     // under a send total, against which held credits would count at the
     // sender.  A revoke carries what is held home (scavenge), so a peer
     // that stopped sending still gives them back.
@@ -697,7 +710,8 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
                                 : in.extra == 0 && held <= config_.return_batch &&
                                       s.c.loan_credits >= held + config_.min_credits &&
                                       !(s.flags & flag_revoke_inflight) &&
-                                      askers_waiting_.load(std::memory_order_relaxed) == 0;
+                                      (askers_waiting_.load(std::memory_order_relaxed) == 0 ||
+                                       (!reclaimable(s) && s.c.loan_busy > in.count));
         if (hold) {
             s.c.owed = static_cast<std::uint16_t>(held);
             s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);

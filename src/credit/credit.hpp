@@ -85,6 +85,8 @@ struct Config {
     unsigned send_total = 0;         // most credits in use over every lender at once; 0: no bound
     unsigned return_batch = 8;       // dynamic, demand: credits of unanswered requests held back per
                                      // peer before a hidden reply; 0: a hidden reply for each
+    unsigned reclaim_after = 32;     // dynamic, demand: requests a peer makes here on its loan before
+                                     // replies take the loan back for askers; 0: at once
 
     // The defaults for a job of `nodes`, interpolated from the table in
     // credit.cpp (chosen with tests/sim/creditsim): dynamic for small jobs,
@@ -164,6 +166,7 @@ struct PeerCredits {
     std::uint16_t loan_given = 0;      // extra I gave it (decayed)
     std::uint16_t loan_busy = 0;       // of its loan, in requests here not yet answered
     std::uint16_t owed = 0;            // fixed: credits banked here to return
+    std::uint16_t loan_served = 0;     // its requests here since its last grant (reclaim_after)
 };
 
 // Engine-wide counters (statistics and the simulator's metrics).
@@ -287,6 +290,12 @@ private:
     void askers_serve();
     void grant_send(Peer p, State &s, std::uint16_t count);
     unsigned floor_credits() const;
+    // Whether replies to the peer of `s` may take its loan back for askers:
+    // it made reclaim_after requests here since its last grant.  Taking a
+    // loan back at every reply while askers wait would move the credits
+    // round every sender at once; a turn of some requests each still
+    // serves every asker in time.
+    bool reclaimable(const State &s) const;
 
     Config config_;
     std::vector<std::atomic<Mid *>> directory_;

@@ -101,6 +101,7 @@ Config config_from_knobs(Peer nodes, Peer me, std::size_t largest_request, std::
     take0(Knob::CREDIT_SLACK, c.slack);
     take0(Knob::CREDIT_ASK_EXTRA, c.ask_extra);
     take0(Knob::CREDIT_RETURN_BATCH, c.return_batch);
+    take0(Knob::CREDIT_RECLAIM_AFTER, c.reclaim_after);
     // The portals conduit (the one that states preferences) frees a
     // request's send buffer when its reply comes: replies held back would
     // leave its senders without buffers to send the request that brings

@@ -1103,6 +1103,7 @@ TEST(CreditDemand, NoAskWhileRequestsAreInFlight) {
 TEST(CreditDemand, AnUrgentRevokeCarriesHeldCreditsHome) {
     Config cfg = demand_config(3);
     cfg.return_batch = 8;
+    cfg.reclaim_after = 0;  // every reply may reclaim
     Cluster c(cfg);
     ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 12));
     const unsigned lent = c[0].peer(1).loan_credits;
@@ -1170,8 +1171,13 @@ TEST(CreditDemand, EmptyBankQueuesTheAskAndRevokesUrgently) {
     c.expect_balanced();
 }
 
+Config reclaim_at_once(Config c) {
+    c.reclaim_after = 0;
+    return c;
+}
+
 TEST(CreditDemand, RepliesReclaimForWaitingAskers) {
-    Cluster c(demand_config(4));
+    Cluster c(reclaim_at_once(demand_config(4)));
     ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 4));
     ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 12));
     ASSERT_EQ(c[0].bank(), 0u);
@@ -1200,6 +1206,46 @@ TEST(CreditDemand, RepliesReclaimForWaitingAskers) {
     c.settle();
     EXPECT_EQ(c[2].peer(0).send_credits, 0);  // idle: gave its 12
     EXPECT_NE(decode(c.roundtrip(3, 0, 4)).extra, CreditByte::reclaim);  // nobody waits now
+    c.expect_balanced();
+}
+
+// reclaim_after: while askers wait, a borrower keeps its loan for that
+// many of its requests here; the replies after them reclaim.  (A reply to
+// a borrower's last request in flight serves the askers even before: the
+// property test below found the hang without it.)
+TEST(CreditDemand, ABorrowerKeepsItsLoanForItsTurn) {
+    Config cfg = demand_config(4);
+    {
+        // Rank 1's turn ends with its second request below.
+        Cluster probe(cfg);
+        ASSERT_NO_FATAL_FAILURE(probe.borrow(1, 0, 4));
+        cfg.reclaim_after = probe[0].peer(1).loan_served + 2u;
+    }
+    Cluster c(cfg);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 4));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 12));
+    ASSERT_EQ(c[0].bank(), 0u);
+    std::uint8_t r[4];
+    for (auto &x : r) x = c.send(1, 0, 1);
+    std::uint8_t b = 0;
+    EXPECT_FALSE(c[3].request_begin(0, 4, b));
+    c.deliver(3, c.take(3).at(0));
+    const auto revokes = c.take(0);  // held back while the replies go
+    for (int i = 0; i < 4; ++i) {
+        c[0].request_arrived(1, r[i]);
+        const std::uint8_t reply = c[0].reply_byte(1, r[i]);
+        EXPECT_EQ(decode(reply).extra == CreditByte::reclaim, i >= 1) << i;
+        c[1].reply_arrived(0, reply);
+        c.pass(0);
+    }
+    EXPECT_EQ(c[0].totals().reclaimed, 3u);
+    EXPECT_EQ(c[0].waiting_askers(), 1u) << "3 reclaimed credits do not make the ask's 4";
+    for (const SysMessage &m : revokes) c.deliver(0, m);
+    c.settle();
+    EXPECT_EQ(c[0].waiting_askers(), 0u) << "rank 2, idle, gave its loan back: the asker was granted";
+    EXPECT_TRUE(c[3].request_begin(0, 4, b));
+    c.serve(3, 0, b);
+    c.settle();
     c.expect_balanced();
 }
 
@@ -1650,6 +1696,7 @@ public:
         c.sys_outstanding = 1 + pick(3);
         reply_percent_ = 50 + pick(50);
         c.send_total = pick(2) ? 0 : c.min_credits + pick(20);
+        c.reclaim_after = pick(3) ? pick(40) : 0;
         for (Peer r = 0; r < c.nodes; ++r) {
             c.me = r;
             e_.push_back(std::make_unique<Engine>(c));
