@@ -1176,17 +1176,26 @@ Config reclaim_at_once(Config c) {
     return c;
 }
 
-TEST(CreditDemand, RepliesReclaimForWaitingAskers) {
-    Cluster c(reclaim_at_once(demand_config(4)));
+// Rank 0's bank of 16 all lent (4 to rank 1, 12 to rank 2), rank 1's four
+// 1-credit requests `r` in flight to it, and rank 3's ask for 4 (its
+// request byte `b`) waiting there; rank 0's revokes in `revokes`, not
+// delivered.
+void asker_waits(Cluster &c, std::uint8_t (&r)[4], std::uint8_t &b, std::vector<SysMessage> &revokes) {
     ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 4));
     ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 12));
     ASSERT_EQ(c[0].bank(), 0u);
-    std::uint8_t r[4];
     for (auto &x : r) x = c.send(1, 0, 1);
-    std::uint8_t b = 0;
     EXPECT_FALSE(c[3].request_begin(0, 4, b));
     c.deliver(3, c.take(3).at(0));
-    const auto revokes = c.take(0);  // held back while the replies reclaim
+    ASSERT_EQ(c[0].waiting_askers(), 1u);
+    revokes = c.take(0);
+}
+
+TEST(CreditDemand, RepliesReclaimForWaitingAskers) {
+    Cluster c(reclaim_at_once(demand_config(4)));
+    std::uint8_t r[4], b = 0;
+    std::vector<SysMessage> revokes;  // held back while the replies reclaim
+    ASSERT_NO_FATAL_FAILURE(asker_waits(c, r, b, revokes));
     EXPECT_EQ(revokes.size(), 2u);
     for (int i = 0; i < 4; ++i) {
         c[0].request_arrived(1, r[i]);
@@ -1222,15 +1231,9 @@ TEST(CreditDemand, ABorrowerKeepsItsLoanForItsTurn) {
         cfg.reclaim_after = probe[0].peer(1).loan_served + 2u;
     }
     Cluster c(cfg);
-    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 4));
-    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 12));
-    ASSERT_EQ(c[0].bank(), 0u);
-    std::uint8_t r[4];
-    for (auto &x : r) x = c.send(1, 0, 1);
-    std::uint8_t b = 0;
-    EXPECT_FALSE(c[3].request_begin(0, 4, b));
-    c.deliver(3, c.take(3).at(0));
-    const auto revokes = c.take(0);  // held back while the replies go
+    std::uint8_t r[4], b = 0;
+    std::vector<SysMessage> revokes;  // held back while the replies go
+    ASSERT_NO_FATAL_FAILURE(asker_waits(c, r, b, revokes));
     for (int i = 0; i < 4; ++i) {
         c[0].request_arrived(1, r[i]);
         const std::uint8_t reply = c[0].reply_byte(1, r[i]);
