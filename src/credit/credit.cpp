@@ -638,8 +638,8 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
         s.c.owed = static_cast<std::uint16_t>(s.c.owed - take);
         out.count = static_cast<std::uint8_t>(in.count + take);
         const unsigned floor = floor_credits();
-        if (askers_waiting_.load(std::memory_order_relaxed) != 0 && reclaimable(s) &&
-            s.c.loan_credits >= floor + out.count && out.count > 0) {
+        const bool askers = askers_waiting_.load(std::memory_order_relaxed) != 0;
+        if (askers && reclaimable(s) && s.c.loan_credits >= floor + out.count && out.count > 0) {
             // Askers wait and the peer had its turn: these credits go to
             // them, not back.
             out.extra = CreditByte::reclaim;
@@ -648,7 +648,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             loan_return(s, out.count);
             unlock_engine();
             reclaimed = true;
-        } else if (askers_waiting_.load(std::memory_order_relaxed) != 0 && s.c.loan_busy == 0) {
+        } else if (askers && s.c.loan_busy == 0) {
             // Askers wait and this was the peer's last request here, its
             // turn not over: the rest of its loan may lie idle now, which
             // only a revoke brings back (askers_serve scavenges).

@@ -358,17 +358,17 @@ leftovers_check "$job" "-t"
 # the release of a second holder leaves them off while this run holds;
 # the last release gives back the value from before (0 while another
 # run's hosts are still up).
-knob=/proc/sys/kernel/sched_autogroup_enabled
+knob=$ssh_autogroup_knob
 if [ -w "$knob" ]; then
-    before=$(cat /run/sluice-autogroup.saved 2> /dev/null)
+    before=$(cat "$ssh_autogroup_state.saved" 2> /dev/null)
     during=$(cat "$knob")
     nested=$(bash -c '. "$1"; ssh_autogroup hold; cat "$2"; ssh_autogroup release; cat "$2"' _ "$here/ssh/hosts.sh" "$knob" | tr '\n' ' ')
     ssh_autogroup release
     after=$(cat "$knob")
     want=$before
-    [ -n "$(cat /run/sluice-autogroup.pids 2> /dev/null)" ] && want=0
+    [ -n "$(cat "$ssh_autogroup_state.pids" 2> /dev/null)" ] && want=0
     if [ -n "$before" ] && [ "$during" = 0 ] && [ "$nested" = "0 0 " ] && [ "$after" = "$want" ]; then
-        pass "scheduler autogroups: off while the hosts run, $after (as before) once the last run releases them"
+        pass "scheduler autogroups: off while the hosts run, $after once this run released them (the value from before, or 0 while another run holds them)"
     else
         fail "scheduler autogroups: $during while the hosts run (0 expected), a second holder saw '$nested' (0 0), $after after the release ($want; saved value '$before')"
     fi

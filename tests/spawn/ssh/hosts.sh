@@ -155,7 +155,7 @@ netns_stale_remove() {
 # host's ranks get 1/H of the cores however many of them are runnable, and
 # a rank woken by a message waits for its host's turn.  That is not H hosts
 # with cores of their own (docs/scale.md, "Over 8 namespace hosts": a
-# 64-rank stencil took 1.4-2.9 s with autogroups, 0.05-0.06 s without), so
+# 64-rank stencil took 0.3-2.9 s with autogroups, 0.05-0.06 s without), so
 # they are off while any run of this file has its hosts up; the value from
 # before the first comes back when the last stops.  The holders are pids in
 # a list, dead ones dropped at each call, so a run killed by SIGKILL keeps
