@@ -555,14 +555,17 @@ bool Engine::request_begin(Peer p, unsigned n, std::uint8_t &byte) {
             CreditByte b;
             b.count = static_cast<std::uint8_t>(n);
             b.epoch = epoch_flag_take(s);
-            if (config_.policy == Policy::fixed) {
-                b.extra = static_cast<std::uint8_t>(std::min<unsigned>(7, s.c.owed));
+            if (config_.policy != Policy::fixed && s.c.send_wanted) {
+                b.extra = CreditByte::want;
+                --s.c.send_wanted;
+            } else if (s.c.owed && (config_.policy == Policy::fixed ||
+                                    askers_waiting_.load(std::memory_order_relaxed) == 0)) {
+                // The peer's credits held back here ride home on this
+                // request, as on a reply (while askers wait, a reply or a
+                // hidden one reclaims them instead).
+                const unsigned most = config_.policy == Policy::fixed ? 7u : CreditByte::want - 1u;
+                b.extra = static_cast<std::uint8_t>(std::min<unsigned>(most, s.c.owed));
                 s.c.owed = static_cast<std::uint16_t>(s.c.owed - b.extra);
-            } else {
-                if (s.c.send_wanted) {
-                    b.extra = 7;
-                    --s.c.send_wanted;
-                }
             }
             byte = b.encode();
             base::count_add<std::uint64_t>(counters_.requests_sent, 1);
@@ -592,8 +595,8 @@ void Engine::request_cancel(Peer p, std::uint8_t byte) {
     SpinGuard g(s.lock);
     inuse_release(s, b.count);
     if (b.epoch) s.flags |= flag_reached_epoch;
-    if (config_.policy == Policy::fixed) s.c.owed = sat_add(s.c.owed, b.extra);
-    else if (b.extra) ++s.c.send_wanted;
+    if (returned(b)) s.c.owed = sat_add(s.c.owed, b.extra);
+    else ++s.c.send_wanted;
 }
 
 // ---- receiving a request ---------------------------------------------------------
@@ -605,10 +608,8 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
         State &s = state(p);
         SpinGuard g(s.lock);
         if (b.epoch) send_decay(s);
-        if (config_.policy == Policy::fixed) {
-            // Credits it had banked for my requests ride on its request.
-            inuse_release(s, b.extra);
-        }
+        // Credits it had held back for my requests ride on its request.
+        if (returned(b)) inuse_release(s, b.extra);
         s.c.loan_busy = sat_add(s.c.loan_busy, b.count);
         s.c.loan_served = sat_add(s.c.loan_served, 1);
         s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
@@ -653,7 +654,7 @@ std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {
             // turn not over: the rest of its loan may lie idle now, which
             // only a revoke brings back (askers_serve scavenges).
             serve = true;
-        } else if (in.extra > 0) {
+        } else if (in.extra == CreditByte::want) {
             // GASNet's Portals scheme: a stalled peer asks for extra on its request; lend it
             // from the bank within the per-peer and per-epoch limits.
             s.c.loan_requested = sat_add(s.c.loan_requested, in.extra);
@@ -707,7 +708,7 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
         SpinGuard g(s.lock);
         const unsigned held = s.c.owed + in.count;
         const bool hold = fixed ? held <= config_.slack
-                                : in.extra == 0 && held <= config_.return_batch &&
+                                : in.extra != CreditByte::want && held <= config_.return_batch &&
                                       s.c.loan_credits >= held + config_.min_credits &&
                                       !(s.flags & flag_revoke_inflight) &&
                                       (askers_waiting_.load(std::memory_order_relaxed) == 0 ||

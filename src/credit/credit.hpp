@@ -26,9 +26,10 @@
 //            statistics per epoch of received requests.  A request whose
 //            handler does not reply has its credits held back, up to
 //            `return_batch`, while the peer keeps a full-size request beyond
-//            them; a reply, hidden or not, or a revoke carries them home, so
-//            one-way traffic costs a hidden reply per batch rather than per
-//            request.
+//            them; a reply, hidden or not, a request of mine to that peer
+//            or a revoke carries them home, so one-way traffic costs a
+//            hidden reply per batch rather than per request, and two-way
+//            traffic none.
 //   demand   peers start with nothing (credits held back as under dynamic,
 //            but not while askers wait).  A peer's first
 //            request asks for `min_credits` with an `ask` system message;
@@ -105,9 +106,10 @@ struct Config {
 // The credit byte of every request and reply: E XXX NNNN.
 //   E     the sender ended an epoch since its last message to this peer
 //         (the receiver decays its usage statistics for the sender).
-//   XXX   on a request: extra credits the sender wants (dynamic, demand:
-//         7 on the requests after a stall, see request_begin), or credits
-//         it returns that it had banked (fixed);
+//   XXX   on a request: credits of the receiver's requests that the
+//         sender had held back, returned (fixed: 0..7; dynamic, demand:
+//         0..6, while no asker waits there), or `want` (7; dynamic,
+//         demand): the sender stalled and wants extra (see request_begin);
 //         on a reply: extra credits granted, 0..6, or `reclaim` (7): the
 //         credits of the request go back to the lender's bank, not to the
 //         requester.
@@ -118,6 +120,7 @@ struct CreditByte {
     std::uint8_t extra = 0;  // 0..7
     std::uint8_t count = 0;  // 0..15
     static constexpr std::uint8_t reclaim = 7;
+    static constexpr std::uint8_t want = 7;
     std::uint8_t encode() const {
         return static_cast<std::uint8_t>((epoch ? 0x80u : 0u) | (extra & 7u) << 4 | (count & 15u));
     }
@@ -308,6 +311,8 @@ private:
     std::atomic<bool> total_stalling_{false};
     void send_total_release(unsigned n);
     void inuse_release(State &s, unsigned n);
+    // Whether a request's XXX are credits it returns (not a want).
+    bool returned(const CreditByte &b) const { return config_.policy == Policy::fixed || b.extra != CreditByte::want; }
     std::atomic<std::size_t> askers_waiting_{0};
     std::atomic<std::size_t> outbox_size_{0};
     Counters counters_;

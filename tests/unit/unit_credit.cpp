@@ -105,10 +105,10 @@ public:
         return r;
     }
     std::uint8_t roundtrip(Peer x, Peer y, unsigned n) { return serve(x, y, send(x, y, n)); }
-    // x's 1-credit request to y asks for `extra` more, as a stalled
+    // x's 1-credit request to y wants extra credits, as a stalled
     // sender's next request does; returns what y granted.
-    unsigned ask_extra(Peer x, Peer y, unsigned extra) {
-        const CreditByte r = decode(serve(x, y, with_extra(send(x, y, 1), extra)));
+    unsigned ask_extra(Peer x, Peer y) {
+        const CreditByte r = decode(serve(x, y, with_extra(send(x, y, 1), CreditByte::want)));
         EXPECT_NE(r.extra, CreditByte::reclaim);
         return r.extra;
     }
@@ -592,12 +592,12 @@ TEST(CreditDynamic, GrantsStayWithinMaxPerPeer) {
     cfg.banked = 20;
     cfg.max_per_peer = 10;
     Cluster c(cfg);
-    EXPECT_EQ(c.ask_extra(1, 0, 6), 6u);
-    EXPECT_EQ(c.ask_extra(1, 0, 1), 0u);
+    EXPECT_EQ(c.ask_extra(1, 0), 6u);
+    EXPECT_EQ(c.ask_extra(1, 0), 0u);
     EXPECT_EQ(c[0].peer(1).loan_credits, 10);
     cfg.max_per_peer = 8;
     Cluster d(cfg);
-    EXPECT_EQ(d.ask_extra(1, 0, 6), 4u);
+    EXPECT_EQ(d.ask_extra(1, 0), 4u);
     EXPECT_EQ(d[1].peer(0).send_credits, 8);
     d.expect_balanced();
 }
@@ -611,13 +611,13 @@ TEST(CreditDynamic, GrantsStayWithinLenderLimitPerEpoch) {
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
     unsigned granted = 0;
     for (int i = 0; i < 4; ++i) {
-        granted += c.ask_extra(1, 0, 6);
+        granted += c.ask_extra(1, 0);
         EXPECT_LE(c[0].peer(1).loan_given, cfg.lender_limit) << "after ask " << i;
     }
     EXPECT_LE(granted, cfg.lender_limit);
     EXPECT_GT(granted, 0u);
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
-    EXPECT_GT(c.ask_extra(1, 0, 6), 0u);  // loan_given decayed: lending resumes
+    EXPECT_GT(c.ask_extra(1, 0), 0u);  // loan_given decayed: lending resumes
     c.expect_balanced();
 }
 
@@ -625,24 +625,27 @@ TEST(CreditDynamic, RefusedWhenTheBankIsShort) {
     Config cfg = config_for(Policy::dynamic, 2);
     cfg.banked = 5;
     Cluster c(cfg);
-    EXPECT_EQ(c.ask_extra(1, 0, 6), 0u);
+    EXPECT_EQ(c.ask_extra(1, 0), 0u);
     EXPECT_EQ(c[0].bank(), 5u);
     EXPECT_EQ(c[0].peer(1).loan_credits, 4);
-    EXPECT_EQ(c[0].peer(1).loan_requested, 6);
+    EXPECT_EQ(c[0].peer(1).loan_requested, CreditByte::want);
     EXPECT_EQ(c[0].scavenge_list_size(), 0u);
-    EXPECT_EQ(c.ask_extra(1, 0, 5), 5u);
-    EXPECT_EQ(c[0].bank(), 0u);
-    EXPECT_EQ(c.ask_extra(1, 0, 1), 0u);
-    EXPECT_EQ(c[0].scavenge_list_size(), 1u);
     c.expect_balanced();
+    cfg.banked = 6;  // a reply's most
+    Cluster d(cfg);
+    EXPECT_EQ(d.ask_extra(1, 0), 6u);
+    EXPECT_EQ(d[0].bank(), 0u);
+    EXPECT_EQ(d.ask_extra(1, 0), 0u);
+    EXPECT_EQ(d[0].scavenge_list_size(), 1u);
+    d.expect_balanced();
 }
 
 TEST(CreditDynamic, ScavengeListHoldsPeersAboveTheFloor) {
     Config cfg = config_for(Policy::dynamic, 4);
     cfg.banked = 20;
     Cluster c(cfg);
-    c.ask_extra(1, 0, 6);
-    c.ask_extra(2, 0, 3);
+    c.ask_extra(1, 0);
+    c.ask_extra(2, 0);
     c.roundtrip(3, 0, 4);  // at the floor: not listed
     EXPECT_EQ(c[0].scavenge_list_size(), 2u);
     c.deliver(1, give_for_revoke(c, 1, 0, false, false));
@@ -651,7 +654,7 @@ TEST(CreditDynamic, ScavengeListHoldsPeersAboveTheFloor) {
     c.deliver(2, give_for_revoke(c, 2, 0, false, false));
     EXPECT_EQ(c[0].scavenge_list_size(), 0u);
     EXPECT_EQ(c[0].bank(), 20u);
-    EXPECT_EQ(c[0].totals().revoked, 9u);
+    EXPECT_EQ(c[0].totals().revoked, 12u);
     c.expect_balanced();
 }
 
@@ -663,8 +666,8 @@ protected:
     void lend16(Config cfg) {
         cfg.banked = 20;
         c = std::make_unique<Cluster>(cfg);
-        ASSERT_EQ(c->ask_extra(1, 0, 6), 6u);
-        ASSERT_EQ(c->ask_extra(1, 0, 6), 6u);
+        ASSERT_EQ(c->ask_extra(1, 0), 6u);
+        ASSERT_EQ(c->ask_extra(1, 0), 6u);
         ASSERT_EQ((*c)[1].peer(0).send_credits, 16);
     }
     std::unique_ptr<Cluster> c;
@@ -800,7 +803,7 @@ TEST_F(CreditHeldBack, NotWhenTheSenderAsksNorWithoutABatchNorUnderASendTotal) {
     cfg.return_batch = 8;
     ASSERT_NO_FATAL_FAILURE(lend16(cfg));
     EXPECT_FALSE(unanswered(1, 0, 1));
-    EXPECT_TRUE(unanswered(1, 0, 1, 3));  // a stalled sender asks: the reply goes now, with the held one
+    EXPECT_TRUE(unanswered(1, 0, 1, CreditByte::want));  // a stalled sender asks: the reply goes now, with the held one
     EXPECT_EQ((*c)[1].peer(0).send_inuse, 0);
     c->expect_balanced();
 
@@ -814,17 +817,57 @@ TEST_F(CreditHeldBack, NotWhenTheSenderAsksNorWithoutABatchNorUnderASendTotal) {
     EXPECT_TRUE(unanswered(1, 0, 1));
 }
 
+// Credits held back for a peer's requests ride home on this rank's next
+// request to it (a stencil's neighbours need no hidden replies).
+TEST(CreditReturns, RideHomeOnARequestTheOtherWay) {
+    Config cfg = config_for(Policy::dynamic, 2);
+    cfg.per_peer = 8;
+    cfg.return_batch = 8;
+    Cluster c(cfg);
+    auto hold_one = [&] {
+        const std::uint8_t b = c.send(1, 0, 1);
+        c[0].request_arrived(1, b);
+        EXPECT_FALSE(c[0].reply_needed(1, b));
+    };
+    hold_one();
+    hold_one();
+    EXPECT_EQ(c[0].peer(1).owed, 2);
+    EXPECT_EQ(c[1].peer(0).send_inuse, 2);
+    const std::uint8_t r = c.send(0, 1, 1);
+    EXPECT_EQ(decode(r).extra, 2);
+    EXPECT_EQ(c[0].peer(1).owed, 0);
+    c[1].request_arrived(0, r);
+    EXPECT_EQ(c[1].peer(0).send_inuse, 0) << "the request carried them home";
+    c[0].reply_arrived(1, c[1].reply_byte(0, r));
+    c.expect_balanced();
+
+    // A request that is cancelled keeps them held.
+    hold_one();
+    const std::uint8_t x = c.send(0, 1, 1);
+    EXPECT_EQ(decode(x).extra, 1);
+    c[0].request_cancel(1, x);
+    EXPECT_EQ(c[0].peer(1).owed, 1);
+    c.roundtrip(0, 1, 1);
+    EXPECT_EQ(c[1].peer(0).send_inuse, 0);
+    c.expect_balanced();
+
+    // At most 6: 7 on a request is a want.
+    for (int i = 0; i < 4; ++i) hold_one();
+    EXPECT_EQ(c[0].peer(1).owed, 4);
+}
+
 // ---- the scavenger (GASNet's scavenge_for_credits) ---------------------------------------
 
-// Rank 0 lends; 1..4 borrow; 5 triggers scavenges (each of its 1-credit
-// wishes is a grant attempt, and the bank is always below low_water); 6
-// ends rank 0's epochs.
+// Rank 0 lends; 1..borrowers() borrow 6 each; 5 triggers scavenges (each
+// of its wants is a grant attempt that the 5 credits left in the bank
+// cannot meet, and the bank is always below low_water); 6 ends rank 0's
+// epochs.
 class CreditScavenge : public ::testing::Test {
 protected:
     static constexpr Peer lender = 0, trigger_rank = 5, epoch_rank = 6;
     void SetUp() override {
         Config cfg = config_for(Policy::dynamic, 7);
-        cfg.banked = 40;
+        cfg.banked = 6 * borrowers() + 5;
         cfg.low_water = 1000;
         cfg.epoch_length = 64;
         cfg.scavenge_targets = targets();
@@ -832,13 +875,19 @@ protected:
         ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
     }
     virtual unsigned targets() const { return 4; }
+    virtual unsigned borrowers() const { return 1; }
     // The revokes the next scavenge sends.
     std::vector<Peer> scavenge() {
-        c->ask_extra(trigger_rank, lender, 1);
+        c->ask_extra(trigger_rank, lender);
         const auto out = c->take(lender);
         for (const SysMessage &m : out) EXPECT_FALSE(m.urgent);
         revokes_.insert(revokes_.end(), out.begin(), out.end());
         return destinations(out, SysKind::revoke);
+    }
+    // Two of the lender's epochs: a want of 7 decays to 1, then 0 (until
+    // then the scavenger skips the peer that asked).
+    void two_epochs() {
+        for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
     }
     // Delivers the revokes sent so far and their gives.
     void answer_revokes() {
@@ -851,13 +900,16 @@ protected:
 };
 
 TEST_F(CreditScavenge, SkipsAPeerThatAskedThisEpoch) {
-    EXPECT_EQ(c->ask_extra(1, lender, 3), 3u);
+    EXPECT_EQ(c->ask_extra(1, lender), 6u);
     EXPECT_TRUE(c->take(lender).empty());  // that grant's scavenge skipped it
     EXPECT_TRUE(scavenge().empty());
-    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));  // loan_requested 3 -> 0
+    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));  // loan_requested 7 -> 1
+    EXPECT_TRUE(c->take(lender).empty());
+    EXPECT_TRUE(scavenge().empty());                             // it still asked lately
+    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));  // 1 -> 0
     const auto out = c->take(lender);
     EXPECT_TRUE(out.empty());
-    c->ask_extra(trigger_rank, lender, 1);
+    c->ask_extra(trigger_rank, lender);
     const auto revokes = c->take(lender);
     ASSERT_EQ(revokes.size(), 1u);
     EXPECT_EQ(revokes[0].kind, SysKind::revoke);
@@ -870,25 +922,25 @@ TEST_F(CreditScavenge, SkipsAPeerThatAskedThisEpoch) {
 }
 
 TEST_F(CreditScavenge, OneRevokeInFlightPerPeerAndNoneAtTheFloor) {
-    EXPECT_EQ(c->ask_extra(1, lender, 3), 3u);
-    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
+    EXPECT_EQ(c->ask_extra(1, lender), 6u);
+    ASSERT_NO_FATAL_FAILURE(two_epochs());
     EXPECT_EQ(scavenge(), std::vector<Peer>{1});
     EXPECT_TRUE(scavenge().empty());  // still in flight
     EXPECT_TRUE(scavenge().empty());
     ASSERT_EQ(revokes_.size(), 1u);
     answer_revokes();
-    EXPECT_EQ((*c)[lender].peer(1).loan_credits, 4);  // gave the 3 it never used
+    EXPECT_EQ((*c)[lender].peer(1).loan_credits, 4);  // gave the 6 it never used
     EXPECT_TRUE(scavenge().empty());                   // at the floor now
     c->expect_balanced();
 }
 
 TEST_F(CreditScavenge, ZeroGiveSkippedUntilTheNextEpoch) {
-    EXPECT_EQ(c->ask_extra(1, lender, 3), 3u);
-    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
-    const std::uint8_t a = c->send(1, lender, 4), b = c->send(1, lender, 3);  // all 7 in use
+    EXPECT_EQ(c->ask_extra(1, lender), 6u);
+    ASSERT_NO_FATAL_FAILURE(two_epochs());
+    const std::uint8_t a = c->send(1, lender, 4), b = c->send(1, lender, 6);  // all 10 in use
     EXPECT_EQ(scavenge(), std::vector<Peer>{1});
     answer_revokes();
-    EXPECT_EQ((*c)[lender].peer(1).loan_credits, 7);  // gave 0
+    EXPECT_EQ((*c)[lender].peer(1).loan_credits, 10);  // gave 0
     EXPECT_TRUE(scavenge().empty());
     EXPECT_TRUE(scavenge().empty());
     ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
@@ -901,12 +953,13 @@ TEST_F(CreditScavenge, ZeroGiveSkippedUntilTheNextEpoch) {
 
 class CreditScavengeTargets : public CreditScavenge {
     unsigned targets() const override { return 2; }
+    unsigned borrowers() const override { return 4; }
 };
 
 TEST_F(CreditScavengeTargets, AtMostTargetsPerScavengeAndEveryoneInTurn) {
-    for (Peer b = 1; b <= 4; ++b) EXPECT_EQ(c->ask_extra(b, lender, 3), 3u);
+    for (Peer b = 1; b <= 4; ++b) EXPECT_EQ(c->ask_extra(b, lender), 6u);
     c->take(lender);
-    ASSERT_NO_FATAL_FAILURE(c->epoch_end(lender, epoch_rank));
+    ASSERT_NO_FATAL_FAILURE(two_epochs());
     std::vector<Peer> first = scavenge(), second = scavenge();
     EXPECT_EQ(first.size(), 2u);
     EXPECT_EQ(second.size(), 2u);
@@ -943,17 +996,17 @@ TEST(CreditEpoch, LoanStatisticsDecayByFourPerEpoch) {
     cfg.epoch_length = 32;
     Cluster c(cfg);
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
-    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0, 6), 6u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0), 6u);
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
     c.roundtrip(0, 1, 1);  // touching rank 1 applies the decay
-    EXPECT_EQ(c[0].peer(1).loan_requested, 15);
-    EXPECT_EQ(c[0].peer(1).loan_given, 15);
+    EXPECT_EQ(c[0].peer(1).loan_requested, 70 >> 2);  // ten wants of 7
+    EXPECT_EQ(c[0].peer(1).loan_given, 60 >> 2);      // ten grants of 6
     EXPECT_EQ(c[0].peer(1).loan_credits, 64);  // loans themselves never decay
-    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0, 6), 6u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0), 6u);
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
     ASSERT_NO_FATAL_FAILURE(c.epoch_end(0, 2));
     c.roundtrip(0, 1, 1);
-    EXPECT_EQ(c[0].peer(1).loan_requested, 75 >> 4);  // two epochs at once
+    EXPECT_EQ(c[0].peer(1).loan_requested, 87 >> 4);  // two epochs at once
     EXPECT_EQ(c[0].peer(1).loan_given, 75 >> 4);
     c.roundtrip(0, 1, 1);
     EXPECT_EQ(c[0].peer(1).loan_given, 75 >> 4);  // and only once
@@ -1252,6 +1305,28 @@ TEST(CreditDemand, ABorrowerKeepsItsLoanForItsTurn) {
     c.expect_balanced();
 }
 
+TEST(CreditDemand, HeldCreditsStayWhileAskersWait) {
+    Config cfg = demand_config(4);
+    cfg.scavenge_targets = 1;  // the asker's scavenge revokes rank 2's loan, listed first
+    Cluster c(cfg);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 8));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 8));
+    ASSERT_EQ(c[0].bank(), 0u);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(0, 1, 4));
+    const std::uint8_t b = c.send(1, 0, 1);
+    c[0].request_arrived(1, b);
+    ASSERT_FALSE(c[0].reply_needed(1, b));
+    ASSERT_EQ(c[0].peer(1).owed, 1);
+    std::uint8_t a = 0;
+    EXPECT_FALSE(c[3].request_begin(0, 4, a));
+    c.deliver(3, c.take(3).at(0));
+    ASSERT_EQ(c[0].waiting_askers(), 1u);
+    ASSERT_EQ(c[0].peer(1).owed, 1);
+    const std::uint8_t r = c.send(0, 1, 1);
+    EXPECT_EQ(decode(r).extra, 0) << "held for a reply that may reclaim them";
+    EXPECT_EQ(c[0].peer(1).owed, 1);
+}
+
 TEST(CreditDemand, AsksAreServedFirstComeFirstServed) {
     Cluster c(demand_config(9));
     for (Peer x = 1; x <= 4; ++x) ASSERT_NO_FATAL_FAILURE(c.borrow(x, 0, 4));
@@ -1468,12 +1543,12 @@ TEST(CreditLimits, GrantsStopAtMaxPerPeerWithoutWrapping) {
     cfg.lender_limit = 1u << 30;
     Cluster c(cfg);
     int asks = 0;
-    while (c.ask_extra(1, 0, 6) > 0 && asks < 20000) ++asks;
+    while (c.ask_extra(1, 0) > 0 && asks < 20000) ++asks;
     EXPECT_EQ(asks, (65505 - 4 + 5) / 6);
     EXPECT_EQ(c[0].peer(1).loan_credits, 65505);
     EXPECT_EQ(c[1].peer(0).send_credits, 65505);
     EXPECT_EQ(c[0].bank(), 70000u - 65501);
-    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0, 6), 0u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(c.ask_extra(1, 0), 0u);
     EXPECT_EQ(c[0].peer(1).loan_requested, 65535);  // saturated, not wrapped
     c.expect_balanced();
 }
@@ -1880,7 +1955,7 @@ private:
         for (auto *a : {&rq_, &ar_, &rp_, &reclaim_, &grant_, &give_, &ride_}) std::fill(a->begin(), a->end(), 0);
         for (const Request &r : requests_) {
             rq_[r.from * n_ + r.to] += decode(r.byte).count;
-            if (fixed) ride_[r.to * n_ + r.from] += decode(r.byte).extra;
+            if (fixed || decode(r.byte).extra != CreditByte::want) ride_[r.to * n_ + r.from] += decode(r.byte).extra;
         }
         for (const Request &r : arrived_) ar_[r.from * n_ + r.to] += decode(r.byte).count;
         for (const Request &r : replies_) {  // from: the lender, to: the borrower
@@ -1912,7 +1987,7 @@ private:
                                 std::to_string(s.send_credits) + " + grants " + std::to_string(grant_[k]) +
                                 " + gives " + std::to_string(give_[k]) + " - reclaims " +
                                 std::to_string(reclaim_[k]) + who());
-                const long long inuse = rq_[k] + ar_[k] + rp_[k] + l.owed + (fixed ? ride_[k] : 0);
+                const long long inuse = rq_[k] + ar_[k] + rp_[k] + l.owed + ride_[k];
                 if (s.send_inuse != inuse)
                     return fail("send_inuse " + std::to_string(s.send_inuse) + " != " + std::to_string(inuse) + who());
                 if (l.loan_busy != ar_[k])
