@@ -362,6 +362,11 @@ void Engine::scavenge_list_remove(State &s) {
 // the grant back would send it asking again, and two askers could pass
 // the same credits back and forth with neither request ever going).
 void Engine::scavenge(bool urgent) {
+    // Urgent scavenges come at every reply that reclaims or serves askers:
+    // one round of revokes at a time (the gives that answer it call for
+    // the next), or every borrower would always have one on its way, and
+    // none could have its credits held back (reply_needed).
+    if (urgent && initiations_[budget_of(SysKind::revoke)] > 0) return;
     std::size_t sent = 0;
     const std::size_t n = scavenge_.size();
     for (std::size_t visited = 0; visited < n && sent < config_.scavenge_targets; ++visited) {
@@ -691,13 +696,17 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
     // The request's credits are held back (owed) for a later reply, or a
     // hidden reply carries them and all held before.  fixed (GASNet's ibv
     // conduit): up to the slack.  dynamic and demand (return_batch): up to
-    // the batch, unless the sender asked for more (it stalled), the peer
-    // would be left without a full-size request beyond what is held, a
-    // revoke is on its way (the peer may hold fewer than my count says) or
-    // askers wait and either the peer's turn is over (reclaim_after: the
-    // hidden reply reclaims the credits for them) or this is its last
-    // request here (the reply serves the askers, whose scavenge may then
-    // revoke a loan left idle); not
+    // the batch, unless the peer would be left without a full-size request
+    // beyond what is held, a revoke is on its way (the peer may hold fewer
+    // than my count says), or, while no asker waits, the sender asked for
+    // more (it stalled: the reply may lend it some) or, while askers wait,
+    // the peer's turn is over (reclaim_after: the hidden reply reclaims
+    // the credits for them).  Askers waiting, a sender's want is not
+    // answered (nothing is lent then), and a peer's last request here
+    // serves the askers (their scavenge may revoke a loan left idle, and
+    // the revoke carries what is held home).  A stalled sender still gets
+    // its reply: what is held leaves it a full-size request, which arrives
+    // and goes past the batch or the loan.  Not
     // under a send total, against which held credits would count at the
     // sender.  A revoke carries what is held home (scavenge), so a peer
     // that stopped sending still gives them back.
@@ -705,20 +714,24 @@ bool Engine::reply_needed(Peer p, std::uint8_t request_byte) {
     if (fixed || (config_.return_batch != 0 && config_.send_total == 0)) {
         const CreditByte in = CreditByte::decode(request_byte);
         State &s = state(p);
-        SpinGuard g(s.lock);
-        const unsigned held = s.c.owed + in.count;
-        const bool hold = fixed ? held <= config_.slack
-                                : in.extra != CreditByte::want && held <= config_.return_batch &&
-                                      s.c.loan_credits >= held + config_.min_credits &&
-                                      !(s.flags & flag_revoke_inflight) &&
-                                      (askers_waiting_.load(std::memory_order_relaxed) == 0 ||
-                                       (!reclaimable(s) && s.c.loan_busy > in.count));
-        if (hold) {
-            s.c.owed = static_cast<std::uint16_t>(held);
-            s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
-            if (!fixed) base::count_add<std::uint64_t>(counters_.held_back, 1);
-            return false;
+        bool hold = false, serve = false;
+        {
+            SpinGuard g(s.lock);
+            const unsigned held = s.c.owed + in.count;
+            const bool askers = askers_waiting_.load(std::memory_order_relaxed) != 0;
+            hold = fixed ? held <= config_.slack
+                         : held <= config_.return_batch && s.c.loan_credits >= held + config_.min_credits &&
+                               !(s.flags & flag_revoke_inflight) &&
+                               (askers ? !reclaimable(s) : in.extra != CreditByte::want);
+            if (hold) {
+                serve = askers && s.c.loan_busy <= in.count;
+                s.c.owed = static_cast<std::uint16_t>(held);
+                s.c.loan_busy = sat_sub(s.c.loan_busy, in.count);
+                if (!fixed) base::count_add<std::uint64_t>(counters_.held_back, 1);
+            }
         }
+        if (serve) askers_serve();
+        if (hold) return false;
     }
     base::count_add<std::uint64_t>(counters_.hidden_replies, 1);
     return true;

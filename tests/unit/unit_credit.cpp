@@ -1327,6 +1327,52 @@ TEST(CreditDemand, HeldCreditsStayWhileAskersWait) {
     EXPECT_EQ(c[0].peer(1).owed, 1);
 }
 
+// Askers wait at rank 0 and rank 1 is within its turn: its credits are
+// held back even when it wants more (nothing is lent while askers wait)
+// and even for its last request here, which serves the askers instead;
+// their scavenge sends no second revoke while the first is unanswered,
+// and the next one carries what is held home.
+TEST(CreditDemand, HeldBackWithinATurnWhileAskersWaitOneRoundOfRevokes) {
+    Config cfg = demand_config(4);
+    cfg.scavenge_targets = 1;
+    Cluster c(cfg);
+    ASSERT_NO_FATAL_FAILURE(c.borrow(2, 0, 8));
+    ASSERT_NO_FATAL_FAILURE(c.borrow(1, 0, 8));
+    ASSERT_EQ(c[0].bank(), 0u);
+    std::uint8_t busy[8];
+    for (auto &x : busy) x = c.send(2, 0, 1);  // rank 2's whole loan in flight
+    std::uint8_t a = 0;
+    EXPECT_FALSE(c[3].request_begin(0, 4, a));
+    c.deliver(3, c.take(3).at(0));
+    ASSERT_EQ(c[0].waiting_askers(), 1u);
+    const auto first = c.take(0);
+    ASSERT_EQ(destinations(first, SysKind::revoke), std::vector<Peer>{2});
+
+    const std::uint8_t b = with_extra(c.send(1, 0, 1), CreditByte::want);
+    c[0].request_arrived(1, b);
+    EXPECT_FALSE(c[0].reply_needed(1, b)) << "held, though it wants more and is rank 1's last request here";
+    EXPECT_EQ(c[0].peer(1).owed, 1);
+    EXPECT_TRUE(c.take(0).empty()) << "no second revoke while rank 2's is unanswered";
+
+    c.deliver(0, first.at(0));
+    const auto gives = c.take(2);
+    ASSERT_EQ(gives.size(), 1u);
+    EXPECT_EQ(gives[0].count, 0) << "rank 2 uses all it holds";
+    c.deliver(2, gives[0]);
+    const auto second = c.take(0);
+    ASSERT_EQ(destinations(second, SysKind::revoke), std::vector<Peer>{1});
+    EXPECT_EQ(second.at(0).returned, 1) << "the held credit goes home with it";
+    EXPECT_EQ(c[0].peer(1).owed, 0);
+    for (const SysMessage &m : second) c.deliver(0, m);
+    c.settle();
+    EXPECT_EQ(c[0].waiting_askers(), 0u) << "rank 1's idle loan came back: the asker was granted";
+    for (auto x : busy) c.serve(2, 0, x);
+    EXPECT_TRUE(c[3].request_begin(0, 4, a));
+    c.serve(3, 0, a);
+    c.settle();
+    c.expect_balanced();
+}
+
 TEST(CreditDemand, AsksAreServedFirstComeFirstServed) {
     Cluster c(demand_config(9));
     for (Peer x = 1; x <= 4; ++x) ASSERT_NO_FATAL_FAILURE(c.borrow(x, 0, 4));
