@@ -8,7 +8,7 @@
 //             + gives in flight X->Y - reclaims in flight Y->X
 //   in use    X.send_inuse == X's request credits not yet answered or banked
 //             at Y + Y.owed + credits on their way back (reply NNNN, and
-//             under fixed a request's XXX from Y)
+//             a request's XXX from Y, unless it is a want)
 //   busy      Y.loan_busy == credits of X's requests Y has taken in
 //             (request_arrived) and not yet answered or banked
 //   node      sum of Y's loans + Y.bank() == Y.config().total_credits()
@@ -38,7 +38,7 @@ struct Direction {
     std::int32_t reclaims = 0;   // lender -> borrower: NNNN of replies with XXX 7
     std::int32_t requested = 0;  // borrower's request credits from request_begin until answered or banked
     std::int32_t arrived = 0;    // of those, past request_arrived at the lender
-    std::int32_t returning = 0;  // back to the borrower: reply NNNN, fixed: the lender's request XXX
+    std::int32_t returning = 0;  // back to the borrower: reply NNNN, the lender's request XXX
 };
 
 struct PairState {

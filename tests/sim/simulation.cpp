@@ -242,8 +242,9 @@ void Simulation::sends_try(Peer n) {
         const bool ok = e.request_begin(to, y.pending_credits, byte);
         if (ok && ledger_) {
             ledger_->lent_by(y.pending_pair, to).requested += y.pending_credits;
-            // fixed: the XXX of my request returns credits I banked for `to`.
-            if (fixed_) ledger_->lent_by(y.pending_pair, n).returning += CreditByte::decode(byte).extra;
+            // The XXX of my request returns credits I held back for `to`
+            // (7 under dynamic and demand is a want).
+            ledger_->lent_by(y.pending_pair, n).returning += returned(byte);
         }
         after_call(n, to, y.pending_pair, "request_begin");
         if (!ok) {
@@ -344,12 +345,12 @@ void Simulation::request_start(Peer n, std::uint32_t r) {
     const Record m = rec(r);
     if (ledger_) {
         ledger_->lent_by(m.pair, n).arrived += m.credits;
-        if (fixed_) ledger_->lent_by(m.pair, m.src).returning -= CreditByte::decode(m.byte).extra;
+        ledger_->lent_by(m.pair, m.src).returning -= returned(m.byte);
     }
     engines_[n]->request_arrived(m.src, m.byte);
     after_call(n, m.src, m.pair, "request_arrived");
     timeline_.add(now_, 0, 1);
-    // fixed: the request may have returned credits this node waits for.
+    // The request may have returned credits this node waits for.
     if (nodes_[n].stalled && nodes_[n].pending == m.src) sends_try(n);
 }
 

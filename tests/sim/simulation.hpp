@@ -120,6 +120,12 @@ private:
     std::vector<Node> nodes_;
     std::optional<Ledger> ledger_;
     bool fixed_ = false;
+    // Credits a request's byte returns (its XXX, unless that is the
+    // stalled sender's want under dynamic and demand).
+    unsigned returned(std::uint8_t byte) const {
+        const auto b = credit::CreditByte::decode(byte);
+        return fixed_ || b.extra != credit::CreditByte::want ? b.extra : 0u;
+    }
     std::uint64_t total_credits_ = 0;
     unsigned epoch_length_ = 1;
     WindowClock clock_;
