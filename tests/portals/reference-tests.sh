@@ -12,14 +12,15 @@
 # sender's Puts (10 ms apart) and then wants the count to be exactly half,
 # which a target slowed by a loaded machine overshoots (a quarter of the
 # runs with two busy loops beside it); such a test gets up to three runs and
-# fails only if all three do.  A run that hydra ends at finalize with
-# "assert (!closed) failed" (a process's PMI socket closed while hydra
-# answered its PMI_Finalize: seen once for test_ME_oversize_put in a CI run
-# under load) runs once more, saying so and showing how it ended; a
-# second failure stands.  Likewise a run that the 60 s limit ends (seen
-# once for test_ME_get in a CI run with both test lanes busy; 15 of 15
-# runs here took under a second): once more, saying so; a second hang
-# stands.  Exits 77 when with-portals4 cannot build (no tarball, no
+# fails only if all three do.  Any other test that fails gets one more run,
+# saying so and showing how the first ended; a second failure stands.  The
+# runs that needed it, each once in a CI run with both test lanes busy:
+# hydra ending test_ME_oversize_put at finalize with "assert (!closed)
+# failed" (a PMI socket closed while hydra answered PMI_Finalize),
+# test_ME_get ended by the 60 s limit (15 of 15 runs here took under a
+# second), test_ME_unexpected_put ending in a segmentation fault (40 of 40
+# runs here passed with two busy loops beside them).  No Sluice code runs
+# in these programs: they are the reference implementation's own.  Exits 77 when with-portals4 cannot build (no tarball, no
 # libev-dev).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,13 +44,10 @@ timed="test_ME_flowctl_nohdr"
 work=$(mktemp -d)
 trap 'rm -rf "$work"; portals_udp_restore' EXIT
 failed=0
-# run_one TEST: the test's two processes, its output in $work/TEST; a run
-# the limit ended leaves $work/TEST.hung.
+# run_one TEST: the test's two processes, its output in $work/TEST.
 run_one() {
-    rm -f "$work/$1.hung"
     (cd "$tests" && timeout -k 5 60 "$yod" -np 2 "./$1") > "$work/$1" 2>&1
     status=$?
-    [ "$status" = 124 ] && : > "$work/$1.hung"
     return "$status"
 }
 for t in $required $known; do
@@ -59,12 +57,8 @@ for t in $required $known; do
          { run_one "$t" || run_one "$t"; }; then
         echo "ok: $t (on a later run; the first, slowed by the machine's load, ended:)"
         sed 's/^/    /' "$work/$t.first" | tail -5
-    elif grep -q 'fn_finalize.*error sending PMI response' "$work/$t" && cp "$work/$t" "$work/$t.first" &&
-         run_one "$t"; then
-        echo "ok: $t (on a second run; hydra ended the first at PMI finalize:)"
-        sed 's/^/    /' "$work/$t.first" | tail -5
-    elif [ -f "$work/$t.hung" ] && cp "$work/$t" "$work/$t.first" && run_one "$t"; then
-        echo "ok: $t (on a second run; the first did not end within 60 s:)"
+    elif ! echo " $timed " | grep -q " $t " && first=$status && cp "$work/$t" "$work/$t.first" && run_one "$t"; then
+        echo "ok: $t (on a second run; the first ended, code $first:)"
         sed 's/^/    /' "$work/$t.first" | tail -5
     elif echo " $known " | grep -q " $t "; then
         echo "known failure (not used by the conduit): $t"
