@@ -34,6 +34,26 @@ job() {
 cpu_share() {
     printf '%s\n' "$log" | awk -v r="$1" '$2 == "rank" && $3 == r && $4 == "cpu" { printf "%d\n", 100 * $5 / ($8 > 0 ? $8 : 1); exit }'
 }
+# switches RANK: the times rank RANK's thread gave its core away in the
+# wait (the job's line "... switches V voluntary I involuntary": V).
+switches() {
+    printf '%s\n' "$log" | awk -v r="$1" '$2 == "rank" && $3 == r && $10 == "switches" { print $11; exit }'
+}
+# spun WHAT RANK: rank RANK spun through its wait: its thread never gave its
+# core away (at most 5 voluntary switches: a lock another thread held; a
+# sleeping wait gives it away every 10 ms).  Its CPU share is no measure of
+# that on a loaded machine: the scheduler takes the core from a spinner too.
+spun() {
+    v=$(switches "$2")
+    s=$(cpu_share "$2")
+    if [ -n "$v" ] && [ "$v" -le 5 ]; then
+        echo "ok: $1 (rank $2: $v voluntary switches, ${s:-no figure}% of its wait on a CPU)"
+    else
+        echo "FAIL: $1 (rank $2: ${v:-no figure} voluntary switches, wanted -le 5; ${s:-no figure}% of its wait on a CPU)"
+        printf '%s\n' "$log" | tail -15
+        failed=1
+    fi
+}
 # share WHAT RANK OP PERCENT: rank RANK's CPU share compares so.
 share() {
     s=$(cpu_share "$2")
@@ -72,19 +92,26 @@ for net in smp udp ofi ibv; do
     esac
     echo "=== $net"
     # A barrier that waits 1 s for rank 0: spinning, rank 1 burns the
-    # wait; blocking, it sleeps through it.  The spin does not yield
-    # (SLUICE_POLL_YIELD=0): a spin that yields after SLUICE_WAIT_SPIN
-    # hands the core to whatever else runs, as it should, and on a loaded
-    # machine its share would measure the load (the shared-core section
-    # below checks that yielding).
+    # wait and never gives its core away; blocking, it sleeps through it
+    # (giving the core away at every sleep, one a 10 ms check ends).  The
+    # spin does not yield (SLUICE_POLL_YIELD=0): a spin that yields after
+    # SLUICE_WAIT_SPIN hands the core to whatever else runs, as it should
+    # (the shared-core section below checks that yielding).
     # shellcheck disable=SC2086
     job 60 $envs SLUICE_WAIT=spin SLUICE_POLL_YIELD=0 -- -n 2 "$check" sleepy 1000
     expect "$net: spin: the job passes" 0 "sleepy: rank 1 cpu"
-    share "$net: spin: rank 1 polls through rank 0's second" 1 -ge 30
+    spun "$net: spin: rank 1 polls through rank 0's second" 1
     # shellcheck disable=SC2086
     job 60 $envs SLUICE_WAIT=block SLUICE_VERBOSE=1 -- -n 2 "$check" sleepy 1000
     expect "$net: block: the job passes" 0 "sleepy: rank 1 cpu"
     share "$net: block: rank 1 sleeps through rank 0's second" 1 -le 10
+    v=$(switches 1)
+    if [ -n "$v" ] && [ "$v" -gt 5 ]; then
+        echo "ok: $net: block: rank 1 gave its core away $v times (a spinner's count is at most 5)"
+    else
+        echo "FAIL: $net: block: rank 1 gave its core away ${v:-no figure} times: the switch count cannot tell a sleeping wait"
+        failed=1
+    fi
     expect "$net: block: rank 1 says it slept and woke to work" 0 "sluice\[rank 1\].*wait: slept [1-9][0-9]* times, woken by work [1-9]"
 
     # No lost wake-up: with every timed check off

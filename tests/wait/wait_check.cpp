@@ -8,7 +8,9 @@
 //   wait_check sleepy MS     rank 0 sleeps MS ms outside Sluice, then every
 //                            rank enters a barrier; each rank prints the CPU
 //                            time it spent in the barrier against the wall
-//                            time ("sleepy: rank r cpu C ms of W ms").
+//                            time and the context switches of its thread
+//                            there ("sleepy: rank r cpu C ms of W ms,
+//                            switches V voluntary I involuntary").
 //   wait_check flag MS       rank 0 sleeps MS ms, then Puts a flag into rank
 //                            1's segment; rank 1 waits for it with
 //                            sluice_poll_wait (no message tells it); prints
@@ -54,6 +56,17 @@ double cpu_ms() {
     ::getrusage(RUSAGE_SELF, &u);
     return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
+// The calling thread's voluntary and involuntary context switches: a wait
+// that sleeps gives its core away (voluntary); one that spins loses it only
+// when the scheduler takes it (involuntary).
+struct Switches {
+    long voluntary, involuntary;
+};
+Switches switches() {
+    rusage u{};
+    ::getrusage(RUSAGE_THREAD, &u);
+    return {u.ru_nvcsw, u.ru_nivcsw};
+}
 double now_ms() {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -92,8 +105,11 @@ int main(int argc, char **argv) {
     } else if (mode == "sleepy") {
         if (me == 0) ::usleep(static_cast<useconds_t>(n * 1000));
         const double c0 = cpu_ms(), w0 = now_ms();
+        const Switches s0 = switches();
         check(sluice::barrier(), "barrier");
-        std::printf("sleepy: rank %u cpu %.1f ms of %.1f ms\n", me, cpu_ms() - c0, now_ms() - w0);
+        const Switches s1 = switches();
+        std::printf("sleepy: rank %u cpu %.1f ms of %.1f ms, switches %ld voluntary %ld involuntary\n", me,
+                    cpu_ms() - c0, now_ms() - w0, s1.voluntary - s0.voluntary, s1.involuntary - s0.involuntary);
     } else if (mode == "flag") {
         if (size < 2) sluice::exit(2);
         auto *flag = static_cast<volatile std::uint64_t *>(sluice::segment(me).base);
