@@ -91,6 +91,21 @@ portals_udp_restore() {
     exec 7>&-
 }
 
+# portals_rerun_why DROPS: whether a failed run met the reference
+# implementation's lost datagram, so that it runs once more (a second
+# failure stands): DROPS (portals_udp_drops' difference over the run) is
+# above 0, or the run's output, on standard input, says a rank took its
+# silent peer for dead (SLUICE_PORTALS_PEER_TIMEOUT): not every loss shows
+# in those counters.  Prints the reason; returns 1 when there is none.
+portals_rerun_why() {
+    if [ "$1" -gt 0 ]; then
+        echo "while UDP dropped $1 datagrams (RcvbufErrors, ReasmFails, backlog; the reference implementation never resends them)"
+        return 0
+    fi
+    portals_rerun_silent=$(grep -m1 -oE 'rank [0-9]+ \(over [^)]*\) has answered nothing for [0-9.]+ s') || return 1
+    echo "with \"$portals_rerun_silent\" (a lost datagram, or a hang of ours: a second failure says which)"
+}
+
 portals_udp_drops() {
     [ $# -gt 0 ] || set -- ""
     # softnet_stat: a line per CPU, its second field the drops, in hex.

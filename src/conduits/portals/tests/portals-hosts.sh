@@ -61,13 +61,9 @@ next_job() {
 
 # run_job LIMIT [ENV-ARGS...] -- ARGS...: a new job under `sluicerun
 # -spawner=ssh` in the hub, over portals on eth0, verbose and with the
-# conduit's counters; its code in $rc, its wall time in $took.  The
-# reference implementation's UDP transport never sends a datagram again: a
-# lost one hangs the job until a rank takes its silent peer for dead
-# (SLUICE_PORTALS_PEER_TIMEOUT, 30 s).  So a job that fails while UDP in
-# the namespaces dropped datagrams, or that ends so, runs once more,
-# saying why (not every loss shows in the counters portals_udp_drops
-# reads); a second failure stands.
+# conduit's counters; its code in $rc, its wall time in $took.  A job that
+# failed on a lost datagram (portals_rerun_why, over the namespaces' UDP
+# counters) runs once more, saying why; a second failure stands.
 run_job() {
     local limit=$(($1 * scale)) start drops try why
     shift
@@ -80,14 +76,7 @@ run_job() {
         rc=$?
         took=$(elapsed "$start" 1)
         drops=$(($(portals_udp_drops $ssh_namespaces) - drops))
-        [ "$rc" != 0 ] && [ "$try" = 1 ] || break
-        if [ "$drops" -gt 0 ]; then
-            why="while UDP dropped $drops datagrams (RcvbufErrors, ReasmFails, backlog)"
-        elif why=$(grep -m1 -oE 'rank [0-9]+ \(over [^)]*\) has answered nothing for [0-9.]+ s' "$err"); then
-            why="with \"$why\" (a lost datagram, or a hang of ours: a second failure says which)"
-        else
-            break
-        fi
+        [ "$rc" != 0 ] && [ "$try" = 1 ] && why=$(portals_rerun_why "$drops" < "$err") || break
         echo "note: job $job ended with $rc after ${took}s $why: running it once more"
     done
 }

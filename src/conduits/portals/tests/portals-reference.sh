@@ -49,9 +49,10 @@ mp=$builddir/tests/mp/sluice-mp-test
 failed=0
 export SLUICE_NETWORK=portals SLUICE_ROUTE=network
 
-# A run that fails while UDP dropped datagrams for want of buffer space
-# (which the reference implementation never sends again: a job hangs)
-# runs once more, saying so; a second failure stands.
+# A run that failed on a lost datagram (portals_rerun_why: UDP dropped
+# datagrams while it ran; the reference implementation never sends one
+# again, and a job hangs) runs once more, saying so; a second failure
+# stands.
 gtest() {  # gtest WHAT PROGRAM FILTER [ENV...]
     what=$1 program=$2 filter=$3
     shift 3
@@ -61,9 +62,8 @@ gtest() {  # gtest WHAT PROGRAM FILTER [ENV...]
         gtest_ran env "$@" timeout 1200 "$builddir/$program" --gtest_filter="$filter" --gtest_brief=1
         rc=$?
         drops=$(($(portals_udp_drops) - drops))
-        [ "$rc" != 0 ] && [ "$drops" -gt 0 ] && [ "$try" = 1 ] || break
-        echo "note: $what failed while UDP dropped $drops datagrams (RcvbufErrors; the reference" \
-            "implementation never resends them): running it once more"
+        [ "$rc" != 0 ] && [ "$try" = 1 ] && why=$(portals_rerun_why "$drops" < /dev/null) || break
+        echo "note: $what failed $why: running it once more"
     done
     if [ "$rc" != 0 ]; then
         echo "FAIL: $what${drops:+ (UDP drops during the run: $drops)}"
@@ -100,8 +100,9 @@ else
 fi
 
 # job LIMIT RANKS [ENV...] -- ARGS...: a job of sluice-mp-test; its code in
-# $code, its output in $log.  A job that fails while UDP dropped datagrams
-# runs once more, as gtest's runs do.
+# $code, its output in $log.  A job that failed on a lost datagram (UDP
+# dropped datagrams, or its output says a rank took its silent peer for
+# dead: portals_rerun_why) runs once more, as gtest's runs do.
 job() {
     limit=$1 ranks=$2
     shift 2
@@ -114,8 +115,8 @@ job() {
         log=$(env $envs SLUICE_PORTALS_STATS=1 timeout "$limit" "$run" -n "$ranks" -- "$mp" "$@" 2>&1)
         code=$?
         drops=$(($(portals_udp_drops) - drops))
-        [ "$code" != 0 ] && [ "$drops" -gt 0 ] && [ "$try" = 1 ] || break
-        echo "note: the job ($envs $*) ended $code while UDP dropped $drops datagrams: running it once more"
+        [ "$code" != 0 ] && [ "$try" = 1 ] && why=$(printf '%s\n' "$log" | portals_rerun_why "$drops") || break
+        echo "note: the job ($envs $*) ended $code $why: running it once more"
     done
 }
 resent() {  # the sum of every rank's "resent" counter in $log
