@@ -161,8 +161,14 @@ Status Transport::segment_register(void *base, std::size_t size, std::string &rk
 }
 
 Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
+    // Every rank's range (a NIC atomic domain reaches this rank's own
+    // segment through the NIC too); the keys of the peers reached.
     peer_base_.assign(all.size(), 0);
     peer_size_.assign(all.size(), 0);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        peer_base_[r] = all[r].base;
+        peer_size_[r] = all[r].size;
+    }
     peer_unregistered_.clear();
     static const std::string none;
     for (Rank peer : setup_.peers) {
@@ -170,8 +176,6 @@ Status Transport::segment_connect(const std::vector<SegmentRecord> &all) {
             return base::report(Status::state, "segment_attach", "this is a Sluice bug", "%s: no record for rank %u",
                                 name_, peer);
         const SegmentRecord &rec = all[peer];
-        peer_base_[peer] = rec.base;
-        peer_size_[peer] = rec.size;
         const std::string *key = &none;
         for (const auto &[transport, packed] : rec.rkeys)
             if (transport == name_) key = &packed;

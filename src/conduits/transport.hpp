@@ -536,6 +536,13 @@ protected:
     Transport(const char *name, Capabilities caps) : name_(name), caps_(caps) {}
 
     const TransportSetup &setup() const { return setup_; }
+    // Whether [addr, addr + n) lies in the segment of rank `peer`
+    // (segment_connect's records; false before them).
+    bool in_peer_segment(Rank peer, std::uint64_t addr, std::size_t n) const {
+        return peer < peer_size_.size() && addr >= peer_base_[peer] && n <= peer_size_[peer] &&
+               addr - peer_base_[peer] <= peer_size_[peer] - n;
+    }
+    std::uint64_t peer_segment_base(Rank peer) const { return peer_base_[peer]; }
     void deliver(const AmHeader &h, const std::uint32_t *args, void *payload) {
         setup_.deliver(setup_.deliver_context, h, args, payload);
     }
@@ -661,8 +668,7 @@ private:
         if (h.category == AmCategory::medium) return h.payload_length <= caps_.max_medium;
         if (h.payload_length > caps_.max_long || h.payload_length > caps_.max_packed_long) return false;
         if (peer >= peer_size_.size()) return true;  // segments not connected yet: the conduit checks
-        return h.dest_addr >= peer_base_[peer] && h.payload_length <= peer_size_[peer] &&
-               h.dest_addr - peer_base_[peer] <= peer_size_[peer] - h.payload_length;
+        return in_peer_segment(peer, h.dest_addr, h.payload_length);
     }
     [[gnu::noinline]] Status send_refuse(Rank peer, const AmHeader &h) const;
     bool rc_carried(const RmaOp &op) const;

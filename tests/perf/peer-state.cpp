@@ -1,9 +1,9 @@
 // tests/perf/peer-state.cpp - what a rank holds for peers it never talks
 // to.  For 10^3 .. 10^6 virtual peers it builds, in this one process, the
 // per-peer tables each layer makes at start-up, with the layers' own types
-// (the credit engine itself; udp's and ofi's address vectors and their
-// PeerTables of state made at first touch; ibv's tables, still made for
-// every peer), measures the heap they take (mallinfo2) before and after
+// (the credit engine itself; each conduit's tables of every rank and its
+// PeerTables of state made at first touch, as the conduit declares them:
+// udp, ofi, ibv, portals, lapi, gni, those built), measures the heap they take (mallinfo2) before and after
 // touching 8 peers, and times a first touch.  Prints a table and a CSV:
 // bytes per untouched peer by layer, and per conduit with the core's own
 // tables (segment bases and sizes, the host of each rank, the AM route),
@@ -20,6 +20,15 @@
 #endif
 #ifdef SLUICE_CONDUIT_IBV
 #include "conduits/ibv/ibv_transport.hpp"
+#endif
+#ifdef SLUICE_CONDUIT_PORTALS
+#include "conduits/portals/portals_transport.hpp"
+#endif
+#ifdef SLUICE_CONDUIT_LAPI
+#include "conduits/lapi/lapi_transport.hpp"
+#endif
+#ifdef SLUICE_CONDUIT_GNI
+#include "conduits/gni/gni_transport.hpp"
 #endif
 
 #include <malloc.h>
@@ -152,6 +161,57 @@ struct Ibv {
 };
 #endif
 
+#ifdef SLUICE_CONDUIT_PORTALS
+namespace portals = sluice::conduit::portals::detail;
+struct Portals {
+    std::vector<ptl_process_t> id, physical;
+    PeerTable<portals::PeerOrder> order;
+    PeerTable<PeerLife> life;
+    explicit Portals(Rank n) : id(n), physical(n) {
+        order.reset(n);
+        life.reset(n);
+    }
+    void touch(Rank r) {
+        order.at(r);
+        life.insert(r, std::make_unique<PeerLife>());
+    }
+};
+#endif
+
+#ifdef SLUICE_CONDUIT_LAPI
+namespace lapi = sluice::conduit::lapi::detail;
+struct Lapi {
+    std::vector<std::uint8_t> heard_flag, ping_flag;
+    PeerTable<sluice::conduit::common::PeerOrder<lapi::Token *>> send_order, receive_order;
+    PeerTable<PeerLife> life;
+    explicit Lapi(Rank n) : heard_flag(n), ping_flag(n) {
+        send_order.reset(n);
+        receive_order.reset(n);
+        life.reset(n);
+    }
+    void touch(Rank r) {
+        send_order.at(r);
+        receive_order.at(r);
+        life.insert(r, std::make_unique<PeerLife>());
+    }
+};
+#endif
+
+#ifdef SLUICE_CONDUIT_GNI
+// Not counted: the SMSG mailbox gni_setup.cpp maps and registers for every
+// rank at start-up (src/conduits/gni/README.md, Limits).
+struct Gni {
+    std::vector<gni_ep_handle_t> ep;
+    std::vector<bool> mailbox_full;
+    std::vector<gni_mem_handle_t> peer_segment;
+    std::vector<std::uint64_t> peer_flags;
+    std::vector<gni_mem_handle_t> peer_scratch;
+    PeerTable<PeerLife> life;
+    explicit Gni(Rank n) : ep(n), mailbox_full(n), peer_segment(n), peer_flags(n), peer_scratch(n) { life.reset(n); }
+    void touch(Rank r) { life.insert(r, std::make_unique<PeerLife>()); }
+};
+#endif
+
 template <class T> std::shared_ptr<void> owner(Rank n) { return std::make_shared<T>(n); }
 
 } // namespace
@@ -196,6 +256,18 @@ int main(int argc, char **argv) {
 #ifdef SLUICE_CONDUIT_IBV
         {"ibv", "connection head, connected flag of every rank; queue pairs, liveness at first touch", owner<Ibv>,
          [](void *t, Rank r) { static_cast<Ibv *>(t)->touch(r); }},
+#endif
+#ifdef SLUICE_CONDUIT_PORTALS
+        {"portals", "logical and physical id of every rank; order, liveness at first touch", owner<Portals>,
+         [](void *t, Rank r) { static_cast<Portals *>(t)->touch(r); }},
+#endif
+#ifdef SLUICE_CONDUIT_LAPI
+        {"lapi", "heard and ping flags of every rank; both orders, liveness at first touch", owner<Lapi>,
+         [](void *t, Rank r) { static_cast<Lapi *>(t)->touch(r); }},
+#endif
+#ifdef SLUICE_CONDUIT_GNI
+        {"gni", "endpoint, handles, flags of every rank (and a mailbox each: mapped, not counted)", owner<Gni>,
+         [](void *t, Rank r) { static_cast<Gni *>(t)->touch(r); }},
 #endif
     };
     std::printf("Per-peer state at start-up (bytes per peer never touched; %u peers then touched)\n\n", touches);

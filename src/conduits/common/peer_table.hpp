@@ -38,6 +38,12 @@ public:
         touched_.push_back(r);
         return *slots_[r];
     }
+    // Peer r's state, made value-initialized at its first touch (a T that
+    // needs no configuration).
+    T &at(std::uint32_t r) {
+        if (T *t = slots_[r].get()) return *t;
+        return insert(r, std::make_unique<T>());
+    }
     // The peers touched, in the order of their first touch.
     const std::vector<std::uint32_t> &touched() const { return touched_; }
     template <class F> void each(F &&f) const {

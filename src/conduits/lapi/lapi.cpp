@@ -29,12 +29,12 @@ std::atomic<LapiTransport *> LapiTransport::live_{nullptr};
 // message's data (null: none).  Every AM counts on am_done_ once the
 // target completed it (idle()).
 Status LapiTransport::amsend(Rank peer, std::byte *head, std::size_t head_len, SendBuffer *b, std::size_t n) {
-    const std::uint16_t seq = send_order_[peer].next_send();
+    const std::uint16_t seq = send_order_.at(peer).next_send();
     std::memcpy(head + offsetof(common::PackedHead, seq), &seq, sizeof seq);
     const int rc = calls().Amsend(handle_, peer, handler_address(handler_am), head, static_cast<uint>(head_len),
                                   b ? b->bytes : nullptr, n, nullptr, b ? &b->origin : nullptr, &am_done_);
     if (rc != LAPI_SUCCESS) {
-        send_order_[peer].unsend();
+        send_order_.at(peer).unsend();
         return failed("send (lapi)", "LAPI_Amsend", rc, peer);
     }
     ++am_sent_;
@@ -231,7 +231,7 @@ void *LapiTransport::arrive(const void *uhdr, std::size_t uhdr_len, std::size_t 
         *comp_h = &LapiTransport::am_complete;
         *user_info = k;
     }
-    if (!receive_order_[w.source].arrived(k, w.seq, 0, arrived_)) ++n.held;
+    if (!receive_order_.at(w.source).arrived(k, w.seq, 0, arrived_)) ++n.held;
     arrivals_.store(true, std::memory_order_release);
     return landing;
 }
@@ -397,16 +397,6 @@ void LapiTransport::delivered(const Arrival &k) {
 
 // ---- RMA ----
 
-Status LapiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
-    peer_base_.assign(setup().size, 0);
-    peer_size_.assign(setup().size, 0);
-    for (Rank r = 0; r < setup().size; ++r) {
-        peer_base_[r] = all[r].base;
-        peer_size_[r] = all[r].size;
-    }
-    return Status::ok;
-}
-
 // One Put or Get piece, straight to LAPI with its own counter: a Put is
 // complete when its completion counter moves (the target has the bytes),
 // a Get when its origin counter does.  The remote range must lie in the
@@ -416,8 +406,7 @@ Status LapiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *lo
     later = false;
     if (n == 0) return Status::ok;
     const char *what = write ? "put (lapi)" : "get (lapi)";
-    if (peer >= peer_base_.size() || remote < peer_base_[peer] || n > peer_size_[peer] ||
-        remote - peer_base_[peer] > peer_size_[peer] - n)
+    if (!in_peer_segment(peer, remote, n))
         return base::report(Status::argument, what, "address the peer's segment (sluice_segment_query)",
                             "lapi: %zu bytes at %p are not in rank %u's segment", n, reinterpret_cast<void *>(remote),
                             peer);

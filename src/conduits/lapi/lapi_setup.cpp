@@ -310,11 +310,11 @@ Status LapiTransport::buffers_create() {
     if (!counter_zero(am_done_, op_init)) return Status::transport;
     am_sent_ = 0;
     medium_pool_.configure(msg_max_);
-    send_order_.assign(setup().size, common::PeerOrder<Token *>{});
-    receive_order_.assign(setup().size, common::PeerOrder<Token *>{});
+    send_order_.reset(setup().size);
+    receive_order_.reset(setup().size);
     heard_flag_.assign(setup().size, 0);
     ping_flag_.assign(setup().size, 0);
-    heard_from_.reserve(setup().size);
+    heard_from_.reserve(std::min<std::size_t>(setup().size, 64));  // grows with the peers heard from
     for (std::size_t i = 0; i < tokens_first; ++i) {
         auto k = std::make_unique<Token>();
         k->room = std::make_unique<std::uint64_t[]>((uhdr_max_ + 7) / 8);

@@ -24,6 +24,7 @@
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/peer_order.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/lapi/lapi_api.hpp"
 #include "conduits/transport.hpp"
@@ -123,7 +124,6 @@ protected:
         return medium_pool_.allocated() * msg_max_;
     }
     Status send_impl(Rank peer, const AmMessage &m) override;
-    Status segment_connected(const std::vector<SegmentRecord> &all) override;
     void fini_impl() override;                                     // lapi_setup.cpp
 
     // The layer's hooks (common/rdma_conduit.hpp).
@@ -180,13 +180,13 @@ private:
     std::vector<std::unique_ptr<Token>> tokens_;  // every token made
     common::FreeList<Token> token_free_;
     common::BufferPool medium_pool_;              // msg_max_ bytes each
-    std::vector<common::PeerOrder<Token *>> receive_order_;  // by rank: its AMs' numbers expected
+    common::PeerTable<common::PeerOrder<Token *>> receive_order_;  // by rank, at its first AM: its numbers expected
     std::vector<Token *> arrived_;                // in their senders' order, for ready_
     std::vector<Rank> heard_from_;                // peers heard from since the last poll
     std::vector<std::uint8_t> heard_flag_, ping_flag_;  // by rank: in heard_from_; a ping came
     std::atomic<bool> arrivals_{false};           // the above have something for the poll
     ArrivalCounters arrival_counters_;
-    std::vector<common::PeerOrder<Token *>> send_order_;  // by rank: the numbers of AMs to it (under lock_)
+    common::PeerTable<common::PeerOrder<Token *>> send_order_;  // by rank, at the first AM to it (under lock_)
     std::vector<Rank> pong_to_;                   // pings to answer (under lock_)
 
     // Sends with their payload as data, and the AMs' completion count.
@@ -201,7 +201,6 @@ private:
     std::vector<RmaPost> posts_;
     common::FreeList<RmaPost> post_free_;
     std::vector<RmaPost *> in_flight_;
-    std::vector<std::uint64_t> peer_base_, peer_size_;  // by rank: its segment
 
     LapiCounters lapi_counters_;
     bool probe_reported_ = false;

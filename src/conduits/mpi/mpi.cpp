@@ -350,7 +350,7 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
         void *mine = reinterpret_cast<void *>(remote);
         return write ? self_rma(mine, local, n, op, later) : self_rma(local, mine, n, op, later);
     }
-    if (remote < peer_base_[peer] || n > peer_size_[peer] || remote - peer_base_[peer] > peer_size_[peer] - n)
+    if (!in_peer_segment(peer, remote, n))
         return base::report(Status::argument, what, "address the peer's segment (sluice_segment_query)",
                             "mpi: %zu bytes at %p are not in rank %u's segment", n, reinterpret_cast<void *>(remote), peer);
     Guard g(*this);
@@ -372,7 +372,7 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
             return st;
         }
     } else {
-        const auto disp = static_cast<MPI_Aint>(remote - peer_base_[peer]);
+        const auto disp = static_cast<MPI_Aint>(remote - peer_segment_base(peer));
         const int rc = write ? MPI_Rput(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r)
                              : MPI_Rget(local, count, MPI_BYTE, mpi_rank_[peer], disp, count, MPI_BYTE, win_, &r);
         if (rc != MPI_SUCCESS) {

@@ -228,15 +228,9 @@ Status MpiTransport::rma_probe() {
     return Status::ok;
 }
 
-// Every rank's segment noted, and one window over them all in a
-// passive-target epoch for the whole run.
+// One window over every rank's segment in a passive-target epoch for the
+// whole run.
 Status MpiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
-    peer_base_.assign(setup().size, 0);
-    peer_size_.assign(setup().size, 0);
-    for (Rank r = 0; r < setup().size; ++r) {
-        peer_base_[r] = all[r].base;
-        peer_size_[r] = all[r].size;
-    }
     if (rma_ != RmaMode::window) return Status::ok;
     const char *op = "segment_attach (mpi)";
     const SegmentRecord &mine = all[setup().rank];

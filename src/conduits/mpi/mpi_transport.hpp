@@ -162,7 +162,6 @@ private:
     int thread_level_ = MPI_THREAD_SINGLE;
     std::vector<int> mpi_rank_;      // by Sluice rank: its rank in comm_
     std::vector<Rank> sluice_rank_;  // by rank in comm_: its Sluice rank
-    std::vector<std::uint64_t> peer_base_, peer_size_;  // by rank: its segment
 
     std::size_t max_medium_ = 0, msg_max_ = 0;
     // The posted receives: one buffer of msg_max_ bytes each, persistent

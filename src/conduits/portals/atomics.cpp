@@ -117,7 +117,7 @@ Status PortalsTransport::atomic_post(AtomicSlot *slot, std::uint64_t remote, slu
     const auto *base = reinterpret_cast<const std::byte *>(atomic_.base());
     const auto put = static_cast<ptl_size_t>(reinterpret_cast<const std::byte *>(&slot->operand) - base);
     const auto get = static_cast<ptl_size_t>(reinterpret_cast<const std::byte *>(&slot->fetched) - base);
-    const std::uint64_t offset = remote - segment_bases_[peer];
+    const std::uint64_t offset = remote - peer_segment_base(peer);
     const ptl_datatype_t dt = ptl_type(type);
     int rc;
     switch (m.call) {

@@ -169,7 +169,7 @@ Status PortalsTransport::message(Rank peer, std::uint64_t bits, const std::uint3
 Status PortalsTransport::post(Chunk *c, bool, Rank peer, ptl_pt_index_t pt, std::uint64_t bits, std::size_t length,
                               std::uint64_t remote_offset) {
     const unsigned kind = (Bits::flags(bits) & am_flag_reply) ? stream_reply : stream_request;
-    PeerOrder &o = order_[peer];
+    PeerOrder &o = order_.at(peer);
     const std::uint16_t seq = o.next_send(kind);
     sent_to(peer);
     c->peer = peer;
@@ -393,7 +393,7 @@ void PortalsTransport::arrived(Arrival a) {
     }
     heard(a.source);
     const unsigned kind = (Bits::flags(a.bits) & am_flag_reply) ? stream_reply : stream_request;
-    PeerOrder &o = order_[a.source];
+    PeerOrder &o = order_.at(a.source);
     if (!o.in_turn(a.seq, kind)) {
         // Out of its buffer, which may then be appended again: the ones
         // before it may need the room (a message put again).
@@ -575,9 +575,9 @@ Status PortalsTransport::rma_post(Rank peer, bool write, std::uint64_t remote, v
         const std::uint64_t bits = Bits::make(h.handler, h.credit, h.flags, AmCategory::short_, h.nargs) |
                                    (h.nargs ? std::uint64_t{notify->args[0]} << 32 : 0);
         const unsigned kind = (h.flags & am_flag_reply) ? stream_reply : stream_request;
-        const std::uint16_t seq = order_[peer].next_send(kind);
+        const std::uint16_t seq = order_.at(peer).next_send(kind);
         rc = ptl().Put(md, offset, n, PTL_ACK_REQ, id_[peer], pt_long, bits, remote, p, hdr_make(setup().rank, seq));
-        if (rc != PTL_OK) order_[peer].unsend(kind);
+        if (rc != PTL_OK) order_.at(peer).unsend(kind);
         sent_to(peer);
     } else if (write) {
         rc = ptl().Put(md, offset, n, PTL_ACK_REQ, id_[peer], pt_rma, 0, remote, p, 0);

@@ -221,7 +221,7 @@ Status PortalsTransport::exchange_ids() {
         return base::report(Status::transport, op, nullptr, "portals: PtlSetMap of %u ranks failed (return code %d)", n, rc);
     physical_ = id_;
     for (Rank r = 0; r < n; ++r) id_[r].rank = r;
-    order_.assign(n, PeerOrder{});
+    order_.reset(n);
     liveness_setup(n, peer_timeout_s_, "SLUICE_PORTALS_PEER_TIMEOUT");
     return Status::ok;
 }
@@ -347,10 +347,8 @@ Status PortalsTransport::catch_basin(ptl_pt_index_t pt) {
 
 // The segment's two match entries: pt_rma for Put and Get (no events),
 // pt_long for payloads with a notification (events on the AM queue).
-Status PortalsTransport::segment_connected(const std::vector<SegmentRecord> &all) {
+Status PortalsTransport::segment_connected(const std::vector<SegmentRecord> &) {
     Guard g(*this);
-    segment_bases_.assign(all.size(), 0);
-    for (std::size_t r = 0; r < all.size(); ++r) segment_bases_[r] = all[r].base;
     ptl_me_t me{};
     me.start = reinterpret_cast<void *>(segment_base_);
     me.length = segment_bytes_;

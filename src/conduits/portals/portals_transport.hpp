@@ -14,6 +14,7 @@
 #include "conduits/common/atomic_slots.hpp"
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/peer_order.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/nic_atomics.hpp"
@@ -270,7 +271,7 @@ private:
     bool pts_[5] = {};
     std::vector<ptl_process_t> id_;       // by rank: the logical id
     std::vector<ptl_process_t> physical_; // by rank: nid and pid
-    std::vector<PeerOrder> order_;        // by rank
+    common::PeerTable<PeerOrder> order_;  // by rank, made at its first message either way
 
     // Send side: the ReqSB (also a match entry on pt_rpl, where replies
     // land), the RplSB, an empty descriptor for control messages.
@@ -306,7 +307,6 @@ private:
     ptl_handle_me_t rma_me_{}, long_me_{};
     bool segment_md_bound_ = false, segment_mes_ = false;
     bool packed_long_ = true;
-    std::vector<std::uint64_t> segment_bases_;  // by rank: NIC atomics address by offset
 
     // NIC atomics: off (and why) by SLUICE_PORTALS_ATOMICS; else the slots
     // and their descriptor, made at init.
