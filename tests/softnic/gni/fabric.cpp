@@ -52,6 +52,9 @@ void collect_dead() {
         if (r.used && !alive(r.pid)) r.used = 0;
     for (auto &m : f.mailbox)
         if (m.used && !alive(m.pid)) m.used = 0;
+    // A visitor (pid 0) stays: its poster is on another host.
+    for (auto &d : f.datagram)
+        if (d.used && d.pid && !alive(d.pid)) d.used = 0;
 }
 
 void lock() { softnic_common::lock(fabric().head, "softnic-gni", collect_dead); }

@@ -6,15 +6,16 @@
 // fabric.  It holds, under one robust process-shared mutex, the tables an
 // Aries NIC and its driver keep and that a peer's operations must reach:
 // communication domains, completion queues (a peer writes remote events
-// into them), memory registrations and SMSG mailboxes.  Objects of a
-// process that died are freed when next seen.  A transfer to a domain of
-// another host goes over the wire (wire.hpp) to a process of that host,
+// into them), memory registrations, SMSG mailboxes and datagrams.  Objects
+// of a process that died are freed when next seen.  A transfer to a domain
+// of another host goes over the wire (wire.hpp) to a process of that host,
 // which carries it out on its fabric.  README.md says what is and is not
 // modelled.
 #pragma once
 
 #include "../common/hosts.hpp"
 #include "../common/shared_fabric.hpp"
+#include "gni_pub.h"
 
 #include <netinet/in.h>
 
@@ -30,6 +31,8 @@ constexpr std::uint32_t max_cq = 256;
 constexpr std::uint32_t max_cq_entries = 4096;
 constexpr std::uint32_t max_reg = 4096;
 constexpr std::uint32_t max_mailbox = 1024;
+constexpr std::uint32_t max_datagram = 2048;
+constexpr std::uint32_t max_notice = 2048;
 // Registrations per NIC (memory domain descriptors) unless
 // SOFTNIC_GNI_MDD_LIMIT says otherwise.
 constexpr std::uint32_t default_mdd_limit = 1024;
@@ -43,6 +46,11 @@ struct Cdm {
     std::uint32_t ptag;
     std::uint32_t cookie;
     std::uint32_t registrations;  // against the MDD limit
+    // Its datagrams COMPLETED or TERMINATED and not yet tested, and what
+    // its process has to do for them at its next datagram call (bits,
+    // datagram.cpp); GNI_PostDataProbeById reads both without the lock.
+    std::uint32_t datagrams_done;
+    std::uint32_t datagram_work;
     std::uint32_t pad;
 };
 
@@ -88,17 +96,73 @@ struct Mailbox {
     std::uint64_t written, sent, released;
 };
 
+// Whom a transfer or a datagram is for, or whose it is: the domain
+// attached with NIC address `address` and instance id `inst_id` in the job
+// (ptag, cookie).
+struct Target {
+    std::uint32_t address, inst_id, ptag, cookie;
+};
+
+// A datagram (datagram.hpp): a post of a domain of this host, or a
+// visitor, the directed post of a domain of a lower host (its index in
+// SOFTNIC_HOSTS) aimed at a domain of this one, which is matched here.
+enum DatagramKind : std::uint8_t { datagram_directed = 1, datagram_wildcard, datagram_visitor };
+enum DatagramState : std::uint8_t {
+    datagram_pending = 1,
+    datagram_away,  // a post matched on a higher host, as a visitor there
+    datagram_completed,
+    datagram_terminated,
+};
+struct Datagram {
+    std::uint32_t used;
+    std::int32_t pid;  // the poster's; 0 for a visitor
+    std::uint32_t generation;
+    std::uint32_t cdm;  // the poster's domain (index in cdm[]), for a post
+    std::uint8_t kind, state;
+    std::uint8_t busy;    // a thread awaits a round trip on the wire for it: nothing else may take it
+    std::uint8_t unsent;  // its forward or notice found no process of the peer's host: sent again later
+    std::uint16_t in_len, got_len;
+    std::uint64_t seq;  // posting order: the oldest wildcard is matched first
+    std::uint64_t id;   // the caller's datagram id
+    Target poster;
+    Target target;  // a directed datagram's
+    Target peer;    // whose datagram it matched, once COMPLETED
+    std::uint32_t remote_host;  // a visitor's poster's host; the host holding an away post
+    std::uint32_t pad;
+    std::uint64_t remote_key;  // the visitor's post there; the away post's visitor there
+    std::uint8_t in[GNI_DATAGRAM_MAXSIZE];
+    std::uint8_t got[GNI_DATAGRAM_MAXSIZE];  // the peer's in bytes, once COMPLETED
+};
+
+// That the directed post `key` of a domain of higher host `host`, aimed at
+// `target` of this host, waits there for a wildcard of `target`.
+struct Notice {
+    std::uint32_t used;
+    std::uint32_t host;
+    std::uint64_t key;
+    std::uint64_t seq;
+    Target poster, target;
+    std::uint32_t claiming;  // a wildcard's claim for it is on the wire
+    std::uint32_t pad;
+};
+
 struct Fabric {
     softnic_common::FabricHead head;  // magic and lock
     std::uint32_t generation;
     std::uint32_t pad;
+    std::uint64_t datagram_seq;
+    // Entries [0, top) of datagram[] and notice[] hold every one in use:
+    // scans stop there.
+    std::uint32_t datagram_top, notice_top;
     Cdm cdm[max_cdm];
     Cq cq[max_cq];
     Reg reg[max_reg];
     Mailbox mailbox[max_mailbox];
+    Datagram datagram[max_datagram];
+    Notice notice[max_notice];
 };
 
-constexpr std::uint64_t fabric_magic = 0x32696e67666e7373ull;  // "ssnfgni2"
+constexpr std::uint64_t fabric_magic = 0x33696e67666e7373ull;  // "ssnfgni3"
 
 // The mapped fabric (opened on first use) and its lock.  lock() frees the
 // objects of processes that died, if one died holding it.

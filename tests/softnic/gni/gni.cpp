@@ -2,9 +2,11 @@
 // process's own objects (domains, NICs, endpoints, CQ handles), argument
 // checks, FMA carried out by the caller and RDMA handed to the BTE thread
 // (bte.cpp); a transfer to a peer of another host goes over the wire
-// (wire.cpp).  Semantics follow Cray's "Using the GNI and DMAPP APIs"
-// (S-2446); README.md lists where this NIC differs.
+// (wire.cpp); datagrams are datagram.cpp's.  Semantics follow Cray's
+// "Using the GNI and DMAPP APIs" (S-2446); README.md lists where this NIC
+// differs.
 #include "bte.hpp"
+#include "datagram.hpp"
 #include "fabric.hpp"
 #include "gni_pub.h"
 #include "transfer.hpp"
@@ -47,6 +49,7 @@ struct gni_ep_struct {
     bool smsg = false;
     bool holding = false;  // GNI_SmsgGetNextWTag returned a message not yet released
     gni_smsg_attr_t local{}, remote{};
+    DatagramRef datagram;  // GNI_EpPostDataWId's, until tested
 };
 
 namespace {
@@ -224,7 +227,7 @@ gni_return_t GNI_CdmAttach(gni_cdm_handle_t cdm, uint32_t device_id, uint32_t *l
             delete n;
             return GNI_RC_ERROR_RESOURCE;
         }
-        f.cdm[slot] = Cdm{1, ::getpid(), address, cdm->inst_id, cdm->ptag, cdm->cookie, 0, 0};
+        f.cdm[slot] = Cdm{1, ::getpid(), address, cdm->inst_id, cdm->ptag, cdm->cookie, 0, 0, 0, 0};
         n->slot = static_cast<std::uint32_t>(slot);
     }
     serving_start();
@@ -237,6 +240,9 @@ gni_return_t GNI_CdmAttach(gni_cdm_handle_t cdm, uint32_t device_id, uint32_t *l
 gni_return_t GNI_CdmDestroy(gni_cdm_handle_t cdm) {
     if (!cdm) return GNI_RC_INVALID_PARAM;
     if (cdm->nic) {
+        // Its datagrams are cancelled (a post waiting on another host
+        // withdrawn from there) and freed.
+        datagram_detach(cdm->nic->slot);
         // The last domain stops serving other hosts: a request being
         // served gets its answer first.
         serving_stop();
@@ -356,12 +362,14 @@ gni_return_t GNI_EpBind(gni_ep_handle_t ep, uint32_t remote_addr, uint32_t remot
 
 gni_return_t GNI_EpUnbind(gni_ep_handle_t ep) {
     if (!ep) return GNI_RC_INVALID_PARAM;
+    datagram_drop(ep->datagram);  // a pending one is cancelled
     ep->bound = ep->smsg = ep->holding = false;
     return GNI_RC_SUCCESS;
 }
 
 gni_return_t GNI_EpDestroy(gni_ep_handle_t ep) {
     if (!ep) return GNI_RC_INVALID_PARAM;
+    datagram_drop(ep->datagram);
     delete ep;
     return GNI_RC_SUCCESS;
 }
@@ -505,6 +513,46 @@ gni_return_t GNI_GetCompleted(gni_cq_handle_t cq, gni_cq_entry_t event, gni_post
     if (!d) return GNI_RC_DESCRIPTOR_ERROR;
     *post_descr = d;
     return GNI_CQ_STATUS_OK(event) ? GNI_RC_SUCCESS : GNI_RC_TRANSACTION_ERROR;
+}
+
+gni_return_t GNI_EpPostDataWId(gni_ep_handle_t ep, void *in_data, uint16_t data_len, void *out_buf, uint16_t out_len,
+                               uint64_t datagram_id) {
+    if (!ep || datagram_id == GNI_DATAGRAM_ID_ANY || (data_len && !in_data) || (out_len && !out_buf))
+        return GNI_RC_INVALID_PARAM;
+    if (data_len > GNI_DATAGRAM_MAXSIZE) return GNI_RC_SIZE_ERROR;
+    // One datagram per endpoint until it is tested COMPLETED or TERMINATED.
+    if (datagram_held(ep->datagram)) return GNI_RC_ERROR_RESOURCE;
+    const gni_cdm_struct &cdm = *ep->nic->cdm;
+    const Target target{ep->remote_addr, ep->remote_id, cdm.ptag, cdm.cookie};
+    return datagram_post(ep->nic->slot, ep->bound ? &target : nullptr, in_data, data_len, datagram_id, out_buf,
+                         out_len, ep->datagram);
+}
+
+gni_return_t GNI_EpPostDataTestById(gni_ep_handle_t ep, uint64_t datagram_id, gni_post_state_t *post_state,
+                                    uint32_t *remote_address, uint32_t *remote_id) {
+    if (!ep || !post_state || !remote_address || !remote_id) return GNI_RC_INVALID_PARAM;
+    return datagram_test(ep->nic->slot, ep->datagram, datagram_id, *post_state, *remote_address, *remote_id);
+}
+
+gni_return_t GNI_EpPostDataWaitById(gni_ep_handle_t ep, uint64_t datagram_id, uint32_t timeout,
+                                    gni_post_state_t *post_state, uint32_t *remote_address, uint32_t *remote_id) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+    for (;;) {
+        const gni_return_t rc = GNI_EpPostDataTestById(ep, datagram_id, post_state, remote_address, remote_id);
+        if (rc != GNI_RC_SUCCESS || *post_state != GNI_POST_PENDING) return rc;
+        if (timeout != UINT32_MAX && std::chrono::steady_clock::now() >= end) return GNI_RC_TIMEOUT;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+gni_return_t GNI_EpPostDataCancelById(gni_ep_handle_t ep, uint64_t datagram_id) {
+    if (!ep) return GNI_RC_INVALID_PARAM;
+    return datagram_cancel(ep->datagram, datagram_id);
+}
+
+gni_return_t GNI_PostDataProbeById(gni_nic_handle_t nic, uint64_t *datagram_id) {
+    if (!nic || !datagram_id) return GNI_RC_INVALID_PARAM;
+    return datagram_probe(nic->slot, *datagram_id) ? GNI_RC_SUCCESS : GNI_RC_NO_MATCH;
 }
 
 const char *GNI_GetErrorString(gni_return_t rc) {

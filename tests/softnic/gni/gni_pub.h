@@ -221,6 +221,39 @@ gni_return_t GNI_PostRdma(gni_ep_handle_t ep_hndl, gni_post_descriptor_t *post_d
 gni_return_t GNI_GetCompleted(gni_cq_handle_t cq_hndl, gni_cq_entry_t event_data,
                               gni_post_descriptor_t **post_descr);
 
+/* Datagrams: the connection-less exchange uGNI offers for setting up
+ * connections.  A post on an endpoint bound to a peer (directed) matches
+ * the peer's directed post back to this domain if there is one (both
+ * complete, one exchange), else the peer's oldest wildcard post (one on an
+ * endpoint that is not bound); each side's in_data (at most
+ * GNI_DATAGRAM_MAXSIZE bytes) lands in the other's out_buf, cut to
+ * out_len.  One datagram at a time per endpoint, until a test finds it
+ * COMPLETED or TERMINATED; a post waits for its match until it is
+ * cancelled.  GNI_PostDataProbeById names a datagram of the NIC that is
+ * done and not yet tested (GNI_RC_NO_MATCH: none).  datagram_id is the
+ * caller's (not GNI_DATAGRAM_ID_ANY). */
+#define GNI_DATAGRAM_MAXSIZE 128
+#define GNI_DATAGRAM_ID_ANY UINT64_MAX
+
+typedef enum gni_post_state {
+    GNI_POST_PENDING = 0,
+    GNI_POST_COMPLETED,
+    GNI_POST_ERROR,
+    GNI_POST_TIMEOUT,
+    GNI_POST_TERMINATED,
+    GNI_POST_REMOTE_DATA
+} gni_post_state_t;
+
+gni_return_t GNI_EpPostDataWId(gni_ep_handle_t ep_hndl, void *in_data, uint16_t data_len, void *out_buf,
+                               uint16_t out_len, uint64_t datagram_id);
+gni_return_t GNI_EpPostDataTestById(gni_ep_handle_t ep_hndl, uint64_t datagram_id, gni_post_state_t *post_state,
+                                    uint32_t *remote_address, uint32_t *remote_id);
+/* timeout in milliseconds; UINT32_MAX waits for ever. */
+gni_return_t GNI_EpPostDataWaitById(gni_ep_handle_t ep_hndl, uint64_t datagram_id, uint32_t timeout,
+                                    gni_post_state_t *post_state, uint32_t *remote_address, uint32_t *remote_id);
+gni_return_t GNI_EpPostDataCancelById(gni_ep_handle_t ep_hndl, uint64_t datagram_id);
+gni_return_t GNI_PostDataProbeById(gni_nic_handle_t nic_hndl, uint64_t *datagram_id);
+
 /* The name of a return code ("GNI_RC_NOT_DONE"), never NULL. */
 const char *GNI_GetErrorString(gni_return_t rc);
 

@@ -8,7 +8,12 @@
 # count, a send to a full mailbox answering NOT_DONE until the receiver
 # releases, remote access errors (a stale handle, a range past the end,
 # read-only memory) completing in error, remote events, a BTE completion
-# after its post, peers that do not exist.  Also: the hosts' NIC
+# after its post, peers that do not exist, and datagrams (directed to
+# wildcard both ways, forwarded to the higher host or noticed to the
+# lower one; a directed datagram waiting for a later wildcard; two
+# directed ones crossing as one exchange; cancel withdrawing a datagram
+# from the other host; one wildcard serving three clients of the other
+# host).  Also: the hosts' NIC
 # addresses (1 and 2) and fabric files, and a process on no host of the
 # list refused (GNI_RC_NO_MATCH, one line naming SOFTNIC_HOSTS).  Root
 # only (network namespaces); skips (77) otherwise, in the sanitizer

@@ -3,9 +3,12 @@
 // before either touches the NIC) exchange SMSG messages, FMA and BTE puts
 // and gets and atomics, and check the rules between them: remote access
 // errors, remote events, a BTE completion after its post, a full mailbox,
-// peers that do not exist; then one process with several domains checks
-// each modelled limit: registration on both sides, the MDD limit, SMSG
-// credits and message size, CQ overrun, FMA done at post and BTE after it,
+// peers that do not exist, and datagrams (a wildcard answering a directed
+// one both ways, one waiting for a later wildcard, two directed ones
+// crossing as one exchange, cancel, several clients of one wildcard); then
+// one process with several domains checks each modelled limit:
+// registration on both sides, the MDD limit, SMSG credits and message
+// size, CQ overrun, FMA done at post and BTE after it, datagrams' limits,
 // and argument checks.  Built by rules.sh against gni_pub.h and
 // libugni.so.0, run under softnic-run.  Prints "ok: ..." per rule, exits
 // non-zero if one is broken.
@@ -20,9 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -244,6 +249,325 @@ void check_address(const Nic &n) {
           std::to_string(n.addr) + ", PMI_GNI_LOC_ADDR=" + (loc ? loc : "(unset)"));
 }
 
+// ---- datagrams ----
+
+// One endpoint's datagram: the bytes it offers and the buffer the peer's
+// land in (the NIC fills it at the test, so a Dgram never moves).
+struct Dgram {
+    explicit Dgram(gni_nic_handle_t nic) { must(GNI_EpCreate(nic, nullptr, &ep), "GNI_EpCreate"); }
+    Dgram(gni_nic_handle_t nic, std::uint32_t address, std::uint32_t instance) : Dgram(nic) {
+        must(GNI_EpBind(ep, address, instance), "GNI_EpBind");
+    }
+    ~Dgram() { GNI_EpDestroy(ep); }
+    Dgram(const Dgram &) = delete;
+    Dgram &operator=(const Dgram &) = delete;
+
+    gni_return_t post(const std::string &text, std::uint64_t with_id) {
+        id = with_id;
+        std::memset(in, 0, sizeof in);
+        std::memset(out, 0, sizeof out);
+        std::snprintf(in, sizeof in, "%s", text.c_str());
+        return GNI_EpPostDataWId(ep, in, sizeof in, out, sizeof out, id);
+    }
+    gni_return_t test() { return GNI_EpPostDataTestById(ep, id, &state, &address, &inst); }
+    gni_return_t wait(std::uint32_t ms) { return GNI_EpPostDataWaitById(ep, id, ms, &state, &address, &inst); }
+    // Whether `rc` (of test or wait) says it completed with `text` from
+    // the domain at (peer_address, peer_inst).
+    bool completed(gni_return_t rc, const std::string &text, std::uint32_t peer_address,
+                   std::uint32_t peer_inst) const {
+        return rc == GNI_RC_SUCCESS && state == GNI_POST_COMPLETED && text == out && address == peer_address &&
+               inst == peer_inst;
+    }
+    std::string outcome(gni_return_t rc) const {
+        return rc_name(rc) + ", state " + std::to_string(state) + ", \"" + out + "\" from " + std::to_string(address) +
+               "/" + std::to_string(inst);
+    }
+
+    gni_ep_handle_t ep = nullptr;
+    char in[64], out[64];
+    std::uint64_t id = 0;
+    gni_post_state_t state = GNI_POST_PENDING;
+    std::uint32_t address = 0, inst = 0;
+};
+
+// The id GNI_PostDataProbeById names within `ms`, else GNI_DATAGRAM_ID_ANY.
+std::uint64_t probe(gni_nic_handle_t nic, int ms) {
+    for (int waited = 0;; ++waited) {
+        std::uint64_t id = 0;
+        if (GNI_PostDataProbeById(nic, &id) == GNI_RC_SUCCESS) return id;
+        if (waited >= ms) return GNI_DATAGRAM_ID_ANY;
+        ::usleep(1000);
+    }
+}
+
+bool probe_idle(gni_nic_handle_t nic) {
+    std::uint64_t id = 0;
+    return GNI_PostDataProbeById(nic, &id) == GNI_RC_NO_MATCH;
+}
+
+// A domain of its own, for one more client of the other process.
+struct Domain {
+    gni_cdm_handle_t cdm = nullptr;
+    gni_nic_handle_t nic = nullptr;
+    std::uint32_t addr = 0;
+    explicit Domain(std::uint32_t inst) {
+        must(GNI_CdmCreate(inst, job.ptag, job.cookie, GNI_CDM_MODE_FAST_DATAGRAM_POLL, &cdm), "GNI_CdmCreate");
+        must(GNI_CdmAttach(cdm, 0, &addr, &nic), "GNI_CdmAttach");
+    }
+    ~Domain() { GNI_CdmDestroy(cdm); }
+    Domain(const Domain &) = delete;
+    Domain &operator=(const Domain &) = delete;
+};
+
+// One wildcard of `n`, posted again after each match, serves three
+// clients of the other process (instances first..first+2) and gets each
+// one's bytes and address.
+void serve_three(Channel &c, Nic &n, const Card &peer, std::uint32_t first) {
+    Dgram w(n.nic);
+    must(w.post("served", 180), "GNI_EpPostDataWId (wildcard)");
+    c.tell(30);  // the clients post
+    std::vector<std::uint32_t> from;
+    bool ok = true;
+    std::string detail;
+    for (int k = 0; k < 3 && ok; ++k) {
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        ok = id == 180 && w.completed(rc, "client " + std::to_string(w.inst), peer.addr, w.inst);
+        detail = w.outcome(rc);
+        from.push_back(w.inst);
+        if (k < 2) must(w.post("served", 180), "GNI_EpPostDataWId (wildcard again)");
+    }
+    std::sort(from.begin(), from.end());
+    check(ok && from == std::vector<std::uint32_t>{first, first + 1, first + 2},
+          "one wildcard, posted again after each match, serves three clients of the other process", detail);
+    (void)c.hear<int>();  // the clients are done
+}
+
+void be_three(Channel &c, const Card &peer, std::uint32_t first) {
+    (void)c.hear<int>();  // the other process's wildcard is posted
+    std::vector<std::unique_ptr<Domain>> domains;
+    std::vector<std::unique_ptr<Dgram>> posts;
+    for (std::uint32_t k = 0; k < 3; ++k) {
+        domains.push_back(std::make_unique<Domain>(first + k));
+        posts.push_back(std::make_unique<Dgram>(domains.back()->nic, peer.addr, peer.inst));
+        must(posts.back()->post("client " + std::to_string(first + k), k), "GNI_EpPostDataWId (client)");
+    }
+    bool ok = true;
+    std::string detail;
+    for (auto &p : posts) {
+        const gni_return_t rc = p->wait(5000);
+        ok = ok && p->completed(rc, "served", peer.addr, peer.inst);
+        detail = p->outcome(rc);
+    }
+    check(ok, "three clients' directed datagrams to the other process's one wildcard all complete", detail);
+    posts.clear();
+    domains.clear();
+    c.tell(31);
+}
+
+// B's datagram rules, with A's in datagrams_a: a wildcard answering a
+// directed datagram both ways, one waiting for a wildcard posted later,
+// two directed datagrams crossing (one exchange; A's wildcard untouched),
+// cancel (the cancelled datagram completes nobody's wildcard), a
+// completed one that cannot be cancelled, and one wildcard serving
+// several clients.
+void datagrams_b(Channel &c, Nic &n, const Card &peer) {
+    {
+        Dgram w(n.nic);
+        must(w.post("B's wildcard", 100), "GNI_EpPostDataWId (wildcard)");
+        c.tell(10);
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        check(id == 100 && w.completed(rc, "A dials B", peer.addr, peer.inst),
+              "a wildcard datagram takes A's directed one: probed, A's bytes, address and instance",
+              std::to_string(id) + ", " + w.outcome(rc));
+        check(probe_idle(n.nic), "a tested datagram is released: GNI_PostDataProbeById finds nothing");
+    }
+    (void)c.hear<int>();  // A's wildcard is posted
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("B dials A", 111), "GNI_EpPostDataWId");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "A's wildcard", peer.addr, peer.inst),
+              "a directed datagram to A's wildcard completes with its bytes and address", d.outcome(rc));
+    }
+    (void)c.hear<int>();  // A's directed datagram waits
+    {
+        Dgram w(n.nic);
+        must(w.post("B's late wildcard", 121), "GNI_EpPostDataWId (wildcard)");
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        check(id == 121 && w.completed(rc, "A waits", peer.addr, peer.inst),
+              "a wildcard posted after A's directed datagram takes it", w.outcome(rc));
+    }
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("B waits", 130), "GNI_EpPostDataWId");
+        const gni_return_t early = d.wait(200);
+        const gni_post_state_t then = d.state;
+        c.tell(13);  // A posts its wildcard now
+        const gni_return_t rc = d.wait(5000);
+        check(early == GNI_RC_TIMEOUT && then == GNI_POST_PENDING &&
+                  d.completed(rc, "A's late wildcard", peer.addr, peer.inst),
+              "a directed datagram waits (TIMEOUT, PENDING) until A posts a wildcard, then completes",
+              rc_name(early) + ", then " + d.outcome(rc));
+    }
+    (void)c.hear<int>();  // A's directed datagram to B waits, with A's wildcard
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("B crosses", 142), "GNI_EpPostDataWId");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "A crosses", peer.addr, peer.inst) && probe_idle(n.nic),
+              "B's directed datagram to A meets A's to B: one exchange, each side's bytes", d.outcome(rc));
+        c.tell(15);
+    }
+    (void)c.hear<int>();  // both at once
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("B at once", 151), "GNI_EpPostDataWId");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "A at once", peer.addr, peer.inst) && probe_idle(n.nic),
+              "directed datagrams posted at once by both processes: one exchange", d.outcome(rc));
+    }
+    (void)c.hear<int>();  // A cancelled a directed datagram to B
+    {
+        Dgram w(n.nic);
+        must(w.post("B's wildcard 161", 161), "GNI_EpPostDataWId (wildcard)");
+        const gni_return_t early = w.wait(300);
+        const gni_post_state_t then = w.state;
+        c.tell(18);  // A posts again
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        check(early == GNI_RC_TIMEOUT && then == GNI_POST_PENDING && id == 161 &&
+                  w.completed(rc, "A after cancel", peer.addr, peer.inst),
+              "A's cancelled datagram completes nobody's wildcard; A's next one does",
+              rc_name(early) + ", then " + w.outcome(rc));
+    }
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("B cancelled", 170), "GNI_EpPostDataWId");
+        const gni_return_t cancel = GNI_EpPostDataCancelById(d.ep, 170);
+        const gni_return_t t = d.test();
+        check(cancel == GNI_RC_SUCCESS && t == GNI_RC_SUCCESS && d.state == GNI_POST_TERMINATED,
+              "GNI_EpPostDataCancelById of B's directed datagram to A: TERMINATED", rc_name(cancel));
+        c.tell(19);  // A posts a wildcard
+        (void)c.hear<int>();  // it stayed pending
+        must(d.post("B after cancel", 172), "GNI_EpPostDataWId (the same endpoint again)");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "A's wildcard 171", peer.addr, peer.inst),
+              "once tested, the endpoint posts again, and A's wildcard takes that one", d.outcome(rc));
+    }
+    be_three(c, peer, 21);
+    serve_three(c, n, peer, 11);
+}
+
+void datagrams_a(Channel &c, Nic &n, const Card &peer) {
+    (void)c.hear<int>();  // B's wildcard is posted
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("A dials B", 101), "GNI_EpPostDataWId");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "B's wildcard", peer.addr, peer.inst),
+              "a directed datagram to B's wildcard completes with its bytes and address", d.outcome(rc));
+    }
+    {
+        Dgram w(n.nic);
+        must(w.post("A's wildcard", 110), "GNI_EpPostDataWId (wildcard)");
+        c.tell(11);
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        check(id == 110 && w.completed(rc, "B dials A", peer.addr, peer.inst),
+              "a wildcard datagram takes B's directed one: probed, B's bytes, address and instance", w.outcome(rc));
+    }
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("A waits", 120), "GNI_EpPostDataWId");
+        const gni_return_t early = d.wait(200);
+        const gni_post_state_t then = d.state;
+        c.tell(12);  // B posts its wildcard now
+        const gni_return_t rc = d.wait(5000);
+        check(early == GNI_RC_TIMEOUT && then == GNI_POST_PENDING &&
+                  d.completed(rc, "B's late wildcard", peer.addr, peer.inst),
+              "a directed datagram waits (TIMEOUT, PENDING) until B posts a wildcard, then completes",
+              rc_name(early) + ", then " + d.outcome(rc));
+    }
+    (void)c.hear<int>();  // B's directed datagram waits
+    {
+        Dgram w(n.nic);
+        must(w.post("A's late wildcard", 131), "GNI_EpPostDataWId (wildcard)");
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t rc = w.test();
+        check(id == 131 && w.completed(rc, "B waits", peer.addr, peer.inst),
+              "a wildcard posted after B's directed datagram takes it", w.outcome(rc));
+    }
+    {
+        // A's directed datagram waits for B's (B has no wildcard); A's
+        // wildcard is there too, and B's datagram must take A's directed one.
+        Dgram w(n.nic), d(n.nic, peer.addr, peer.inst);
+        must(w.post("A's idle wildcard", 140), "GNI_EpPostDataWId (wildcard)");
+        must(d.post("A crosses", 141), "GNI_EpPostDataWId");
+        c.tell(14);
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "B crosses", peer.addr, peer.inst),
+              "A's directed datagram to B meets B's to A: one exchange, each side's bytes", d.outcome(rc));
+        (void)c.hear<int>();  // B has checked its side
+        const gni_return_t t = w.test();
+        const bool idle = probe_idle(n.nic);
+        check(t == GNI_RC_SUCCESS && w.state == GNI_POST_PENDING && idle,
+              "the crossing datagrams leave A's wildcard alone: still PENDING, nothing else completed",
+              rc_name(t) + ", state " + std::to_string(w.state));
+        const gni_return_t cancel = GNI_EpPostDataCancelById(w.ep, 140);
+        const std::uint64_t probed = probe(n.nic, 0);
+        const gni_return_t t2 = w.test();
+        const gni_return_t again = w.test();
+        check(cancel == GNI_RC_SUCCESS && probed == 140 && t2 == GNI_RC_SUCCESS && w.state == GNI_POST_TERMINATED &&
+                  again == GNI_RC_NO_MATCH,
+              "a cancelled wildcard is TERMINATED, probed, and released by its test",
+              rc_name(cancel) + ", " + rc_name(t2) + ", then " + rc_name(again));
+    }
+    {
+        c.tell(16);  // both at once, no wildcard on either side
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("A at once", 150), "GNI_EpPostDataWId");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "B at once", peer.addr, peer.inst) && probe_idle(n.nic),
+              "directed datagrams posted at once by both processes: one exchange (A's side)", d.outcome(rc));
+    }
+    {
+        Dgram d(n.nic, peer.addr, peer.inst);
+        must(d.post("A cancelled", 160), "GNI_EpPostDataWId");
+        const gni_return_t cancel = GNI_EpPostDataCancelById(d.ep, 160);
+        const gni_return_t t = d.test();
+        check(cancel == GNI_RC_SUCCESS && t == GNI_RC_SUCCESS && d.state == GNI_POST_TERMINATED,
+              "GNI_EpPostDataCancelById of A's directed datagram to B: TERMINATED", rc_name(cancel));
+        c.tell(17);  // B posts a wildcard
+        (void)c.hear<int>();  // it stayed pending
+        must(d.post("A after cancel", 162), "GNI_EpPostDataWId (the same endpoint again)");
+        const gni_return_t rc = d.wait(5000);
+        check(d.completed(rc, "B's wildcard 161", peer.addr, peer.inst),
+              "once tested, the endpoint posts again, and B's wildcard takes that one", d.outcome(rc));
+    }
+    (void)c.hear<int>();  // B cancelled a directed datagram to A
+    {
+        Dgram w(n.nic);
+        must(w.post("A's wildcard 171", 171), "GNI_EpPostDataWId (wildcard)");
+        const gni_return_t early = w.wait(300);
+        const gni_post_state_t then = w.state;
+        c.tell(20);  // B posts again
+        const std::uint64_t id = probe(n.nic, 5000);
+        const gni_return_t cancel = GNI_EpPostDataCancelById(w.ep, 171);
+        const gni_return_t rc = w.test();
+        check(early == GNI_RC_TIMEOUT && then == GNI_POST_PENDING && id == 171 &&
+                  w.completed(rc, "B after cancel", peer.addr, peer.inst),
+              "B's cancelled datagram completes nobody's wildcard; B's next one does",
+              rc_name(early) + ", then " + w.outcome(rc));
+        check(cancel == GNI_RC_INVALID_STATE, "GNI_EpPostDataCancelById of a completed datagram: INVALID_STATE, "
+              "the completion stands", rc_name(cancel));
+    }
+    serve_three(c, n, peer, 21);
+    be_three(c, peer, 11);
+}
+
 // Process B (instance 2): receives, serves as the target, counts along.
 int run_b(Channel &c) {
     role = "B: ";
@@ -315,7 +639,8 @@ int run_b(Channel &c) {
     std::uint8_t any = GNI_SMSG_ANY_TAG;
     check(order && GNI_SmsgGetNextWTag(ep, &header, &any) == GNI_RC_NOT_DONE,
           "A's messages arrive in order across the full mailbox, the refused ones not at all");
-    (void)c.hear<int>();  // A is done
+    (void)c.hear<int>();  // A is done with transfers
+    datagrams_b(c, n, peer);
     GNI_EpDestroy(loop);
     GNI_EpDestroy(ep);
     GNI_CdmDestroy(n.cdm);
@@ -511,8 +836,103 @@ void run_a(Channel &c, bool far) {
     rules_full_mailbox(c, ep);
     rules_no_peer(n, peer, far);
     c.tell(4);
+    datagrams_a(c, n, peer);
     GNI_EpDestroy(ep);
     GNI_CdmDestroy(n.cdm);
+}
+
+// One process, two domains a and b of one host: the datagram limits.
+void datagram_limits(Nic &a, Nic &b) {
+    check(probe_idle(a.nic), "GNI_PostDataProbeById with no datagram done: NO_MATCH");
+    Dgram d(a.nic, b.addr, b.inst);
+    char big[GNI_DATAGRAM_MAXSIZE + 1] = {};
+    check(GNI_EpPostDataWId(d.ep, big, sizeof big, d.out, sizeof d.out, 1) == GNI_RC_SIZE_ERROR,
+          "a datagram above GNI_DATAGRAM_MAXSIZE: SIZE_ERROR");
+    check(GNI_EpPostDataWId(nullptr, d.in, 8, d.out, 8, 1) == GNI_RC_INVALID_PARAM &&
+              GNI_EpPostDataWId(d.ep, d.in, 8, d.out, 8, GNI_DATAGRAM_ID_ANY) == GNI_RC_INVALID_PARAM &&
+              GNI_EpPostDataWId(d.ep, nullptr, 8, d.out, 8, 1) == GNI_RC_INVALID_PARAM,
+          "GNI_EpPostDataWId without an endpoint, with GNI_DATAGRAM_ID_ANY or without its bytes: INVALID_PARAM");
+    check(d.test() == GNI_RC_NO_MATCH, "GNI_EpPostDataTestById with nothing posted: NO_MATCH");
+    must(d.post("to b", 2), "GNI_EpPostDataWId");
+    const gni_return_t second = GNI_EpPostDataWId(d.ep, d.in, 8, d.out, 8, 3);
+    check(second == GNI_RC_ERROR_RESOURCE, "a second datagram on one endpoint: ERROR_RESOURCE", rc_name(second));
+    gni_post_state_t state = GNI_POST_PENDING;
+    std::uint32_t address = 0, inst = 0;
+    check(GNI_EpPostDataTestById(d.ep, 3, &state, &address, &inst) == GNI_RC_NO_MATCH &&
+              GNI_EpPostDataCancelById(d.ep, 3) == GNI_RC_NO_MATCH,
+          "an id the endpoint has not posted: NO_MATCH (test, cancel)");
+    gni_return_t rc = d.wait(20);
+    check(rc == GNI_RC_TIMEOUT && d.state == GNI_POST_PENDING && probe_idle(a.nic),
+          "no wildcard yet: GNI_EpPostDataWaitById answers TIMEOUT, PENDING", rc_name(rc));
+    {
+        // b's wildcard takes only 4 of the 64 bytes.
+        Dgram w(b.nic);
+        std::memcpy(w.in, "wild", 5);
+        std::memset(w.out, 'x', sizeof w.out);
+        must(GNI_EpPostDataWId(w.ep, w.in, 5, w.out, 4, 10), "GNI_EpPostDataWId (wildcard)");
+        w.id = 10;
+        rc = d.test();
+        const gni_return_t rw = w.test();
+        check(d.completed(rc, "wild", b.addr, b.inst) && rw == GNI_RC_SUCCESS && w.state == GNI_POST_COMPLETED &&
+                  std::memcmp(w.out, "to b", 4) == 0 && w.out[4] == 'x' && w.address == a.addr && w.inst == a.inst,
+              "two domains of one process: each gets the other's bytes, cut to its out_len", d.outcome(rc));
+    }
+    {
+        Dgram ghost(a.nic, a.addr, 99);
+        must(ghost.post("nobody", 20), "GNI_EpPostDataWId");
+        rc = ghost.wait(50);
+        const gni_return_t cancel = GNI_EpPostDataCancelById(ghost.ep, 20);
+        const std::uint64_t probed = probe(a.nic, 0);
+        const gni_return_t t = ghost.test();
+        check(rc == GNI_RC_TIMEOUT && cancel == GNI_RC_SUCCESS && probed == 20 && t == GNI_RC_SUCCESS &&
+                  ghost.state == GNI_POST_TERMINATED,
+              "a datagram to an instance id nobody attached stays PENDING; cancelled, it is probed and TERMINATED",
+              rc_name(rc) + ", " + rc_name(cancel));
+    }
+    {
+        // GNI_EpDestroy and GNI_EpUnbind cancel the endpoint's datagram.
+        auto gone = std::make_unique<Dgram>(a.nic, b.addr, b.inst);
+        must(gone->post("destroyed", 30), "GNI_EpPostDataWId");
+        gone.reset();
+        Dgram unbound(a.nic, b.addr, b.inst);
+        must(unbound.post("unbound", 31), "GNI_EpPostDataWId");
+        must(GNI_EpUnbind(unbound.ep), "GNI_EpUnbind");
+        Dgram w(b.nic);
+        must(w.post("b waits", 32), "GNI_EpPostDataWId (wildcard)");
+        const gni_return_t early = w.wait(50);
+        Dgram next(a.nic, b.addr, b.inst);
+        must(next.post("a again", 33), "GNI_EpPostDataWId");
+        rc = w.wait(1000);
+        check(early == GNI_RC_TIMEOUT && w.completed(rc, "a again", a.addr, a.inst) && next.test() == GNI_RC_SUCCESS,
+              "GNI_EpDestroy and GNI_EpUnbind cancel their endpoint's datagram: b's wildcard takes the next one",
+              rc_name(early) + ", then " + w.outcome(rc));
+    }
+    {
+        Dgram older(b.nic), newer(b.nic), dial(a.nic, b.addr, b.inst);
+        must(older.post("older", 40), "GNI_EpPostDataWId (wildcard)");
+        must(newer.post("newer", 41), "GNI_EpPostDataWId (wildcard)");
+        must(dial.post("dial", 42), "GNI_EpPostDataWId");
+        rc = dial.test();
+        const gni_return_t left = newer.test();
+        check(dial.completed(rc, "older", b.addr, b.inst) && left == GNI_RC_SUCCESS && newer.state == GNI_POST_PENDING,
+              "two wildcards of a domain: a directed datagram takes the older", dial.outcome(rc));
+        check(older.test() == GNI_RC_SUCCESS && older.state == GNI_POST_COMPLETED, "the older wildcard completed");
+    }
+    {
+        // GNI_CdmDestroy cancels every datagram of the domain.
+        Dgram w(b.nic);
+        {
+            Domain c(104);
+            Dgram dial(c.nic, b.addr, b.inst);
+            must(dial.post("from a destroyed domain", 50), "GNI_EpPostDataWId");
+            GNI_CdmDestroy(c.cdm);
+            c.cdm = nullptr;
+        }
+        must(w.post("b waits", 51), "GNI_EpPostDataWId (wildcard)");
+        rc = w.wait(50);
+        check(rc == GNI_RC_TIMEOUT && w.state == GNI_POST_PENDING,
+              "GNI_CdmDestroy cancels its domain's datagrams: they complete nobody's wildcard", rc_name(rc));
+    }
 }
 
 // One process: the modelled limits, each shown enforced.
@@ -728,6 +1148,7 @@ void run_limits() {
         GNI_EpDestroy(cb2);
         GNI_CdmDestroy(c.cdm);
     }
+    datagram_limits(a, b);
     GNI_EpDestroy(bare);
     GNI_EpDestroy(ab);
     GNI_EpDestroy(ba);

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The software GNI NIC's rules (rules.cpp): two processes exchanging SMSG
-# messages, FMA and BTE puts and gets and atomics, then each modelled limit
-# shown enforced (registration on both sides, the MDD limit, SMSG credits
-# and message size, CQ overrun, FMA at post and BTE after it, argument
-# checks).  rules.cpp is built against gni_pub.h and the NIC's
+# messages, FMA and BTE puts and gets, atomics and datagrams, then each
+# modelled limit shown enforced (registration on both sides, the MDD
+# limit, SMSG credits and message size, CQ overrun, FMA at post and BTE
+# after it, datagrams' arguments and cancels, argument checks).  rules.cpp is built against gni_pub.h and the NIC's
 # libugni.so.0, then run under softnic-run; run without it (no PMI_GNI_*
 # credentials) it must fail, which shows it does not pass by itself.
 # Plain build only; skips (77) without a C++ compiler.

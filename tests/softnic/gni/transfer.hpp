@@ -25,12 +25,7 @@ enum EventStatus : std::uint8_t {
 std::uint64_t make_event(std::uint64_t type, std::uint8_t status, std::uint32_t data, std::uint16_t token,
                          bool remote);
 
-// Whom a transfer is for: the domain attached with NIC address `address`
-// and instance id `inst_id` in the job (ptag, cookie).
-struct Target {
-    std::uint32_t address, inst_id, ptag, cookie;
-};
-// A peer: such a domain, live, on this host.
+// A peer: the domain a Target (fabric.hpp) names, live, on this host.
 struct Peer {
     std::int32_t pid;
     std::uint32_t cdm;

@@ -3,12 +3,15 @@
 //
 // A request is a fixed header (whom it is for, and the post's or SMSG
 // message's fields the target's side needs) and then the bytes of a put or
-// of the message (its header, then its data); an answer is the verdict and
-// then the bytes of a get, or a fetching atomic's old word.  Both ends are
-// this build on one machine, so the headers go in the machine's byte order.
+// of the message (its header, then its data), or a datagram message
+// (datagram.hpp); an answer is the verdict and then the bytes of a get, a
+// fetching atomic's old word, or the datagram message's answer.  Both ends
+// are this build on one machine, so the headers go in the machine's byte
+// order.
 #include "wire.hpp"
 
 #include "../common/wire.hpp"
+#include "datagram.hpp"
 
 #include <cstring>
 #include <vector>
@@ -20,7 +23,7 @@ constexpr std::uint32_t wire_magic = 0x69776e67;  // "gnwi"
 constexpr std::uint64_t max_wire = 1ull << 30;     // bytes of one transfer
 constexpr int attempts = 3;                        // a broken connection, as a lost packet: sent again
 
-enum Kind : std::uint32_t { kind_post = 1, kind_smsg = 2 };
+enum Kind : std::uint32_t { kind_post = 1, kind_smsg = 2, kind_datagram = 3 };
 
 struct Request {
     std::uint32_t magic;
@@ -113,6 +116,7 @@ void serve_smsg(const Request &r, std::vector<std::uint8_t> &bytes, Answer &a, A
 
 bool valid(const Request &r) {
     if (r.magic != wire_magic || r.payload > max_wire) return false;
+    if (r.kind == kind_datagram) return r.payload == sizeof(DatagramWire);
     if (r.kind == kind_smsg) return std::uint64_t{r.header_length} + r.data_length == r.payload;
     if (r.kind != kind_post) return false;
     if (r.type == GNI_POST_AMO) return amo_known(static_cast<gni_fma_cmd_type_t>(r.amo_cmd)) && r.payload == 0;
@@ -129,6 +133,16 @@ bool serve_one(int fd) {
     if (bytes.size() < r.payload) bytes.resize(r.payload);
     if (!receive_all(fd, bytes.data(), r.payload)) return false;
     Answer a{wire_magic, 0, 0, 0};
+    if (r.kind == kind_datagram) {
+        DatagramWire in, out;
+        DatagramStaged later;
+        std::memcpy(&in, bytes.data(), sizeof in);
+        datagram_serve(in, out, later);
+        a.payload = sizeof out;
+        const bool answered = send_all(fd, &a, sizeof a, &out, sizeof out);
+        datagram_commit(later, answered);
+        return answered;
+    }
     Arrival later;
     if (r.kind == kind_post) serve_post(r, bytes, a, later);
     else serve_smsg(r, bytes, a, later);
@@ -214,6 +228,13 @@ gni_return_t wire_smsg(std::uint32_t host, const Target &target, const gni_smsg_
     Answer a{};
     if (!exchange(host, r, message.data(), a, nullptr, 0)) return GNI_RC_TRANSACTION_ERROR;
     return static_cast<gni_return_t>(a.verdict);
+}
+
+bool wire_datagram(std::uint32_t host, const DatagramWire &message, DatagramWire &answer) {
+    Request r = request_for(kind_datagram, Target{}, 0);
+    r.payload = sizeof message;
+    Answer a{};
+    return exchange(host, r, &message, a, &answer, sizeof answer) && a.payload == sizeof answer;
 }
 
 void serving_start() {

@@ -7,9 +7,10 @@
 // on its own host's fabric (transfer.hpp) as a poster there would, and
 // answers with the verdict (and a get's bytes, a fetching atomic's old
 // word).  The target sees the transfer (its SMSG message, its remote
-// event) after that answer.  Each thread of a poster (a caller of the API,
-// the BTE thread) keeps its own connection per other host and has one
-// request on the wire at a time, holding no lock meanwhile.
+// event, a datagram's match) after that answer.  Each thread of a poster
+// (a caller of the API, the BTE thread) keeps its own connection per other
+// host and has one request on the wire at a time, holding no lock
+// meanwhile.
 #pragma once
 
 #include "gni_pub.h"
@@ -35,6 +36,11 @@ std::uint8_t wire_post(std::uint32_t host, const Target &target, const gni_post_
 gni_return_t wire_smsg(std::uint32_t host, const Target &target, const gni_smsg_attr_t &remote, const void *header,
                        std::uint32_t header_length, const void *data, std::uint32_t data_length, std::uint8_t tag,
                        std::uint32_t remote_event);
+
+// A datagram message (datagram.hpp) to host `host` and its answer; false
+// when no process of that host answers.
+struct DatagramWire;
+bool wire_datagram(std::uint32_t host, const DatagramWire &message, DatagramWire &answer);
 
 // A domain attached, destroyed: the process serves other hosts while it
 // has one (nothing without SOFTNIC_HOSTS).
