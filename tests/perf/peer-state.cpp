@@ -198,17 +198,22 @@ struct Lapi {
 #endif
 
 #ifdef SLUICE_CONDUIT_GNI
-// Not counted: the SMSG mailbox gni_setup.cpp maps and registers for every
-// rank at start-up (src/conduits/gni/README.md, Limits).
+// Not counted: the SMSG mailbox (13 KiB with the defaults, in a chunk
+// mapped and registered a few at a time) a touched peer takes.
 struct Gni {
-    std::vector<gni_ep_handle_t> ep;
-    std::vector<bool> mailbox_full;
+    PeerTable<sluice::conduit::gni::detail::GniPeer> peers;
     std::vector<gni_mem_handle_t> peer_segment;
-    std::vector<std::uint64_t> peer_flags;
-    std::vector<gni_mem_handle_t> peer_scratch;
+    std::vector<sluice::conduit::gni::detail::Channel> channels;
     PeerTable<PeerLife> life;
-    explicit Gni(Rank n) : ep(n), mailbox_full(n), peer_segment(n), peer_flags(n), peer_scratch(n) { life.reset(n); }
-    void touch(Rank r) { life.insert(r, std::make_unique<PeerLife>()); }
+    explicit Gni(Rank n) : peer_segment(n) {
+        peers.reset(n);
+        life.reset(n);
+    }
+    void touch(Rank r) {
+        peers.insert(r, std::make_unique<sluice::conduit::gni::detail::GniPeer>());
+        channels.emplace_back();
+        life.insert(r, std::make_unique<PeerLife>());
+    }
 };
 #endif
 
@@ -266,7 +271,7 @@ int main(int argc, char **argv) {
          [](void *t, Rank r) { static_cast<Lapi *>(t)->touch(r); }},
 #endif
 #ifdef SLUICE_CONDUIT_GNI
-        {"gni", "endpoint, handles, flags of every rank (and a mailbox each: mapped, not counted)", owner<Gni>,
+        {"gni", "segment handle of every rank; endpoint, channel, liveness at first touch (a mailbox: mapped)", owner<Gni>,
          [](void *t, Rank r) { static_cast<Gni *>(t)->touch(r); }},
 #endif
     };

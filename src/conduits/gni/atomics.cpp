@@ -101,7 +101,10 @@ Status GniTransport::atomic_post(GniAtomicSlot *s, std::uint64_t remote, sluice_
     d.length = 8;
     d.src_cq_hndl = cq_;
     d.post_id = reinterpret_cast<std::uint64_t>(static_cast<Posted *>(s));
-    const gni_return_t rc = ugni().PostFma(s->peer == me ? ep_self_ : ep_[s->peer], &d);
+    gni_ep_handle_t ep = ep_self_;
+    if (s->peer != me)
+        if (Status st = bound(s->peer, ep); st != Status::ok) return st;
+    const gni_return_t rc = ugni().PostFma(ep, &d);
     if (rc == GNI_RC_ERROR_RESOURCE) {
         ++counters_.full;
         return Status::not_ready;

@@ -17,7 +17,8 @@ namespace sluice::conduit::gni::detail {
 
 // One packed message by SMSG.  A mailbox that is full (GNI_RC_NOT_DONE:
 // every credit in use until the peer polls) answers not_ready: the wrapper
-// polls and sends again, so nothing is lost.
+// polls and sends again, so nothing is lost.  So does a peer not yet
+// connected: the first send asks for the connection.
 Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
     if (peer == setup().rank) return self_send(m);
     const std::size_t length = common::packed_length(m.header);
@@ -28,15 +29,25 @@ Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
     // thread_local one would be gone when an exit handler sends).
     Guard g(*this);
     if (!up()) return Status::transport;
+    GniPeer *to = peers_.find(peer);
+    if (!to || !to->send) [[unlikely]] {
+        if (Status s = connect_start(peer); s != Status::ok) return s;
+        datagrams();
+        to = peers_.find(peer);
+        if (!to->send) {
+            ++gni_counters_.connect_waits;
+            return Status::not_ready;
+        }
+    }
     std::byte *bytes = send_buffer_ptr();
     common::packed_encode(m.header, m.args, m.payload, bytes);
     const gni_return_t rc =
-        ugni().SmsgSendWTag(ep_[peer], bytes, static_cast<std::uint32_t>(length), nullptr, 0, 0, 0);
+        ugni().SmsgSendWTag(to->send, bytes, static_cast<std::uint32_t>(length), nullptr, 0, 0, 0);
     if (__builtin_expect(rc == GNI_RC_SUCCESS, 1)) {
         sent_to(peer);
         // A credit came back to a mailbox that was full: the peer polled.
-        if (__builtin_expect(mailbox_full_[peer], 0)) {
-            mailbox_full_[peer] = false;
+        if (__builtin_expect(to->mailbox_full, 0)) {
+            to->mailbox_full = false;
             heard(peer);
         }
         ++counters_.sent;
@@ -45,7 +56,7 @@ Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
         return Status::ok;
     }
     if (rc == GNI_RC_NOT_DONE) {
-        mailbox_full_[peer] = true;
+        to->mailbox_full = true;
         ++counters_.full;
         reap();
         return Status::not_ready;
@@ -56,11 +67,12 @@ Status GniTransport::send_impl(Rank peer, const AmMessage &m) {
 
 // A bare ping or pong; one the mailbox has no room for leaves a pong owed.
 void GniTransport::control_send(Rank peer, std::uint8_t category) {
-    if (peer >= ep_.size() || !ep_[peer]) return;
+    const GniPeer *to = peer < peers_.size() ? peers_.find(peer) : nullptr;
+    if (!to || !to->send) return;  // not connected yet: its request is in flight
     WireHead w{};
     w.category = category;
     w.source = setup().rank;
-    const gni_return_t rc = ugni().SmsgSendWTag(ep_[peer], &w, sizeof w, nullptr, 0, 0, 0);
+    const gni_return_t rc = ugni().SmsgSendWTag(to->send, &w, sizeof w, nullptr, 0, 0, 0);
     if (category == common::category_pong) life(peer).pong_owed = rc != GNI_RC_SUCCESS;
     if (rc == GNI_RC_SUCCESS) ++sends_since_reap_;
 }
@@ -74,6 +86,7 @@ std::string GniTransport::path(Rank) const {
 void GniTransport::reap() {
     sends_since_reap_ = 0;
     reap_local();
+    datagrams();
     reap_arrivals();
 }
 
@@ -137,11 +150,12 @@ void GniTransport::rma_done(RmaPost *p, bool ok) {
     if (op) rma_complete(op);
 }
 
-// The rx CQ: each SMSG event names the sender (its instance id is its
-// rank) and stands for one message, raised once the message is in the
-// mailbox, so one is taken per event; an overrun lost events, so then
-// every mailbox is emptied (and the events still queued for what that
-// took find their mailboxes empty).
+// The rx CQ: each SMSG event names the channel (its remote event data,
+// which the sender set to the number this rank gave it) and stands for
+// one message, raised once the message is in the mailbox, so one is taken
+// per event; an overrun lost events, so then every mailbox is emptied
+// (and the events still queued for what that took find their mailboxes
+// empty).
 void GniTransport::reap_arrivals() {
     bool all = false;
     for (;;) {
@@ -158,24 +172,27 @@ void GniTransport::reap_arrivals() {
             break;
         }
         if (GNI_CQ_GET_TYPE(e) != GNI_CQ_EVENT_TYPE_SMSG) continue;
-        const Rank source = GNI_CQ_GET_INST_ID(e);
-        if (source < ep_.size()) drain(source, 1);
+        const std::uint32_t channel = static_cast<std::uint32_t>(GNI_CQ_GET_INST_ID(e));
+        if (channel < channels_.size()) drain(channel, 1);
         else all = true;
     }
     if (all)
-        for (Rank r = 0; r < ep_.size(); ++r) drain(r, SIZE_MAX);
+        for (std::uint32_t c = 0; c < channels_.size(); ++c) drain(c, SIZE_MAX);
 }
 
-// Up to `most` messages of `peer`'s mailbox, in order: copied out and
+// Up to `most` messages of a channel's mailbox, in order: copied out and
 // released at once.  Releasing before the handler runs is what keeps two ranks whose
 // handlers reply to each other from waiting on each other's full mailbox
-// (README.md, Design).
-void GniTransport::drain(Rank peer, std::size_t most) {
-    if (!ep_[peer]) return;
+// (README.md, Design).  A channel whose peer sent before this rank saw
+// the answer to its request is drained once it is set up (established).
+void GniTransport::drain(std::uint32_t channel, std::size_t most) {
+    const Channel &c = channels_[channel];
+    if (!c.ready) return;
+    const Rank peer = c.peer;
     for (; most > 0; --most) {
         void *header = nullptr;
         std::uint8_t tag = GNI_SMSG_ANY_TAG;
-        const gni_return_t rc = ugni().SmsgGetNextWTag(ep_[peer], &header, &tag);
+        const gni_return_t rc = ugni().SmsgGetNextWTag(c.ep, &header, &tag);
         if (rc == GNI_RC_NOT_DONE) return;
         if (rc != GNI_RC_SUCCESS) {
             base::report(Status::transport, "poll (gni)", nullptr, "gni: GNI_SmsgGetNextWTag from rank %u: %s", peer,
@@ -186,7 +203,7 @@ void GniTransport::drain(Rank peer, std::size_t most) {
         std::memcpy(&w, header, sizeof w);
         ++counters_.received;
         if (w.category == common::category_ping || w.category == common::category_pong) {
-            ugni().SmsgRelease(ep_[peer]);
+            ugni().SmsgRelease(c.ep);
             control_arrived(peer, w.category);
             continue;
         }
@@ -194,16 +211,194 @@ void GniTransport::drain(Rank peer, std::size_t most) {
         // The length follows from the head; deliver_packed checks the rest.
         std::size_t length = msg_max_;
         if (w.category <= static_cast<std::uint8_t>(AmCategory::long_) && w.nargs <= common::packed_max_args) {
-            const auto c = static_cast<AmCategory>(w.category);
-            length = common::packed_align(common::packed_payload_offset(c, w.nargs) +
-                                          (c == AmCategory::short_ ? 0 : std::size_t{w.length}));
+            const auto k = static_cast<AmCategory>(w.category);
+            length = common::packed_align(common::packed_payload_offset(k, w.nargs) +
+                                          (k == AmCategory::short_ ? 0 : std::size_t{w.length}));
             if (length > msg_max_) length = msg_max_;  // malformed: deliver_packed refuses it
         }
         std::byte *copy = buffer_take();
         std::memcpy(copy, header, length);
-        ugni().SmsgRelease(ep_[peer]);
+        ugni().SmsgRelease(c.ep);
         ready_.push_back(Arrival{copy, length});
     }
+}
+
+// ---- connections ----
+
+// Peers are connected at their first touch (an AM, a post, the barrier):
+// this rank takes a mailbox for the peer, binds an endpoint to it and
+// sends a datagram with its Hello (connect_start); the peer's wildcard
+// (or its own request to this rank, when both asked at once) answers with
+// its Hello, and SMSG is set up on both sides (established).  Until then
+// sends answer not_ready and wait polling, and FMA and BTE posts go on the
+// request's endpoint, which is bound already.  A peer that never answers
+// is found by the liveness check (the request counts as a send to it),
+// which ends the job naming it after SLUICE_GNI_PEER_TIMEOUT.
+
+Hello GniTransport::hello(std::uint32_t channel) const {
+    const Mailbox &b = channels_[channel].box;
+    Hello h{};
+    h.mbox_base = reinterpret_cast<std::uint64_t>(b.chunk);
+    h.mbox_handle = b.handle;
+    h.mbox_offset = b.offset;
+    h.mbox_bytes = mbox_bytes_;
+    h.channel = channel;
+    h.rank = setup().rank;
+    h.flags_base = reinterpret_cast<std::uint64_t>(flags_);
+    h.scratch_handle = scratch_handle_;
+    return h;
+}
+
+Status GniTransport::connect_start(Rank peer) {
+    GniPeer &p = peers_.at(peer);
+    if (p.send || p.dial) return Status::ok;
+    // The peer may have asked first: then its channel serves both ways.
+    datagrams(true);
+    if (p.send) return Status::ok;
+    const char *op = "gni connection";
+    Channel c;
+    c.peer = peer;
+    if (Status s = mailbox_take(c.box); s != Status::ok) return s;
+    gni_return_t rc = ugni().EpCreate(nic_, cq_, &c.ep);
+    if (rc != GNI_RC_SUCCESS) return failed(op, "GNI_EpCreate", rc);
+    const auto channel = static_cast<std::uint32_t>(channels_.size());
+    channels_.push_back(c);
+    if ((rc = ugni().EpBind(c.ep, nic_of(peer), peer)) != GNI_RC_SUCCESS) return failed(op, "GNI_EpBind", rc);
+    p.out = hello(channel);
+    if ((rc = ugni().EpPostDataWId(c.ep, &p.out, sizeof p.out, &p.in, sizeof p.in, peer)) != GNI_RC_SUCCESS)
+        return failed(op, "GNI_EpPostDataWId", rc);
+    p.dial = c.ep;
+    p.dial_channel = channel;
+    ++dials_;
+    ++gni_counters_.dials;
+    sent_to(peer);  // the liveness check waits for its answer
+    return Status::ok;
+}
+
+Status GniTransport::bound(Rank peer, gni_ep_handle_t &ep) {
+    const GniPeer *p = peers_.find(peer);
+    if (!p || (!p->send && !p->dial)) {
+        if (Status s = connect_start(peer); s != Status::ok) return s;
+        p = peers_.find(peer);
+    }
+    ep = p->send ? p->send : p->dial;
+    return Status::ok;
+}
+
+// The datagrams that completed: the wildcard's (a peer asked) and this
+// rank's requests.  Probed at every poll while a request is in flight,
+// every datagram_probe_every polls otherwise, and before a request.
+void GniTransport::datagrams(bool now) {
+    if (!now && dials_ == 0 && ++datagram_polls_ % datagram_probe_every != 0) return;
+    for (std::size_t i = 0; i < 64; ++i) {
+        std::uint64_t id = 0;
+        if (ugni().PostDataProbeById(nic_, &id) != GNI_RC_SUCCESS) return;
+        // A datagram not tested stays the probe's answer: stop there.
+        const bool tested = id == wildcard_id         ? accepted()
+                            : id < setup().size       ? dialed(static_cast<Rank>(id))
+                                                      : false;
+        if (!tested) {
+            if (!datagram_stuck_)
+                base::report(Status::transport, "gni connection", "this is a Sluice bug",
+                             "gni: datagram %llu completed and cannot be taken: no peer can connect any more",
+                             static_cast<unsigned long long>(id));
+            datagram_stuck_ = true;
+            return;
+        }
+    }
+}
+
+// The wildcard matched a peer's request: its endpoint is bound to the
+// peer and becomes the channel, and a new wildcard is posted.
+bool GniTransport::accepted() {
+    gni_post_state_t state = GNI_POST_PENDING;
+    std::uint32_t address = 0, inst = 0;
+    const gni_return_t rc = ugni().EpPostDataTestById(wild_ep_, wildcard_id, &state, &address, &inst);
+    if (rc != GNI_RC_SUCCESS || state == GNI_POST_PENDING) return false;
+    const char *op = "gni connection";
+    const Rank peer = inst;
+    if (state != GNI_POST_COMPLETED || peer >= setup().size || peer == setup().rank || wild_in_.rank != peer) {
+        base::report(Status::transport, op, "run every rank of the job on the same Sluice build",
+                     "gni: a connection request from NIC address %u instance %u (rank %u by its own account) is "
+                     "not from another rank of this job (state %d): ignored",
+                     address, inst, wild_in_.rank, static_cast<int>(state));
+        if (ugni().EpPostDataWId(wild_ep_, &wild_out_, sizeof wild_out_, &wild_in_, sizeof wild_in_, wildcard_id) !=
+            GNI_RC_SUCCESS)
+            base::report(Status::transport, op, nullptr, "gni: GNI_EpPostDataWId (wildcard) failed: no peer can connect");
+        return true;
+    }
+    ++gni_counters_.accepts;
+    gni_ep_handle_t ep = wild_ep_;
+    const std::uint32_t channel = wild_channel_;
+    channels_[channel].peer = peer;
+    wild_ep_ = nullptr;
+    if (const gni_return_t b = ugni().EpBind(ep, address, inst); b != GNI_RC_SUCCESS)
+        failed(op, "GNI_EpBind (accepted)", b);
+    else
+        established(peer, ep, channel, wild_in_);
+    if (wildcard_post() != Status::ok)
+        base::report(Status::transport, op, nullptr, "gni: no new wildcard datagram: no further peer can connect");
+    return true;
+}
+
+// This rank's request to `peer` was answered.
+bool GniTransport::dialed(Rank peer) {
+    GniPeer *p = peers_.find(peer);
+    if (!p || !p->dial) return false;
+    gni_post_state_t state = GNI_POST_PENDING;
+    std::uint32_t address = 0, inst = 0;
+    const gni_return_t rc = ugni().EpPostDataTestById(p->dial, peer, &state, &address, &inst);
+    if (rc != GNI_RC_SUCCESS || state == GNI_POST_PENDING) return false;
+    gni_ep_handle_t ep = p->dial;
+    p->dial = nullptr;
+    --dials_;
+    if (state != GNI_POST_COMPLETED) {
+        base::report(Status::transport, "gni connection", "check that the peer is alive",
+                     "gni: the connection request to rank %u ended in state %d", peer, static_cast<int>(state));
+        return true;
+    }
+    established(peer, ep, p->dial_channel, p->in);
+    return true;
+}
+
+// SMSG between this rank's mailbox of `channel` and the peer's of its
+// Hello; the peer's messages on it carry the channel's number.  The first
+// channel with a peer is the one this rank sends on.
+bool GniTransport::established(Rank peer, gni_ep_handle_t ep, std::uint32_t channel, const Hello &theirs) {
+    const char *op = "gni connection";
+    Channel &c = channels_[channel];
+    c.ep = ep;
+    if (theirs.rank != peer || theirs.mbox_bytes != mbox_bytes_) {
+        base::report(Status::state, op, "run every rank of the job on the same Sluice build",
+                     "gni: rank %u answered as rank %u with mailboxes of %u bytes (this rank's: %u)", peer, theirs.rank,
+                     theirs.mbox_bytes, mbox_bytes_);
+        return false;
+    }
+    gni_smsg_attr_t local{}, remote{};
+    local.msg_type = remote.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
+    local.mbox_maxcredit = remote.mbox_maxcredit = credits_;
+    local.msg_maxsize = remote.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
+    local.buff_size = remote.buff_size = mbox_bytes_;
+    local.msg_buffer = c.box.chunk;
+    local.mem_hndl = c.box.handle;
+    local.mbox_offset = c.box.offset;
+    remote.msg_buffer = reinterpret_cast<void *>(theirs.mbox_base);
+    remote.mem_hndl = theirs.mbox_handle;
+    remote.mbox_offset = theirs.mbox_offset;
+    gni_return_t rc = ugni().SmsgInit(ep, &local, &remote);
+    if (rc == GNI_RC_SUCCESS) rc = ugni().EpSetEventData(ep, channel, theirs.channel);
+    if (rc != GNI_RC_SUCCESS) {
+        failed(op, "GNI_SmsgInit", rc);
+        return false;
+    }
+    c.ready = true;
+    GniPeer &p = peers_.at(peer);
+    if (!p.send) p.send = ep;
+    p.flags_base = theirs.flags_base;
+    p.scratch = theirs.scratch_handle;
+    heard(peer);
+    drain(channel, SIZE_MAX);
+    return true;
 }
 
 std::byte *GniTransport::buffer_take() {
@@ -335,7 +530,9 @@ Status GniTransport::post(RmaPost *p, Rank peer, const char *what) {
     d.dlvr_mode = dlvr_mode_;
     d.src_cq_hndl = cq_;
     d.post_id = reinterpret_cast<std::uint64_t>(p);
-    const gni_return_t rc = p->bte ? ugni().PostRdma(ep_[peer], &d) : ugni().PostFma(ep_[peer], &d);
+    gni_ep_handle_t ep = nullptr;
+    gni_return_t rc = GNI_RC_INVALID_STATE;
+    if (bound(peer, ep) == Status::ok) rc = p->bte ? ugni().PostRdma(ep, &d) : ugni().PostFma(ep, &d);
     if (rc == GNI_RC_SUCCESS) {
         ++rma_outstanding_;
         ++(p->bte ? gni_counters_.bte : gni_counters_.fma);
@@ -379,7 +576,14 @@ Status GniTransport::barrier_impl(bool (*poll_fn)(void *), void *context) {
                 Guard g(*this);
                 if (!up()) return Status::transport;
                 if (post_free_.empty()) reap();
-                if (!post_free_.empty()) {
+                // The partner's flags come with its Hello.
+                const GniPeer *to = peers_.find(partner);
+                if (!to || !to->send) {
+                    if (Status s = connect_start(partner); s != Status::ok) return s;
+                    datagrams();
+                    to = peers_.find(partner);
+                }
+                if (to->send && !post_free_.empty()) {
                     RmaPost *p = post_free_.take();
                     p->op = nullptr;
                     p->peer = partner;
@@ -391,8 +595,8 @@ Status GniTransport::barrier_impl(bool (*poll_fn)(void *), void *context) {
                     p->d.type = GNI_POST_FMA_PUT;
                     p->d.local_addr = reinterpret_cast<std::uint64_t>(p->immediate);
                     p->d.local_mem_hndl = scratch_handle_;
-                    p->d.remote_addr = peer_flags_[partner] + 64 * k;
-                    p->d.remote_mem_hndl = peer_scratch_[partner];
+                    p->d.remote_addr = to->flags_base + 64 * k;
+                    p->d.remote_mem_hndl = to->scratch;
                     p->d.length = 1;
                     const Status s = post(p, partner, "barrier (gni)");
                     if (s == Status::ok) break;

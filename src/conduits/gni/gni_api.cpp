@@ -19,6 +19,11 @@ bool bind(void *lib, Api &a, std::string &why) {
            dl_bind(lib, "GNI_CqDestroy", a.CqDestroy, why) & dl_bind(lib, "GNI_CqGetEvent", a.CqGetEvent, why) &
            dl_bind(lib, "GNI_EpCreate", a.EpCreate, why) & dl_bind(lib, "GNI_EpBind", a.EpBind, why) &
            dl_bind(lib, "GNI_EpUnbind", a.EpUnbind, why) & dl_bind(lib, "GNI_EpDestroy", a.EpDestroy, why) &
+           dl_bind(lib, "GNI_EpSetEventData", a.EpSetEventData, why) &
+           dl_bind(lib, "GNI_EpPostDataWId", a.EpPostDataWId, why) &
+           dl_bind(lib, "GNI_EpPostDataTestById", a.EpPostDataTestById, why) &
+           dl_bind(lib, "GNI_EpPostDataCancelById", a.EpPostDataCancelById, why) &
+           dl_bind(lib, "GNI_PostDataProbeById", a.PostDataProbeById, why) &
            dl_bind(lib, "GNI_MemRegister", a.MemRegister, why) &
            dl_bind(lib, "GNI_MemDeregister", a.MemDeregister, why) &
            dl_bind(lib, "GNI_SmsgBufferSizeNeeded", a.SmsgBufferSizeNeeded, why) &

@@ -23,6 +23,11 @@ struct Api {
     decltype(&::GNI_EpBind) EpBind;
     decltype(&::GNI_EpUnbind) EpUnbind;
     decltype(&::GNI_EpDestroy) EpDestroy;
+    decltype(&::GNI_EpSetEventData) EpSetEventData;
+    decltype(&::GNI_EpPostDataWId) EpPostDataWId;
+    decltype(&::GNI_EpPostDataTestById) EpPostDataTestById;
+    decltype(&::GNI_EpPostDataCancelById) EpPostDataCancelById;
+    decltype(&::GNI_PostDataProbeById) PostDataProbeById;
     decltype(&::GNI_MemRegister) MemRegister;
     decltype(&::GNI_MemDeregister) MemDeregister;
     decltype(&::GNI_SmsgBufferSizeNeeded) SmsgBufferSizeNeeded;

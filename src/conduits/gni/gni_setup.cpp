@@ -108,7 +108,7 @@ Status GniTransport::init_impl() {
         s != Status::ok)
         return s;
     if (Status s = scratch_create(); s != Status::ok) return s;
-    if (Status s = endpoints_create(); s != Status::ok) return s;
+    if (Status s = records_exchange(); s != Status::ok) return s;
     posts_.assign(num_pd_, RmaPost{});
     for (std::size_t i = 0; i < num_pd_; ++i) posts_[i].immediate = immediates_ + i * immediate_bytes;
     post_free_.fill(posts_.data(), posts_.size());
@@ -130,6 +130,7 @@ Status GniTransport::init_impl() {
     c.rma_piece = std::size_t{1} << 20;  // larger transfers in pieces of 1 MiB
     c.native_barrier = true;          // FMA writes of flags (barrier_impl), when gni reaches every peer
     liveness_setup(setup().size, peer_timeout_s_, "SLUICE_GNI_PEER_TIMEOUT");
+    if (Status s = wildcard_post(); s != Status::ok) return s;
     base::say("gni: device %u, NIC address %u, ptag %u, cookie 0x%x; SMSG messages of %zu bytes, %u credits per "
               "mailbox; FMA up to %zu (put) and %zu (get) bytes, the BTE above; %zu post descriptors, %zu bounce "
               "buffers of %zu bytes, %zu transient registrations at most",
@@ -176,7 +177,8 @@ Status GniTransport::open_domain() {
 
 // The scratch region (gni_transport.hpp): one mapping, one registration
 // (one memory domain descriptor) whose SMSG arrivals raise events on the
-// rx CQ.
+// rx CQ.  It holds the first chunk of mailboxes; more come when a rank
+// connects more peers (mailbox_take).
 Status GniTransport::scratch_create() {
     const char *op = "gni conduit init";
     gni_smsg_attr_t a{};
@@ -188,7 +190,7 @@ Status GniTransport::scratch_create() {
         return failed(op, "GNI_SmsgBufferSizeNeeded", rc, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS");
     mbox_bytes_ = (size + 63) / 64 * 64;
     const auto round = [](std::size_t n) { return (n + 4095) / 4096 * 4096; };
-    const std::size_t mboxes = round(std::size_t{mbox_bytes_} * setup().size);
+    const std::size_t mboxes = round(std::size_t{mbox_bytes_} * chunk_first);
     const std::size_t immediates = round(num_pd_ * immediate_bytes);
     const std::size_t landings = round(common::AtomicSlots<GniAtomicSlot>::count * sizeof(std::uint64_t));
     const std::size_t bounce = round(bounce_count_ * bounce_bytes_);
@@ -203,8 +205,7 @@ Status GniTransport::scratch_create() {
                             "gni: cannot map %zu bytes of mailboxes and buffers: %s", wanted, std::strerror(errno));
     }
     scratch_ = static_cast<std::byte *>(p);
-    mbox_ = scratch_;
-    immediates_ = mbox_ + mboxes;
+    immediates_ = scratch_ + mboxes;
     landings_ = reinterpret_cast<std::uint64_t *>(immediates_ + immediates);
     bounce_ = immediates_ + immediates + landings;
     flags_ = reinterpret_cast<std::uint64_t *>(bounce_ + bounce);
@@ -216,13 +217,17 @@ Status GniTransport::scratch_create() {
         return failed(op, "GNI_MemRegister (mailboxes and buffers)", rc);
     }
     scratch_registered_ = true;
+    chunks_.assign(1, MailboxChunk{scratch_, mboxes, chunk_first, scratch_handle_, false});
+    chunk_used_ = 0;
+    mailbox_bytes_ = mboxes;
     return Status::ok;
 }
 
-// The records exchanged, then an endpoint per peer bound to its NIC
-// address and instance id, with SMSG between this rank's mailbox for the
-// peer and the peer's for this rank.
-Status GniTransport::endpoints_create() {
+// Every rank's record: the NIC address of each host (a peer's endpoint
+// is bound to its host's address and its rank, the instance id), and the
+// mailbox geometry every rank must share.  Nothing else is kept of a peer
+// until it is touched.
+Status GniTransport::records_exchange() {
     const char *op = "gni conduit init";
     const Rank n = setup().size, me = setup().rank;
     Record mine{};
@@ -231,49 +236,89 @@ Status GniTransport::endpoints_create() {
     mine.mbox_bytes = mbox_bytes_;
     mine.credits = credits_;
     mine.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
-    mine.mbox_base = reinterpret_cast<std::uint64_t>(mbox_);
-    mine.flags_base = reinterpret_cast<std::uint64_t>(flags_);
-    mine.mbox_handle = scratch_handle_;
     std::vector<std::string> all;
     if (Status s = common::allgather_records(setup(), "gni", "a mailbox record", &mine, sizeof mine, all); s != Status::ok)
         return s;
-    ep_.assign(n, nullptr);
-    mailbox_full_.assign(n, false);
-    peer_segment_.assign(n, gni_mem_handle_t{});
-    peer_flags_.assign(n, 0);
-    peer_scratch_.assign(n, gni_mem_handle_t{});
-    peer_flags_[me] = mine.flags_base;
-    peer_scratch_[me] = scratch_handle_;
+    std::uint32_t hosts = 0;
+    for (std::uint32_t h : setup().host_of) hosts = std::max(hosts, h + 1);
+    constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+    nic_of_host_.assign(hosts, none);
+    nic_of_rank_.clear();
+    std::vector<std::uint32_t> address(n);
     for (Rank r = 0; r < n; ++r) {
-        if (r == me) continue;
         Record theirs;
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        peer_flags_[r] = theirs.flags_base;
-        peer_scratch_[r] = theirs.mbox_handle;
-        if (theirs.credits != mine.credits || theirs.msg_maxsize != mine.msg_maxsize)
+        if (theirs.credits != mine.credits || theirs.msg_maxsize != mine.msg_maxsize || theirs.mbox_bytes != mine.mbox_bytes)
             return base::report(Status::state, op, "set SLUICE_GNI_MBOX_CREDITS and SLUICE_GNI_MAX_MEDIUM alike on every rank",
                                 "rank %u's mailboxes hold %u messages of %u bytes, this rank's %u of %u", r,
                                 theirs.credits, theirs.msg_maxsize, mine.credits, mine.msg_maxsize);
-        gni_ep_handle_t ep = nullptr;
-        gni_return_t rc = ugni().EpCreate(nic_, cq_, &ep);
-        if (rc != GNI_RC_SUCCESS) return failed(op, "GNI_EpCreate", rc);
-        ep_[r] = ep;
-        if ((rc = ugni().EpBind(ep, theirs.nic_address, theirs.inst_id)) != GNI_RC_SUCCESS)
-            return failed(op, "GNI_EpBind", rc);
-        gni_smsg_attr_t local{}, remote{};
-        local.msg_type = remote.msg_type = GNI_SMSG_TYPE_MBOX_AUTO_RETRANSMIT;
-        local.mbox_maxcredit = remote.mbox_maxcredit = credits_;
-        local.msg_maxsize = remote.msg_maxsize = static_cast<std::uint32_t>(msg_max_);
-        local.buff_size = mbox_bytes_;
-        local.msg_buffer = mbox_;
-        local.mem_hndl = scratch_handle_;
-        local.mbox_offset = mbox_bytes_ * r;
-        remote.buff_size = theirs.mbox_bytes;
-        remote.msg_buffer = reinterpret_cast<void *>(theirs.mbox_base);
-        remote.mem_hndl = theirs.mbox_handle;
-        remote.mbox_offset = theirs.mbox_bytes * me;
-        if ((rc = ugni().SmsgInit(ep, &local, &remote)) != GNI_RC_SUCCESS) return failed(op, "GNI_SmsgInit", rc);
+        if (theirs.inst_id != r)
+            return base::report(Status::state, op, "run the same Sluice build on every rank",
+                                "rank %u published instance id %u", r, theirs.inst_id);
+        address[r] = theirs.nic_address;
+        std::uint32_t &host = nic_of_host_[setup().host_of[r]];
+        if (host == none) host = theirs.nic_address;
+        else if (host != theirs.nic_address) nic_of_rank_.assign(1, 0);  // a host with two NICs: keep every rank's
     }
+    if (!nic_of_rank_.empty()) nic_of_rank_ = std::move(address);
+    peers_.reset(n);
+    peer_segment_.assign(n, gni_mem_handle_t{});
+    return Status::ok;
+}
+
+// One more mailbox, from the last chunk or a new one (mapped and
+// registered with the rx CQ as its destination: SMSG arrivals raise
+// events there).
+Status GniTransport::mailbox_take(Mailbox &box) {
+    if (chunks_.empty() || chunk_used_ == chunks_.back().count) {
+        const char *op = "gni connection";
+        std::uint32_t made = 0;
+        for (const MailboxChunk &c : chunks_) made += c.count;
+        MailboxChunk c;
+        c.separate = true;
+        c.count = std::clamp(made, chunk_first, chunk_most);
+        c.bytes = (std::size_t{c.count} * mbox_bytes_ + 4095) / 4096 * 4096;
+        void *p = ::mmap(nullptr, c.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return base::report(Status::resource, op, "lower SLUICE_GNI_MAX_MEDIUM or SLUICE_GNI_MBOX_CREDITS",
+                                "gni: cannot map %zu bytes of mailboxes: %s", c.bytes, std::strerror(errno));
+        c.base = static_cast<std::byte *>(p);
+        if (Status s = pin_.take("gni", c.base, c.bytes); s != Status::ok) {
+            ::munmap(p, c.bytes);
+            return s;
+        }
+        if (gni_return_t rc = ugni().MemRegister(nic_, reinterpret_cast<std::uint64_t>(p), c.bytes, rx_cq_,
+                                                 GNI_MEM_READWRITE, static_cast<std::uint32_t>(-1), &c.handle);
+            rc != GNI_RC_SUCCESS) {
+            pin_.give(c.bytes);
+            ::munmap(p, c.bytes);
+            return failed(op, "GNI_MemRegister (mailboxes)", rc,
+                          "check the NIC's memory domain descriptors (GNI_RC_ERROR_RESOURCE: all in use)");
+        }
+        chunks_.push_back(c);
+        chunk_used_ = 0;
+        mailbox_bytes_ += c.bytes;
+    }
+    const MailboxChunk &c = chunks_.back();
+    box = Mailbox{c.base, c.handle, mbox_bytes_ * chunk_used_++};
+    return Status::ok;
+}
+
+// The wildcard datagram on an unbound endpoint, offering the next mailbox:
+// a peer's connection request lands here unless this rank asked it first.
+Status GniTransport::wildcard_post() {
+    const char *op = "gni connection";
+    Channel c;
+    if (Status s = mailbox_take(c.box); s != Status::ok) return s;
+    gni_return_t rc = ugni().EpCreate(nic_, cq_, &c.ep);
+    if (rc != GNI_RC_SUCCESS) return failed(op, "GNI_EpCreate (wildcard)", rc);
+    wild_ep_ = c.ep;
+    wild_channel_ = static_cast<std::uint32_t>(channels_.size());
+    channels_.push_back(c);
+    wild_out_ = hello(wild_channel_);
+    if ((rc = ugni().EpPostDataWId(wild_ep_, &wild_out_, sizeof wild_out_, &wild_in_, sizeof wild_in_, wildcard_id)) !=
+        GNI_RC_SUCCESS)
+        return failed(op, "GNI_EpPostDataWId (wildcard)", rc);
     return Status::ok;
 }
 
@@ -328,13 +373,18 @@ void GniTransport::fini_impl() {
 void GniTransport::close_all() {
     if (api() == nullptr) return;
     const Api &u = ugni();
-    for (gni_ep_handle_t &ep : ep_)
-        if (ep) {
-            u.EpUnbind(ep);
-            u.EpDestroy(ep);
-            ep = nullptr;
+    // Every endpoint is a channel's (the wildcard's and each request's
+    // too); destroying one cancels its datagram.
+    for (Channel &c : channels_)
+        if (c.ep) {
+            u.EpUnbind(c.ep);
+            u.EpDestroy(c.ep);
         }
-    ep_.clear();
+    channels_.clear();
+    peers_.clear();
+    peer_segment_.clear();
+    wild_ep_ = nullptr;
+    dials_ = 0;
     if (ep_self_) {
         u.EpUnbind(ep_self_);
         u.EpDestroy(ep_self_);
@@ -346,7 +396,17 @@ void GniTransport::close_all() {
         for (Registration &r : regs_)
             if (r.live) u.MemDeregister(nic_, &r.handle);
         if (scratch_registered_) u.MemDeregister(nic_, &scratch_handle_);
+        for (MailboxChunk &c : chunks_)
+            if (c.separate) u.MemDeregister(nic_, &c.handle);
     }
+    for (MailboxChunk &c : chunks_)
+        if (c.separate) {
+            pin_.give(c.bytes);
+            ::munmap(c.base, c.bytes);
+        }
+    chunks_.clear();
+    chunk_used_ = 0;
+    mailbox_bytes_ = 0;
     regs_.clear();
     posts_.clear();
     post_free_.clear();
@@ -355,7 +415,7 @@ void GniTransport::close_all() {
     transients_ = 0;
     scratch_registered_ = false;
     if (scratch_) ::munmap(scratch_, scratch_total_);
-    scratch_ = mbox_ = immediates_ = bounce_ = nullptr;
+    scratch_ = immediates_ = bounce_ = nullptr;
     landings_ = flags_ = nullptr;
     if (rx_cq_) u.CqDestroy(rx_cq_);
     rx_cq_ = nullptr;
@@ -375,11 +435,16 @@ bool GniTransport::stats_wanted() const { return base::knob_bool(knob(Knob::GNI_
 
 void GniTransport::stats_print() {
     const GniCounters &g = gni_counters_;
+    std::size_t connected = 0;
+    peers_.each([&](Rank, const GniPeer &p) { connected += p.send != nullptr; });
     const std::string extra = "FMA posts " + std::to_string(g.fma) + ", BTE posts " + std::to_string(g.bte) +
                               ", AMOs " + std::to_string(g.amo) + ", immediate " + std::to_string(g.immediate) +
                               ", bounced " + std::to_string(g.bounced) + ", transient registrations " +
                               std::to_string(g.transient) + " (refused " + std::to_string(g.transient_refused) + "), rx overruns " +
-                              std::to_string(g.rx_overruns);
+                              std::to_string(g.rx_overruns) + ", peers connected " + std::to_string(connected) +
+                              ", connections asked " + std::to_string(g.dials) +
+                              ", accepted " + std::to_string(g.accepts) + ", sends waiting for one " +
+                              std::to_string(g.connect_waits);
     common::stats_line(setup().rank, "gni", path(setup().rank), counters_, receive_wakeups(), extra);
 }
 

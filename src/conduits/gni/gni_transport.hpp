@@ -12,6 +12,7 @@
 #include "base/status.hpp"
 #include "conduits/common/free_list.hpp"
 #include "conduits/common/packed_am.hpp"
+#include "conduits/common/peer_table.hpp"
 #include "conduits/common/pin_limit.hpp"
 #include "conduits/common/rdma_conduit.hpp"
 #include "conduits/gni/gni_api.hpp"
@@ -39,6 +40,14 @@ constexpr std::uint32_t rx_cq_least = 4096;  // arrivals' events, at least (SLUI
 // this size need no other buffer (the descriptor's immediate buffer).
 constexpr std::size_t immediate_bytes = 128;
 constexpr std::size_t max_barrier_rounds = 32;
+// Mailboxes are made a chunk at a time: the first of this many, each next
+// as many as all before it (so registrations stay few), at most the last.
+constexpr std::uint32_t chunk_first = 8, chunk_most = 1024;
+// The wildcard datagram's id; a connection request's is the peer's rank.
+constexpr std::uint64_t wildcard_id = 0xffff'ffff'0000'0000ull;
+// Polls between two probes for datagrams while no request of this rank's
+// is in flight (a peer's request waits for the probe).
+constexpr std::uint32_t datagram_probe_every = 16;
 
 // What GNI_GetCompleted hands back: the descriptor, first, of an RMA post
 // or of an atomic.
@@ -82,7 +91,9 @@ struct Arrival {
     std::size_t length;
 };
 
-// What every rank publishes at init (allgather_records).
+// What every rank publishes at init (allgather_records): its NIC address
+// and what must agree between ranks.  Mailboxes are set up with a peer
+// at its first touch (Hello).
 struct Record {
     std::uint32_t nic_address;
     std::uint32_t inst_id;
@@ -90,11 +101,67 @@ struct Record {
     std::uint32_t credits;      // SLUICE_GNI_MBOX_CREDITS
     std::uint32_t msg_maxsize;  // from SLUICE_GNI_MAX_MEDIUM
     std::uint32_t pad;
-    std::uint64_t mbox_base;    // mailboxes by sender rank, mbox_bytes apart
-    std::uint64_t flags_base;   // the barrier's flags, a line per round, in the same registration
-    gni_mem_handle_t mbox_handle;
 };
-static_assert(sizeof(Record) == 56);
+static_assert(sizeof(Record) == 24);
+
+// One SMSG mailbox of this rank's: `offset` bytes into a chunk of them,
+// which is one registration whose SMSG arrivals raise events on the rx CQ.
+struct Mailbox {
+    std::byte *chunk = nullptr;
+    gni_mem_handle_t handle{};
+    std::uint32_t offset = 0;
+};
+
+// What a rank sends a peer in the datagram that sets up SMSG between them
+// (a connection request, or the answer of the wildcard): its mailbox for
+// the peer, the channel number the peer's messages must carry as their
+// remote event data, and its barrier flags.
+struct Hello {
+    std::uint64_t mbox_base;
+    gni_mem_handle_t mbox_handle;
+    std::uint32_t mbox_offset;
+    std::uint32_t mbox_bytes;
+    std::uint32_t channel;
+    std::uint32_t rank;
+    std::uint64_t flags_base;     // the barrier's flags, in the scratch registration
+    gni_mem_handle_t scratch_handle;
+};
+static_assert(sizeof(Hello) <= GNI_DATAGRAM_MAXSIZE);
+
+// An endpoint bound to a peer with SMSG between one of this rank's
+// mailboxes and one of the peer's (ready once both sides' Hellos are
+// known); its index in the channel table is the number the peer's SMSG
+// events carry.  Two ranks that ask each other at once may get two; each
+// sends on the first it got and receives on both.
+struct Channel {
+    gni_ep_handle_t ep = nullptr;
+    Rank peer = 0;
+    Mailbox box;
+    bool ready = false;
+};
+
+// What a rank holds for a peer it touched (PeerTable: nothing for the
+// others): the endpoint it sends on, its connection request while in
+// flight, the peer's barrier flags.
+struct GniPeer {
+    gni_ep_handle_t send = nullptr;  // the first channel's endpoint: every SMSG and post to the peer
+    gni_ep_handle_t dial = nullptr;  // bound, its datagram (id = the peer's rank) in flight
+    std::uint32_t dial_channel = 0;
+    bool mailbox_full = false;       // the last send to it found its mailbox full
+    std::uint64_t flags_base = 0;
+    gni_mem_handle_t scratch{};
+    Hello out{}, in{};               // the request's datagram and the answer's landing
+};
+
+// A chunk of mailboxes: the first is in the scratch region, each later one
+// is a mapping and a registration of its own.
+struct MailboxChunk {
+    std::byte *base = nullptr;
+    std::size_t bytes = 0;
+    std::uint32_t count = 0;
+    gni_mem_handle_t handle{};
+    bool separate = false;
+};
 
 // A registration of this rank's (the segment, or another region the core
 // registers), found by the local buffers RDMA reads or writes.
@@ -107,7 +174,7 @@ struct Registration {
 // Counters beyond the layer's.
 struct GniCounters {
     std::uint64_t fma = 0, bte = 0, transient = 0, transient_refused = 0, immediate = 0, bounced = 0, amo = 0,
-                  rx_overruns = 0;
+                  rx_overruns = 0, dials = 0, accepts = 0, connect_waits = 0;
 };
 
 class GniTransport final : public common::RdmaConduit<Arrival, GniAtomicSlot> {
@@ -118,8 +185,8 @@ public:
 
 protected:
     Status init_impl() override;
-    // The mailboxes, one per sender (SMSG).
-    std::size_t receive_buffer_bytes_impl() override { return std::size_t{mbox_bytes_} * setup().size; }
+    // The mailboxes made so far (SMSG), a chunk of them at a time.
+    std::size_t receive_buffer_bytes_impl() override { return mailbox_bytes_; }
     Status send_impl(Rank peer, const AmMessage &m) override;
     Status mem_register_impl(void *base, std::size_t size, std::uint64_t requested_key, std::uint64_t &handle,
                              std::string &rkey) override;
@@ -147,9 +214,11 @@ protected:
 private:
     // gni_setup.cpp
     Status open_domain();
-    Status mailboxes_create();
     Status scratch_create();
-    Status endpoints_create();
+    Status records_exchange();
+    Status mailbox_take(Mailbox &box);
+    Status wildcard_post();
+    std::uint32_t nic_of(Rank r) const { return nic_of_rank_.empty() ? nic_of_host_[setup().host_of[r]] : nic_of_rank_[r]; }
     Status failed(const char *op, const char *call, gni_return_t rc, const char *fix = nullptr);
     void close_all();
     bool stats_wanted() const override;
@@ -158,7 +227,15 @@ private:
     // gni.cpp
     void reap_local();                                // under lock_
     void reap_arrivals();                             // under lock_
-    void drain(Rank peer, std::size_t most);          // under lock_
+    void drain(std::uint32_t channel, std::size_t most);  // under lock_
+    // Connections (gni.cpp): datagrams carry the Hellos.
+    Status connect_start(Rank peer);                  // under lock_
+    Status bound(Rank peer, gni_ep_handle_t &ep);     // under lock_: an endpoint to post on
+    void datagrams(bool now = false);                 // under lock_
+    bool accepted();                                  // under lock_: false: not taken
+    bool dialed(Rank peer);                           // under lock_: false: not taken
+    bool established(Rank peer, gni_ep_handle_t ep, std::uint32_t channel, const Hello &theirs);  // under lock_
+    Hello hello(std::uint32_t channel) const;
     void rma_done(RmaPost *p, bool ok);               // under lock_
     void atomic_done(GniAtomicSlot *s, bool ok);      // under lock_ (atomics.cpp)
     const Registration *covering(const void *p, std::size_t n) const;  // under lock_
@@ -172,24 +249,34 @@ private:
     gni_cq_handle_t cq_ = nullptr;     // local completions: posts, SMSG sends
     gni_cq_handle_t rx_cq_ = nullptr;  // SMSG arrivals in this rank's mailboxes
     // The scratch region, one registration (raising the rx CQ's events
-    // for SMSG): the mailboxes, one per sender; the posts' immediate
+    // for SMSG): the first chunk of mailboxes; the posts' immediate
     // buffers; the atomics' landing words; the bounce buffers; the
     // barrier's flags and its sources.
     std::byte *scratch_ = nullptr;
     std::size_t scratch_total_ = 0;
     gni_mem_handle_t scratch_handle_{};
     bool scratch_registered_ = false;
-    std::byte *mbox_ = nullptr;            // scratch_'s start
     std::byte *immediates_ = nullptr;      // immediate_bytes per post
     std::uint64_t *landings_ = nullptr;    // a word per atomic slot
     std::byte *bounce_ = nullptr;          // bounce_count_ buffers of bounce_bytes_
     std::uint64_t *flags_ = nullptr;       // max_barrier_rounds lines of 64 bytes: the byte peers write
-    std::vector<gni_ep_handle_t> ep_;       // by rank (null: this rank)
-    std::vector<bool> mailbox_full_;        // by rank: the last send to it found its mailbox full
     gni_ep_handle_t ep_self_ = nullptr;     // this rank's atomics on its own words (made with the atomics)
+    // Peers: nothing for one never touched but its segment's handle and
+    // the NIC address of its host.
+    common::PeerTable<GniPeer> peers_;
     std::vector<gni_mem_handle_t> peer_segment_;  // by rank
-    std::vector<std::uint64_t> peer_flags_;       // by rank: its barrier flags (in its scratch registration)
-    std::vector<gni_mem_handle_t> peer_scratch_;  // by rank
+    std::vector<std::uint32_t> nic_of_host_;      // by host index
+    std::vector<std::uint32_t> nic_of_rank_;      // by rank, only when a host's ranks differ
+    std::vector<Channel> channels_;               // by channel number
+    std::vector<MailboxChunk> chunks_;
+    std::uint32_t chunk_used_ = 0;                // mailboxes of the last chunk taken
+    std::size_t mailbox_bytes_ = 0;               // of every chunk
+    gni_ep_handle_t wild_ep_ = nullptr;           // unbound: the wildcard datagram, always posted
+    std::uint32_t wild_channel_ = 0;
+    Hello wild_out_{}, wild_in_{};
+    std::size_t dials_ = 0;                       // connection requests in flight
+    std::uint32_t datagram_polls_ = 0;
+    bool datagram_stuck_ = false;                 // reported: a completed datagram could not be taken
     std::vector<Registration> regs_;        // handle = index + 1
 
     std::uint32_t ptag_ = 0, cookie_ = 0, dev_id_ = 0, nic_address_ = 0;

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The gni conduit on the software uGNI NIC (tests/softnic/gni): the
 # conduit conformance suite and the multi-process suites at 2 and 3
-# ranks, the exit matrix and the receive thread; then, at 2 ranks,
+# ranks, the exit matrix and the receive thread; connections made on
+# first use (8 ranks that talk to 5 peers each connect those only); then,
+# at 2 ranks,
 # mailboxes of one credit (sends find the peer's mailbox full and wait),
 # an rx CQ so small that it overruns,
 # every transfer on the BTE and every one on FMA (the cutovers at 0 and
@@ -94,6 +96,26 @@ check=$builddir/tests/sluice-rcv-thread-check
 gni_job SLUICE_RCV_THREAD=1 SLUICE_VERBOSE=1 timeout 60 "$run" "$builddir/sluicerun" -n 2 -- "$check" rcv-thread 3000 200 thread
 expect "SLUICE_RCV_THREAD=1: rank 1's receive thread answers while it computes" 0 "PASS rcv-thread"
 expect "SLUICE_RCV_THREAD=1: the thread started" 0 "gni: receive thread started"
+
+echo "=== gni: connections on first use"
+# Every pair is connected by a datagram exchange when it first talks: a
+# rank's request meets the peer's wildcard (or the peer's own request).
+gni_job timeout 120 "$run" "$builddir/sluicerun" -n 3 -- "$job" am
+expect "3 ranks: the AM case passes over connections made on first use" 0 "PASS am on 3 ranks"
+at_least_one "ranks asked their peers for connections by datagram" "connections asked"
+at_least_one "the wildcard datagrams took peers' requests" "accepted"
+# 8 ranks passing AMs to the right neighbour, with the FMA barrier (partners
+# at +1, +2 and +4): a rank talks to 5 of its 7 peers and connects those
+# only (7 if it connected every peer).
+gni_job timeout 300 "$run" "$builddir/sluicerun" -n 8 -- "$job" delivery 10 right
+expect "8 ranks: the delivery case passes" 0 "PASS delivery on 8 ranks"
+connected=$(printf '%s\n' "$log" | sed -n 's/.*peers connected \([0-9]*\),.*/\1/p' | sort -u | tr '\n' ' ')
+if [ "$connected" = "5 " ] && [ "$(printf '%s\n' "$log" | grep -c 'peers connected')" -eq 8 ]; then
+    echo "ok: 8 ranks: each connected the 5 peers it talked to, not all 7"
+else
+    echo "FAIL: 8 ranks: peers connected per rank: '$connected', want 5 on each of 8 ranks"
+    failed=1
+fi
 
 # BacklogAndRetry's 20000 Shorts and PerPeerOrderOneHandlerAtATime's 1500
 # requests with their replies, one credit each way, are a handoff of the
