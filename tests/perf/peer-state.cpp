@@ -217,6 +217,19 @@ struct Gni {
 };
 #endif
 
+#ifdef SLUICE_PEER_STATE_MPI
+// The mpi conduit (built into libsluice-mpi, not libsluice): its rank maps
+// both ways, as src/conduits/mpi/mpi_transport.hpp declares them, and its
+// liveness.  Its posted receives are at most 1024 whatever the job's size.
+struct Mpi {
+    std::vector<int> mpi_rank;
+    std::vector<Rank> sluice_rank;
+    PeerTable<PeerLife> life;
+    explicit Mpi(Rank n) : mpi_rank(n), sluice_rank(n) { life.reset(n); }
+    void touch(Rank r) { life.insert(r, std::make_unique<PeerLife>()); }
+};
+#endif
+
 template <class T> std::shared_ptr<void> owner(Rank n) { return std::make_shared<T>(n); }
 
 } // namespace
@@ -269,6 +282,10 @@ int main(int argc, char **argv) {
 #ifdef SLUICE_CONDUIT_LAPI
         {"lapi", "heard and ping flags of every rank; both orders, liveness at first touch", owner<Lapi>,
          [](void *t, Rank r) { static_cast<Lapi *>(t)->touch(r); }},
+#endif
+#ifdef SLUICE_PEER_STATE_MPI
+        {"mpi", "its MPI rank, and the Sluice rank of each MPI rank; liveness at first touch", owner<Mpi>,
+         [](void *t, Rank r) { static_cast<Mpi *>(t)->touch(r); }},
 #endif
 #ifdef SLUICE_CONDUIT_GNI
         {"gni", "segment handle of every rank; endpoint, channel, liveness at first touch (a mailbox: mapped)", owner<Gni>,
