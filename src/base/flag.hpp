@@ -11,24 +11,8 @@
 // taken.  A thread created later is created by this thread, outside the
 // code that holds a flag, and sees every flag through pthread_create; from
 // then on the locked instructions are used.  A release is a release store
-// either way.
-//
-// An initialized Sluice always has a second thread (the signal thread,
-// core/exit.cpp), and an MPI often starts threads of its own; yet usually
-// one thread, the one that called sluice_init, takes every flag.  That
-// thread is the flags' *owner* (the lock bias, SLUICE_LOCK_BIAS): it takes
-// them with plain loads and stores, counting those it holds, until another
-// thread first takes one.  That thread *revokes* the bias: it raises
-// `revoked` and makes every thread of the process pass a full barrier
-// (membarrier, private expedited), then treats every flag as taken while
-// the owner's count is not 0.  The owner reads `revoked` after raising its
-// count from 0 (a Dekker pair, the membarrier standing for the owner's
-// fence): either it sees the revocation and takes flags with the locked
-// instructions from then on, or the revoking thread sees its count and
-// waits.  An owner holding flags already takes more without looking
-// (the revoking thread waits for all of them), so every flag it took
-// without a locked instruction is released before it switches.  A flag
-// taken by the owner must be released by the owner.
+// either way.  An initialized Sluice always has a second thread (the
+// signal thread, core/exit.cpp), so in a job the locked instructions run.
 #pragma once
 
 #include <atomic>
@@ -54,66 +38,15 @@ inline bool process_single_threaded() {
 #endif
 }
 
-// The lock bias (above): the owner's count of flags held, the revocation,
-// and whether a bias was ever started in this process (base/flag.cpp).
-struct LockBias {
-    std::atomic<unsigned> held{0};
-    std::atomic<bool> revoked{false};
-    std::atomic<bool> started{false};
-};
-extern LockBias lock_bias;
-// This thread is the owner and has not seen the bias revoked.
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool lock_biased;
-
-// Makes the calling thread the owner when the kernel offers private
-// expedited membarrier; false (and `why`) otherwise.  Call it holding no
-// flag, once.
-bool lock_bias_start(const char **why = nullptr);
-// A thread other than the owner, before it first takes a flag: revokes
-// the bias (once per process; the first call pays a membarrier).
-void lock_bias_revoke();
-
 // Takes `flag` if it is free.
 inline bool flag_try_take(std::atomic<bool> &flag) {
-    if (lock_biased) [[likely]] {
-        const unsigned held = lock_bias.held.load(std::memory_order_relaxed);
-        lock_bias.held.store(held + 1, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        if (held == 0 && lock_bias.revoked.load(std::memory_order_relaxed)) [[unlikely]] {
-            lock_bias.held.store(0, std::memory_order_release);
-            lock_biased = false;
-            return flag_try_take(flag);
-        }
-        if (flag.load(std::memory_order_relaxed)) {
-            lock_bias.held.store(held, std::memory_order_release);
-            return false;
-        }
-        flag.store(true, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        return true;
-    }
-    if (lock_bias.started.load(std::memory_order_relaxed)) [[unlikely]] {
-        if (!lock_bias.revoked.load(std::memory_order_relaxed)) lock_bias_revoke();
-        if (lock_bias.held.load(std::memory_order_acquire) != 0) return false;  // the owner holds a flag, which one unknown
-    }
     if (process_single_threaded()) {
         if (flag.load(std::memory_order_relaxed)) return false;
         flag.store(true, std::memory_order_relaxed);
         std::atomic_signal_fence(std::memory_order_seq_cst);
         return true;
     }
-    if (flag.load(std::memory_order_relaxed) || flag.exchange(true, std::memory_order_acquire)) return false;
-    // A bias started while this thread was taking the flag: it revokes it
-    // now (the owner may have found the flag free before the exchange).
-    if (lock_bias.started.load(std::memory_order_relaxed) && !lock_bias.revoked.load(std::memory_order_relaxed))
-        [[unlikely]] {
-        lock_bias_revoke();
-        if (lock_bias.held.load(std::memory_order_acquire) != 0) {
-            flag.store(false, std::memory_order_release);
-            return false;
-        }
-    }
-    return true;
+    return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
 // Tells the core this thread spins on a load: on x86 PAUSE (the sibling
@@ -142,13 +75,7 @@ inline void flag_take(std::atomic<bool> &flag) {
         }
 }
 
-inline void flag_release(std::atomic<bool> &flag) {
-    flag.store(false, std::memory_order_release);
-    if (lock_biased) {
-        const unsigned held = lock_bias.held.load(std::memory_order_relaxed);
-        if (held) lock_bias.held.store(held - 1, std::memory_order_release);
-    }
-}
+inline void flag_release(std::atomic<bool> &flag) { flag.store(false, std::memory_order_release); }
 
 // The one spin lock of the hot paths (ring producers of a same-host
 // conduit, the credit engine, conduits' own state): the flag above as a
@@ -171,11 +98,11 @@ private:
 using SpinGuard = std::lock_guard<SpinLock>;
 
 // Adds `n` to a counter that only statistics and heuristics read.  Single-
-// threaded or on the owner, a signal handler or another thread that adds
-// to the same counter between the load and the store loses its addition;
-// no counter kept this way may decide correctness.
+// threaded, a signal handler that adds to the same counter between the load
+// and the store loses its addition; no counter kept this way may decide
+// correctness.
 template <class T> inline void count_add(std::atomic<T> &counter, T n) {
-    if (lock_biased || process_single_threaded()) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (process_single_threaded()) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     else counter.fetch_add(n, std::memory_order_relaxed);
 }
 

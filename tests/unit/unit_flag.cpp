@@ -1,16 +1,12 @@
 // tests/unit/unit_flag.cpp - src/base/flag.hpp: a flag is taken once, a
 // signal handler on the holding thread sees it taken, and with several
-// threads the flags still exclude and the counters still count; under the
-// lock bias the owner takes flags without locked instructions until
-// another thread revokes it, and the flags exclude throughout.
+// threads the flags still exclude and the counters still count.
 #include "base/flag.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <csignal>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -90,85 +86,6 @@ TEST(Flag, ThreadsExcludeAndCount) {
     EXPECT_EQ(guarded, std::uint64_t{threads} * rounds);
     EXPECT_EQ(counted.load(), std::uint64_t{threads} * rounds);
     EXPECT_FALSE(flag.load());
-}
-
-// The lock bias is the process's, started once: each case runs in a
-// child process (a death test that must exit with 0).
-int lock_bias_start_or_skip() {
-    const char *why = nullptr;
-    if (!base::lock_bias_start(&why)) {
-        std::fprintf(stderr, "no lock bias here: %s\n", why);
-        return 77;
-    }
-    return 0;
-}
-
-// The owner counts under a flag, alone, then with a second thread that
-// revokes the bias mid-run: no increment is lost, and the owner ends on
-// the locked instructions.
-int owner_then_revoked() {
-    if (int s = lock_bias_start_or_skip()) return s;
-    constexpr int rounds = 200000;
-    std::atomic<bool> flag{false};
-    std::uint64_t guarded = 0;
-    std::atomic<bool> go{false};
-    for (int i = 0; i < rounds; ++i) {
-        base::flag_take(flag);
-        guarded = guarded + 1;
-        base::flag_release(flag);
-    }
-    if (!base::lock_biased || base::lock_bias.revoked.load()) return 2;
-    std::thread other([&] {
-        while (!go.load()) {
-        }
-        for (int i = 0; i < rounds; ++i) {
-            base::flag_take(flag);
-            guarded = guarded + 1;
-            base::flag_release(flag);
-        }
-    });
-    go.store(true);
-    for (int i = 0; i < rounds; ++i) {
-        base::flag_take(flag);
-        guarded = guarded + 1;
-        base::flag_release(flag);
-    }
-    other.join();
-    if (guarded != 3ull * rounds) return 3;
-    base::flag_take(flag);  // the owner's first take since it finished sees the revocation
-    base::flag_release(flag);
-    if (base::lock_biased || !base::lock_bias.revoked.load() || base::lock_bias.held.load() != 0) return 4;
-    return flag.load() ? 5 : 0;
-}
-
-// While the owner holds one flag, a revoking thread finds every flag
-// taken (it cannot tell which one the owner holds); once the owner
-// released it, the thread takes them, and the owner's next take of a flag
-// the thread holds fails.
-int revoked_while_held() {
-    if (int s = lock_bias_start_or_skip()) return s;
-    std::atomic<bool> a{false}, b{false};
-    if (!base::flag_try_take(a)) return 2;
-    bool took_b_while_a_held = true, took_b_after = false;
-    std::thread([&] { took_b_while_a_held = base::flag_try_take(b); }).join();
-    base::flag_release(a);
-    std::thread([&] { took_b_after = base::flag_try_take(b); }).join();
-    if (took_b_while_a_held) return 3;
-    if (!took_b_after) return 4;
-    if (base::flag_try_take(b)) return 5;  // the thread holds b
-    if (base::lock_biased) return 6;       // the owner switched at that take
-    base::flag_release(b);
-    return base::flag_try_take(b) ? 0 : 7;
-}
-
-TEST(FlagLockBias, OwnerAloneThenRevokedLosesNoIncrement) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    EXPECT_EXIT(std::exit(owner_then_revoked()), ::testing::ExitedWithCode(0), "");
-}
-
-TEST(FlagLockBias, RevokingThreadWaitsForTheOwnersFlags) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    EXPECT_EXIT(std::exit(revoked_while_held()), ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace
