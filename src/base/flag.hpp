@@ -11,8 +11,24 @@
 // taken.  A thread created later is created by this thread, outside the
 // code that holds a flag, and sees every flag through pthread_create; from
 // then on the locked instructions are used.  A release is a release store
-// either way.  An initialized Sluice always has a second thread (the
-// signal thread, core/exit.cpp), so in a job the locked instructions run.
+// either way.
+//
+// An initialized Sluice always has a second thread (the signal thread,
+// core/exit.cpp), and an MPI often starts threads of its own; yet usually
+// one thread, the one that called sluice_init, takes every flag.  That
+// thread is the flags' *owner* (the lock bias, SLUICE_LOCK_BIAS): it takes
+// them with a plain load and store inside a *window* it marks (`busy`),
+// until another thread first takes one.  That thread *revokes* the bias:
+// it raises `revoked`, makes every thread of the process pass a full
+// barrier (membarrier, private expedited), and waits until the owner is
+// out of its window; only then do other threads take flags, with the
+// locked instructions.  The owner reads `revoked` inside each window (a
+// Dekker pair, the membarrier standing for the owner's fence): either it
+// sees it and takes flags with locked instructions from then on, or the
+// revoking thread waits for its window to end, by which time the flag it
+// took reads as taken.  A flag the owner holds stays held across the
+// revocation, as any taken flag.  A thread taking a flag while the bias
+// starts is waited for by the start (`slow_takers`).
 #pragma once
 
 #include <atomic>
@@ -38,8 +54,48 @@ inline bool process_single_threaded() {
 #endif
 }
 
+// The lock bias (above), base/flag.cpp.
+struct LockBias {
+    std::atomic<unsigned> busy{0};        // the owner is in a window (nested by a signal handler: > 1)
+    std::atomic<bool> revoked{false};     // for the owner: take flags the usual way from now on
+    std::atomic<bool> done{false};        // for the others: revoked, and the owner out of its window
+    std::atomic<bool> possible{false};    // a bias may start: other threads take flags by lock_bias_take
+    std::atomic<unsigned> slow_takers{0}; // other threads inside lock_bias_take
+};
+extern LockBias lock_bias;
+// This thread is the owner and has not seen the bias revoked.
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool lock_biased;
+
+// At the start of init, before any thread that takes flags exists: a bias
+// may start later (lock_bias_start).
+void lock_bias_prepare();
+// The calling thread becomes the owner when the kernel offers private
+// expedited membarrier; false (and `why`) otherwise.  Once, after
+// lock_bias_prepare, holding no flag.
+bool lock_bias_start(const char **why = nullptr);
+// A thread other than the owner takes `flag` while a bias may stand.
+bool lock_bias_take(std::atomic<bool> &flag);
+
 // Takes `flag` if it is free.
 inline bool flag_try_take(std::atomic<bool> &flag) {
+    if (lock_biased) [[likely]] {
+        const unsigned busy = lock_bias.busy.load(std::memory_order_relaxed);
+        lock_bias.busy.store(busy + 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (lock_bias.revoked.load(std::memory_order_relaxed)) [[unlikely]] {
+            lock_bias.busy.store(busy, std::memory_order_release);
+            lock_biased = false;
+            return flag_try_take(flag);
+        }
+        const bool free = !flag.load(std::memory_order_relaxed);
+        if (free) flag.store(true, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        lock_bias.busy.store(busy, std::memory_order_release);
+        return free;
+    }
+    if (lock_bias.possible.load(std::memory_order_relaxed) && !lock_bias.done.load(std::memory_order_acquire))
+        [[unlikely]]
+        return lock_bias_take(flag);
     if (process_single_threaded()) {
         if (flag.load(std::memory_order_relaxed)) return false;
         flag.store(true, std::memory_order_relaxed);
@@ -98,11 +154,11 @@ private:
 using SpinGuard = std::lock_guard<SpinLock>;
 
 // Adds `n` to a counter that only statistics and heuristics read.  Single-
-// threaded, a signal handler that adds to the same counter between the load
-// and the store loses its addition; no counter kept this way may decide
-// correctness.
+// threaded or on the owner, a signal handler or another thread that adds
+// to the same counter between the load and the store loses its addition;
+// no counter kept this way may decide correctness.
 template <class T> inline void count_add(std::atomic<T> &counter, T n) {
-    if (process_single_threaded()) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (lock_biased || process_single_threaded()) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     else counter.fetch_add(n, std::memory_order_relaxed);
 }
 

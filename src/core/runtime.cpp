@@ -6,6 +6,7 @@
 #include "coll/coll.hpp"
 #include "rma/vis.hpp"
 
+#include "base/flag.hpp"
 #include "base/knobs.hpp"
 #include "conduits/knobs.hpp"
 #include "conduits/firehose/monitor.hpp"
@@ -69,6 +70,13 @@ Status Runtime::init(int *, char ***) {
                             state_.load() == State::running ? "already initialized" : "Sluice cannot start again after finalize");
     conduit::knobs_register();
     std::vector<std::string> knob_errors = base::knobs_load();
+    // The lock bias (base/flag.hpp), worth it while this thread alone
+    // polls: prepared before any thread that takes flags exists, started
+    // at the end of init.
+    const bool lock_bias_wanted = base::knob_bool(base::Knob::LOCK_BIAS) &&
+                                  !base::knob_bool(base::Knob::PROGRESS_THREAD) &&
+                                  !base::knob_bool(base::Knob::RCV_THREAD);
+    if (lock_bias_wanted) base::lock_bias_prepare();
 
     std::string error;
     bootstrap_ = spawner::select_bootstrap(error);
@@ -146,6 +154,12 @@ Status Runtime::init(int *, char ***) {
     BootstrapCall in_bootstrap;
     if (!bootstrap_->barrier()) return base::report(Status::bootstrap, op, nullptr, "start-up barrier failed");
     if (base::knob_bool(base::Knob::PROGRESS_THREAD)) progress_thread_start();
+    // The lock bias (base/flag.hpp), prepared at the start of init.
+    if (lock_bias_wanted) {
+        const char *why = nullptr;
+        if (base::lock_bias_start(&why)) base::say("lock bias: this thread takes Sluice's locks without locked instructions");
+        else base::say("lock bias: off (%s)", why);
+    }
     base::say("running: %u hosts, %zu ranks on this host", host_count_, local_ranks_.size());
     if (base::knob_bool(base::Knob::VERBOSE)) base::say("placement: %s", topology::describe(topology::here()).c_str());
     return Status::ok;
