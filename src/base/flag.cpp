@@ -99,4 +99,12 @@ bool lock_bias_take(std::atomic<bool> &flag) {
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
+void flag_take_wait(std::atomic<bool> &flag) {
+    for (unsigned spins = 0; !flag_try_take(flag);)
+        while (flag.load(std::memory_order_relaxed)) {
+            if (++spins < 256) cpu_relax();
+            else sched_yield();
+        }
+}
+
 } // namespace sluice::base

@@ -76,23 +76,8 @@ bool lock_bias_start(const char **why = nullptr);
 // A thread other than the owner takes `flag` while a bias may stand.
 bool lock_bias_take(std::atomic<bool> &flag);
 
-// Takes `flag` if it is free.
-inline bool flag_try_take(std::atomic<bool> &flag) {
-    if (lock_biased) [[likely]] {
-        const unsigned busy = lock_bias.busy.load(std::memory_order_relaxed);
-        lock_bias.busy.store(busy + 1, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        if (lock_bias.revoked.load(std::memory_order_relaxed)) [[unlikely]] {
-            lock_bias.busy.store(busy, std::memory_order_release);
-            lock_biased = false;
-            return flag_try_take(flag);
-        }
-        const bool free = !flag.load(std::memory_order_relaxed);
-        if (free) flag.store(true, std::memory_order_relaxed);
-        std::atomic_signal_fence(std::memory_order_seq_cst);
-        lock_bias.busy.store(busy, std::memory_order_release);
-        return free;
-    }
+// Takes `flag` if it is free, on a thread that does not hold the bias.
+inline bool flag_try_take_unbiased(std::atomic<bool> &flag) {
     if (lock_bias.possible.load(std::memory_order_relaxed) && !lock_bias.done.load(std::memory_order_acquire))
         [[unlikely]]
         return lock_bias_take(flag);
@@ -103,6 +88,27 @@ inline bool flag_try_take(std::atomic<bool> &flag) {
         return true;
     }
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
+}
+
+// Takes `flag` if it is free.  Not recursive, so that it inlines whole
+// into every hot path.
+inline bool flag_try_take(std::atomic<bool> &flag) {
+    if (lock_biased) [[likely]] {
+        const unsigned busy = lock_bias.busy.load(std::memory_order_relaxed);
+        lock_bias.busy.store(busy + 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        if (lock_bias.revoked.load(std::memory_order_relaxed)) [[unlikely]] {
+            lock_bias.busy.store(busy, std::memory_order_release);
+            lock_biased = false;
+            return flag_try_take_unbiased(flag);
+        }
+        const bool free = !flag.load(std::memory_order_relaxed);
+        if (free) flag.store(true, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        lock_bias.busy.store(busy, std::memory_order_release);
+        return free;
+    }
+    return flag_try_take_unbiased(flag);
 }
 
 // Tells the core this thread spins on a load: on x86 PAUSE (the sibling
@@ -122,13 +128,13 @@ inline void cpu_relax() {
 }
 
 // Takes `flag`, spinning while another thread holds it; after 256 spins
-// it yields the core, since the holder may be descheduled.
+// it yields the core, since the holder may be descheduled.  The free
+// flag's take inlines; the wait is out of line (base/flag.cpp).
+void flag_take_wait(std::atomic<bool> &flag);
 inline void flag_take(std::atomic<bool> &flag) {
-    for (unsigned spins = 0; !flag_try_take(flag);)
-        while (flag.load(std::memory_order_relaxed)) {
-            if (++spins < 256) cpu_relax();
-            else sched_yield();
-        }
+    if (flag_try_take(flag)) [[likely]]
+        return;
+    flag_take_wait(flag);
 }
 
 inline void flag_release(std::atomic<bool> &flag) { flag.store(false, std::memory_order_release); }

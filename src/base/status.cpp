@@ -158,11 +158,11 @@ void fatal_signals_install() {
 IdleAction idle_action = IdleAction::spin;
 bool idle_yields = false;
 std::uint32_t idle_check_polls = UINT32_MAX;
-thread_local std::uint32_t idle_empty_polls = 0;
+constinit thread_local std::uint32_t idle_empty_polls = 0;
 std::uint64_t idle_spin_ns = 20'000;
-thread_local std::uint64_t idle_since_ns = 0;
-thread_local bool idle_nap_only = false;
-thread_local bool idle_no_sleep = false;
+constinit thread_local std::uint64_t idle_since_ns = 0;
+constinit thread_local bool idle_nap_only = false;
+constinit thread_local bool idle_no_sleep = false;
 namespace {
 void (*idle_block_hook)(void *) = nullptr;
 void *idle_block_context = nullptr;
@@ -182,10 +182,15 @@ void idle_slow() {
     if (idle_action == IdleAction::spin) {
         // idle_check_polls empty polls: past SLUICE_WAIT_SPIN of them,
         // yield now and at each further one (the count stays at the
-        // limit), unless this is the program's own poll, not a wait.
+        // limit), unless this is the program's own poll, not a wait (which
+        // never yields, so reads no clock).
+        if (idle_no_sleep) {
+            idle_empty_polls = 0;
+            return;
+        }
         const std::uint64_t now = now_ns();
         if (idle_since_ns == 0) idle_since_ns = now;
-        if (now - idle_since_ns < idle_spin_ns || idle_no_sleep) {
+        if (now - idle_since_ns < idle_spin_ns) {
             idle_empty_polls = 0;
             return;
         }

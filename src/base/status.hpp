@@ -75,9 +75,9 @@ enum class IdleAction : std::uint8_t { spin = 0, yield = 1, block = 2 };
 extern IdleAction idle_action;
 extern bool idle_yields;                 // block mode yields while it spins, too
 extern std::uint32_t idle_check_polls;   // spin mode: empty polls between clock reads (UINT32_MAX: it never yields)
-extern thread_local std::uint32_t idle_empty_polls;  // spin mode: empty polls since the last clock read
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local std::uint32_t idle_empty_polls;  // spin mode: empty polls since the last clock read
 extern std::uint64_t idle_spin_ns;       // empty polls this long before block mode sleeps, spin mode yields
-extern thread_local std::uint64_t idle_since_ns;  // when this thread's empty polls began (0: they did not)
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local std::uint64_t idle_since_ns;  // when this thread's empty polls began (0: they did not)
 void idle_block_hook_set(void (*hook)(void *), void *context);
 void idle_slow();
 // SLUICE_WAIT_SPIN into idle_spin_ns, and under SLUICE_POLL_YIELD=auto a
@@ -91,7 +91,7 @@ void idle_spin_policy_set();
 // in a conduit's send queue (a provider may free it only as it makes
 // progress, which no descriptor announces).  Block mode sleeps at most
 // SLUICE_WAIT_NAP at a time while one lasts on this thread.
-extern thread_local bool idle_nap_only;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool idle_nap_only;
 struct IdleNap {
     IdleNap() : outer(idle_nap_only) { idle_nap_only = true; }
     ~IdleNap() { idle_nap_only = outer; }
@@ -102,7 +102,7 @@ struct IdleNap {
 
 // A poll the program makes (sluice_poll) never sleeps, even in block mode:
 // it is progress between the program's own work, not a wait.
-extern thread_local bool idle_no_sleep;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local bool idle_no_sleep;
 
 // Called by wait loops when a poll found nothing.
 inline void idle() {

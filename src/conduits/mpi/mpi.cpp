@@ -121,7 +121,7 @@ void MpiTransport::reap_sends() {
 void MpiTransport::reap_arrivals() {
     const std::size_t ring = recv_requests_.size();
     for (; recv_taken_ > 0; --recv_taken_) {
-        const std::size_t index = (recv_head_ + ring - recv_taken_) % ring;
+        const std::size_t index = recv_head_ >= recv_taken_ ? recv_head_ - recv_taken_ : recv_head_ + ring - recv_taken_;
         const int restart = MPI_Start(&recv_requests_[index]);
         recv_active_[index] = restart == MPI_SUCCESS;
         if (restart != MPI_SUCCESS)
@@ -151,7 +151,7 @@ void MpiTransport::reap_arrivals() {
         recv_active_[index] = false;
         quiet_ = false;
         ++recv_taken_;
-        recv_head_ = (recv_head_ + 1) % ring;
+        recv_head_ = recv_head_ + 1 == ring ? 0 : recv_head_ + 1;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         const int from = st.MPI_SOURCE;

@@ -168,7 +168,7 @@ private:
     // requests restarted once their message was delivered.
     std::unique_ptr<std::uint64_t[]> recv_words_;
     std::vector<MPI_Request> recv_requests_;
-    std::vector<bool> recv_active_;         // started, its message not yet taken
+    std::vector<std::uint8_t> recv_active_; // started, its message not yet taken
     std::size_t recv_head_ = 0;             // the oldest posted receive, the next to fill
     std::size_t recv_taken_ = 0;            // the receives before recv_head_ to post again
     bool quiet_ = true;                     // the last poll took no message
