@@ -34,29 +34,35 @@ Status MpiTransport::isend(SendBuffer *b, Rank peer, std::size_t length) {
 }
 
 // One packed message from a send buffer; none free answers not_ready
-// (the wrapper polls and sends again).
+// (the wrapper polls and sends again).  A small one is encoded straight
+// into its buffer under the lock (one lock, no copy); a larger one
+// outside it, so that another thread may poll meanwhile.
 Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
     if (peer == setup().rank) return self_send(m);
     const std::size_t length = common::packed_length(m.header);
     if (length > msg_max_)
         return base::report(Status::argument, "send (mpi)", "raise SLUICE_MPI_MAX_MEDIUM",
                             "mpi: an AM of %zu bytes to rank %u exceeds the %zu-byte message", length, peer, msg_max_);
-    const Status s = send_packed<SendBuffer>(
-        m, small_send,
-        [&] { return send_buffer(); },
-        [&](std::byte *bytes, std::size_t n, SendBuffer *b) {
-            if (b) {
-                const Status st = isend(b, peer, n);
-                counters_.sent += st == Status::ok;
-                return st;
-            }
-            // Small: encoded on the stack, copied into a send buffer here
-            // (one lock for both).
-            const Status st = send_copy(peer, bytes, n);
-            counters_.small += st == Status::ok;
+    if (length <= small_send) {
+        Guard g(*this);
+        if (!up()) return Status::transport;
+        SendBuffer *b = send_buffer();
+        if (!b) return Status::not_ready;
+        common::packed_encode(m.header, m.args, m.payload, b->bytes);
+        const Status st = isend(b, peer, length);
+        if (st == Status::ok) {
+            ++counters_.small;
+            send_test(b);
+        }
+        return st;
+    }
+    return send_packed<SendBuffer>(
+        m, 0, [&] { return send_buffer(); },
+        [&](std::byte *, std::size_t n, SendBuffer *b) {
+            const Status st = isend(b, peer, n);
+            counters_.sent += st == Status::ok;
             return st;
         });
-    return s;
 }
 
 // A bare ping or pong; one without a free send buffer leaves a pong owed.
@@ -320,8 +326,14 @@ Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
     if (!b) return Status::not_ready;
     std::memcpy(b->bytes, bytes, n);
     if (const Status s = isend(b, peer, n); s != Status::ok) return s;
-    // So small a send is usually complete already (eager): its buffer
-    // comes back at once, and no MPI_Testsome has to find it later.
+    send_test(b);
+    return Status::ok;
+}
+
+// Under lock_, after a small send: so small a send is usually complete
+// already (eager), so its buffer comes back at once, and no MPI_Testsome
+// has to find it later.
+void MpiTransport::send_test(SendBuffer *b) {
     int done = 0;
     if (MPI_Test(&send_requests_[static_cast<std::size_t>(b - sends_.data())], &done, MPI_STATUS_IGNORE) ==
             MPI_SUCCESS &&
@@ -330,7 +342,6 @@ Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
         --sends_out_;
         ++counters_.completions;
     }
-    return Status::ok;
 }
 
 void MpiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (mpi)", a.bytes, a.length); }

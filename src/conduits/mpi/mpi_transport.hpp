@@ -24,9 +24,9 @@ namespace sluice::conduit::mpi::detail {
 // the messages of one sender in order, as the AM layer needs.
 constexpr int am_tag = 0x51;
 
-// AMs of at most this many bytes (a Short, a small Medium) are encoded on
-// the stack and copied into a send buffer under the lock (one lock, not
-// two); larger ones are encoded in the buffer.
+// AMs of at most this many bytes (a Short, a small Medium) are encoded
+// into their send buffer under the lock (one lock, not two); larger ones
+// outside it.
 constexpr std::size_t small_send = 256;
 
 // Receives posted per other rank under SLUICE_MPI_RECVS=0 (within 16 and
@@ -155,6 +155,7 @@ private:
     Status send_copy(Rank peer, const void *bytes, std::size_t n);  // under lock_
     bool ack_send(Rank origin, std::uint32_t post);                 // under lock_
     Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
+    void send_test(SendBuffer *b);                                // under lock_
 
     MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
     MPI_Win win_ = MPI_WIN_NULL;     // over every rank's segment, in a passive-target epoch (lock_all)
