@@ -46,14 +46,10 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
     if (length <= small_send) {
         Guard g(*this);
         if (!up()) return Status::transport;
-        SendBuffer *b = send_buffer();
-        if (!b) return Status::not_ready;
-        common::packed_encode(m.header, m.args, m.payload, b->bytes);
-        const Status st = isend(b, peer, length);
-        if (st == Status::ok) {
-            ++counters_.small;
-            send_test(b);
-        }
+        const Status st = send_small(peer, length, [&](std::byte *out) {
+            common::packed_encode(m.header, m.args, m.payload, out);
+        });
+        counters_.small += st == Status::ok;
         return st;
     }
     return send_packed<SendBuffer>(
@@ -316,32 +312,10 @@ SendBuffer *MpiTransport::send_buffer() {
     return send_free_.take();
 }
 
-// `n` bytes (a small AM, a Put or Get header, a Put's acknowledgement)
-// copied into a send buffer and sent by MPI_Isend: Status::not_ready when
-// none is free.  Never a blocking MPI_Send under the lock: under MPICH's
-// UCX with more threads than cores one took seconds, and the rank answered
-// nothing meanwhile (its peers took it for dead).
+// `n` bytes (a Put or Get header, a Put's acknowledgement) copied into a
+// send buffer and sent (send_small).
 Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
-    SendBuffer *b = send_buffer();
-    if (!b) return Status::not_ready;
-    std::memcpy(b->bytes, bytes, n);
-    if (const Status s = isend(b, peer, n); s != Status::ok) return s;
-    send_test(b);
-    return Status::ok;
-}
-
-// Under lock_, after a small send: so small a send is usually complete
-// already (eager), so its buffer comes back at once, and no MPI_Testsome
-// has to find it later.
-void MpiTransport::send_test(SendBuffer *b) {
-    int done = 0;
-    if (MPI_Test(&send_requests_[static_cast<std::size_t>(b - sends_.data())], &done, MPI_STATUS_IGNORE) ==
-            MPI_SUCCESS &&
-        done) {
-        send_free_.give(b);
-        --sends_out_;
-        ++counters_.completions;
-    }
+    return send_small(peer, n, [&](std::byte *out) { std::memcpy(out, bytes, n); });
 }
 
 void MpiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (mpi)", a.bytes, a.length); }

@@ -155,7 +155,28 @@ private:
     Status send_copy(Rank peer, const void *bytes, std::size_t n);  // under lock_
     bool ack_send(Rank origin, std::uint32_t post);                 // under lock_
     Status isend(SendBuffer *b, Rank peer, std::size_t length);  // under lock_
-    void send_test(SendBuffer *b);                                // under lock_
+    // Under lock_: `n` bytes that `fill` writes into a free send buffer,
+    // sent by MPI_Isend; Status::not_ready when none is free.  Never a
+    // blocking MPI_Send under the lock: under MPICH's UCX with more threads
+    // than cores one took seconds, and the rank answered nothing meanwhile
+    // (its peers took it for dead).  So small a send is usually complete
+    // already (eager): its buffer comes back at once, and no MPI_Testsome
+    // has to find it later.
+    template <class Fill> Status send_small(Rank peer, std::size_t n, Fill fill) {
+        SendBuffer *b = send_buffer();
+        if (!b) return Status::not_ready;
+        fill(b->bytes);
+        if (const Status s = isend(b, peer, n); s != Status::ok) return s;
+        int done = 0;
+        if (MPI_Test(&send_requests_[static_cast<std::size_t>(b - sends_.data())], &done, MPI_STATUS_IGNORE) ==
+                MPI_SUCCESS &&
+            done) {
+            send_free_.give(b);
+            --sends_out_;
+            ++counters_.completions;
+        }
+        return Status::ok;
+    }
 
     MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
     MPI_Win win_ = MPI_WIN_NULL;     // over every rank's segment, in a passive-target epoch (lock_all)
