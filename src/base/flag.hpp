@@ -90,9 +90,10 @@ inline bool flag_try_take_unbiased(std::atomic<bool> &flag) {
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
-// Takes `flag` if it is free.  Not recursive, so that it inlines whole
-// into every hot path.
-inline bool flag_try_take(std::atomic<bool> &flag) {
+// Takes `flag` if it is free.  Not recursive, and forced inline: a
+// conduit's poll, which takes its lock on every call, must not pay a call
+// through the PLT for it.
+[[gnu::always_inline]] inline bool flag_try_take(std::atomic<bool> &flag) {
     if (lock_biased) [[likely]] {
         const unsigned busy = lock_bias.busy.load(std::memory_order_relaxed);
         lock_bias.busy.store(busy + 1, std::memory_order_relaxed);
