@@ -481,7 +481,7 @@ int driver_main(int argc, char **argv) {
     }
 
     TempDir tmp;
-    tmp.keep = o.keep;
+    tmp.keep_it(o.keep);
     if (tmp.path.empty()) {
         std::perror("sluice-bench: mkdtemp");
         return 2;

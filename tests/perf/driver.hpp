@@ -100,14 +100,26 @@ JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
 void show_failure(const char *what, const std::vector<std::string> &argv,
                   const JobResult &r, const std::string &log);
 
-// A private folder under /tmp, removed with its contents unless kept.
+// What the driver leaves behind when SIGINT, SIGTERM or SIGHUP ends it
+// (a CI time limit, ^C): the running job's process group gets SIGTERM, then
+// SIGKILL after 3 s, and the paths given here are removed (a folder with
+// its contents), before the signal ends the driver as it would have.
+// remove_at_signal returns false when all of its slots are taken.
+bool remove_at_signal(const std::string &path, bool folder);
+void forget_at_signal(const std::string &path);
+
+// A private folder under $TMPDIR (or /tmp), removed with its contents unless kept (also
+// when a signal ends the driver: remove_at_signal).
 struct TempDir {
     std::string path;
-    bool keep = false;
     TempDir();
     ~TempDir();
+    void keep_it(bool keep);
     TempDir(const TempDir &) = delete;
     TempDir &operator=(const TempDir &) = delete;
+
+private:
+    bool keep_ = false;
 };
 
 // Waits up to `seconds` for the CPUs to be quiet; returns the busy share

@@ -82,7 +82,95 @@ double cpu_busy_fraction(int ms) {
     return t1 > t0 ? (b1 - b0) / (t1 - t0) : 0.0;
 }
 
+// ---- what a fatal signal leaves behind (remove_at_signal) ----
+// Only async-signal-safe calls in the handler: kill, waitpid, nanosleep,
+// unlink, fork and execv (a folder goes by `rm -rf`).
+
+constexpr int leftover_slots = 8;
+constexpr std::size_t leftover_max = 512;
+struct Leftover {
+    char path[leftover_max];
+    bool folder;
+    volatile sig_atomic_t used;
+};
+Leftover leftovers[leftover_slots];
+volatile sig_atomic_t job_group = 0;  // the running job's, 0 between jobs
+
+bool group_gone(pid_t group, double seconds) {
+    const timespec nap{0, 10'000'000};
+    for (double waited = 0; waited < seconds; waited += 0.01) {
+        if (kill(-group, 0) != 0)
+            return true;
+        while (waitpid(-group, nullptr, WNOHANG) > 0) {
+        }
+        nanosleep(&nap, nullptr);
+    }
+    return false;
+}
+
+extern "C" void on_fatal_signal(int sig) {
+    const int saved = errno;
+    if (const pid_t group = job_group; group > 0) {
+        kill(-group, SIGTERM);
+        if (!group_gone(group, 3))
+            kill(-group, SIGKILL);
+    }
+    for (Leftover &l : leftovers) {
+        if (!l.used)
+            continue;
+        if (!l.folder) {
+            unlink(l.path);
+            continue;
+        }
+        if (const pid_t rm = fork(); rm == 0) {
+            char name[] = "rm", flags[] = "-rf";
+            char *argv[] = {name, flags, l.path, nullptr};
+            execv("/bin/rm", argv);
+            _exit(127);
+        } else if (rm > 0) {
+            waitpid(rm, nullptr, 0);
+        }
+    }
+    errno = saved;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void catch_fatal_signals() {
+    static bool done = false;
+    if (done)
+        return;
+    done = true;
+    struct sigaction a {};
+    a.sa_handler = on_fatal_signal;
+    sigemptyset(&a.sa_mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        sigaddset(&a.sa_mask, sig);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        sigaction(sig, &a, nullptr);
+}
+
 } // namespace
+
+bool remove_at_signal(const std::string &path, bool folder) {
+    if (path.empty() || path.size() >= leftover_max)
+        return false;
+    catch_fatal_signals();
+    for (Leftover &l : leftovers)
+        if (!l.used) {
+            std::memcpy(l.path, path.c_str(), path.size() + 1);
+            l.folder = folder;
+            l.used = 1;
+            return true;
+        }
+    return false;
+}
+
+void forget_at_signal(const std::string &path) {
+    for (Leftover &l : leftovers)
+        if (l.used && path == l.path)
+            l.used = 0;
+}
 
 std::string self_path() {
     char buf[4096];
@@ -170,6 +258,7 @@ JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
         _exit(127);
     }
     setpgid(pid, pid);
+    job_group = pid;
     int status = 0;
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
     auto wait_for = [&](double seconds) {
@@ -198,6 +287,7 @@ JobResult run_job(const std::vector<std::string> &argv, const std::string &log,
             waitpid(pid, &status, 0);
         }
     }
+    job_group = 0;
     r.seconds = (now_ns() - t0) / 1e9;
     if (pidfd >= 0)
         close(pidfd);
@@ -223,13 +313,24 @@ void show_failure(const char *what, const std::vector<std::string> &argv,
 }
 
 TempDir::TempDir() {
-    char tmpl[] = "/tmp/sluice-bench.XXXXXX";
-    if (mkdtemp(tmpl))
+    const char *under = std::getenv("TMPDIR");
+    std::string tmpl = std::string(under && *under ? under : "/tmp") + "/sluice-bench.XXXXXX";
+    if (mkdtemp(tmpl.data())) {
         path = tmpl;
+        remove_at_signal(path, true);
+    }
 }
 TempDir::~TempDir() {
-    if (!path.empty() && !keep)
+    if (path.empty())
+        return;
+    forget_at_signal(path);
+    if (!keep_)
         remove_tree(path);
+}
+void TempDir::keep_it(bool keep) {
+    keep_ = keep;
+    if (keep)
+        forget_at_signal(path);
 }
 
 double wait_quiet(double seconds) {

@@ -35,8 +35,10 @@ struct SoftnicSection {
     std::string fabric;    // that file, removed once the section's jobs are over
 
     ~SoftnicSection() {
-        if (!fabric.empty())
-            unlink(fabric.c_str());
+        if (fabric.empty())
+            return;
+        unlink(fabric.c_str());
+        forget_at_signal(fabric);
     }
 };
 
@@ -63,6 +65,7 @@ inline void softnic_plan(SoftnicSection &p, const SoftNic &nic, std::string miss
     p.prefix.push_back(nic.run);
     if (!std::getenv(nic.fabric_var)) {
         p.fabric = "/dev/shm/sluice-bench-" + std::string(nic.conduit) + "-" + std::to_string(getpid());
+        remove_at_signal(p.fabric, false);
         p.env.push_back(std::string(nic.fabric_var) + "=" + p.fabric);
     }
 }
