@@ -6,7 +6,9 @@
 // MPI_Win_create makes over memory the program allocated, as the
 // conduit's window is over Sluice's segment (the target's reference), and
 // on one MPI_Win_allocate made (MPI's own memory: on one host often shared
-// memory the origin copies into; reported).  The two sides alternate in chunks, so both see the same
+// memory the origin copies into; reported), and as two-sided messages
+// (MPI_Isend to MPI_Irecv, what Put and Get by messages are made of;
+// reported).  The two sides alternate in chunks, so both see the same
 // machine.  Prints a table with the ratios and the targets, and
 // CSV lines.  Built for each MPI libsluice-mpi is built for:
 //   mpirun -n 2 tests/perf/mpi-conduit-bench [--reps R] [--quick] [--csv FILE]
@@ -166,6 +168,26 @@ struct Bench {
         MPI_Barrier(MPI_COMM_WORLD);
         return gbps;
     }
+    // GB/s of the same transfers as two-sided messages, 64 in flight, each
+    // MPI_Isend into a posted MPI_Irecv (from rank 1 for a Get's
+    // direction): what Put and Get by messages are made of (reported).
+    double mpi_two_sided_bw(bool put) {
+        std::vector<MPI_Request> r(window);
+        const bool sends = (me == 0) == put;
+        char *buffer = me == 0 ? local.data() : created.data();
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = now_ns();
+        for (long round = 0; round < bw_rounds; ++round) {
+            for (auto &x : r) {
+                if (sends) MPI_Isend(buffer, static_cast<int>(big), MPI_BYTE, 1 - me, 9, MPI_COMM_WORLD, &x);
+                else MPI_Irecv(buffer, static_cast<int>(big), MPI_BYTE, 1 - me, 9, MPI_COMM_WORLD, &x);
+            }
+            MPI_Waitall(window, r.data(), MPI_STATUSES_IGNORE);
+        }
+        const double gbps = static_cast<double>(big) * window * bw_rounds / (now_ns() - t0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        return gbps;
+    }
 };
 
 double median(std::vector<double> v) {
@@ -217,7 +239,8 @@ int main(int argc, char **argv) {
     // side makes more of), then the bandwidths.  Each part is warmed, then
     // alternates: a repetition is the mean of three chunks of each; the
     // figures are the medians over repetitions.
-    std::vector<double> s_rtt, m_rtt, s_put, m_put, s_get, m_get, a_put, a_get, p_rtt, r_rtt, r_put, r_get, rp_rtt;
+    std::vector<double> s_rtt, m_rtt, s_put, m_put, s_get, m_get, a_put, a_get, t_put, t_get, p_rtt, r_rtt, r_put, r_get,
+        rp_rtt;
     b.sluice_rtt(), b.mpi_rtt(), b.mpi_polled_rtt();
     for (int r = 0; r < reps; ++r) {
         double v[3] = {};
@@ -230,16 +253,18 @@ int main(int argc, char **argv) {
     MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win_created);
     MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win_allocated);
     b.sluice_bw(true), b.mpi_bw(true, b.win_created), b.sluice_bw(false), b.mpi_bw(false, b.win_created),
-        b.mpi_bw(true, b.win_allocated), b.mpi_bw(false, b.win_allocated);
+        b.mpi_bw(true, b.win_allocated), b.mpi_bw(false, b.win_allocated), b.mpi_two_sided_bw(true),
+        b.mpi_two_sided_bw(false);
     for (int r = 0; r < reps; ++r) {
-        double v[6] = {};
+        double v[8] = {};
         for (int c = 0; c < 3; ++c) {
             v[0] += b.sluice_bw(true) / 3, v[1] += b.mpi_bw(true, b.win_created) / 3;
             v[2] += b.sluice_bw(false) / 3, v[3] += b.mpi_bw(false, b.win_created) / 3;
             v[4] += b.mpi_bw(true, b.win_allocated) / 3, v[5] += b.mpi_bw(false, b.win_allocated) / 3;
+            v[6] += b.mpi_two_sided_bw(true) / 3, v[7] += b.mpi_two_sided_bw(false) / 3;
         }
         s_put.push_back(v[0]), m_put.push_back(v[1]), s_get.push_back(v[2]), m_get.push_back(v[3]);
-        a_put.push_back(v[4]), a_get.push_back(v[5]);
+        a_put.push_back(v[4]), a_get.push_back(v[5]), t_put.push_back(v[6]), t_get.push_back(v[7]);
         r_put.push_back(v[0] / v[1]), r_get.push_back(v[2] / v[3]);
     }
     if (b.me == 0) {
@@ -264,6 +289,10 @@ int main(int argc, char **argv) {
                     median(s_put), median(a_put), median(s_put) / median(a_put));
         std::printf("%-28s %12.2f %12.2f %7.2f  (MPI_Win_allocate's window, reported)\n", "get_bw_GBps 4M / allocated",
                     median(s_get), median(a_get), median(s_get) / median(a_get));
+        std::printf("%-28s %12.2f %12.2f %7.2f  (MPI_Isend to MPI_Irecv, 64 in flight, reported)\n",
+                    "put_bw_GBps 4M / two-sided", median(s_put), median(t_put), median(s_put) / median(t_put));
+        std::printf("%-28s %12.2f %12.2f %7.2f  (MPI_Isend to MPI_Irecv, 64 in flight, reported)\n",
+                    "get_bw_GBps 4M / two-sided", median(s_get), median(t_get), median(s_get) / median(t_get));
         std::FILE *f = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
         const char *head = "metric,size,sluice,mpi,ratio,library\n";
         std::printf("CSV: %s", head);
@@ -276,6 +305,8 @@ int main(int argc, char **argv) {
             {"mpi_get_bw_GBps", "4194304", median(s_get), median(m_get), rg},
             {"mpi_put_allocated_bw_GBps", "4194304", median(s_put), median(a_put), median(s_put) / median(a_put)},
             {"mpi_get_allocated_bw_GBps", "4194304", median(s_get), median(a_get), median(s_get) / median(a_get)},
+            {"mpi_put_two_sided_bw_GBps", "4194304", median(s_put), median(t_put), median(s_put) / median(t_put)},
+            {"mpi_get_two_sided_bw_GBps", "4194304", median(s_get), median(t_get), median(s_get) / median(t_get)},
         };
         for (const auto &x : rows) {
             std::snprintf(line, sizeof line, "%s,%s,%.3f,%.3f,%.3f,%s\n", x.m, x.size, x.s, x.p, x.r, lib.c_str());
