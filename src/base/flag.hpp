@@ -130,9 +130,11 @@ inline void cpu_relax() {
 
 // Takes `flag`, spinning while another thread holds it; after 256 spins
 // it yields the core, since the holder may be descheduled.  The free
-// flag's take inlines; the wait is out of line (base/flag.cpp).
+// flag's take is forced inline (GCC otherwise leaves this out of line in
+// the credit engine and the conduits' sends); the wait is out of line
+// (base/flag.cpp).
 void flag_take_wait(std::atomic<bool> &flag);
-inline void flag_take(std::atomic<bool> &flag) {
+[[gnu::always_inline]] inline void flag_take(std::atomic<bool> &flag) {
     if (flag_try_take(flag)) [[likely]]
         return;
     flag_take_wait(flag);
