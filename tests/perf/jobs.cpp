@@ -3,6 +3,7 @@
 #include "tests/perf/bench_common.hpp"
 #include "tests/perf/driver.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -160,6 +161,7 @@ bool remove_at_signal(const std::string &path, bool folder) {
         if (!l.used) {
             std::memcpy(l.path, path.c_str(), path.size() + 1);
             l.folder = folder;
+            std::atomic_signal_fence(std::memory_order_release);  // the path before its slot shows
             l.used = 1;
             return true;
         }
