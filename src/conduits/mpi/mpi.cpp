@@ -4,7 +4,8 @@
 // the handler returned; Put and Get by MPI_Rput and MPI_Rget on the
 // window over the segments, a Put complete once MPI_Win_flush says it is
 // at its target, or by messages (a header, then the payload as one MPI
-// message between the two buffers); the barrier by MPI_Ibarrier.
+// message between the two buffers), or Gets on the window and Puts by
+// messages; the barrier by MPI_Ibarrier.
 // README.md has the design.
 #include "conduits/mpi/mpi_transport.hpp"
 
@@ -198,7 +199,7 @@ void MpiTransport::reap_rma() {
     for (int i = 0; i < n; ++i) {
         RmaPost *p = &posts_[static_cast<std::size_t>(done_index_[i])];
         p->sent = true;
-        if (rma_ != RmaMode::messages || !p->write || p->acked) rma_finish(p);
+        if (!p->write || !by_messages(true) || p->acked) rma_finish(p);
     }
 }
 
@@ -211,7 +212,7 @@ void MpiTransport::rma_finish(RmaPost *p) {
     if (op) rma_complete(op);
 }
 
-// Under RmaMode::messages: a peer's header, answered at once by the
+// By messages: a peer's header, answered at once by the
 // receive or send on this rank's segment that its payload meets; or a
 // peer's acknowledgement of a Put of this rank's.
 void MpiTransport::serve_arrived(Rank origin, const std::byte *bytes, std::size_t length) {
@@ -350,7 +351,7 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
     const auto index = static_cast<std::size_t>(p - posts_.data());
     MPI_Request &r = rma_requests_[index];
     const int count = static_cast<int>(n);
-    if (rma_ == RmaMode::messages) {
+    if (by_messages(write)) {
         if (const Status st = rma_messages_post(p, remote, local, count, r); st != Status::ok) {
             *p = RmaPost{};
             post_free_.give(p);
@@ -374,7 +375,7 @@ Status MpiTransport::rdma(Rank peer, bool write, std::uint64_t remote, void *loc
     return Status::ok;
 }
 
-// Under RmaMode::messages: a Put sends its header, then its payload by
+// By messages: a Put sends its header, then its payload by
 // MPI_Isend; a Get posts the receive of its payload, then sends its
 // header.  Either way the header goes first on its tag and the payload's
 // tag keeps the order, so the target's answer meets this payload.

@@ -101,9 +101,10 @@ Status MpiTransport::init_impl() {
     liveness_setup(setup().size, peer_timeout_s_, "SLUICE_MPI_PEER_TIMEOUT");
     base::say("mpi: %s, %s; %zu receives of %zu bytes posted, %zu send buffers; Put/Get %s", library_.c_str(),
               level_name(thread_level_), recv_requests_.size(), msg_max_, sends_.size(),
-              rma_ == RmaMode::window     ? "by MPI RMA (passive target)"
-              : rma_ == RmaMode::messages ? "by messages"
-                                          : "over AMs");
+              rma_ == RmaMode::window       ? "by MPI RMA (passive target)"
+              : rma_ == RmaMode::get_window ? "Get by MPI RMA (passive target), Put by messages"
+              : rma_ == RmaMode::messages   ? "by messages"
+                                            : "over AMs");
     return Status::ok;
 }
 
@@ -193,17 +194,18 @@ Status MpiTransport::buffers_create() {
 }
 
 // How Put and Get go: SLUICE_MPI_RMA, whose auto is the window on the MPI
-// it has been validated with (Open MPI; MPICH 4.0 over UCX needs the
-// target to progress for MPI_Win_flush to return, so a rank ending the
-// job can leave another inside it) and messages elsewhere.  A window is
-// first tried on one word (some MPIs make none without the hardware their
-// one-sided component wants), every rank agreeing; auto without one goes
-// by messages.
+// it has been validated with (Open MPI), and elsewhere Gets on the window
+// and Puts by messages (MPICH 4.0 over UCX needs the target to progress
+// for MPI_Win_flush to return, so a rank ending the job can leave another
+// inside it; a Get's request is only tested).  A window is first tried on
+// one word (some MPIs make none without the hardware their one-sided
+// component wants), every rank agreeing; auto without one goes by
+// messages.
 Status MpiTransport::rma_probe() {
     const char *op = "mpi conduit init";
     const std::string &want = base::knob_string(knob(Knob::MPI_RMA));
     const bool open_mpi = library_.find("Open MPI") != std::string::npos;
-    if (want == "am" || want == "messages" || (want == "auto" && !open_mpi)) {
+    if (want == "am" || want == "messages") {
         rma_ = want == "am" ? RmaMode::am : RmaMode::messages;
         return Status::ok;
     }
@@ -217,21 +219,23 @@ Status MpiTransport::rma_probe() {
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm_) != MPI_SUCCESS)
         return base::report(Status::transport, op, nullptr, "mpi: MPI_Allreduce failed");
     if (w != MPI_WIN_NULL) MPI_Win_free(&w);
-    rma_ = all != 0 ? RmaMode::window : RmaMode::messages;
-    if (rma_ != RmaMode::window) {
-        if (want == "window")
+    if (all == 0) {
+        if (want != "auto")
             return base::report(Status::transport, op, "set SLUICE_MPI_RMA=messages or auto",
-                                "mpi: SLUICE_MPI_RMA=window but this MPI makes no window%s",
+                                "mpi: SLUICE_MPI_RMA=%s but this MPI makes no window%s", want.c_str(),
                                 ok ? " on another rank" : " here");
         base::say("mpi: this MPI makes no window; Put and Get go by messages");
+        rma_ = RmaMode::messages;
+        return Status::ok;
     }
+    rma_ = want == "window" || (want == "auto" && open_mpi) ? RmaMode::window : RmaMode::get_window;
     return Status::ok;
 }
 
 // One window over every rank's segment in a passive-target epoch for the
 // whole run.
 Status MpiTransport::segment_connected(const std::vector<SegmentRecord> &all) {
-    if (rma_ != RmaMode::window) return Status::ok;
+    if (!has_window()) return Status::ok;
     const char *op = "segment_attach (mpi)";
     const SegmentRecord &mine = all[setup().rank];
     Guard g(*this);
@@ -310,13 +314,14 @@ void MpiTransport::close_all(bool collective) {
     recv_head_ = recv_taken_ = 0;
     // Puts and Gets by messages still in flight (only when the job ends
     // without finalize): receives cancelled, sends left to complete.
-    if (rma_ == RmaMode::messages) {
+    if (by_messages(true)) {
         auto withdraw = [](MPI_Request &r, bool receive) {
             if (r == MPI_REQUEST_NULL) return;
             if (receive) MPI_Cancel(&r);
             MPI_Request_free(&r);
         };
-        for (std::size_t i = 0; i < rma_requests_.size(); ++i) withdraw(rma_requests_[i], !posts_[i].write);
+        for (std::size_t i = 0; i < rma_requests_.size(); ++i)
+            if (by_messages(posts_[i].write)) withdraw(rma_requests_[i], !posts_[i].write);
         for (std::size_t i = 0; i < serve_requests_.size(); ++i) withdraw(serve_requests_[i], serves_[i].put);
     }
     for (MPI_Request &r : send_requests_)

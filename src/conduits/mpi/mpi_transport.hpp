@@ -39,8 +39,10 @@ constexpr std::size_t rma_piece_max = std::size_t{1} << 30;
 // How Put and Get go (SLUICE_MPI_RMA): by MPI RMA on a window over the
 // segments; by messages, each a header the target answers by posting the
 // matching receive or send on the segment, the payload one MPI message
-// between the two buffers; or by the AM layer (src/rma).
-enum class RmaMode { am, window, messages };
+// between the two buffers; Gets on the window and Puts by messages
+// (get_window: no MPI_Win_flush, which some MPIs complete only while the
+// target calls MPI); or by the AM layer (src/rma).
+enum class RmaMode { am, window, messages, get_window };
 
 // Under RmaMode::messages: the payload messages' tags (MPI keeps one
 // sender's messages of one tag in order, and the target posts its
@@ -181,6 +183,11 @@ private:
     MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, Sluice's own
     MPI_Win win_ = MPI_WIN_NULL;     // over every rank's segment, in a passive-target epoch (lock_all)
     RmaMode rma_ = RmaMode::am;
+    bool has_window() const { return rma_ == RmaMode::window || rma_ == RmaMode::get_window; }
+    // A Put or Get (`write`) goes by messages (a header, then its payload).
+    bool by_messages(bool write) const {
+        return rma_ == RmaMode::messages || (rma_ == RmaMode::get_window && write);
+    }
     int thread_level_ = MPI_THREAD_SINGLE;
     std::vector<int> mpi_rank_;      // by Sluice rank: its rank in comm_
     std::vector<Rank> sluice_rank_;  // by rank in comm_: its Sluice rank

@@ -12,7 +12,8 @@ SLUICE_CONDUIT_REGISTER(mpi, {
     .network = true,
     .capabilities = "AMs by MPI_Isend into persistent receives (needs AM credits); Put/Get by MPI_Rput/MPI_Rget on "
                     "a window over the segment (passive target), by messages (the payload one MPI message between "
-                    "the two buffers), or over AMs (SLUICE_MPI_RMA); a barrier by MPI_Ibarrier",
+                    "the two buffers), Gets on the window and Puts by messages, or over AMs (SLUICE_MPI_RMA); "
+                    "a barrier by MPI_Ibarrier",
     .probe = sluice::conduit::mpi::probe,
     .create = sluice::conduit::mpi::make_mpi_transport,
     .limits = sluice::conduit::mpi::limits,

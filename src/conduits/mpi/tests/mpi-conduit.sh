@@ -82,14 +82,23 @@ run_flavor() {
             expect "[$label] $c at $n ranks" 0 "^PASS $c"
         done
     done
-    # Put/Get as auto decides (the window on Open MPI, messages elsewhere),
-    # then each way by name; the counters say which way they went.
+    # Put/Get as auto decides (the window on Open MPI, Gets on the window
+    # and Puts by messages elsewhere), then each way by name; the counters
+    # say which way they went (served: Puts and Gets a target answered).
     mp "$run" 2 -- rma
     expect "[$label] SLUICE_MPI_RMA=auto: the RMA case passes" 0 "^PASS rma"
     if [ "$(counter 'window flushes')" -gt 0 ]; then echo "ok: [$label] auto: Puts went by MPI RMA ($(counter writes) MPI_Rput)"
     elif [ "$(counter served)" -gt 0 ]; then echo "ok: [$label] auto: Puts went by messages ($(counter served) served)"
     else echo "FAIL: [$label] auto: Puts went neither by MPI RMA nor by messages"; failed=1; fi
+    mp "$run" 2 SLUICE_MPI_RMA=get-window SLUICE_VERBOSE=1 -- rma
+    expect "[$label] SLUICE_MPI_RMA=get-window: the RMA case passes" 0 "^PASS rma"
+    expect "[$label] SLUICE_MPI_RMA=get-window: the conduit says how Put and Get go" 0 "Put/Get Get by MPI RMA (passive target), Put by messages"
+    served_gw=$(counter served)
     mp "$run" 2 SLUICE_MPI_RMA=messages -- rma
+    served_m=$(counter served)
+    if [ "$served_gw" -gt 0 ] && [ "$served_gw" -lt "$served_m" ]; then
+        echo "ok: [$label] get-window: $served_gw Puts served by messages, the Gets on the window ($served_m served by messages alone)"
+    else echo "FAIL: [$label] get-window: served $served_gw, against $served_m by messages alone"; failed=1; fi
     expect "[$label] SLUICE_MPI_RMA=messages: the RMA case passes" 0 "^PASS rma"
     if [ "$(counter served)" -gt 0 ] && [ "$(counter 'window flushes')" -eq 0 ]; then echo "ok: [$label] messages: $(counter served) Puts and Gets served, no window"
     else echo "FAIL: [$label] messages: served $(counter served), window flushes $(counter 'window flushes')"; failed=1; fi
@@ -109,7 +118,7 @@ run_flavor() {
     mp "$run" 2 SLUICE_MPI_RMA=sometimes -- basic
     expect "[$label] SLUICE_MPI_RMA=sometimes is refused by name" fail "SLUICE_MPI_RMA=sometimes"
     mp "$run" 2 SLUICE_MPI_RMA=1 -- basic
-    expect "[$label] SLUICE_MPI_RMA=1 is refused, naming the values" fail "auto, window, messages, or am"
+    expect "[$label] SLUICE_MPI_RMA=1 is refused, naming the values" fail "auto, window, get-window, messages, or am"
     mp "$run" 2 SLUICE_MPI_THREAD=single SLUICE_RCV_THREAD=1 -- basic
     expect "[$label] SLUICE_RCV_THREAD on MPI_THREAD_SINGLE is refused with the fix" fail "MPI_Init_thread(MPI_THREAD_MULTIPLE)"
     mp "$run" 2 SLUICE_RCV_THREAD=1 -- chain
@@ -141,9 +150,9 @@ run_flavor() {
 # conformance LABEL RUN: the conduit conformance suite (tests/conduit) in its
 # MPI-launched mode (SLUICE_SPAWNER=mpi: RUN starts each process as a rank,
 # which loads libsluice-mpi and tests the mpi conduit alone): at 2 ranks
-# with Put/Get by MPI RMA (Open MPI only: auto never takes MPICH's window),
-# by messages (native RDMA exercised both ways: the RDMA tests must not
-# say it is missing) and over AMs, and mpi_alone at 1 rank (Put/Get as
+# with Put/Get by MPI RMA (Open MPI only: auto never puts on MPICH's
+# window), by messages and with Gets on the window (native RDMA exercised
+# both ways: the RDMA tests must not say it is missing) and over AMs, and mpi_alone at 1 rank (Put/Get as
 # SLUICE_MPI_RMA=auto decides).  Each under a hard limit: a rank that fails
 # leaves the other to its World deadlines (20 s a wait), then ends the job;
 # one whose world does not open ends it at once (code 3).  Left out:
@@ -154,7 +163,7 @@ run_flavor() {
 conformance() {
     label=$1 run=$2
     suite="$builddir/tests/conduit/sluice-conduit-conformance --gtest_filter=-FirehoseTemplate.*:*FirehoseRegistrar* --gtest_brief=1 --gtest_color=no"
-    ways="2:messages 2:am 1:auto"
+    ways="2:messages 2:get-window 2:am 1:auto"
     "$run" --version 2>&1 | grep -qE "Open MPI|OpenRTE" && ways="2:window $ways"
     for way in $ways; do
         n=${way%%:*} rma=${way#*:}
