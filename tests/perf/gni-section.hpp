@@ -138,43 +138,23 @@ private:
         });
     }
 
-    // 4 MiB Put and Get, nbi (rma_window per sync) beside as many BTE
-    // transfers with the same window, and the Put from a buffer outside
-    // the segment (registered by the conduit for each transfer): three
-    // chunks alternating all five.
+    // 4 MiB Put and Get beside BTE transfers, and the Put from a buffer
+    // outside the segment (registered by the conduit for each transfer):
+    // bandwidth_beside.
     void bandwidth_phase() {
         if (!wanted("put_bw", largest_rma) && !wanted("get_bw", largest_rma) &&
             !wanted("put_outside_bw", largest_rma))
             return;
         s_.phase([&] {
-            const long iters = rma_iterations(largest_rma, s_.options.scale);
-            constexpr int chunks = 3;
-            const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 4));
-            const std::uint32_t warm = per / 4 + 1;
-            const auto window = static_cast<std::uint32_t>(rma_window);
-            const sluice_rank_t peer = s_.peer;
-            void *remote = s_.peer_base;
-            void *outside = s_.local.data();
-            auto put_nbi = [&] { check(sluice_put_nbi(peer, remote, inside_, largest_rma), "sluice_put_nbi"); };
-            auto get_nbi = [&] { check(sluice_get_nbi(inside_, peer, remote, largest_rma), "sluice_get_nbi"); };
-            auto put_outside = [&] { check(sluice_put_nbi(peer, remote, outside, largest_rma), "sluice_put_nbi"); };
-            (void)s_.nbi_count(warm, put_nbi);
-            (void)s_.nbi_count(warm, get_nbi);
-            (void)s_.nbi_count(warm, put_outside);
-            double r[5] = {};
-            for (int c = 0; c < chunks; ++c) {
-                r[0] += rma_chunk(GniRma::bte_put, largest_rma, warm, per, window);
-                r[1] += s_.nbi_count(per, put_nbi);
-                r[2] += rma_chunk(GniRma::bte_get, largest_rma, warm, per, window);
-                r[3] += s_.nbi_count(per, get_nbi);
-                r[4] += s_.nbi_count(per, put_outside);
-            }
-            const double n = static_cast<double>(per) * chunks;
-            add("bte_put_bw", largest_rma, r[0] / n);
-            add("put_bw", largest_rma, r[1] / n);
-            add("bte_get_bw", largest_rma, r[2] / n);
-            add("get_bw", largest_rma, r[3] / n);
-            add("put_outside_bw", largest_rma, r[4] / n);
+            const BandwidthBeside b = bandwidth_beside(s_, inside_, [&](bool write, std::uint32_t warm, std::uint32_t n,
+                                                                        std::uint32_t window) {
+                return rma_chunk(write ? GniRma::bte_put : GniRma::bte_get, largest_rma, warm, n, window);
+            });
+            add("bte_put_bw", largest_rma, b.bare_write);
+            add("put_bw", largest_rma, b.put);
+            add("bte_get_bw", largest_rma, b.bare_read);
+            add("get_bw", largest_rma, b.get);
+            add("put_outside_bw", largest_rma, b.put_outside);
         });
     }
 };

@@ -3,7 +3,7 @@
 // portals-section.hpp, gni-section.hpp, lapi-section.hpp) do alike with
 // that library's reference: connect both ranks' references through the
 // job, run one RMA chunk with rank 1 serving, and size the chunks on a
-// software NIC, and its latency phase.  `Ref` is OfiReference, VerbsReference, PortalsReference,
+// software NIC, its latency phase and its bandwidth phase.  `Ref` is OfiReference, VerbsReference, PortalsReference,
 // GniReference or LapiReference; `fail(what)` reports and ends the job.
 #pragma once
 
@@ -127,6 +127,43 @@ LatencyBeside latency_beside(Suite &s, void *inside, Ping ping, BarePut bare_put
     }
     const double n = static_cast<double>(per) * chunks;
     return {r[0] / n, r[1] / n, r[2] / n, r[3] / n, r[4] / n, r[5] / n, per};
+}
+
+// The bandwidth phase of a section beside its bare library (ibv-section.hpp,
+// gni-section.hpp): 4 MiB Put and Get, nbi (rma_window per sync), beside
+// as many bare writes and reads with the same window, and the Put from a
+// buffer outside the segment (which the conduit registers, or firehose
+// covers): three chunks alternating all five.  `bare(write, warm, n,
+// window)` gives the ns of n bare transfers of 4 MiB after `warm`.  Means
+// in ns per transfer.
+struct BandwidthBeside {
+    double bare_write, put, bare_read, get, put_outside;
+};
+template <class Suite, class Bare> BandwidthBeside bandwidth_beside(Suite &s, void *inside, Bare bare) {
+    const long iters = rma_iterations(largest_rma, s.options.scale);
+    constexpr int chunks = 3;
+    const auto per = static_cast<std::uint32_t>(std::max<long>(iters / chunks, 4));
+    const std::uint32_t warm = per / 4 + 1;
+    const auto window = static_cast<std::uint32_t>(rma_window);
+    const sluice_rank_t peer = s.peer;
+    void *remote = s.peer_base;
+    void *outside = s.local.data();
+    auto put_nbi = [&] { check(sluice_put_nbi(peer, remote, inside, largest_rma), "sluice_put_nbi"); };
+    auto get_nbi = [&] { check(sluice_get_nbi(inside, peer, remote, largest_rma), "sluice_get_nbi"); };
+    auto put_outside = [&] { check(sluice_put_nbi(peer, remote, outside, largest_rma), "sluice_put_nbi"); };
+    (void)s.nbi_count(warm, put_nbi);
+    (void)s.nbi_count(warm, get_nbi);
+    (void)s.nbi_count(warm, put_outside);
+    double r[5] = {};
+    for (int c = 0; c < chunks; ++c) {
+        r[0] += bare(true, warm, per, window);
+        r[1] += s.nbi_count(per, put_nbi);
+        r[2] += bare(false, warm, per, window);
+        r[3] += s.nbi_count(per, get_nbi);
+        r[4] += s.nbi_count(per, put_outside);
+    }
+    const double n = static_cast<double>(per) * chunks;
+    return {r[0] / n, r[1] / n, r[2] / n, r[3] / n, r[4] / n};
 }
 
 } // namespace sluice::perf
