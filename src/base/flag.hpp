@@ -90,10 +90,9 @@ inline bool flag_try_take_unbiased(std::atomic<bool> &flag) {
     return !flag.load(std::memory_order_relaxed) && !flag.exchange(true, std::memory_order_acquire);
 }
 
-// Takes `flag` if it is free.  Not recursive, and forced inline: a
-// conduit's poll, which takes its lock on every call, must not pay a call
-// through the PLT for it.
-[[gnu::always_inline]] inline bool flag_try_take(std::atomic<bool> &flag) {
+// Takes `flag` if it is free.  Not recursive, so that it inlines whole
+// into every hot path.
+inline bool flag_try_take(std::atomic<bool> &flag) {
     if (lock_biased) [[likely]] {
         const unsigned busy = lock_bias.busy.load(std::memory_order_relaxed);
         lock_bias.busy.store(busy + 1, std::memory_order_relaxed);
@@ -130,11 +129,9 @@ inline void cpu_relax() {
 
 // Takes `flag`, spinning while another thread holds it; after 256 spins
 // it yields the core, since the holder may be descheduled.  The free
-// flag's take is forced inline (GCC otherwise leaves this out of line in
-// the credit engine and the conduits' sends); the wait is out of line
-// (base/flag.cpp).
+// flag's take inlines; the wait is out of line (base/flag.cpp).
 void flag_take_wait(std::atomic<bool> &flag);
-[[gnu::always_inline]] inline void flag_take(std::atomic<bool> &flag) {
+inline void flag_take(std::atomic<bool> &flag) {
     if (flag_try_take(flag)) [[likely]]
         return;
     flag_take_wait(flag);

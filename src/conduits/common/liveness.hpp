@@ -28,7 +28,7 @@ namespace sluice::conduit::common {
 // library's progress thread spinning) can take milliseconds.
 class LivenessTimer {
 public:
-    static constexpr unsigned clock_every = 256;
+    static constexpr unsigned clock_every = 32;
     static constexpr std::uint64_t liveness_period_ns = 20'000'000;
 
     // `clock` is base::now_ns but for the unit test's own clock.
