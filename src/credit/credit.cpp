@@ -218,6 +218,7 @@ using base::SpinGuard;
 
 Engine::Engine(const Config &config) : config_(config), directory_((config.nodes + peers_per_mid - 1) / peers_per_mid) {
     config_.normalize();
+    epoch_end_.store(config_.epoch_length, std::memory_order_relaxed);
     bank_ = config_.policy == Policy::fixed || config_.policy == Policy::off ? 0 : config_.banked;
     low_water_ = config_.low_water ? config_.low_water : std::max(config_.banked / 8, config_.min_credits);
 }
@@ -620,6 +621,17 @@ void Engine::request_arrived(Peer p, std::uint8_t byte) {
         s.flags &= static_cast<std::uint8_t>(~flag_fresh_grant);
     }
     base::count_add<std::uint64_t>(received_, 1);
+    if (received_.load(std::memory_order_relaxed) >= epoch_end_.load(std::memory_order_relaxed)) [[unlikely]]
+        epoch_advance();
+}
+
+// received_ reached the end of an epoch.  Threads delivering at once may
+// race here: the epoch only grows (count_max), and an end stored stale
+// only brings the next call sooner.
+void Engine::epoch_advance() {
+    const std::uint64_t e = received_.load(std::memory_order_relaxed) / config_.epoch_length;
+    base::count_max(epoch_, e);
+    epoch_end_.store((e + 1) * config_.epoch_length, std::memory_order_relaxed);
 }
 
 std::uint8_t Engine::reply_byte(Peer p, std::uint8_t request_byte) {

@@ -243,7 +243,7 @@ public:
     std::size_t waiting_askers() const;  // demand: asks not yet granted
     std::size_t scavenge_list_size() const;
     // Epochs ended: one per epoch_length requests received.
-    std::uint64_t epoch() const { return received_.load(std::memory_order_relaxed) / config_.epoch_length; }
+    std::uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
     Totals totals() const;
     // Bytes of per-peer state and queues this engine holds (not counting
     // the request buffers, which are config().receive_bytes()).
@@ -305,6 +305,11 @@ private:
     std::atomic<std::size_t> pages_{0}, mids_{0};
     std::atomic<Peer> touched_{0};  // peers other than me with state
     std::atomic<std::uint64_t> received_{0};
+    // epoch(), kept as requests arrive (a division per state touched cost
+    // a round trip tens of cycles): received_ / epoch_length, and the count
+    // at which the next epoch ends.
+    std::atomic<std::uint64_t> epoch_{0}, epoch_end_{0};
+    [[gnu::noinline]] void epoch_advance();
     // Credits in use over every lender (Config::send_total), and whether the
     // last request it refused has not yet been followed by one that went.
     std::atomic<std::uint32_t> send_total_inuse_{0}, send_total_max_{0};
