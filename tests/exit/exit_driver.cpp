@@ -62,6 +62,7 @@ std::vector<ExitCase> exit_cases() {
         {"FromReplyHandler", "reply-handler", Who::last, "12", 12},
         {"FromMediumHandler", "medium-handler", Who::last, "14", 14},
         {"BetweenInitAndAttach", "before-attach", Who::last, "13", 13},
+        {"RmaInFlight", "rma", Who::last, "15", 15},
         {"SigintInOneRank", "signal", Who::last, "INT", 128 + SIGINT},
         {"SigtermInOneRank", "signal", Who::last, "TERM", 128 + SIGTERM},
         {"AbortInOneRank", "signal", Who::last, "ABRT", 128 + SIGABRT, signal_env},

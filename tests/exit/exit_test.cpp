@@ -130,6 +130,7 @@ void usage() {
                  "  request-handler RANK CODE  RANK calls sluice_exit(CODE) in a request handler\n"
                  "  medium-handler RANK CODE   the same in the handler of a 1000-byte Medium (or the largest)\n"
                  "  reply-handler RANK CODE    RANK calls sluice_exit(CODE) in a reply handler\n"
+                 "  rma RANK CODE              RANK exits with Puts and Gets in flight both ways\n"
                  "  signal RANK SIG            RANK dies by SIG (INT TERM SEGV BUS FPE ABRT KILL)\n"
                  "  before-attach RANK CODE    RANK exits between init and segment attach\n"
                  "  errors-fatal RANK          SLUICE_ERRORS_FATAL=1: RANK makes a bad call\n"
@@ -229,6 +230,32 @@ int main(int argc, char **argv) {
             for (;;) (void)sluice_poll();
         }
         wait_forever(Wait::poll, exiter);
+    }
+    if (which == "rma") {
+        // Transfers in flight both ways when RANK exits: the others keep
+        // Gets from and Puts to its segment going (never synced), and RANK
+        // starts its own with the next rank, then exits without syncing.
+        constexpr std::size_t segment = std::size_t{1} << 20, piece = segment / 4;
+        setup(segment);
+        static char local[2][piece];
+        const sluice_rank_t peer = me == exiter ? (exiter + 1) % nranks : exiter;
+        void *remote = nullptr;
+        std::size_t size = 0;
+        TOK(sluice_segment_info(peer, &remote, &size));
+        auto *at = static_cast<char *>(remote);
+        if (me != exiter) {
+            TOK(sluice_am_request_short(exiter, h_notice, nullptr, 0));
+            // An error return is acceptable only while the job is ending.
+            for (;;) {
+                (void)sluice_get_nbi(local[0], peer, at, piece);
+                (void)sluice_put_nbi(peer, at + piece, local[1], piece);
+                for (int i = 0; i < 100; ++i) (void)sluice_poll();
+            }
+        }
+        wait_for_notices(exiter);
+        TOK(sluice_get_nbi(local[0], peer, at + 2 * piece, piece));
+        TOK(sluice_put_nbi(peer, at + 3 * piece, local[1], piece));
+        sluice_exit(exit_code);
     }
     if (which == "signal") {
         setup();
