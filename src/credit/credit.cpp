@@ -197,6 +197,7 @@ struct Engine::State {
     PeerCredits c;
     std::uint32_t loan_epoch = 0;     // my epochs decayed into loan_* so far
     std::uint32_t scavenge_slot = 0;  // index + 1 in scavenge_, 0: not listed
+    Peer peer = 0;                    // whose (set before its page is published)
 
     State() = default;
     State(const State &o) : flags(o.flags), c(o.c), loan_epoch(o.loan_epoch), scavenge_slot(o.scavenge_slot) {}
@@ -250,9 +251,18 @@ inline Engine::State *Engine::state_lookup(Peer p) const {
     return page ? &page->states[p % peers_per_page] : nullptr;
 }
 
+// The state touched last is remembered (one pointer, so threads never see
+// a peer paired with another's state): a round trip touches one peer's
+// four times.
 inline Engine::State &Engine::state(Peer p) {
-    if (State *s = state_lookup(p)) return *s;
-    return state_create(p);
+    State *last = last_state_.load(std::memory_order_acquire);
+    if (last && last->peer == p) [[likely]]
+        return *last;
+    State *s = state_lookup(p);
+    if (!s) [[unlikely]]
+        s = &state_create(p);
+    last_state_.store(s, std::memory_order_release);
+    return *s;
 }
 
 __attribute__((noinline)) Engine::State &Engine::state_create(Peer p) {
@@ -277,6 +287,7 @@ __attribute__((noinline)) Engine::State &Engine::state_create(Peer p) {
             fresh->states[i].flags = init.flags;
             fresh->states[i].c = init.c;
             fresh->states[i].loan_epoch = init.loan_epoch;
+            fresh->states[i].peer = first + i;
             if (first + i == config_.me) fresh->states[i].c = PeerCredits{};
         }
         if (page_slot.compare_exchange_strong(page, fresh, std::memory_order_acq_rel)) {

@@ -309,6 +309,7 @@ private:
     // a round trip tens of cycles): received_ / epoch_length, and the count
     // at which the next epoch ends.
     std::atomic<std::uint64_t> epoch_{0}, epoch_end_{0};
+    std::atomic<State *> last_state_{nullptr};  // state()'s
     [[gnu::noinline]] void epoch_advance();
     // Credits in use over every lender (Config::send_total), and whether the
     // last request it refused has not yet been followed by one that went.
