@@ -65,7 +65,21 @@ Status TemplateTransport::send_impl(Rank peer, const AmMessage &m) {
 // at header.dest_addr, and the payload argument is that address.
 // Credits, hidden replies and tokens are src/am's business, not the
 // conduit's: it only reports what arrived.
+//
+// A poll made inside one of this conduit's handlers (a handler that waits
+// for room polls) delivers no request: requests of a peer run one handler
+// after the other, in order.  Replies still go, as above.
+namespace {
+[[gnu::tls_model("initial-exec")]] constinit thread_local const TemplateTransport *delivering_here = nullptr;
+}
+
+// The handler called exit: this thread delivers here no more.
+void TemplateTransport::dispatch_abandon_impl() {
+    if (delivering_here == this) delivering_here = nullptr;
+}
+
 int TemplateTransport::poll_impl(PollMode mode) {
+    if (delivering_here == this) mode = PollMode::replies_only;
     int delivered = rdma_progress();
     for (int budget = poll_budget; budget > 0; --budget) {
         QueuedMessage q;
@@ -238,6 +252,13 @@ int TemplateTransport::rdma_progress() {
 
 
 void TemplateTransport::land_and_deliver(QueuedMessage &q) {
+    const TemplateTransport *outer = delivering_here;
+    delivering_here = this;
+    land(q);
+    delivering_here = outer;
+}
+
+void TemplateTransport::land(QueuedMessage &q) {
     const std::uint32_t *args = q.header.nargs ? q.args.data() : nullptr;
     switch (q.header.category) {
     case AmCategory::short_:

@@ -129,7 +129,7 @@ protected:
     // a preposted buffer) releases that slot here, or hands the message back,
     // so the queue it came from keeps moving for the exit protocol.  The
     // template pops each message before delivering it: nothing is held.
-    void dispatch_abandon_impl() override {}
+    void dispatch_abandon_impl() override;
 
     // Releases everything in reverse order of creation: segment
     // registrations, connections, buffers, the device.  Core calls it once,
@@ -165,7 +165,8 @@ private:
                      RmaOp *op, bool &later);
     Status local_check(void *local, std::size_t n, std::uint64_t handle, void *&reach);
     int rdma_progress();
-    void land_and_deliver(QueuedMessage &q);
+    void land_and_deliver(QueuedMessage &q);  // marks this thread as delivering here, then land
+    void land(QueuedMessage &q);
     void release();
 
     std::mutex mutex_;
