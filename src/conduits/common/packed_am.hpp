@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace sluice::conduit::common {
 
@@ -45,6 +46,25 @@ constexpr std::size_t packed_length(const AmHeader &h) {
 
 // Writes the message at `out` (packed_length(h) bytes); returns its length.
 std::size_t packed_encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out);
+
+// The same for a Short from `source` (a conduit's send_short_impl, the
+// latency path): packed_short_length(nargs) bytes.
+constexpr std::size_t packed_short_length(unsigned nargs) {
+    return packed_payload_offset(AmCategory::short_, nargs);
+}
+inline std::size_t packed_encode_short(Rank source, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                                       const std::uint32_t *args, unsigned nargs, std::byte *out) {
+    PackedHead w{};
+    w.handler = handler;
+    w.category = static_cast<std::uint8_t>(AmCategory::short_);
+    w.nargs = static_cast<std::uint8_t>(nargs);
+    w.flags = flags;
+    w.source = source;
+    w.credit = credit;
+    std::memcpy(out, &w, sizeof w);
+    if (nargs) std::memcpy(out + sizeof w, args, 4u * nargs);
+    return packed_short_length(nargs);
+}
 
 // An arrived message, checked and unpacked.
 struct PackedMessage {

@@ -263,8 +263,16 @@ protected:
     // A packed message (packed_am.hpp) to its handler; `op` names the
     // poll in a report of a malformed one.
     void deliver_packed(const char *op, const std::byte *bytes, std::size_t length) {
+        deliver_packed(op, bytes, length, [] {});
+    }
+    // The same, calling `unpacked()` once the bytes are no longer needed
+    // (before the handler of a Short or a Long runs).
+    template <class Unpacked>
+    void deliver_packed(const char *op, const std::byte *bytes, std::size_t length, Unpacked unpacked) {
         PackedMessage m;
-        if (!packed_unpack(op, bytes, length, setup().size, segment_base_, segment_bytes_, m)) return;
+        const bool ok = packed_unpack(op, bytes, length, setup().size, segment_base_, segment_bytes_, m);
+        if (!ok || m.header.category != AmCategory::medium) unpacked();
+        if (!ok) return;
         if (m.header.category == AmCategory::short_)
             deliver_short(m.header.source, m.header.handler, m.header.flags, m.header.credit, m.args, m.header.nargs);
         else

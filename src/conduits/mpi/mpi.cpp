@@ -1,7 +1,7 @@
 // src/conduits/mpi/mpi.cpp - the mpi conduit's traffic: AMs as packed
 // messages by MPI_Isend from a send buffer into the peer's posted
-// receives, delivered from the receive buffer, which is posted again once
-// the handler returned; Put and Get by MPI_Rput and MPI_Rget on the
+// receives, a Short delivered from its receive, other AMs from a copy,
+// the receive posted again at the next poll; Put and Get by MPI_Rput and MPI_Rget on the
 // window over the segments, a Put complete once MPI_Win_flush says it is
 // at its target, or by messages (a header, then the payload as one MPI
 // message between the two buffers), or Gets on the window and Puts by
@@ -62,6 +62,19 @@ Status MpiTransport::send_impl(Rank peer, const AmMessage &m) {
         });
 }
 
+// A Short, encoded straight into its send buffer.
+Status MpiTransport::send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                                     const std::uint32_t *args, unsigned nargs) {
+    if (peer == setup().rank) return self_send(short_message(handler, flags, credit, args, nargs));
+    Guard g(*this);
+    if (!up()) return Status::transport;
+    const Status st = send_small(peer, common::packed_short_length(nargs), [&](std::byte *out) {
+        common::packed_encode_short(setup().rank, handler, flags, credit, args, nargs, out);
+    });
+    counters_.small += st == Status::ok;
+    return st;
+}
+
 // A bare ping or pong; one without a free send buffer leaves a pong owed.
 void MpiTransport::control_send(Rank peer, std::uint8_t category) {
     if (peer >= mpi_rank_.size() || peer == setup().rank) return;
@@ -116,15 +129,25 @@ void MpiTransport::reap_sends() {
 // an MPI_Testsome over all (a large message still arriving there holds the
 // ones behind it, which MPI_Test's progress moves meanwhile).  Each names
 // its sender (a rank of the conduit's communicator); control messages are
-// answered here, AMs copied out into the ready queue.  The receives taken
-// are posted again, in the ring's order, at the start of the next poll:
-// not between a message's arrival and its handler's reply, where the
-// restart's matching would lengthen every round trip.  A rank inside a
-// handler that waits polls, and so restarts them.
+// answered here, Shorts queued in their receives (recv_held_), other AMs
+// copied out into the ready queue.  The receives taken are posted again,
+// in the ring's order, at the start of the next poll: not between a
+// message's arrival and its handler's reply, where the restart's matching
+// would lengthen every round trip.  A rank inside a handler that waits
+// polls, and so restarts them, copying out the Shorts still queued
+// (spill); only a Short being unpacked right then holds its receive, and
+// the ones behind it, until the next poll.
 void MpiTransport::reap_arrivals() {
     const std::size_t ring = recv_requests_.size();
-    for (; recv_taken_ > 0; --recv_taken_) {
+    for (bool spilled = false; recv_taken_ > 0; --recv_taken_) {
         const std::size_t index = recv_head_ >= recv_taken_ ? recv_head_ - recv_taken_ : recv_head_ + ring - recv_taken_;
+        if (recv_held_[index].load(std::memory_order_acquire)) {
+            // Its Short waits in ready_ (copied out now, with every other
+            // there) or is being unpacked (posted again at the next poll).
+            if (!spilled) spill();
+            spilled = true;
+            if (recv_held_[index].load(std::memory_order_acquire)) break;
+        }
         const int restart = MPI_Start(&recv_requests_[index]);
         recv_active_[index] = restart == MPI_SUCCESS;
         if (restart != MPI_SUCCESS)
@@ -169,12 +192,31 @@ void MpiTransport::reap_arrivals() {
         } else if (source < setup().size && w.category >= category_put && w.category <= category_put_done) {
             heard(source);
             serve_arrived(source, bytes, static_cast<std::size_t>(count));
+        } else if (w.category == static_cast<std::uint8_t>(AmCategory::short_)) {
+            if (source < setup().size) heard(source);
+            recv_held_[index].store(1, std::memory_order_relaxed);
+            ready_.push_back(Arrival{const_cast<std::byte *>(bytes), static_cast<std::uint32_t>(count), source,
+                                     static_cast<std::uint32_t>(index)});
         } else {
             if (source < setup().size) heard(source);
             auto *copy = reinterpret_cast<std::byte *>(copies_.get());
             std::memcpy(copy, bytes, static_cast<std::size_t>(count));
             ready_.push_back(Arrival{copy, static_cast<std::uint32_t>(count), source});
         }
+    }
+}
+
+// The Shorts waiting in ready_ in their receives, copied out so that the
+// receives may be posted again.
+void MpiTransport::spill() {
+    for (Arrival &a : ready_) {
+        if (a.ring == Arrival::copied) continue;
+        auto *copy = reinterpret_cast<std::byte *>(copies_.get());
+        std::memcpy(copy, a.bytes, a.length);
+        recv_held_[a.ring].store(0, std::memory_order_relaxed);
+        a.bytes = copy;
+        a.ring = Arrival::copied;
+        ++mpi_counters_.spilled;
     }
 }
 
@@ -319,9 +361,15 @@ Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
     return send_small(peer, n, [&](std::byte *out) { std::memcpy(out, bytes, n); });
 }
 
-void MpiTransport::deliver_one(const Arrival &a) { deliver_packed("poll (mpi)", a.bytes, a.length); }
+void MpiTransport::deliver_one(const Arrival &a) {
+    if (a.ring == Arrival::copied) return deliver_packed("poll (mpi)", a.bytes, a.length);
+    deliver_packed("poll (mpi)", a.bytes, a.length,
+                   [&] { recv_held_[a.ring].store(0, std::memory_order_release); });
+}
 
-void MpiTransport::delivered(const Arrival &a) { copies_.put(reinterpret_cast<std::uint8_t *>(a.bytes)); }
+void MpiTransport::delivered(const Arrival &a) {
+    if (a.ring == Arrival::copied) copies_.put(reinterpret_cast<std::uint8_t *>(a.bytes));
+}
 
 // ---- RMA ----
 

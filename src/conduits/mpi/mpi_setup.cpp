@@ -169,6 +169,7 @@ Status MpiTransport::buffers_create() {
     send_words_ = std::make_unique<std::uint64_t[]>(words * sends);
     recv_requests_.assign(recvs, MPI_REQUEST_NULL);
     recv_active_.assign(recvs, false);
+    recv_held_ = std::make_unique<std::atomic<std::uint8_t>[]>(recvs);
     done_index_.assign(std::max(recvs, sends), 0);
     for (std::size_t i = 0; i < recvs; ++i) {
         int rc = MPI_Recv_init(recv_words_.get() + i * words, static_cast<int>(msg_max_), MPI_BYTE, MPI_ANY_SOURCE, am_tag,
@@ -335,7 +336,8 @@ bool MpiTransport::stats_wanted() const { return base::knob_bool(knob(Knob::MPI_
 
 void MpiTransport::stats_print() {
     const std::string extra = "window flushes " + std::to_string(mpi_counters_.flushes) + ", served " +
-                              std::to_string(mpi_counters_.served);
+                              std::to_string(mpi_counters_.served) + ", Shorts spilled " +
+                              std::to_string(mpi_counters_.spilled);
     common::stats_line(setup().rank, "mpi", path(setup().rank), counters_, receive_wakeups(), extra);
 }
 

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -62,13 +63,18 @@ struct RmaHeader {
     std::uint32_t pad = 0;
 };
 
-// A message that arrived, copied out of its posted receive (which is
-// posted again at once: a rank inside a handler still receives, so the
-// peer's rendezvous sends complete); its sender is a Sluice rank.
+// A message that arrived; its sender is a Sluice rank.  A Short is
+// delivered from its posted receive (`ring` its index there), which is
+// posted again once the Short is unpacked, before its handler runs; any
+// other message is copied out (ring: copied), its receive posted again at
+// the next poll, so that a rank inside a handler still receives and the
+// peer's rendezvous sends complete.
 struct Arrival {
+    static constexpr std::uint32_t copied = ~std::uint32_t{0};
     std::byte *bytes = nullptr;
     std::uint32_t length = 0;
     Rank source = 0;
+    std::uint32_t ring = copied;
 };
 
 // One send buffer and the MPI_Isend that carries it.
@@ -100,6 +106,7 @@ struct Serve {
 struct MpiCounters {
     std::uint64_t flushes = 0;  // MPI_Win_flush calls (a Put is complete at its target after one)
     std::uint64_t served = 0;   // Puts and Gets peers made here by messages
+    std::uint64_t spilled = 0;  // Shorts copied out of their receives while they waited (spill)
 };
 
 class MpiTransport final : public common::RdmaConduit<Arrival> {
@@ -111,6 +118,8 @@ protected:
     Status init_impl() override;
     std::size_t receive_buffer_bytes_impl() override { return recv_requests_.size() * msg_max_; }
     Status send_impl(Rank peer, const AmMessage &m) override;
+    Status send_short_impl(Rank peer, std::uint8_t handler, std::uint8_t flags, std::uint8_t credit,
+                           const std::uint32_t *args, unsigned nargs) override;
     Status mem_register_impl(void *, std::size_t, std::uint64_t, std::uint64_t &handle, std::string &) override {
         handle = 0;
         return Status::ok;
@@ -148,6 +157,7 @@ private:
     static int finished(std::vector<MPI_Request> &requests, std::vector<int> &index);  // under lock_
     void reap_sends();     // under lock_
     void reap_arrivals();  // under lock_
+    void spill();          // under lock_
     void reap_rma();       // under lock_
     void reap_serves();    // under lock_
     void rma_finish(RmaPost *p);                                    // under lock_
@@ -198,6 +208,9 @@ private:
     std::unique_ptr<std::uint64_t[]> recv_words_;
     std::vector<MPI_Request> recv_requests_;
     std::vector<std::uint8_t> recv_active_; // started, its message not yet taken
+    // Taken, its Short still in ready_ or being unpacked: not posted again
+    // until deliver_one has unpacked it (or spill copied it out).
+    std::unique_ptr<std::atomic<std::uint8_t>[]> recv_held_;
     std::size_t recv_head_ = 0;             // the oldest posted receive, the next to fill
     std::size_t recv_taken_ = 0;            // the receives before recv_head_ to post again
     bool quiet_ = true;                     // the last poll took no message

@@ -111,6 +111,15 @@ run_flavor() {
     else echo "FAIL: [$label] one send buffer: no send ever waited"; failed=1; fi
     mp "$run" 4 SLUICE_MPI_RECVS=1 -- flood 2000
     expect "[$label] one posted receive: the flood passes at 4 ranks" 0 "^PASS flood"
+    # Shorts delivered from their receives: those that wait while a
+    # handler polls are copied out when their receives are due again,
+    # and still arrive in order, intact.
+    log=$(launch 120 "$run" 2 "$builddir/tests/conduit/sluice-conduit-conformance" \
+        --gtest_filter='*ShortsQueuedWhileAHandlerPolls*' --gtest_brief=1 2>&1)
+    code=$?
+    expect "[$label] Shorts queued while a handler polls arrive in order" 0 "PASSED .*1 test"
+    if [ "$(counter 'Shorts spilled')" -gt 0 ]; then echo "ok: [$label] $(counter 'Shorts spilled') waiting Shorts copied out of their receives"
+    else echo "FAIL: [$label] no waiting Short was copied out of its receive"; failed=1; fi
     mp "$run" 2 SLUICE_MPI_MAX_MEDIUM=512 -- am
     expect "[$label] SLUICE_MPI_MAX_MEDIUM=512: the AM case passes" 0 "^PASS am"
     mp "$run" 2 SLUICE_MPI_MAX_MEDIUM=100 -- basic
