@@ -32,6 +32,7 @@
 #include "base/status.hpp"
 #include "conduits/common/atomic_slots.hpp"
 #include "conduits/common/conduit_lock.hpp"
+#include "conduits/common/fifo.hpp"
 #include "conduits/common/liveness.hpp"
 #include "conduits/common/packed_am.hpp"
 #include "conduits/common/private_segment.hpp"
@@ -425,7 +426,7 @@ protected:
     static constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
 
     base::SpinLock lock_;
-    std::deque<Arrival> ready_;
+    Fifo<Arrival> ready_;
     PeerTable<PeerLife> life_;  // by rank, made at first touch (life)
     Counters counters_;
     // The segment's range here (deliver_packed checks a packed Long against it).

@@ -209,7 +209,8 @@ void MpiTransport::reap_arrivals() {
 // The Shorts waiting in ready_ in their receives, copied out so that the
 // receives may be posted again.
 void MpiTransport::spill() {
-    for (Arrival &a : ready_) {
+    for (std::size_t i = 0; i < ready_.size(); ++i) {
+        Arrival &a = ready_[i];
         if (a.ring == Arrival::copied) continue;
         auto *copy = reinterpret_cast<std::byte *>(copies_.get());
         std::memcpy(copy, a.bytes, a.length);
