@@ -305,9 +305,8 @@ private:
     std::atomic<std::size_t> pages_{0}, mids_{0};
     std::atomic<Peer> touched_{0};  // peers other than me with state
     std::atomic<std::uint64_t> received_{0};
-    // epoch(), kept as requests arrive (a division per state touched cost
-    // a round trip tens of cycles): received_ / epoch_length, and the count
-    // at which the next epoch ends.
+    // epoch(), kept as requests arrive so that no hot path divides:
+    // received_ / epoch_length, and the count at which the next epoch ends.
     std::atomic<std::uint64_t> epoch_{0}, epoch_end_{0};
     std::atomic<State *> last_state_{nullptr};  // state()'s
     [[gnu::noinline]] void epoch_advance();

@@ -128,7 +128,8 @@ protected:
     // A conduit that delivers in place from its receive buffer (a ring slot,
     // a preposted buffer) releases that slot here, or hands the message back,
     // so the queue it came from keeps moving for the exit protocol.  The
-    // template pops each message before delivering it: nothing is held.
+    // template pops each message before delivering it: nothing is held; it
+    // only forgets that this thread was delivering (its nested-poll rule).
     void dispatch_abandon_impl() override;
 
     // Releases everything in reverse order of creation: segment
