@@ -18,6 +18,11 @@ namespace sluice::conduit::common {
 // lock while holding their own.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local bool in_conduit_lock;
 
+// The conduit whose handler this thread runs (a poll it makes from there
+// delivers no request).  Constant-initialized, in the static TLS block:
+// one load on every message's path.  Defined in rdma_conduit.cpp.
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local const void *delivering_conduit;
+
 class ConduitGuard {
 public:
     explicit ConduitGuard(base::SpinLock &lock) : lock_(lock) {

@@ -12,6 +12,8 @@ namespace sluice::conduit::common {
 [[gnu::tls_model("initial-exec")]] constinit thread_local bool in_conduit_lock = false;
 
 std::size_t packed_encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out) {
+    if (h.category == AmCategory::short_)
+        return packed_encode_short(h.source, h.handler, h.flags, h.credit, args, h.nargs, out);
     PackedHead w{};
     w.handler = h.handler;
     w.category = static_cast<std::uint8_t>(h.category);

@@ -52,11 +52,6 @@
 
 namespace sluice::conduit::common {
 
-// The conduit whose handler this thread runs (a poll it makes from there
-// queues arrivals but delivers nothing).  Constant-initialized, in the
-// static TLS block: one load on every message's path.
-[[gnu::tls_model("initial-exec")]] extern constinit thread_local const void *delivering_conduit;
-
 // Control messages of the conduits whose messages start with a PackedHead
 // (ofi, ibv), in its `category` beyond the AM categories: handled by the
 // conduit, never delivered, not numbered.

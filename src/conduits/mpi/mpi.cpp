@@ -199,11 +199,17 @@ void MpiTransport::reap_arrivals() {
                                      static_cast<std::uint32_t>(index)});
         } else {
             if (source < setup().size) heard(source);
-            auto *copy = reinterpret_cast<std::byte *>(copies_.get());
-            std::memcpy(copy, bytes, static_cast<std::size_t>(count));
-            ready_.push_back(Arrival{copy, static_cast<std::uint32_t>(count), source});
+            ready_.push_back(Arrival{copy_out(bytes, static_cast<std::size_t>(count)), static_cast<std::uint32_t>(count),
+                                     source});
         }
     }
+}
+
+// `n` bytes of a receive in a buffer of copies_ (given back by delivered).
+std::byte *MpiTransport::copy_out(const std::byte *bytes, std::size_t n) {
+    auto *copy = reinterpret_cast<std::byte *>(copies_.get());
+    std::memcpy(copy, bytes, n);
+    return copy;
 }
 
 // The Shorts waiting in ready_ in their receives, copied out so that the
@@ -212,10 +218,8 @@ void MpiTransport::spill() {
     for (std::size_t i = 0; i < ready_.size(); ++i) {
         Arrival &a = ready_[i];
         if (a.ring == Arrival::copied) continue;
-        auto *copy = reinterpret_cast<std::byte *>(copies_.get());
-        std::memcpy(copy, a.bytes, a.length);
         recv_held_[a.ring].store(0, std::memory_order_relaxed);
-        a.bytes = copy;
+        a.bytes = copy_out(a.bytes, a.length);
         a.ring = Arrival::copied;
         ++mpi_counters_.spilled;
     }
@@ -363,9 +367,9 @@ Status MpiTransport::send_copy(Rank peer, const void *bytes, std::size_t n) {
 }
 
 void MpiTransport::deliver_one(const Arrival &a) {
-    if (a.ring == Arrival::copied) return deliver_packed("poll (mpi)", a.bytes, a.length);
-    deliver_packed("poll (mpi)", a.bytes, a.length,
-                   [&] { recv_held_[a.ring].store(0, std::memory_order_release); });
+    deliver_packed("poll (mpi)", a.bytes, a.length, [&] {
+        if (a.ring != Arrival::copied) recv_held_[a.ring].store(0, std::memory_order_release);
+    });
 }
 
 void MpiTransport::delivered(const Arrival &a) {

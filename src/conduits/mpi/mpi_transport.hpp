@@ -158,6 +158,7 @@ private:
     void reap_sends();     // under lock_
     void reap_arrivals();  // under lock_
     void spill();          // under lock_
+    std::byte *copy_out(const std::byte *bytes, std::size_t n);  // under lock_
     void reap_rma();       // under lock_
     void reap_serves();    // under lock_
     void rma_finish(RmaPost *p);                                    // under lock_

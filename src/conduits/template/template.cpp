@@ -15,6 +15,8 @@
 #include "conduits/template/template.hpp"
 #include "conduits/template/template_transport.hpp"
 
+#include "conduits/common/conduit_lock.hpp"
+
 #include "base/status.hpp"
 
 #include <cstring>
@@ -69,17 +71,13 @@ Status TemplateTransport::send_impl(Rank peer, const AmMessage &m) {
 // A poll made inside one of this conduit's handlers (a handler that waits
 // for room polls) delivers no request: requests of a peer run one handler
 // after the other, in order.  Replies still go, as above.
-namespace {
-[[gnu::tls_model("initial-exec")]] constinit thread_local const TemplateTransport *delivering_here = nullptr;
-}
-
 // The handler called exit: this thread delivers here no more.
 void TemplateTransport::dispatch_abandon_impl() {
-    if (delivering_here == this) delivering_here = nullptr;
+    if (common::delivering_conduit == this) common::delivering_conduit = nullptr;
 }
 
 int TemplateTransport::poll_impl(PollMode mode) {
-    if (delivering_here == this) mode = PollMode::replies_only;
+    if (common::delivering_conduit == this) mode = PollMode::replies_only;
     int delivered = rdma_progress();
     for (int budget = poll_budget; budget > 0; --budget) {
         QueuedMessage q;
@@ -252,10 +250,10 @@ int TemplateTransport::rdma_progress() {
 
 
 void TemplateTransport::land_and_deliver(QueuedMessage &q) {
-    const TemplateTransport *outer = delivering_here;
-    delivering_here = this;
+    const void *outer = common::delivering_conduit;
+    common::delivering_conduit = this;
     land(q);
-    delivering_here = outer;
+    common::delivering_conduit = outer;
 }
 
 void TemplateTransport::land(QueuedMessage &q) {
