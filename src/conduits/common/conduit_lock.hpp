@@ -41,6 +41,12 @@ public:
         lock_.unlock();
     }
     bool owns() const { return owns_; }
+    // Lets the lock go before the end of the scope.
+    void release() {
+        in_conduit_lock = false;
+        lock_.unlock();
+        owns_ = false;
+    }
     ConduitGuard(const ConduitGuard &) = delete;
     ConduitGuard &operator=(const ConduitGuard &) = delete;
 

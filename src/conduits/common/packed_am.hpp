@@ -44,6 +44,14 @@ constexpr std::size_t packed_length(const AmHeader &h) {
                         (h.category == AmCategory::short_ ? 0 : h.payload_length));
 }
 
+// Bytes the AM message with head `w` takes; ~0 when `w` is no AM's head
+// (a control category, too many arguments).
+constexpr std::size_t packed_wire_length(const PackedHead &w) {
+    if (w.category > static_cast<std::uint8_t>(AmCategory::long_) || w.nargs > packed_max_args) return ~std::size_t{0};
+    const auto c = static_cast<AmCategory>(w.category);
+    return packed_align(packed_payload_offset(c, w.nargs) + (c == AmCategory::short_ ? 0 : w.length));
+}
+
 // Writes the message at `out` (packed_length(h) bytes); returns its length.
 std::size_t packed_encode(const AmHeader &h, const std::uint32_t *args, const void *payload, std::byte *out);
 
@@ -64,6 +72,21 @@ inline std::size_t packed_encode_short(Rank source, std::uint8_t handler, std::u
     std::memcpy(out, &w, sizeof w);
     if (nargs) std::memcpy(out + sizeof w, args, 4u * nargs);
     return packed_short_length(nargs);
+}
+
+// A well-formed Short (from a job of `ranks`) in the `length` bytes at
+// `bytes`: its head into `w` and its arguments into `args` (the latency
+// path).  False for anything else, which packed_unpack takes (and
+// reports when malformed).
+inline bool packed_short_take(const std::byte *bytes, std::size_t length, Rank ranks, PackedHead &w,
+                              std::uint32_t *args) {
+    if (length < sizeof w) return false;
+    std::memcpy(&w, bytes, sizeof w);
+    if (w.category != static_cast<std::uint8_t>(AmCategory::short_) || w.nargs > packed_max_args ||
+        length < packed_short_length(w.nargs) || w.source >= ranks)
+        return false;
+    if (w.nargs) std::memcpy(args, bytes + sizeof w, 4u * w.nargs);
+    return true;
 }
 
 // An arrived message, checked and unpacked.

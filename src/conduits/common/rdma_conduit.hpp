@@ -265,6 +265,13 @@ protected:
     // (before the handler of a Short or a Long runs).
     template <class Unpacked>
     void deliver_packed(const char *op, const std::byte *bytes, std::size_t length, Unpacked unpacked) {
+        PackedHead w;
+        std::uint32_t args[packed_max_args];
+        if (packed_short_take(bytes, length, setup().size, w, args)) [[likely]] {
+            unpacked();
+            deliver_short(w.source, w.handler, w.flags, w.credit, args, w.nargs);
+            return;
+        }
         PackedMessage m;
         const bool ok = packed_unpack(op, bytes, length, setup().size, segment_base_, segment_bytes_, m);
         if (!ok || m.header.category != AmCategory::medium) unpacked();
@@ -318,27 +325,22 @@ protected:
     void receive_thread_stop() { rcv_thread_.stop(); }
 
     // ---- Transport ----
+    // The empty poll, which a waiting rank spins on, is kept lean: what
+    // delivering needs is set up out of line (poll_deliver).
     int poll_impl(PollMode mode) override {
         if (__builtin_expect(rcv_wanted_.load(std::memory_order_relaxed), 0) && rcv_wanted_.exchange(false))
             receive_thread_start();
         if (__builtin_expect(liveness_timer_.due(), 0)) liveness();
-        Arrival a{};
-        SelfMessage self;
-        {
-            Guard g(*this);
-            if (!up()) return 0;
-            reap_all();
-            poll_more();
-            if (ready_.empty() && self_ready_.empty()) return 0;
-            // The first message is taken under the reap's lock (one lock
-            // from the network's completion to the handler).
-            if (mode == PollMode::replies_only || delivering() || !deliver_flag_take()) return 0;
-            if (!next_ready(a, self)) {
-                base::flag_release(deliver_flag_);
-                return 0;
-            }
-        }
-        return deliver_from(a, std::move(self));
+        Guard g(*this);
+        if (!up()) return 0;
+        reap_all();
+        poll_more();
+        if (ready_.empty() && self_ready_.empty()) [[likely]]
+            return 0;
+        // The first message is taken under the reap's lock (one lock from
+        // the network's completion to the handler).
+        if (mode == PollMode::replies_only || delivering() || !deliver_flag_take()) return 0;
+        return poll_deliver(g);
     }
     bool wake_prepare_impl(WakeSet &w) override {
         {
@@ -405,17 +407,9 @@ protected:
     // Delivers what is ready, one handler at a time (the thread that takes
     // the flag), up to poll_budget.
     int deliver_ready() {
-        Arrival a{};
-        SelfMessage self;
-        {
-            Guard g(*this);
-            if (!deliver_flag_take()) return 0;
-            if (!next_ready(a, self)) {
-                base::flag_release(deliver_flag_);
-                return 0;
-            }
-        }
-        return deliver_from(a, std::move(self));
+        Guard g(*this);
+        if (!deliver_flag_take()) return 0;
+        return poll_deliver(g);
     }
 
     static constexpr unsigned poll_budget = 64;  // messages one poll delivers at most
@@ -445,6 +439,18 @@ private:
         if (deliver_flag_.load(std::memory_order_acquire)) return false;
         deliver_flag_.store(true, std::memory_order_relaxed);
         return true;
+    }
+    // Under lock_ (`g`), holding the delivery flag: lets the lock go and
+    // delivers what is ready.
+    [[gnu::noinline]] int poll_deliver(Guard &g) {
+        Arrival a{};
+        SelfMessage self;
+        if (!next_ready(a, self)) {
+            base::flag_release(deliver_flag_);
+            return 0;
+        }
+        g.release();
+        return deliver_from(a, std::move(self));
     }
     // Under lock_, holding the delivery flag: the next message to deliver,
     // into `self` (this rank's own, first) or `a`; false when none is
@@ -489,10 +495,11 @@ private:
     // Under lock_: the conduit's reap, then what complete_at_poll queued.
     void reap_all() {
         reap();
-        if (__builtin_expect(!poll_done_.empty(), 0)) {
-            for (RmaOp *op : poll_done_) rma_complete(op);
-            poll_done_.clear();
-        }
+        if (__builtin_expect(!poll_done_.empty(), 0)) poll_done_complete();
+    }
+    [[gnu::noinline]] void poll_done_complete() {
+        for (RmaOp *op : poll_done_) rma_complete(op);
+        poll_done_.clear();
     }
     // Every liveness period of polling: a stopped or hung process keeps its
     // connections (and its NIC acknowledging), so the network alone would

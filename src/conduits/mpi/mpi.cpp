@@ -127,9 +127,8 @@ void MpiTransport::reap_sends() {
 // matches a message with the earliest posted receive, so they fill in that
 // order and only the oldest needs testing, one MPI_Test a poll rather than
 // an MPI_Testsome over all (a large message still arriving there holds the
-// ones behind it, which MPI_Test's progress moves meanwhile).  Each names
-// its sender (a rank of the conduit's communicator); control messages are
-// answered here, Shorts queued in their receives (recv_held_), other AMs
+// ones behind it, which MPI_Test's progress moves meanwhile).  Control
+// messages are answered here, Shorts queued in their receives (recv_held_), other AMs
 // copied out into the ready queue.  The receives taken are posted again,
 // in the ring's order, at the start of the next poll: not between a
 // message's arrival and its handler's reply, where the restart's matching
@@ -138,6 +137,30 @@ void MpiTransport::reap_sends() {
 // (spill); only a Short being unpacked right then holds its receive, and
 // the ones behind it, until the next poll.
 void MpiTransport::reap_arrivals() {
+    if (recv_taken_ > 0) restart_taken();
+    // After a quiet poll one message is taken and delivered at once: testing
+    // the next receive would make MPI progress (its whole poll) before the
+    // handler runs.  While messages keep coming, a poll takes all that
+    // have arrived.
+    const std::size_t ring = recv_requests_.size();
+    const std::size_t most = quiet_ ? 1 : ring;
+    quiet_ = true;
+    for (std::size_t taken = 0; taken < most && recv_taken_ < ring; ++taken) {
+        const std::size_t index = recv_head_;
+        if (!recv_active_[index]) return;  // its restart failed, reported: the ring stops there
+        int done = 0;
+        if (const int rc = MPI_Test(&recv_requests_[index], &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) [[unlikely]] {
+            base::report(Status::transport, "poll (mpi)", nullptr,
+                         "mpi: MPI_Test of a posted receive failed (MPI error %d)", rc);
+            return;
+        }
+        if (!done) return;
+        arrived(index);
+    }
+}
+
+// The receives taken, posted again in the ring's order.
+void MpiTransport::restart_taken() {
     const std::size_t ring = recv_requests_.size();
     for (bool spilled = false; recv_taken_ > 0; --recv_taken_) {
         const std::size_t index = recv_head_ >= recv_taken_ ? recv_head_ - recv_taken_ : recv_head_ + ring - recv_taken_;
@@ -155,52 +178,42 @@ void MpiTransport::reap_arrivals() {
                          "mpi: MPI_Start of a posted receive failed (MPI error %d): no message will arrive here",
                          restart);
     }
-    // After a quiet poll one message is taken and delivered at once: testing
-    // the next receive would make MPI progress (its whole poll) before the
-    // handler runs.  While messages keep coming, a poll takes all that
-    // have arrived.
-    const std::size_t most = quiet_ ? 1 : ring;
-    quiet_ = true;
-    for (std::size_t taken = 0; taken < most && recv_taken_ < ring; ++taken) {
-        const std::size_t index = recv_head_;
-        MPI_Request &r = recv_requests_[index];
-        if (!recv_active_[index]) return;  // its restart failed, reported: the ring stops there
-        int done = 0;
-        MPI_Status st{};
-        const int rc = MPI_Test(&r, &done, &st);
-        if (rc != MPI_SUCCESS) {
-            base::report(Status::transport, "poll (mpi)", nullptr,
-                         "mpi: MPI_Test of a posted receive failed (MPI error %d)", rc);
-            return;
-        }
-        if (!done) return;
-        recv_active_[index] = false;
-        quiet_ = false;
-        ++recv_taken_;
-        recv_head_ = recv_head_ + 1 == ring ? 0 : recv_head_ + 1;
-        int count = 0;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        const int from = st.MPI_SOURCE;
-        const Rank source = from >= 0 && static_cast<std::size_t>(from) < sluice_rank_.size() ? sluice_rank_[from]
-                                                                                              : setup().size;
-        ++counters_.received;
-        const auto *bytes = reinterpret_cast<const std::byte *>(recv_words_.get() + index * (msg_max_ / 8));
-        common::PackedHead w{};
-        if (count >= static_cast<int>(sizeof w)) std::memcpy(&w, bytes, sizeof w);
-        if (source < setup().size && (w.category == common::category_ping || w.category == common::category_pong)) {
-            control_arrived(source, w.category);
-        } else if (source < setup().size && w.category >= category_put && w.category <= category_put_done) {
-            heard(source);
-            serve_arrived(source, bytes, static_cast<std::size_t>(count));
-        } else if (w.category == static_cast<std::uint8_t>(AmCategory::short_)) {
-            if (source < setup().size) heard(source);
+}
+
+// The message in receive `index` (the oldest).  Its head says who sent
+// it and how long it is (MPI_Get_count would cost the latency path as
+// much as the rest of this): the communicator is Sluice's own, every
+// message on it a Sluice rank's, and an AM's head is checked again when
+// it is unpacked.
+void MpiTransport::arrived(std::size_t index) {
+    const std::size_t ring = recv_requests_.size();
+    recv_active_[index] = false;
+    quiet_ = false;
+    ++recv_taken_;
+    recv_head_ = recv_head_ + 1 == ring ? 0 : recv_head_ + 1;
+    ++counters_.received;
+    const auto *bytes = reinterpret_cast<const std::byte *>(recv_words_.get() + index * (msg_max_ / 8));
+    common::PackedHead w;
+    std::memcpy(&w, bytes, sizeof w);
+    const Rank source = w.source;
+    if (source >= setup().size) {
+        base::report(Status::transport, "poll (mpi)", "run the same Sluice build on every rank",
+                     "mpi: a message naming rank %u (of %u), category %u, dropped", source, setup().size, w.category);
+        return;
+    }
+    heard(source);
+    if (w.category == common::category_ping || w.category == common::category_pong) {
+        control_arrived(source, w.category);
+    } else if (w.category >= category_put && w.category <= category_put_done) {
+        serve_arrived(source, bytes, sizeof(RmaHeader));
+    } else {
+        // An AM (or a malformed message, which deliver_packed reports).
+        const auto length = static_cast<std::uint32_t>(std::min(common::packed_wire_length(w), msg_max_));
+        if (w.category == static_cast<std::uint8_t>(AmCategory::short_)) {
             recv_held_[index].store(1, std::memory_order_relaxed);
-            ready_.push_back(Arrival{const_cast<std::byte *>(bytes), static_cast<std::uint32_t>(count), source,
-                                     static_cast<std::uint32_t>(index)});
+            ready_.push_back(Arrival{const_cast<std::byte *>(bytes), length, source, static_cast<std::uint32_t>(index)});
         } else {
-            if (source < setup().size) heard(source);
-            ready_.push_back(Arrival{copy_out(bytes, static_cast<std::size_t>(count)), static_cast<std::uint32_t>(count),
-                                     source});
+            ready_.push_back(Arrival{copy_out(bytes, length), length, source});
         }
     }
 }

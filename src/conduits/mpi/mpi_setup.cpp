@@ -142,15 +142,15 @@ Status MpiTransport::ranks_map() {
     if (Status s = common::allgather_records(setup(), "mpi", "an MPI rank", &record, sizeof record, all); s != Status::ok)
         return s;
     mpi_rank_.assign(setup().size, 0);
-    sluice_rank_.assign(setup().size, setup().size);
+    std::vector<Rank> sluice_rank(setup().size, setup().size);  // by MPI rank: taken by whom
     for (Rank r = 0; r < setup().size; ++r) {
         std::int32_t theirs = 0;
         std::memcpy(&theirs, all[r].data(), sizeof theirs);
-        if (theirs < 0 || theirs >= size || sluice_rank_[theirs] != setup().size)
+        if (theirs < 0 || theirs >= size || sluice_rank[theirs] != setup().size)
             return base::report(Status::state, op, "this is a Sluice bug",
                                 "mpi: rank %u says it is MPI rank %d, which is out of range or taken", r, theirs);
         mpi_rank_[r] = theirs;
-        sluice_rank_[theirs] = r;
+        sluice_rank[theirs] = r;
     }
     return Status::ok;
 }

@@ -157,6 +157,8 @@ private:
     static int finished(std::vector<MPI_Request> &requests, std::vector<int> &index);  // under lock_
     void reap_sends();     // under lock_
     void reap_arrivals();  // under lock_
+    void restart_taken();  // under lock_
+    void arrived(std::size_t index);  // under lock_
     void spill();          // under lock_
     std::byte *copy_out(const std::byte *bytes, std::size_t n);  // under lock_
     void reap_rma();       // under lock_
@@ -201,7 +203,6 @@ private:
     }
     int thread_level_ = MPI_THREAD_SINGLE;
     std::vector<int> mpi_rank_;      // by Sluice rank: its rank in comm_
-    std::vector<Rank> sluice_rank_;  // by rank in comm_: its Sluice rank
 
     std::size_t max_medium_ = 0, msg_max_ = 0;
     // The posted receives: one buffer of msg_max_ bytes each, persistent
