@@ -274,7 +274,7 @@ sluice_status_t sluice_allgather(const void *in, void *out, size_t length) {
     return code(runtime().allgather(in, out, length));
 }
 namespace {
-sluice_status_t poll_checked(const char *op, sluice::core::Runtime::Poller who) {
+[[gnu::always_inline]] inline sluice_status_t poll_checked(const char *op, sluice::core::Runtime::Poller who) {
     if (__builtin_expect(am::AmEngine::prepared(), 0)) return code(am::AmEngine::prepared_refuse(op));
     if (am::AmEngine::in_handler())
         return code(sluice::base::report(Status::context, op, "do not poll from a handler", "called from a handler"));
