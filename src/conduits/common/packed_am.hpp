@@ -28,6 +28,13 @@ struct PackedHead {
 };
 static_assert(sizeof(PackedHead) == 16);
 
+// Control messages of the conduits whose messages start with a
+// PackedHead, in its `category` beyond the AM categories (the liveness
+// ping and pong of rdma_conduit.hpp): handled by the conduit, never
+// delivered, not numbered.
+constexpr std::uint8_t category_ping = 3;
+constexpr std::uint8_t category_pong = 4;
+
 // Room a message takes beyond its payload: head, Long address, arguments.
 constexpr std::size_t packed_head_room = sizeof(PackedHead) + 8 + 4 * packed_max_args;
 

@@ -52,12 +52,6 @@
 
 namespace sluice::conduit::common {
 
-// Control messages of the conduits whose messages start with a PackedHead
-// (ofi, ibv), in its `category` beyond the AM categories: handled by the
-// conduit, never delivered, not numbered.
-constexpr std::uint8_t category_ping = 3;
-constexpr std::uint8_t category_pong = 4;
-
 // What every RDMA conduit counts; SLUICE_<NAME>_STATS prints them at
 // finalize (stats_line).
 struct Counters {
