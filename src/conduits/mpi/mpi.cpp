@@ -201,19 +201,21 @@ void MpiTransport::arrived(std::size_t index) {
                      "mpi: a message naming rank %u (of %u), category %u, dropped", source, setup().size, w.category);
         return;
     }
-    heard(source);
     if (w.category == common::category_ping || w.category == common::category_pong) {
         control_arrived(source, w.category);
-    } else if (w.category >= category_put && w.category <= category_put_done) {
-        serve_arrived(source, bytes, sizeof(RmaHeader));
+        return;
+    }
+    heard(source);
+    if (w.category >= category_put && w.category <= category_put_done) {
+        serve_arrived(source, bytes);
     } else {
         // An AM (or a malformed message, which deliver_packed reports).
         const auto length = static_cast<std::uint32_t>(std::min(common::packed_wire_length(w), msg_max_));
         if (w.category == static_cast<std::uint8_t>(AmCategory::short_)) {
             recv_held_[index].store(1, std::memory_order_relaxed);
-            ready_.push_back(Arrival{const_cast<std::byte *>(bytes), length, source, static_cast<std::uint32_t>(index)});
+            ready_.push_back(Arrival{const_cast<std::byte *>(bytes), length, static_cast<std::uint32_t>(index)});
         } else {
-            ready_.push_back(Arrival{copy_out(bytes, length), length, source});
+            ready_.push_back(Arrival{copy_out(bytes, length), length});
         }
     }
 }
@@ -275,13 +277,8 @@ void MpiTransport::rma_finish(RmaPost *p) {
 // By messages: a peer's header, answered at once by the
 // receive or send on this rank's segment that its payload meets; or a
 // peer's acknowledgement of a Put of this rank's.
-void MpiTransport::serve_arrived(Rank origin, const std::byte *bytes, std::size_t length) {
-    RmaHeader h{};
-    if (length < sizeof h) {
-        base::report(Status::transport, "poll (mpi)", nullptr,
-                     "mpi: a Put/Get header of %zu bytes from rank %u (want %zu)", length, origin, sizeof h);
-        return;
-    }
+void MpiTransport::serve_arrived(Rank origin, const std::byte *bytes) {
+    RmaHeader h;
     std::memcpy(&h, bytes, sizeof h);
     if (h.head.category == category_put_done) {
         if (h.post >= posts_.size() || !posts_[h.post].write || posts_[h.post].peer != origin) {

@@ -63,7 +63,7 @@ struct RmaHeader {
     std::uint32_t pad = 0;
 };
 
-// A message that arrived; its sender is a Sluice rank.  A Short is
+// A message that arrived (its head names its sender).  A Short is
 // delivered from its posted receive (`ring` its index there), which is
 // posted again once the Short is unpacked, before its handler runs; any
 // other message is copied out (ring: copied), its receive posted again at
@@ -73,7 +73,6 @@ struct Arrival {
     static constexpr std::uint32_t copied = ~std::uint32_t{0};
     std::byte *bytes = nullptr;
     std::uint32_t length = 0;
-    Rank source = 0;
     std::uint32_t ring = copied;
 };
 
@@ -165,7 +164,7 @@ private:
     void reap_serves();    // under lock_
     void rma_finish(RmaPost *p);                                    // under lock_
     Status rma_messages_post(RmaPost *p, std::uint64_t remote, void *local, int count, MPI_Request &r);  // under lock_
-    void serve_arrived(Rank origin, const std::byte *bytes, std::size_t length);  // under lock_
+    void serve_arrived(Rank origin, const std::byte *bytes);  // under lock_
     SendBuffer *send_buffer();                                      // under lock_
     Status send_copy(Rank peer, const void *bytes, std::size_t n);  // under lock_
     bool ack_send(Rank origin, std::uint32_t post);                 // under lock_
