@@ -146,9 +146,9 @@ bool Context::push_outgoing() {
     return moved;
 }
 
-bool Context::dispatch() {
+bool Context::dispatch(bool notified) {
     std::unique_lock<std::mutex> l(dispatch_mutex_, std::try_to_lock);
-    if (!l.owns_lock()) return false;
+    if (!l.owns_lock() || (notified && !interrupt.load())) return false;
     bool moved = false;
     for (int i = 0; i < 256; ++i) {
         const Slot *s = ring_peek(slot_);
@@ -396,10 +396,19 @@ void Context::report(int code, int source, const std::string &what) {
     inside_report = false;
 }
 
+void Context::set_interrupt(bool on) {
+    interrupt = on;
+    // A header handler calling this holds the dispatcher already.
+    if (!on && !inside_header_handler) {
+        std::lock_guard<std::mutex> pass_ended(dispatch_mutex_);
+    }
+    wake();  // the notification thread looks at the mode again
+}
+
 void Context::notification_loop() {
     while (!stopping_) {
         const std::uint32_t seen = doorbell(slot_);
-        if (interrupt.load() && dispatch()) continue;
+        if (interrupt.load() && dispatch(true)) continue;
         doorbell_wait(slot_, seen, out_queued_.load() ? wait_us : 50'000);
     }
 }

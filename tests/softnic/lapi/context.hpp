@@ -52,8 +52,13 @@ public:
     // `tracked`: it counts as outstanding (LAPI_Fence) until acknowledged.
     int post(std::uint32_t target, Outgoing o, bool tracked);
     // One dispatcher pass, unless another thread is running one.  Returns
-    // whether it moved anything.
-    bool dispatch();
+    // whether it moved anything.  `notified`: the notification thread's
+    // pass, which runs only in interrupt mode.
+    bool dispatch(bool notified = false);
+    // LAPI_Senv INTERRUPT_SET: once it returns in polling mode, no
+    // notification pass runs (one under way has ended), so only the
+    // program's calls dispatch what arrives from then on.
+    void set_interrupt(bool on);
     // Dispatches until `done` holds.  Every 100 ms without progress it asks
     // `broken` (by default: a task of the job died and nothing left here
     // can make `done` hold) and ends with its code if not LAPI_SUCCESS;

@@ -216,8 +216,7 @@ int LAPI_Senv(lapi_handle_t hndl, lapi_query_t query, int set_val) {
             c.error_check = set_val;
             return LAPI_SUCCESS;
         }
-        c.interrupt = set_val == 1;
-        c.wake();  // the notification thread looks at the mode again
+        c.set_interrupt(set_val == 1);
         return LAPI_SUCCESS;
     });
 }

@@ -162,7 +162,7 @@ private:
     int fd_ = -1, saved_ = -1;
     std::string path_;
 };
-StderrCapture *capture = nullptr;
+std::atomic<StderrCapture *> capture{nullptr};
 
 // ---- the target's side: handlers and what they saw ----
 
@@ -181,7 +181,7 @@ std::int64_t header_at = 0;
 std::atomic<bool> completion_bytes_ok{false};
 std::atomic<int> completion_saw_counter{-1};
 std::atomic<std::int64_t> completion_delay_ms{-1};
-bool completion_gate = false;  // it tells the origin it runs, and waits for its word
+std::atomic<bool> completion_gate{false};  // it tells the origin it runs, and waits for its word
 std::size_t expect_bytes = 0;
 unsigned expect_seed = 0;
 // Rules broken in handlers.
@@ -237,7 +237,8 @@ void *hh_calls_amsend(lapi_handle_t *h, void *, uint *, ulong *, compl_hndlr_t *
 long hh_limit_ms = 1000;
 void *hh_blocks(lapi_handle_t *, void *, uint *, ulong *, compl_hndlr_t **comp_h, void **) {
     std::this_thread::sleep_for(std::chrono::milliseconds(hh_limit_ms + 1500));
-    reported_while_running = capture && capture->text().find("SOFTNIC_LAPI_HH_LIMIT_MS") != std::string::npos;
+    const StderrCapture *c = capture;
+    reported_while_running = c && c->text().find("SOFTNIC_LAPI_HH_LIMIT_MS") != std::string::npos;
     *comp_h = nullptr;
     ++header_runs;
     return nullptr;
@@ -378,12 +379,14 @@ void target_active_messages() {
     wait_target(1, pending);
     check(header_runs == 2 && seen_msg_len == am_bytes && matches(received.data(), am_bytes, 3),
           "1 MiB and 77 B of active message data land whole once tgt_cntr moves, the buffer reused after org_cntr");
-    peer->tell(1);
-
+    // What the completion handler expects is in place before the origin
+    // hears it may send.
     expect_bytes = am_bytes;
     expect_seed = 5;
-    completion_gate = true;
     completion_runs = 0;
+    completion_gate = true;
+    peer->tell(1);
+
     wait_target(1, pending);
     completion_gate = false;
     check(completion_runs == 1 && completion_bytes_ok,
@@ -550,10 +553,10 @@ void target_broken_handlers() {
         check(pending == LAPI_ERR_HDR_HNDLR_COMM && error_handler_code == LAPI_ERR_HDR_HNDLR_COMM,
               "... and the program's next call and its error handler get the code too", name(pending));
     }
-    peer->tell(1);
     {
         StderrCapture c;
         capture = &c;
+        peer->tell(1);
         int pending = 0;
         wait_target(1, pending);
         if (!pending) pending = LAPI_Probe(hndl);
