@@ -63,4 +63,29 @@ TEST(Liveness, APeerSentToIsPingedAtHalfTheTimeoutAndDeadAfterTheOtherHalf) {
     EXPECT_EQ(pinged.size(), 1u);
 }
 
+// A peer that answered and was sent more in the same period, then fell
+// silent (stopped while its senders wait for its credits, sending nothing
+// more): still pinged and found, not forgotten because it was heard.
+TEST(Liveness, APeerSentToAndHeardInOnePeriodThenSilentIsFound) {
+    common::PeerTable<common::PeerLife> peers;
+    peers.reset(2);
+    peers.insert(1, std::make_unique<common::PeerLife>());
+    const double timeout = 1.0;
+    const std::uint64_t s = 1'000'000'000;
+    std::vector<sluice::conduit::Rank> pinged;
+    auto ping = [&](sluice::conduit::Rank r) { pinged.push_back(r); };
+    auto pong = [](sluice::conduit::Rank) {};
+    // Steady traffic both ways: never pinged.
+    for (int i = 0; i < 100; ++i) {
+        peers.find(1)->sent = peers.find(1)->heard = true;
+        EXPECT_EQ(common::liveness_check(peers, 0, 10 * s + i * s / 50, timeout, ping, pong), 2u);
+    }
+    EXPECT_TRUE(pinged.empty());
+    // Then nothing more either way.
+    const std::uint64_t last = 10 * s + 99 * s / 50;
+    EXPECT_EQ(common::liveness_check(peers, 0, last + s / 2 + 1, timeout, ping, pong), 2u);
+    ASSERT_EQ(pinged, std::vector<sluice::conduit::Rank>{1});
+    EXPECT_EQ(common::liveness_check(peers, 0, last + s + 2, timeout, ping, pong), 1u);
+}
+
 } // namespace

@@ -70,9 +70,11 @@ Rank liveness_check(PeerTable<PeerLife> &peers, Rank me, std::uint64_t now, doub
         if (o.heard) {
             o.heard = false;
             o.owed_since = o.pinged_at = 0;
-        } else if (o.sent && o.owed_since == 0) {
-            o.owed_since = now;
         }
+        // Sent and heard in one period: which came last is unknown, so an
+        // answer is owed from now (a peer that answered, then stopped, is
+        // still found).
+        if (o.sent && o.owed_since == 0) o.owed_since = now;
         o.sent = false;
         if (!o.owed_since || r == me) continue;
         if (o.pinged_at && now - o.pinged_at > half) silent = r;
