@@ -4,8 +4,10 @@
 // A job is `sluicerun -n N -- prog args` (or `prog args` alone for a
 // singleton), forked into its own process group with stdout and stderr
 // captured.  The driver is a child subreaper, so a rank the launcher leaves
-// behind becomes our child and is seen.  After the launcher ends (or the
-// deadline kills the whole group), run_job() reports:
+// behind becomes our child and is seen.  At the deadline every rank gets
+// SIGABRT (SLUICE_BACKTRACE=1 is set for the job unless given: it prints
+// where it waited), and abort_grace seconds later the whole group is
+// killed.  After the launcher ends, run_job() reports:
 //   - the job code (launcher exit status, or 128+signal if it died by one),
 //   - the pid of every process that started the rank program (each rank
 //     writes a file named by its pid into SLUICETEST_PIDDIR) and which of
@@ -20,6 +22,7 @@
 // directory compiled in as SLUICE_TEST_BUILDDIR.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -172,6 +175,10 @@ struct JobSpec {
     bool signal_group = false;
 };
 
+// Seconds a timed-out job's ranks have, after their SIGABRT, to print
+// where they waited and end, before SIGKILL.
+constexpr double abort_grace = 5;
+
 struct JobResult {
     int code = -1;            // launcher exit status, or 128+signal
     bool launcher_signaled = false;
@@ -196,7 +203,7 @@ struct JobResult {
                    s.substr(s.size() - tail);
         };
         std::string d = "command: " + command + "\njob code " + std::to_string(code) +
-                        (timed_out ? " (TIMED OUT, killed)" : "") + " after " +
+                        (timed_out ? " (TIMED OUT: SIGABRT to the ranks, then killed)" : "") + " after " +
                         std::to_string(seconds) + " s, job id " + job_id + "\n";
         if (!survivors.empty()) {
             d += "surviving rank pids:";
@@ -373,6 +380,10 @@ inline JobResult run_job(const JobSpec &spec) {
             if (entry.compare(0, kv.first.size() + 1, kv.first + "=") == 0) replaced = true;
         if (!replaced) env_strings.push_back(entry);
     }
+    // A rank that hangs shows where, when the time limit's SIGABRT comes.
+    if (!std::getenv("SLUICE_BACKTRACE") &&
+        std::none_of(spec.env.begin(), spec.env.end(), [](const auto &kv) { return kv.first == "SLUICE_BACKTRACE"; }))
+        env_strings.push_back("SLUICE_BACKTRACE=1");
     env_strings.push_back("SLUICE_JOB_ID=" + r.job_id);
     env_strings.push_back("SLUICETEST_PIDDIR=" + pid_dir);
     // Ranks give up by themselves a little before the hard limit, so a hang
@@ -426,8 +437,20 @@ inline JobResult run_job(const JobSpec &spec) {
     bool out_open = true, err_open = true, exited = false;
     int status = 0;
     std::size_t ready_scan = 0;
+    double deadline = limit;
     while (!exited) {
-        double left = limit - seconds_since(t0);
+        double left = deadline - seconds_since(t0);
+        if (left <= 0 && !r.timed_out) {
+            // Out of time: each rank is asked where it waits (SIGABRT, a
+            // backtrace under SLUICE_BACKTRACE=1), then killed below if it
+            // has not ended within abort_grace seconds.
+            r.timed_out = true;
+            const std::vector<pid_t> ranks = read_pid_dir(pid_dir);
+            for (pid_t p : ranks) ::kill(p, SIGABRT);
+            if (ranks.empty()) break;
+            deadline = seconds_since(t0) + abort_grace;
+            continue;
+        }
         if (left <= 0) break;
         pollfd fds[3];
         int n = 0;

@@ -471,3 +471,25 @@ TEST(Harness, KillsAHungJobAtTheDeadline) {
     ASSERT_EQ(r.rank_pids.size(), 1u) << r.describe();
     EXPECT_NE(::kill(r.rank_pids[0], 0), 0) << "the hung process is still there";
 }
+
+// A Sluice job that hangs (every rank polls for ever): at the deadline each
+// rank is sent SIGABRT and, under the SLUICE_BACKTRACE=1 the harness sets,
+// names the signal and prints its stack before it ends; nothing is left.
+TEST(Harness, AHungJobShowsWhereEachRankWaited) {
+    require_programs();
+    JobSpec spec;
+    spec.ranks = 2;
+    spec.program = {exit_program(), "ready"};
+    spec.env = {{"TSAN_OPTIONS", "report_signal_unsafe=0"}};  // the backtrace is the fatal path only
+    spec.time_limit = 8;
+    JobResult r = run_job(spec);
+    EXPECT_TRUE(r.timed_out) << r.describe();
+    EXPECT_NE(r.out.find("READY"), std::string::npos) << "the ranks did not reach their loop\n" << r.describe();
+    EXPECT_EQ(r.code, 128 + SIGABRT) << "SIGABRT did not end the ranks\n" << r.describe();
+    EXPECT_FALSE(r.launcher_signaled) << "the launcher was killed, not ended by its ranks\n" << r.describe();
+    for (const char *rank : {"sluice[rank 0] fatal signal SIGABRT", "sluice[rank 1] fatal signal SIGABRT"})
+        EXPECT_NE(r.err.find(rank), std::string::npos) << rank << " missing\n" << r.describe();
+    EXPECT_NE(r.err.find("backtrace:"), std::string::npos) << r.describe();
+    EXPECT_TRUE(r.survivors.empty()) << r.describe();
+    EXPECT_TRUE(r.shm_left.empty()) << r.describe();
+}
