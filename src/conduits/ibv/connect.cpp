@@ -391,7 +391,8 @@ void IbvTransport::connect_ready(Rank peer) {
     connected_[peer].store(true, std::memory_order_release);
 }
 
-// Requests and answers that arrived, then the retransmissions due.
+// Requests and answers that arrived, the RTUs owed, then the
+// retransmissions due.
 void IbvTransport::connect_serve() {
     if (!conn_cq_) return;
     ibv_wc wc[8];
@@ -407,6 +408,11 @@ void IbvTransport::connect_serve() {
                 connect_answer(conn_pool_ + slot * conn_slot + grh);
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) connect_recv_post(slot);
         }
+    std::erase_if(conn_rtu_owed_, [&](Rank r) {
+        control_send(r, category_rtu);
+        if (!peer(r).rtu_owed) ++ibv_counters_.rtu_resent;
+        return !peer(r).rtu_owed;
+    });
     if (conn_pending_.empty()) return;
     const std::uint64_t now = base::now_ns();
     std::erase_if(conn_pending_, [&](Rank r) {
@@ -511,6 +517,7 @@ void IbvTransport::connect_close() {
     conn_pool_ = nullptr;
     conn_send_free_.clear();
     conn_pending_.clear();
+    conn_rtu_owed_.clear();
 }
 
 } // namespace sluice::conduit::ibv::detail

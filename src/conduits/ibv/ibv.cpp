@@ -269,7 +269,8 @@ bool IbvTransport::control(Buffer *b, std::size_t length) {
 }
 
 // A control message (ping, pong, rtu): a bare head, inline (or from a send
-// buffer); without room a pong stays owed until the next liveness check.
+// buffer); without room a pong stays owed until the next liveness check,
+// an rtu until the next connect_serve.
 void IbvTransport::control_send(Rank peer, std::uint8_t category) {
     common::PackedHead w{};
     w.category = category;
@@ -285,6 +286,13 @@ void IbvTransport::control_send(Rank peer, std::uint8_t category) {
         }
     }
     if (category == common::category_pong) life(peer).pong_owed = s != Status::ok;
+    if (category == category_rtu) {
+        // The acceptor waits for it (or the first message after it) before
+        // it sends: one that finds no room goes again from connect_serve.
+        Peer &p = this->peer(peer);
+        if (s != Status::ok && !p.rtu_owed) conn_rtu_owed_.push_back(peer);
+        p.rtu_owed = s != Status::ok;
+    }
 }
 
 // How `peer` is reached, for the layer's messages: over its AM rail (the

@@ -200,6 +200,7 @@ struct Peer {
     std::uint64_t retry_at = 0;  // ns: a request's next retransmission
     std::uint64_t interval = 0;  // ns: the wait before it
     unsigned tries = 0;
+    bool rtu_owed = false;       // its RTU found no room: sent again from connect_serve
     ibv_ah *ah = nullptr;        // to the peer's UD queue pair
 };
 
@@ -216,7 +217,7 @@ struct Arrival {
 // in the SLUICE_IBV_STATS line (IbvTransport::stats_print).
 struct IbvCounters {
     std::uint64_t long_two_part = 0, long_bounced = 0, connect_static = 0, connect_asked = 0, connect_accepted = 0,
-                  connect_retransmits = 0, fences = 0, atomic_retries = 0;
+                  connect_retransmits = 0, rtu_resent = 0, fences = 0, atomic_retries = 0;
     std::uint64_t hca_full = 0;  // posts the HCA refused with ENOMEM (its send queue full), made again later
     std::uint64_t rail_bytes[max_rails]{};  // RDMA bytes posted on each rail
     std::uint64_t gathered = 0;            // AMs whose payload the HCA read in place (SLUICE_AM_GATHER_MIN)
@@ -474,6 +475,7 @@ private:
     unsigned conn_rcvs_ = 0;
     std::vector<unsigned> conn_send_free_;
     std::vector<Rank> conn_pending_;
+    std::vector<Rank> conn_rtu_owed_;  // accepted peers whose RTU is not sent yet (Peer::rtu_owed)
     std::uint64_t retrans_min_ns_ = 0, retrans_max_ns_ = 0;
     common::ReceiveThread conn_thread_;
 

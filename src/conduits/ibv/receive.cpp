@@ -109,13 +109,14 @@ void IbvTransport::copies_free() {
 // Arms both CQs of every HCA and reaps once more: a completion that came
 // before the arming raises no event, so one reaped here means work (the
 // caller polls instead of sleeping); after it, any completion wakes the
-// channel.  While a dynamic connection waits to be retried, nap.
+// channel.  While a dynamic connection waits to be retried, or its RTU
+// to be sent again, nap.
 bool IbvTransport::wake_arm(WakeSet &w) {
     if (!wake_channels_) return RdmaConduit::wake_arm(w);
     {
         Guard g(*this);
         if (!up_) return true;
-        if (!conn_pending_.empty()) return RdmaConduit::wake_arm(w);
+        if (!conn_pending_.empty() || !conn_rtu_owed_.empty()) return RdmaConduit::wake_arm(w);
         for (Hca &h : hcas_) {
             (void)ibv_req_notify_cq(h.send_cq, 0);
             (void)ibv_req_notify_cq(h.recv_cq, 0);

@@ -19,7 +19,8 @@
 #      mp_across_hosts in tests/mp/families.sh), its jobs started over the
 #      hosts
 #
-# Every job runs with SLUICE_VERBOSE=1 and SLUICE_IBV_STATS=1; it passes
+# Every job runs with SLUICE_VERBOSE=1, SLUICE_IBV_STATS=1 and
+# SLUICE_BACKTRACE=1 (a rank that crashes shows where); it passes
 # when it exits 0, rank 0 printed PASS, every rank used the ibv conduit and
 # received over it, and nothing is left (processes, sshd sessions,
 # /dev/shm).  Root only: exits 77 (SKIP) otherwise, or without sshd, `ip
@@ -58,7 +59,7 @@ run_job() {
     n=$((n + 1))
     job="ibvh$$n$n"
     start=$(date +%s.%N)
-    ssh_hub_sluicerun "$job" "$limit" SLUICE_NETWORK=ibv SLUICE_VERBOSE=1 SLUICE_IBV_STATS=1 "$@"
+    ssh_hub_sluicerun "$job" "$limit" SLUICE_NETWORK=ibv SLUICE_VERBOSE=1 SLUICE_IBV_STATS=1 SLUICE_BACKTRACE=1 "$@"
     rc=$?
     took=$(elapsed "$start" 1)
 }
