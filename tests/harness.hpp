@@ -5,8 +5,8 @@
 // singleton), forked into its own process group with stdout and stderr
 // captured.  The driver is a child subreaper, so a rank the launcher leaves
 // behind becomes our child and is seen.  At the deadline every rank gets
-// SIGABRT (SLUICE_BACKTRACE=1 is set for the job unless given: it prints
-// where it waited), and abort_grace seconds later the whole group is
+// SIGABRT (SLUICE_BACKTRACE=1 is set for the job unless given, but for
+// ThreadSanitizer builds: it prints where it waited), and abort_grace seconds later the whole group is
 // killed.  After the launcher ends, run_job() reports:
 //   - the job code (launcher exit status, or 128+signal if it died by one),
 //   - the pid of every process that started the rank program (each rank
@@ -22,6 +22,8 @@
 // directory compiled in as SLUICE_TEST_BUILDDIR.
 #pragma once
 
+#include "sluice_config.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -34,6 +36,7 @@
 #include <poll.h>
 #include <set>
 #include <string>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -178,6 +181,15 @@ struct JobSpec {
 // Seconds a timed-out job's ranks have, after their SIGABRT, to print
 // where they waited and end, before SIGKILL.
 constexpr double abort_grace = 5;
+// Whether jobs get SLUICE_BACKTRACE=1 unless they set it: not under
+// ThreadSanitizer, which reports the backtrace's allocations in a signal
+// handler as signal-unsafe and changes the code of every crashing rank.
+// (The drivers build without sanitizers: the library's configuration says.)
+#ifdef SLUICE_SANITIZERS
+constexpr bool backtrace_by_default = std::string_view(SLUICE_SANITIZERS).find("thread") == std::string_view::npos;
+#else
+constexpr bool backtrace_by_default = true;
+#endif
 
 struct JobResult {
     int code = -1;            // launcher exit status, or 128+signal
@@ -381,7 +393,7 @@ inline JobResult run_job(const JobSpec &spec) {
         if (!replaced) env_strings.push_back(entry);
     }
     // A rank that hangs shows where, when the time limit's SIGABRT comes.
-    if (!std::getenv("SLUICE_BACKTRACE") &&
+    if (backtrace_by_default && !std::getenv("SLUICE_BACKTRACE") &&
         std::none_of(spec.env.begin(), spec.env.end(), [](const auto &kv) { return kv.first == "SLUICE_BACKTRACE"; }))
         env_strings.push_back("SLUICE_BACKTRACE=1");
     env_strings.push_back("SLUICE_JOB_ID=" + r.job_id);
