@@ -6,8 +6,9 @@
 // captured.  The driver is a child subreaper, so a rank the launcher leaves
 // behind becomes our child and is seen.  At the deadline every rank gets
 // SIGABRT (SLUICE_BACKTRACE=1 is set for the job unless given, but for
-// ThreadSanitizer builds: it prints where it waited), and abort_grace seconds later the whole group is
-// killed.  After the launcher ends, run_job() reports:
+// ThreadSanitizer builds: it prints where it waited), and abort_grace
+// seconds later the whole group is killed.  After the launcher ends,
+// run_job() reports:
 //   - the job code (launcher exit status, or 128+signal if it died by one),
 //   - the pid of every process that started the rank program (each rank
 //     writes a file named by its pid into SLUICETEST_PIDDIR) and which of

@@ -797,7 +797,8 @@ void IbvTransport::stats_print() {
     if (rails_.size() > 1) extra += ", fenced reads " + std::to_string(c.fences) + ", ";
     extra += "connections: " + std::to_string(c.connect_static) + " at start-up, " + std::to_string(c.connect_asked) +
              " asked, " + std::to_string(c.connect_accepted) + " accepted, " + std::to_string(c.connect_retransmits) +
-             " retransmitted requests, " + std::to_string(c.rtu_resent) + " RTUs sent again, compare-and-swap retries " + std::to_string(c.atomic_retries) +
+             " retransmitted requests, " + std::to_string(c.rtu_resent) +
+             " RTUs sent again, compare-and-swap retries " + std::to_string(c.atomic_retries) +
              ", posts the HCA refused (send queue full) " + std::to_string(c.hca_full) + ", gathered sends " +
              std::to_string(c.gathered) + ", arrivals in place " + std::to_string(c.in_place) + " (spares " +
              std::to_string(spare_count_) + ", at most " + std::to_string(c.spares_peak) + " in use), copied " +
