@@ -403,6 +403,14 @@ fail() {
     failed=$((failed + 1))
 }
 show() { sed 's/^/    /' "$@" | tail -25; }
+# gtest_failures FILE: a GoogleTest run's failed checks, each with the 60
+# lines under it (the job's command and its ranks' output: the backtrace
+# of a rank that crashed or hung), then its FAILED and SKIPPED lines;
+# indented, and not cut to show's 25 lines.
+gtest_failures() {
+    awk '/: Failure$/ { left = 60 } left > 0 { print; --left; next } /^\[  (FAILED|SKIPPED) / { print }' "$1" |
+        head -n 300 | sed 's/^/    /'
+}
 # ssh_hosts_verdict NAME: the last lines of NAME-hosts.sh (its time since
 # $script_start, the failures) and its exit when a check failed.
 ssh_hosts_verdict() {

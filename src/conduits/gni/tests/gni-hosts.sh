@@ -146,7 +146,7 @@ if [ "$rc" = 0 ] && grep -qE '^\[  PASSED  \] [1-9][0-9]* tests' "$out" && ! gre
     pass "the multi-process suites over gni across the hosts: $(sed -n 's/^\[  PASSED  \] //p' "$out") (${took}s)"
 else
     fail "the multi-process suites over gni across the hosts: exit $rc after ${took}s"
-    grep -E '^\[  FAILED|^\[  SKIPPED|Failure|FAIL' "$out" | show
+    gtest_failures "$out"
 fi
 
 ssh_hosts_verdict gni
